@@ -1,0 +1,58 @@
+// Command kord is the command-line interface of kord: dealerless FSS key
+// generation, evaluation, the services, benchmarks and tools.
+//
+// Each command group lives in its own file and registers itself on rootCmd
+// from an init function.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+var rootCmd = &cobra.Command{
+	Use:           "kord",
+	Short:         "Dealerless function-secret-sharing keys (DPF, DCF) from paired key-generation modules",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+// usageError marks bad input from the user; kord exits with status 2 for it.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// badInput wraps a formatted message as a usage error (exit status 2).
+func badInput(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func main() {
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	err := rootCmd.Execute()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "kord:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}
+
+// isCobraUsage reports errors cobra raises for unknown commands or arguments.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package fss
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+// neg returns v when t = 0 and -v mod 2^n when t = 1 (the spec's neg_t).
+func neg(t uint8, v uint64, mask uint64) uint64 {
+	return ((v ^ -uint64(t)) + uint64(t)) & mask
+}
+
+// checkPoint validates α < 2^ℓ and β < 2^n for params p.
+func checkPoint(p Params, alpha, beta uint64) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if alpha&^prg.Mask(p.InBits) != 0 {
+		return fmt.Errorf("fss: alpha %d does not fit in %d input bits", alpha, p.InBits)
+	}
+	if beta&^prg.Mask(p.OutBits) != 0 {
+		return fmt.Errorf("fss: beta %d does not fit in %d output bits", beta, p.OutBits)
+	}
+	return nil
+}
+
+// Gen generates a key pair for (α, β) with fresh root seeds from rnd
+// (crypto/rand when rnd is nil).
+func Gen(rnd io.Reader, p Params, alpha, beta uint64) (k0, k1 *Key, err error) {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	var roots [32]byte
+	if _, err := io.ReadFull(rnd, roots[:]); err != nil {
+		return nil, nil, fmt.Errorf("fss: reading root seeds: %w", err)
+	}
+	var r0, r1 prg.Block
+	copy(r0[:], roots[:16])
+	copy(r1[:], roots[16:])
+	clear(roots[:])
+	return GenWithRoots(p, alpha, beta, r0, r1)
+}
+
+// GenWithRoots generates the key pair for (α, β) from the given root seeds,
+// used exactly as given. The same inputs always give the same bytes; this is
+// the entry point for known-answer tests and for key-generation modules,
+// which derive their roots instead of drawing them.
+func GenWithRoots(p Params, alpha, beta uint64, root0, root1 [16]byte) (k0, k1 *Key, err error) {
+	if err := checkPoint(p, alpha, beta); err != nil {
+		return nil, nil, err
+	}
+	k0 = &Key{p: p, party: 0, root: root0, seedCW: make([]prg.Block, p.InBits)}
+	k1 = &Key{p: p, party: 1, root: root1, seedCW: make([]prg.Block, p.InBits)}
+	if p.Type == DCF {
+		k0.valCW = make([]uint64, p.InBits)
+		k1.valCW = make([]uint64, p.InBits)
+	}
+	var st genState
+	st.run(p, alpha, beta, root0, root1, k0, k1)
+	st.wipe()
+	k1.seedCW = append(k1.seedCW[:0], k0.seedCW...)
+	copy(k1.valCW, k0.valCW)
+	k1.tL, k1.tR, k1.final = k0.tL, k0.tR, k0.final
+	return k0, k1, nil
+}
+
+// genState is the working state of one Gen, kept in one place so it can be
+// wiped when the key is done.
+type genState struct {
+	s          [2]prg.Block // current seeds of both chains
+	l, r       [2]prg.Block // raw children
+	vl, vr     [2]prg.Block // value-lane outputs (DCF)
+	t          [2]uint8
+	v          uint64 // DCF running value V
+}
+
+func (g *genState) wipe() { *g = genState{} }
+
+// run computes the correction words into k0 (k1 gets copies).
+func (g *genState) run(p Params, alpha, beta uint64, root0, root1 prg.Block, k0, _ *Key) {
+	mask := prg.Mask(p.OutBits)
+	l := p.InBits
+	g.s = [2]prg.Block{root0, root1}
+	g.t = [2]uint8{0, 1}
+	for j := 1; j <= l; j++ {
+		a := uint8(alpha >> uint(l-j) & 1)
+		prg.ExpandSeeds(g.l[:], g.r[:], g.s[:])
+		var tl, tr [2]uint8
+		for b := 0; b < 2; b++ {
+			tl[b] = prg.SplitControl(&g.l[b])
+			tr[b] = prg.SplitControl(&g.r[b])
+		}
+		keep, lose := &g.l, &g.r
+		tKeep := &tl
+		if a == 1 {
+			keep, lose = &g.r, &g.l
+			tKeep = &tr
+		}
+		var sCW prg.Block
+		for i := range sCW {
+			sCW[i] = lose[0][i] ^ lose[1][i]
+		}
+		tLCW := tl[0] ^ tl[1] ^ a ^ 1
+		tRCW := tr[0] ^ tr[1] ^ a
+		tKeepCW := tLCW
+		if a == 1 {
+			tKeepCW = tRCW
+		}
+		if p.Type == DCF {
+			prg.ExpandValues(g.vl[:], g.vr[:], g.s[:])
+			v0L, v1L := prg.Convert(&g.vl[0], p.OutBits), prg.Convert(&g.vl[1], p.OutBits)
+			v0R, v1R := prg.Convert(&g.vr[0], p.OutBits), prg.Convert(&g.vr[1], p.OutBits)
+			t1 := g.t[1]
+			var vcw, keep0, keep1 uint64
+			if a == 0 {
+				vcw = neg(t1, v1R-v0R-g.v, mask)
+				keep0, keep1 = v0L, v1L
+			} else {
+				vcw = neg(t1, v1L-v0L-g.v+beta, mask)
+				keep0, keep1 = v0R, v1R
+			}
+			g.v = (g.v - keep1 + keep0 + neg(t1, vcw, mask)) & mask
+			k0.valCW[j-1] = vcw
+		}
+		for b := 0; b < 2; b++ {
+			next := keep[b]
+			if g.t[b] == 1 {
+				for i := range next {
+					next[i] ^= sCW[i]
+				}
+			}
+			g.s[b] = next
+			g.t[b] = tKeep[b] ^ (g.t[b] & tKeepCW)
+		}
+		k0.seedCW[j-1] = sCW
+		k0.tL |= uint64(tLCW) << uint(j-1)
+		k0.tR |= uint64(tRCW) << uint(j-1)
+	}
+	c0, c1 := prg.Convert(&g.s[0], p.OutBits), prg.Convert(&g.s[1], p.OutBits)
+	if p.Type == DPF {
+		k0.final = neg(g.t[1], beta-c0+c1, mask)
+	} else {
+		k0.final = neg(g.t[1], c1-c0-g.v, mask)
+	}
+}
+
+// Dealer is the trusted-dealer baseline: it sees (α, β) and emits both key
+// shares. kord's modules produce the same keys without any party seeing both.
+type Dealer struct {
+	// Rand is the source of root seeds; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// Deal returns both shares of a fresh key for (α, β).
+func (d *Dealer) Deal(p Params, alpha, beta uint64) (k0, k1 *Key, err error) {
+	return Gen(d.Rand, p, alpha, beta)
+}

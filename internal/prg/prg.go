@@ -1,0 +1,234 @@
+// Package prg implements the kord-v1 pseudorandom generator: fixed-key
+// AES-128 in Matyas–Meyer–Oseas mode over four public lane keys.
+//
+// MMO(K, s) = AES(K, s) XOR s. The API is batched from the start: every call
+// hashes a slice of independent blocks, so a kernel can keep many AES
+// operations in flight. Kernels (pure Go on crypto/aes, AES-NI, VAES) are
+// registered by name and chosen at start-up; all of them produce the same
+// bytes.
+package prg
+
+import (
+	"crypto/aes"
+	"crypto/sha256"
+	"encoding/binary"
+)
+
+// Block is one 16-byte AES block: a seed, or a PRG output.
+type Block = [16]byte
+
+// Lane names one of the four fixed-key lanes of kord-v1.
+type Lane uint8
+
+const (
+	SeedLeft   Lane = iota // K_sL: left child seed and control bit
+	SeedRight              // K_sR: right child seed and control bit
+	ValueLeft              // K_vL: left value word (DCF)
+	ValueRight             // K_vR: right value word (DCF)
+	numLanes
+)
+
+// Labels are the ASCII labels whose SHA-256 prefix is each lane's AES key.
+var labels = [numLanes]string{
+	"kord/v1/prg/seed-left",
+	"kord/v1/prg/seed-right",
+	"kord/v1/prg/value-left",
+	"kord/v1/prg/value-right",
+}
+
+func (l Lane) String() string {
+	if l < numLanes {
+		return labels[l]
+	}
+	return "invalid lane"
+}
+
+// LaneKey returns the public AES-128 key of lane l.
+func LaneKey(l Lane) [16]byte {
+	h := sha256.Sum256([]byte(labels[l]))
+	var k [16]byte
+	copy(k[:], h[:16])
+	return k
+}
+
+// Schedule is an expanded AES-128 encryption key: 11 round keys.
+type Schedule [11][16]byte
+
+// laneKeys holds each lane's raw key and expanded schedule, computed once.
+var (
+	laneRaw   [numLanes][16]byte
+	laneSched [numLanes]Schedule
+)
+
+func init() {
+	for l := Lane(0); l < numLanes; l++ {
+		laneRaw[l] = LaneKey(l)
+		laneSched[l] = ExpandKey(laneRaw[l])
+	}
+}
+
+// ExpandKey computes the AES-128 key schedule of k (FIPS-197 §5.2). The
+// lane keys are public, so a table-based S-box is fine here.
+func ExpandKey(k [16]byte) Schedule {
+	var s Schedule
+	var w [44]uint32
+	for i := 0; i < 4; i++ {
+		w[i] = binary.BigEndian.Uint32(k[4*i:])
+	}
+	rcon := uint32(1)
+	for i := 4; i < 44; i++ {
+		t := w[i-1]
+		if i%4 == 0 {
+			t = subWord(t<<8|t>>24) ^ rcon<<24
+			rcon = uint32(xtime(byte(rcon)))
+		}
+		w[i] = w[i-4] ^ t
+	}
+	for r := 0; r < 11; r++ {
+		for c := 0; c < 4; c++ {
+			binary.BigEndian.PutUint32(s[r][4*c:], w[4*r+c])
+		}
+	}
+	return s
+}
+
+func xtime(b byte) byte {
+	if b&0x80 != 0 {
+		return b<<1 ^ 0x1b
+	}
+	return b << 1
+}
+
+func subWord(w uint32) uint32 {
+	return uint32(sbox[w>>24])<<24 | uint32(sbox[w>>16&0xff])<<16 |
+		uint32(sbox[w>>8&0xff])<<8 | uint32(sbox[w&0xff])
+}
+
+// sbox is computed from its definition (inverse in GF(2^8), then the affine map).
+var sbox = func() (s [256]byte) {
+	p, q := byte(1), byte(1)
+	for {
+		p = p ^ p<<1 ^ ifb(p&0x80 != 0, 0x1b)
+		q ^= q << 1
+		q ^= q << 2
+		q ^= q << 4
+		if q&0x80 != 0 {
+			q ^= 0x09
+		}
+		s[p] = q ^ rotl8(q, 1) ^ rotl8(q, 2) ^ rotl8(q, 3) ^ rotl8(q, 4) ^ 0x63
+		if p == 1 {
+			break
+		}
+	}
+	s[0] = 0x63
+	return
+}()
+
+func ifb(c bool, v byte) byte {
+	if c {
+		return v
+	}
+	return 0
+}
+
+func rotl8(x byte, n uint) byte { return x<<n | x>>(8-n) }
+
+// Hash sets out[i] = MMO(K_l, in[i]) for every i. out and in must have the
+// same length; out may be in itself, but must not overlap it otherwise.
+func Hash(l Lane, out, in []Block) {
+	checkLen(len(out), len(in))
+	active.hash2(l, l, out, out, in)
+}
+
+// ExpandSeeds sets left[i] = MMO(K_sL, in[i]) and right[i] = MMO(K_sR, in[i]):
+// the raw left and right children of each seed, control bit not yet split
+// off. left or right may be in itself; no other overlap is allowed.
+func ExpandSeeds(left, right, in []Block) {
+	checkLen(len(left), len(in))
+	checkLen(len(right), len(in))
+	active.hash2(SeedLeft, SeedRight, left, right, in)
+}
+
+// ExpandValues is ExpandSeeds for the two value lanes (K_vL, K_vR).
+func ExpandValues(left, right, in []Block) {
+	checkLen(len(left), len(in))
+	checkLen(len(right), len(in))
+	active.hash2(ValueLeft, ValueRight, left, right, in)
+}
+
+func checkLen(a, b int) {
+	if a != b {
+		// A length mismatch is a bug in kord itself, never caller input.
+		panic("prg: output and input lengths differ")
+	}
+}
+
+// SplitControl clears the control bit (bit 0 of byte 0) of b and returns it.
+func SplitControl(b *Block) byte {
+	t := b[0] & 1
+	b[0] &^= 1
+	return t
+}
+
+// Convert returns bytes 8..15 of b as a little-endian integer, reduced mod 2^n
+// (1 ≤ n ≤ 64). These bytes never hold a control bit.
+func Convert(b *Block, n int) uint64 {
+	return binary.LittleEndian.Uint64(b[8:]) & Mask(n)
+}
+
+// Mask returns 2^n - 1 for 1 ≤ n ≤ 64.
+func Mask(n int) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(n) - 1
+}
+
+// genericHash2 is the portable kernel: crypto/aes one block per call.
+func genericHash2(la, lb Lane, a, b, in []Block) {
+	ca, cb := ciphers[la], ciphers[lb]
+	var x, y Block
+	for i := range in {
+		x = in[i]
+		ca.Encrypt(y[:], x[:])
+		xorInto(&y, &x)
+		if la == lb {
+			a[i] = y
+			continue
+		}
+		var z Block
+		cb.Encrypt(z[:], x[:])
+		xorInto(&z, &x)
+		a[i], b[i] = y, z
+	}
+}
+
+func xorInto(dst, src *Block) {
+	lo := binary.LittleEndian.Uint64(dst[:8]) ^ binary.LittleEndian.Uint64(src[:8])
+	hi := binary.LittleEndian.Uint64(dst[8:]) ^ binary.LittleEndian.Uint64(src[8:])
+	binary.LittleEndian.PutUint64(dst[:8], lo)
+	binary.LittleEndian.PutUint64(dst[8:], hi)
+}
+
+type blockCipher interface{ Encrypt(dst, src []byte) }
+
+var ciphers = func() (c [numLanes]blockCipher) {
+	for l := Lane(0); l < numLanes; l++ {
+		k := LaneKey(l)
+		b, err := aes.NewCipher(k[:])
+		if err != nil {
+			panic(err) // a 16-byte key never fails
+		}
+		c[l] = b
+	}
+	return
+}()
+
+// HashPair sets a[i] = MMO(K_la, in[i]) and b[i] = MMO(K_lb, in[i]) for two
+// distinct lanes, e.g. a seed lane and a value lane of the same side. a or b
+// may be in itself; no other overlap is allowed.
+func HashPair(la, lb Lane, a, b, in []Block) {
+	checkLen(len(a), len(in))
+	checkLen(len(b), len(in))
+	active.hash2(la, lb, a, b, in)
+}
