@@ -12,6 +12,11 @@ type Kernel struct {
 	// hash2 sets a[i] = MMO(K_la, in[i]) and, when la != lb,
 	// b[i] = MMO(K_lb, in[i]). When la == lb only a is written.
 	hash2 func(la, lb Lane, a, b, in []Block)
+	// hash4 sets sl, sr, vl, vr [i] to MMO of in[i] under the four lanes
+	// K_sL, K_sR, K_vL, K_vR. Any one output may alias in.
+	hash4 func(sl, sr, vl, vr, in []Block)
+	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
+	raw func(k *Schedule, out, in []Block)
 	// priority orders the available kernels; the highest is the default.
 	priority int
 }
@@ -29,7 +34,7 @@ func register(k Kernel) {
 }
 
 func init() {
-	register(Kernel{Name: "generic", hash2: genericHash2, priority: 0})
+	register(Kernel{Name: "generic", hash2: genericHash2, hash4: genericHash4, raw: genericRaw, priority: 0})
 }
 
 // Kernels lists the names of the kernels this machine can run, fastest first.

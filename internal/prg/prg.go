@@ -156,6 +156,26 @@ func ExpandValues(left, right, in []Block) {
 	active.hash2(ValueLeft, ValueRight, left, right, in)
 }
 
+// ExpandAll computes all four lanes of each seed at once, as a DCF level
+// needs: sl, sr, vl, vr [i] = MMO(K_sL, K_sR, K_vL, K_vR; in[i]). One output
+// may be in itself; no other overlap is allowed.
+func ExpandAll(sl, sr, vl, vr, in []Block) {
+	checkLen(len(sl), len(in))
+	checkLen(len(sr), len(in))
+	checkLen(len(vl), len(in))
+	checkLen(len(vr), len(in))
+	active.hash4(sl, sr, vl, vr, in)
+}
+
+// HashWith sets out[i] = AES(k, in[i]) XOR in[i] under an arbitrary
+// expanded key, with the active kernel. It serves known-answer tests and
+// raw kernel benchmarks; kord-v1 itself only uses the lane keys. out may be
+// in itself, but must not overlap it otherwise.
+func HashWith(k *Schedule, out, in []Block) {
+	checkLen(len(out), len(in))
+	active.raw(k, out, in)
+}
+
 func checkLen(a, b int) {
 	if a != b {
 		// A length mismatch is a bug in kord itself, never caller input.
@@ -200,6 +220,62 @@ func genericHash2(la, lb Lane, a, b, in []Block) {
 		cb.Encrypt(z[:], x[:])
 		xorInto(&z, &x)
 		a[i], b[i] = y, z
+	}
+}
+
+// genericRaw is the portable kernel for an arbitrary schedule. It runs the
+// rounds with aesRound, slowly: only tests and benchmarks use it.
+func genericRaw(k *Schedule, out, in []Block) {
+	for i := range in {
+		x := in[i]
+		s := x
+		for j := range s {
+			s[j] ^= k[0][j]
+		}
+		for r := 1; r <= 10; r++ {
+			s = aesRound(s, &k[r], r == 10)
+		}
+		xorInto(&s, &x)
+		out[i] = s
+	}
+}
+
+// aesRound applies SubBytes, ShiftRows, MixColumns (unless last) and
+// AddRoundKey to one state in FIPS-197 byte order (column-major).
+func aesRound(s Block, k *Block, last bool) Block {
+	var t Block
+	for c := 0; c < 4; c++ {
+		for r := 0; r < 4; r++ {
+			t[4*c+r] = sbox[s[4*((c+r)%4)+r]]
+		}
+	}
+	if !last {
+		for c := 0; c < 4; c++ {
+			a0, a1, a2, a3 := t[4*c], t[4*c+1], t[4*c+2], t[4*c+3]
+			x := a0 ^ a1 ^ a2 ^ a3
+			t[4*c] ^= x ^ xtime(a0^a1)
+			t[4*c+1] ^= x ^ xtime(a1^a2)
+			t[4*c+2] ^= x ^ xtime(a2^a3)
+			t[4*c+3] ^= x ^ xtime(a3^a0)
+		}
+	}
+	for j := range t {
+		t[j] ^= k[j]
+	}
+	return t
+}
+
+// genericHash4 is the portable four-lane kernel.
+func genericHash4(sl, sr, vl, vr, in []Block) {
+	var x Block
+	var o [numLanes]Block
+	for i := range in {
+		x = in[i]
+		for l := range o {
+			ciphers[l].Encrypt(o[l][:], x[:])
+			xorInto(&o[l], &x)
+		}
+		sl[i], sr[i], vl[i], vr[i] = o[0], o[1], o[2], o[3]
 	}
 }
 

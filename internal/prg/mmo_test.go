@@ -1,0 +1,185 @@
+package prg
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+)
+
+// withEachKernel runs f once per registered kernel, with that kernel active.
+func withEachKernel(t *testing.T, f func(t *testing.T)) {
+	saved := Active()
+	defer Use(saved)
+	for _, name := range Kernels() {
+		if err := Use(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, f)
+	}
+}
+
+func unhex(t *testing.T, s string) (b Block) {
+	t.Helper()
+	if n, err := hex.Decode(b[:], []byte(s)); err != nil || n != 16 {
+		t.Fatalf("bad hex %q", s)
+	}
+	return
+}
+
+// TestHashWithFIPS197 checks every kernel on the FIPS-197 known answers
+// (Appendix B and C.1), through MMO: out = AES(k, in) XOR in. The vectors
+// are repeated to many lengths so that every unit of the kernels sees them.
+func TestHashWithFIPS197(t *testing.T) {
+	vectors := []struct{ key, pt, ct string }{
+		{"2b7e151628aed2a6abf7158809cf4f3c", "3243f6a8885a308d313198a2e0370734", "3925841d02dc09fbdc118597196a0b32"},
+		{"000102030405060708090a0b0c0d0e0f", "00112233445566778899aabbccddeeff", "69c4e0d86a7b0430d8cdb78070b4c55a"},
+	}
+	withEachKernel(t, func(t *testing.T) {
+		for _, v := range vectors {
+			s := ExpandKey(unhex(t, v.key))
+			pt, ct := unhex(t, v.pt), unhex(t, v.ct)
+			var want Block
+			for i := range want {
+				want[i] = ct[i] ^ pt[i]
+			}
+			for _, n := range []int{1, 2, 3, 7, 8, 15, 16, 23, 24, 25, 31, 33, 100} {
+				in := make([]Block, n)
+				for i := range in {
+					in[i] = pt
+				}
+				out := make([]Block, n)
+				HashWith(&s, out, in)
+				for i := range out {
+					if out[i] != want {
+						t.Fatalf("key %s n=%d i=%d: got %x want %x", v.key, n, i, out[i], want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// unaligned returns n blocks that start at an odd address, backed by a byte
+// buffer, so the kernels are checked on misaligned memory.
+func unaligned(n int) []Block {
+	buf := make([]byte, 16*n+17)
+	if n == 0 {
+		return nil
+	}
+	off := 1
+	if uintptr(unsafe.Pointer(&buf[0]))%2 == 1 {
+		off = 2
+	}
+	return unsafe.Slice((*Block)(unsafe.Pointer(&buf[off])), n)
+}
+
+// TestExpandAllAgrees checks the four-lane call against crypto/aes on random
+// misaligned inputs of many lengths, with each output aliasing the input in
+// turn.
+func TestExpandAllAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	withEachKernel(t, func(t *testing.T) {
+		for n := 0; n <= 200; n += 1 + n/8 {
+			in := unaligned(n)
+			for i := range in {
+				for j := range in[i] {
+					in[i][j] = byte(r.Uint32())
+				}
+			}
+			want := make([][numLanes]Block, n)
+			for i := range in {
+				for l := Lane(0); l < numLanes; l++ {
+					want[i][l] = reference(l, in[i])
+				}
+			}
+			for alias := -1; alias < int(numLanes); alias++ {
+				outs := [numLanes][]Block{unaligned(n), unaligned(n), unaligned(n), unaligned(n)}
+				src := unaligned(n)
+				copy(src, in)
+				if alias >= 0 {
+					outs[alias] = src
+				}
+				ExpandAll(outs[0], outs[1], outs[2], outs[3], src)
+				for i := 0; i < n; i++ {
+					for l := range outs {
+						if outs[l][i] != want[i][l] {
+							t.Fatalf("n=%d alias=%d lane %d block %d wrong", n, alias, l, i)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestKernelsAgreeMisaligned compares every kernel with the generic one on
+// misaligned buffers of random lengths, for all three call shapes, with the
+// right output aliasing the input (the left case is in TestKernelsAgree).
+func TestKernelsAgreeMisaligned(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 60; trial++ {
+		n := r.IntN(400)
+		in := unaligned(n)
+		for i := range in {
+			for j := range in[i] {
+				in[i][j] = byte(r.Uint32())
+			}
+		}
+		var got []string
+		var first []byte
+		withEachKernel(t, func(t *testing.T) {
+			l := unaligned(n)
+			src := unaligned(n)
+			copy(src, in)
+			ExpandSeeds(l, src, src) // right output over the input
+			h := unaligned(n)
+			Hash(ValueLeft, h, in)
+			var all bytes.Buffer
+			for i := 0; i < n; i++ {
+				all.Write(l[i][:])
+				all.Write(src[i][:])
+				all.Write(h[i][:])
+			}
+			if first == nil {
+				first = all.Bytes()
+			} else if !bytes.Equal(first, all.Bytes()) {
+				t.Fatalf("n=%d: differs from kernel %s", n, got[0])
+			}
+			got = append(got, Active())
+		})
+	}
+}
+
+func TestUseUnknownKernel(t *testing.T) {
+	if err := Use("no-such-kernel"); err == nil {
+		t.Fatal("Use accepted an unknown kernel")
+	}
+	if len(Kernels()) == 0 || Kernels()[len(Kernels())-1] != "generic" {
+		t.Fatalf("generic kernel missing or not last: %v", Kernels())
+	}
+}
+
+func BenchmarkKernels(b *testing.B) {
+	const n = 1024
+	in := make([]Block, n)
+	o := [numLanes][]Block{make([]Block, n), make([]Block, n), make([]Block, n), make([]Block, n)}
+	for _, name := range Kernels() {
+		saved := Active()
+		Use(name)
+		b.Run(name+"/hash1", func(b *testing.B) {
+			for b.Loop() {
+				Hash(SeedLeft, o[0], in)
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "blocks/s")
+		})
+		b.Run(name+"/hash4", func(b *testing.B) {
+			for b.Loop() {
+				ExpandAll(o[0], o[1], o[2], o[3], in)
+			}
+			b.ReportMetric(float64(4*n*b.N)/b.Elapsed().Seconds(), "blocks/s")
+		})
+		Use(saved)
+	}
+}
