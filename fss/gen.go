@@ -70,11 +70,11 @@ func GenWithRoots(p Params, alpha, beta uint64, root0, root1 [16]byte) (k0, k1 *
 // genState is the working state of one Gen, kept in one place so it can be
 // wiped when the key is done.
 type genState struct {
-	s          [2]prg.Block // current seeds of both chains
-	l, r       [2]prg.Block // raw children
-	vl, vr     [2]prg.Block // value-lane outputs (DCF)
-	t          [2]uint8
-	v          uint64 // DCF running value V
+	s      [2]prg.Block // current seeds of both chains
+	l, r   [2]prg.Block // raw children
+	vl, vr [2]prg.Block // value-lane outputs (DCF)
+	t      [2]uint8
+	v      uint64 // DCF running value V
 }
 
 func (g *genState) wipe() { *g = genState{} }

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	rootCmd.AddCommand(keygenCmd(), evalCmd())
+}
+
+// keygenCmd is `kord keygen`: the trusted-dealer path, for vectors, tests
+// and interoperability checks.
+func keygenCmd() *cobra.Command {
+	var (
+		typ, alphaS, betaS, root0, root1 string
+		inBits, outBits                  int
+	)
+	cmd := &cobra.Command{
+		Use:   "keygen --type dpf|dcf --in-bits L --out-bits N --alpha A --beta B [--root0 HEX --root1 HEX]",
+		Short: "Generate a DPF or DCF key pair as a dealer; prints key0 and key1 as hex, one per line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := fss.ParseType(typ)
+			if err != nil {
+				return badInput("--type: unknown key type %q (want dpf or dcf)", typ)
+			}
+			p := fss.Params{Type: t, InBits: inBits, OutBits: outBits}
+			if inBits < 1 || inBits > 64 {
+				return badInput("--in-bits %d is outside 1..64", inBits)
+			}
+			if outBits < 1 || outBits > 64 {
+				return badInput("--out-bits %d is outside 1..64", outBits)
+			}
+			alpha, err := parseWord("--alpha", alphaS, inBits)
+			if err != nil {
+				return err
+			}
+			beta, err := parseWord("--beta", betaS, outBits)
+			if err != nil {
+				return err
+			}
+			var k0, k1 *fss.Key
+			switch {
+			case root0 == "" && root1 == "":
+				k0, k1, err = fss.Gen(nil, p, alpha, beta)
+			case root0 == "" || root1 == "":
+				return badInput("give both --root0 and --root1, or neither")
+			default:
+				r0, err := parseRoot("--root0", root0)
+				if err != nil {
+					return err
+				}
+				r1, err := parseRoot("--root1", root1)
+				if err != nil {
+					return err
+				}
+				k0, k1, err = fss.GenWithRoots(p, alpha, beta, r0, r1)
+				if err != nil {
+					return badInput("%v", err)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			for _, k := range []*fss.Key{k0, k1} {
+				raw, err := k.MarshalBinary()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(raw))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&typ, "type", "", "key type: dpf or dcf")
+	f.IntVar(&inBits, "in-bits", 0, "input width ℓ (1..64)")
+	f.IntVar(&outBits, "out-bits", 0, "output width n (1..64)")
+	f.StringVar(&alphaS, "alpha", "", "the hidden point α (decimal, or 0x hex), below 2^ℓ")
+	f.StringVar(&betaS, "beta", "", "the payload β (decimal, or 0x hex), below 2^n")
+	f.StringVar(&root0, "root0", "", "party 0 root seed, 32 hex digits (default: random)")
+	f.StringVar(&root1, "root1", "", "party 1 root seed, 32 hex digits (default: random)")
+	for _, name := range []string{"type", "in-bits", "out-bits", "alpha", "beta"} {
+		cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// evalCmd is `kord eval`: one key share at one point.
+func evalCmd() *cobra.Command {
+	var keyHex, xS string
+	cmd := &cobra.Command{
+		Use:   "eval --key HEX --x X",
+		Short: "Evaluate one key share at x; prints the output share as an unsigned decimal",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := hex.DecodeString(strings.TrimSpace(keyHex))
+			if err != nil {
+				return badInput("--key is not valid hex: %v", err)
+			}
+			k, err := fss.ParseKey(raw)
+			if err != nil {
+				return badInput("--key: %v", err)
+			}
+			x, err := parseWord("--x", xS, k.Params().InBits)
+			if err != nil {
+				return err
+			}
+			y, err := k.Eval(x)
+			if err != nil {
+				return badInput("%v", err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), y)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyHex, "key", "", "a serialized key share, hex")
+	cmd.Flags().StringVar(&xS, "x", "", "the input point (decimal, or 0x hex), below 2^ℓ")
+	cmd.MarkFlagRequired("key")
+	cmd.MarkFlagRequired("x")
+	return cmd
+}
+
+// parseWord parses an unsigned integer that must fit in bits bits.
+func parseWord(flag, s string, bits int) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		return 0, badInput("%s %q is not an unsigned 64-bit integer", flag, s)
+	}
+	if bits < 64 && v>>uint(bits) != 0 {
+		return 0, badInput("%s %d does not fit in %d bits (must be below 2^%d)", flag, v, bits, bits)
+	}
+	return v, nil
+}
+
+// parseRoot parses a 16-byte root seed given as 32 hex digits.
+func parseRoot(flag, s string) ([16]byte, error) {
+	var r [16]byte
+	raw, err := hex.DecodeString(s)
+	if err != nil {
+		return r, badInput("%s is not valid hex: %v", flag, err)
+	}
+	if len(raw) != 16 {
+		return r, badInput("%s must be 32 hex digits (16 bytes), got %d bytes", flag, len(raw))
+	}
+	copy(r[:], raw)
+	return r, nil
+}
