@@ -188,7 +188,7 @@ func TestDecryptRejects(t *testing.T) {
 	}
 	for i := 0; i < 20; i++ {
 		c := append([]byte{}, ct...)
-		j := int(r.Uint64()%uint64(len(c)))
+		j := int(r.Uint64() % uint64(len(c)))
 		c[j] ^= byte(1 + r.Uint64()%255)
 		check("byte change", c)
 	}
