@@ -1,0 +1,322 @@
+package fss
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+// GroupKeys is how many keys a batch generator carries through the levels
+// together. Each PRG call of a level then hashes 2·GroupKeys seeds (both
+// parties' chains) under two lanes: 4·GroupKeys independent blocks, far
+// more than the kernels need to keep their AES pipelines full, while the
+// group's working set (about 10 KiB) stays in L1.
+const GroupKeys = 64
+
+// chunkGroups is how many groups a worker takes from the shared queue at a
+// time: large enough that the queue is rarely touched, small enough that
+// the last chunks spread over the workers.
+const chunkGroups = 4
+
+// BatchGen generates many keys of one shape at once, optionally on several
+// goroutines. Its output is byte for byte what GenWithRoots and
+// MarshalBinary give for the same (α, β, roots), written straight into the
+// caller's buffers; its scratch is reused across calls, so steady-state
+// generation allocates nothing per key.
+//
+// A BatchGen must not be used by two goroutines at once.
+type BatchGen struct {
+	p       Params
+	workers int
+	scratch []*groupState
+	job     batchJob // the call in progress
+}
+
+// NewBatchGen returns a generator for keys with params p on `workers`
+// goroutines (0 means GOMAXPROCS).
+func NewBatchGen(p Params, workers int) (*BatchGen, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if workers < 0 {
+		return nil, fmt.Errorf("fss: negative worker count %d", workers)
+	}
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	g := &BatchGen{p: p, workers: workers}
+	for range workers {
+		g.scratch = append(g.scratch, newGroupState(p))
+	}
+	return g, nil
+}
+
+// Params returns the shape of the keys g generates.
+func (g *BatchGen) Params() Params { return g.p }
+
+// Workers returns the number of goroutines g uses.
+func (g *BatchGen) Workers() int { return g.workers }
+
+// GenWithRoots generates len(alpha) key pairs: pair i shares (alpha[i],
+// beta[i]) with root seeds root0[i], root1[i]. Key i of party b is written,
+// serialized, to out_b[i·s : (i+1)·s] with s = Params().KeySize(); each out
+// must hold exactly len(alpha)·s bytes. Nothing is written if an argument is
+// invalid.
+func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, out0, out1 []byte) error {
+	k := len(alpha)
+	if len(beta) != k || len(root0) != k || len(root1) != k {
+		return fmt.Errorf("fss: batch of %d alphas has %d betas, %d and %d roots", k, len(beta), len(root0), len(root1))
+	}
+	ks := g.p.KeySize()
+	if len(out0) != k*ks || len(out1) != k*ks {
+		return fmt.Errorf("fss: batch of %d %v keys needs %d bytes per party, got %d and %d", k, g.p, k*ks, len(out0), len(out1))
+	}
+	am, bm := prg.Mask(g.p.InBits), prg.Mask(g.p.OutBits)
+	for i := range alpha {
+		if alpha[i]&^am != 0 || beta[i]&^bm != 0 {
+			return checkPoint(g.p, alpha[i], beta[i])
+		}
+	}
+	g.job = batchJob{alpha: alpha, beta: beta, root0: root0, root1: root1, out0: out0, out1: out1, ks: ks}
+	defer func() { g.job = batchJob{} }()
+	job := &g.job
+	groups := (k + GroupKeys - 1) / GroupKeys
+	chunks := (groups + chunkGroups - 1) / chunkGroups
+	w := min(g.workers, chunks)
+	if w <= 1 {
+		if k > 0 {
+			g.scratch[0].runRange(job, 0, k)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func(st *groupState) {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= chunks {
+					return
+				}
+				lo := c * chunkGroups * GroupKeys
+				st.runRange(job, lo, min(k, lo+chunkGroups*GroupKeys))
+			}
+		}(g.scratch[i])
+	}
+	wg.Wait()
+	return nil
+}
+
+// GenBatchWithRoots is a one-shot BatchGen on GOMAXPROCS goroutines that
+// allocates the output: the concatenated serialized keys of each party.
+func GenBatchWithRoots(p Params, alpha, beta []uint64, root0, root1 []prg.Block) (out0, out1 []byte, err error) {
+	g, err := NewBatchGen(p, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(alpha) * p.KeySize()
+	out0, out1 = make([]byte, n), make([]byte, n)
+	if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+		return nil, nil, err
+	}
+	return out0, out1, nil
+}
+
+// batchJob is one GenWithRoots call, shared read-only by the workers (each
+// writes only its own keys' bytes).
+type batchJob struct {
+	alpha, beta  []uint64
+	root0, root1 []prg.Block
+	out0, out1   []byte
+	ks           int
+}
+
+// groupState is the structure-of-arrays working state of one group of keys
+// across a level. Per key in flight it holds the two current seeds (32 B),
+// two control bits and, for a DCF, the running value V (8 B); the rest is
+// the PRG output of one level and the staging image of the group's party-0
+// keys, fixed per-group scratch. Keys are assembled in the staging area
+// (cache resident) and copied to the caller's buffers in one sequential
+// pass per group, since the two parties' keys differ only in the party
+// byte and the root seed.
+type groupState struct {
+	p                Params
+	vb               int         // bytes per value field
+	ks               int         // key size
+	cwOff, ctrlOff   int         // offsets of sCW_1 and of the control bits in a key
+	valOff, finalOff int         // offsets of VCW_1 (DCF) and of CW_last
+	s                []prg.Block // s[i] party 0, s[G+i] party 1; L children in place
+	r                []prg.Block // R children
+	vl, vr           []prg.Block // value lanes (DCF)
+	t                []uint8     // control bits, same layout as s
+	v                []uint64    // DCF running value per key
+	stage            []byte      // party-0 key images of the group
+}
+
+func newGroupState(p Params) *groupState {
+	const g = GroupKeys
+	st := &groupState{
+		p:       p,
+		vb:      valueBytes(p.OutBits),
+		ks:      p.KeySize(),
+		cwOff:   headerSize + 16,
+		ctrlOff: headerSize + 16 + 16*p.InBits,
+		s:       make([]prg.Block, 2*g),
+		r:       make([]prg.Block, 2*g),
+		t:       make([]uint8, 2*g),
+	}
+	st.stage = make([]byte, g*st.ks)
+	st.valOff = st.ctrlOff + (2*p.InBits+7)/8
+	st.finalOff = st.valOff
+	if p.Type == DCF {
+		st.finalOff += p.InBits * st.vb
+		st.vl = make([]prg.Block, 2*g)
+		st.vr = make([]prg.Block, 2*g)
+		st.v = make([]uint64, g)
+	}
+	return st
+}
+
+// runRange generates keys [lo, hi) of the job, a group at a time.
+func (st *groupState) runRange(job *batchJob, lo, hi int) {
+	for base := lo; base < hi; base += GroupKeys {
+		st.runGroup(job, base, min(GroupKeys, hi-base))
+	}
+}
+
+// runGroup generates keys [base, base+n), n ≤ GroupKeys, level by level:
+// each level hashes all 2n seeds of the group in one kernel call per lane
+// pair, then applies the per-key Gen step of the spec to every key.
+func (st *groupState) runGroup(job *batchJob, base, n int) {
+	p := st.p
+	l := p.InBits
+	mask := prg.Mask(p.OutBits)
+	dcf := p.Type == DCF
+	ks := st.ks
+	nc := (2*l + 7) / 8
+	stage := st.stage[:n*ks]
+	// Party 1's chains sit right after party 0's: one call covers 2n seeds.
+	seeds, rs, ts := st.s[:2*n], st.r[:2*n], st.t[:2*n]
+	// Headers and roots; seeds and control bits start as the spec says.
+	for i := 0; i < n; i++ {
+		k := base + i
+		img := stage[i*ks : (i+1)*ks]
+		img[0], img[1], img[2], img[3], img[4], img[5] = magic, version, byte(p.Type), 0, byte(l), byte(p.OutBits)
+		copy(img[headerSize:], job.root0[k][:])
+		clear(img[st.ctrlOff : st.ctrlOff+nc])
+		seeds[i], seeds[n+i] = job.root0[k], job.root1[k]
+		ts[i], ts[n+i] = 0, 1
+		if dcf {
+			st.v[i] = 0
+		}
+	}
+	for j := 1; j <= l; j++ {
+		sh := uint(l - j)
+		if dcf {
+			prg.ExpandValues(st.vl[:2*n], st.vr[:2*n], seeds)
+		}
+		prg.ExpandSeeds(seeds, rs, seeds)
+		cw := st.cwOff + 16*(j-1)
+		cb, cbit := st.ctrlOff+(j-1)/4, uint(2*((j-1)%4))
+		vo := st.valOff + (j-1)*st.vb
+		for i := 0; i < n; i++ {
+			a := uint8(job.alpha[base+i]>>sh) & 1
+			am := -uint64(a)
+			L0, L1 := &seeds[i], &seeds[n+i]
+			R0, R1 := &rs[i], &rs[n+i]
+			l0lo, l0hi := binary.LittleEndian.Uint64(L0[:8]), binary.LittleEndian.Uint64(L0[8:])
+			l1lo, l1hi := binary.LittleEndian.Uint64(L1[:8]), binary.LittleEndian.Uint64(L1[8:])
+			r0lo, r0hi := binary.LittleEndian.Uint64(R0[:8]), binary.LittleEndian.Uint64(R0[8:])
+			r1lo, r1hi := binary.LittleEndian.Uint64(R1[:8]), binary.LittleEndian.Uint64(R1[8:])
+			tl0, tl1 := uint8(l0lo&1), uint8(l1lo&1)
+			tr0, tr1 := uint8(r0lo&1), uint8(r1lo&1)
+			// Keep = L, Lose = R when a = 0, swapped when a = 1 (branch-free).
+			d0lo, d0hi := (l0lo^r0lo)&am, (l0hi^r0hi)&am
+			d1lo, d1hi := (l1lo^r1lo)&am, (l1hi^r1hi)&am
+			cwlo := (r0lo ^ d0lo ^ r1lo ^ d1lo) &^ 1
+			cwhi := r0hi ^ d0hi ^ r1hi ^ d1hi
+			tLCW := tl0 ^ tl1 ^ a ^ 1
+			tRCW := tr0 ^ tr1 ^ a
+			tKeepCW := tLCW ^ (tLCW^tRCW)&a
+			tk0 := tl0 ^ (tl0^tr0)&a
+			tk1 := tl1 ^ (tl1^tr1)&a
+			t0, t1 := ts[i], ts[n+i]
+			m0, m1 := -uint64(t0), -uint64(t1)
+			binary.LittleEndian.PutUint64(L0[:8], (l0lo^d0lo)&^1^cwlo&m0)
+			binary.LittleEndian.PutUint64(L0[8:], l0hi^d0hi^cwhi&m0)
+			binary.LittleEndian.PutUint64(L1[:8], (l1lo^d1lo)&^1^cwlo&m1)
+			binary.LittleEndian.PutUint64(L1[8:], l1hi^d1hi^cwhi&m1)
+			ts[i] = tk0 ^ t0&tKeepCW
+			ts[n+i] = tk1 ^ t1&tKeepCW
+			img := stage[i*ks : (i+1)*ks]
+			binary.LittleEndian.PutUint64(img[cw:cw+8], cwlo)
+			binary.LittleEndian.PutUint64(img[cw+8:cw+16], cwhi)
+			img[cb] |= (tLCW | tRCW<<1) << cbit
+			if dcf {
+				v0L := binary.LittleEndian.Uint64(st.vl[i][8:])
+				v1L := binary.LittleEndian.Uint64(st.vl[n+i][8:])
+				v0R := binary.LittleEndian.Uint64(st.vr[i][8:])
+				v1R := binary.LittleEndian.Uint64(st.vr[n+i][8:])
+				V := st.v[i]
+				// Lose = R when a = 0 (no β term), L when a = 1; branch-free.
+				lose0, lose1 := v0R^(v0L^v0R)&am, v1R^(v1L^v1R)&am
+				keep0, keep1 := v0L^(v0L^v0R)&am, v1L^(v1L^v1R)&am
+				vcw := neg(t1, lose1-lose0-V+job.beta[base+i]&am, mask)
+				st.v[i] = V - keep1 + keep0 + neg(t1, vcw, mask)
+				putValue(img[vo:vo+st.vb], vcw)
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		img := stage[i*ks : (i+1)*ks]
+		c0 := prg.Convert(&seeds[i], p.OutBits)
+		c1 := prg.Convert(&seeds[n+i], p.OutBits)
+		t1 := ts[n+i]
+		var final uint64
+		if dcf {
+			final = neg(t1, c1-c0-st.v[i], mask)
+		} else {
+			final = neg(t1, job.beta[base+i]-c0+c1, mask)
+		}
+		putValue(img[st.finalOff:st.finalOff+st.vb], final)
+	}
+	o0 := job.out0[base*ks : (base+n)*ks]
+	o1 := job.out1[base*ks : (base+n)*ks]
+	copy(o0, stage)
+	copy(o1, stage)
+	for i := 0; i < n; i++ {
+		o1[i*ks+3] = 1
+		copy(o1[i*ks+headerSize:i*ks+headerSize+16], job.root1[base+i][:])
+	}
+	clear(st.s)
+	clear(st.r)
+	clear(st.vl)
+	clear(st.vr)
+	clear(stage)
+}
+
+// putValue writes v little-endian into b (len(b) ≤ 8 bytes).
+func putValue(b []byte, v uint64) {
+	if len(b) == 8 {
+		binary.LittleEndian.PutUint64(b, v)
+		return
+	}
+	for i := range b {
+		b[i] = byte(v >> (8 * uint(i)))
+	}
+}
+
+// BlocksPerGenKey returns the MMO blocks one key pair of shape p costs to
+// generate: 4 per level for a DPF (two chains × L, R), 8 for a DCF.
+func BlocksPerGenKey(p Params) int {
+	if p.Type == DCF {
+		return 8 * p.InBits
+	}
+	return 4 * p.InBits
+}

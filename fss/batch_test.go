@@ -1,0 +1,165 @@
+package fss
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+// batchInputs draws k random points and roots for p, with the extreme α
+// values and the largest β among them.
+func batchInputs(r *rand.Rand, p Params, k int) (alpha, beta []uint64, root0, root1 []prg.Block) {
+	alpha, beta = make([]uint64, k), make([]uint64, k)
+	root0, root1 = make([]prg.Block, k), make([]prg.Block, k)
+	for i := range alpha {
+		alpha[i] = r.Uint64() & prg.Mask(p.InBits)
+		beta[i] = r.Uint64() & prg.Mask(p.OutBits)
+		switch i % 7 {
+		case 1:
+			alpha[i] = 0
+		case 2:
+			alpha[i] = prg.Mask(p.InBits)
+			beta[i] = prg.Mask(p.OutBits)
+		}
+		root0[i], root1[i] = randRoot(r), randRoot(r)
+	}
+	return
+}
+
+// checkBatch compares every batch key with the single-key GenWithRoots and
+// MarshalBinary of the same inputs, byte for byte.
+func checkBatch(t *testing.T, p Params, alpha, beta []uint64, root0, root1 []prg.Block, out0, out1 []byte) {
+	t.Helper()
+	ks := p.KeySize()
+	for i := range alpha {
+		k0, k1, err := GenWithRoots(p, alpha[i], beta[i], root0[i], root1[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b0, _ := k0.MarshalBinary()
+		b1, _ := k1.MarshalBinary()
+		if !bytes.Equal(b0, out0[i*ks:(i+1)*ks]) || !bytes.Equal(b1, out1[i*ks:(i+1)*ks]) {
+			t.Fatalf("%v key %d of %d (α=%d β=%d): batch bytes differ from GenWithRoots", p, i, len(alpha), alpha[i], beta[i])
+		}
+	}
+}
+
+// TestBatchGenMatchesSingle checks batch generation against single-key
+// generation for both types, many widths, batch sizes that leave partial
+// groups and chunks, one and several workers, and every kernel.
+func TestBatchGenMatchesSingle(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	saved := prg.Active()
+	defer prg.Use(saved)
+	shapes := [][2]int{{1, 1}, {2, 64}, {7, 7}, {16, 9}, {32, 32}, {33, 63}, {64, 64}, {64, 1}, {20, 16}}
+	sizes := []int{0, 1, 3, GroupKeys - 1, GroupKeys, GroupKeys + 1, 5*GroupKeys + 17}
+	for _, kern := range prg.Kernels() {
+		if err := prg.Use(kern); err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []Type{DPF, DCF} {
+			for si, sh := range shapes {
+				p := Params{typ, sh[0], sh[1]}
+				for _, workers := range []int{1, 3} {
+					g, err := NewBatchGen(p, workers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for zi, k := range sizes {
+						// Keep the generic kernel's share of the run small.
+						if kern == "generic" && (zi+si)%3 != 0 {
+							continue
+						}
+						alpha, beta, root0, root1 := batchInputs(r, p, k)
+						out0 := make([]byte, k*p.KeySize())
+						out1 := make([]byte, k*p.KeySize())
+						if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+							t.Fatal(err)
+						}
+						checkBatch(t, p, alpha, beta, root0, root1, out0, out1)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBatchGenReuse runs one generator twice over dirty output buffers: the
+// second run must not depend on what the first left behind.
+func TestBatchGenReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := Params{DCF, 12, 13}
+	g, err := NewBatchGen(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 2*GroupKeys + 5
+	out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
+	for i := range out0 {
+		out0[i], out1[i] = 0xff, 0xa5
+	}
+	for range 2 {
+		alpha, beta, root0, root1 := batchInputs(r, p, k)
+		if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+			t.Fatal(err)
+		}
+		checkBatch(t, p, alpha, beta, root0, root1, out0, out1)
+	}
+}
+
+// TestBatchGenErrors checks argument validation: nothing panics, and a bad
+// point is reported without touching the output.
+func TestBatchGenErrors(t *testing.T) {
+	if _, err := NewBatchGen(Params{DPF, 0, 8}, 1); err == nil {
+		t.Error("accepted ℓ = 0")
+	}
+	if _, err := NewBatchGen(Params{DPF, 8, 8}, -1); err == nil {
+		t.Error("accepted negative workers")
+	}
+	p := Params{DPF, 8, 8}
+	g, err := NewBatchGen(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := make([]prg.Block, 2)
+	buf := make([]byte, 2*p.KeySize())
+	if err := g.GenWithRoots([]uint64{1, 256}, []uint64{1, 1}, roots, roots, buf, buf); err == nil {
+		t.Error("accepted α ≥ 2^ℓ")
+	}
+	if err := g.GenWithRoots([]uint64{1, 2}, []uint64{1, 256}, roots, roots, buf, buf); err == nil {
+		t.Error("accepted β ≥ 2^n")
+	}
+	if !bytes.Equal(buf, make([]byte, len(buf))) {
+		t.Error("a rejected batch wrote output")
+	}
+	if err := g.GenWithRoots([]uint64{1}, []uint64{1, 2}, roots, roots, buf, buf); err == nil {
+		t.Error("accepted mismatched lengths")
+	}
+	if err := g.GenWithRoots([]uint64{1, 2}, []uint64{1, 2}, roots, roots, buf[:3], buf); err == nil {
+		t.Error("accepted a short output")
+	}
+}
+
+// TestBatchGenNoAllocs checks that steady-state generation allocates
+// nothing per key (one worker: no goroutines either).
+func TestBatchGenNoAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	p := Params{DCF, 32, 32}
+	g, err := NewBatchGen(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 3 * GroupKeys
+	alpha, beta, root0, root1 := batchInputs(r, p, k)
+	out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
+	allocs := testing.AllocsPerRun(3, func() {
+		if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per batch of %d keys", allocs, k)
+	}
+}
