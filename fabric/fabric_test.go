@@ -269,10 +269,17 @@ func TestMixedCapacityLine(t *testing.T) {
 }
 
 // TestStreamModelGrid compares the closed form with the simulator beyond
-// KORD's sweep, for the fabric's one admission cycle.
+// KORD's sweep, for the fabric's one admission cycle: exact when a level
+// fills the lanes for one or more whole cycles, within 2 points when two
+// levels share a cycle (the DPF-only W8 engine just past its knee, with an
+// odd M and a partial last generation).
 func TestStreamModelGrid(t *testing.T) {
-	var worst float64
-	for _, wc := range [][2]int{{4, 4}, {8, 8}, {4, 8}, {8, 4}, {2, 8}} {
+	for _, wc := range [][2]int{{4, 4}, {8, 8}, {4, 8}, {2, 8}, {8, 4}} {
+		tol := 1e-9
+		if wc[1] < wc[0] {
+			tol = 0.02
+		}
+		var worst float64
 		for _, n := range []int{1, 5, 37, 256, 300} {
 			for m := 1; m <= 40; m++ {
 				cfg := NewConfig(wc[0], m)
@@ -292,10 +299,10 @@ func TestStreamModelGrid(t *testing.T) {
 				worst = math.Max(worst, math.Abs(u-res.Utilization))
 			}
 		}
-	}
-	t.Logf("worst |model - sim| over the grid: %.4f", worst)
-	if worst > 0.02 {
-		t.Errorf("worst |model - sim| %.4f", worst)
+		t.Logf("W %d, c %d: worst |model - sim| %.4f", wc[0], wc[1], worst)
+		if worst > tol {
+			t.Errorf("W %d, c %d: worst |model - sim| %.4f, tolerance %.g", wc[0], wc[1], worst, tol)
+		}
 	}
 }
 
