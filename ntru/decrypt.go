@@ -37,10 +37,7 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	t := &decTrace{bigA: make([]uint16, n), a: make([]int16, n)}
 
 	// a = f·e = e + 3·(F·e) mod q, centred.
-	el := extLen(n)
-	ext := make([]byte, 2*el)
-	extend(ext, nil, e)
-	ternaryMulCT(t.bigA, ext, k.fTrits)
+	ternaryMulCT(t.bigA, newLaneImage(e, false), k.fTrits)
 	ci := make([]uint8, n)
 	var cnt [3]int
 	for i := range t.bigA {
@@ -83,7 +80,7 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	bad |= 1 - subtle.ConstantTimeCompare(want, mtrin)
 	_, rt := p.blindingIndices(pub.sData(msg, b))
 	rh := make([]uint16, n)
-	ternaryMulCT(rh, pub.hExt, rt)
+	ternaryMulCT(rh, pub.hImg, rt)
 	var diff uint16
 	for i := range rh {
 		diff |= rh[i] ^ cR[i]

@@ -12,8 +12,8 @@ type PublicKey struct {
 	p       *params
 	h       []uint16 // coefficients mod q
 	packedH []byte
-	hExt    []byte // extended image of h (see mult.go)
-	hNeg    []byte // extended image of −h
+	hImg    *laneImage // image of h (see mult.go)
+	hNeg    *laneImage // image of −h
 }
 
 // PrivateKey is an NTRUEncrypt private key f = 1 + 3F with its public key.
@@ -35,10 +35,8 @@ func (k *PrivateKey) Public() *PublicKey { return &k.pub }
 
 func newPublicKey(set ParamSet, p *params, h []uint16) *PublicKey {
 	k := &PublicKey{set: set, p: p, h: h, packedH: packQ(h)}
-	el := extLen(p.n)
-	k.hExt = make([]byte, 2*el)
-	k.hNeg = make([]byte, 2*el)
-	extend(k.hExt, k.hNeg, h)
+	k.hImg = newLaneImage(h, false)
+	k.hNeg = newLaneImage(h, true)
 	return k
 }
 
@@ -96,11 +94,8 @@ func keyFromFG(set ParamSet, p *params, fPlus, fMinus, gPlus, gMinus []uint16) (
 	if !ok {
 		return nil, false
 	}
-	el := extLen(p.n)
-	ext, neg := make([]byte, 2*el), make([]byte, 2*el)
-	extend(ext, neg, fq)
 	h := make([]uint16, p.n)
-	sparseMul(h, ext, neg, gPlus, gMinus)
+	sparseMul(h, newLaneImage(fq, false), newLaneImage(fq, true), gPlus, gMinus)
 	for i := range h {
 		h[i] = (3 * h[i]) & qMask
 	}

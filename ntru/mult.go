@@ -1,63 +1,81 @@
 package ntru
 
-import "encoding/binary"
-
-// The products work on four 16-bit lanes per uint64 ("SWAR"): coefficients
+// The products work on four 16-bit lanes per uint64 ("SWAR"). Coefficients
 // are kept below 2^11 = q, so up to 31 of them can be added to a lane that
 // is itself below 2^11 before it could overflow 16 bits; the lanes are
-// reduced mod q by masking with lanes11 before that happens. Reading four
-// consecutive coefficients of a rotation of a is one unaligned 64-bit load
-// from a "extended" little-endian image of a, in which coefficient i holds
-// a[i mod n], so coefficient k of x^s·a sits at index k − s + n.
+// reduced mod q by masking with lanes11 before that happens.
+//
+// Reading four consecutive coefficients of a rotation x^s·a is one aligned
+// word load from a laneImage: four copies of a, copy r holding in word x
+// the coefficients a[(4x + r + l) mod n], l = 0…3. Coefficient k of x^s·a
+// is a[(k + o) mod n] with o = n − s, so the words of x^s·a are the run of
+// copy o mod 4 starting at word o / 4.
 
 const lanes11 = 0x07FF07FF07FF07FF
-
-func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 
 // words is the number of uint64 words holding n coefficients.
 func words(n int) int { return (n + 3) / 4 }
 
-// extLen is the number of coefficients in an extended image for n.
-func extLen(n int) int { return n + 4*words(n) }
+// laneImage is the four-copy image of a polynomial described above.
+type laneImage [4][]uint64
 
-// extend writes the extended image of a (len n) reduced mod q into ext and,
-// if neg is non-nil, the image of −a as values q − a_i in [1, q].
-func extend(ext, neg []byte, a []uint16) {
+// newLaneImage builds the image of a (reduced mod q) or, if neg, of −a
+// with each coefficient as q − a_i in [1, q].
+func newLaneImage(a []uint16, neg bool) *laneImage {
 	n := len(a)
-	for i := 0; i < extLen(n); i++ {
-		v := a[i%n] & qMask
-		binary.LittleEndian.PutUint16(ext[2*i:], v)
-		if neg != nil {
-			binary.LittleEndian.PutUint16(neg[2*i:], q-v)
+	cw := 2*words(n) + 1
+	var img laneImage
+	for r := range img {
+		cp := make([]uint64, cw)
+		for x := range cp {
+			var v uint64
+			for l := 3; l >= 0; l-- {
+				c := a[(4*x+r+l)%n] & qMask
+				if neg {
+					c = q - c
+				}
+				v = v<<16 | uint64(c)
+			}
+			cp[x] = v
 		}
+		img[r] = cp
 	}
+	return &img
 }
 
-// unlane writes the n coefficients held in acc to c, reduced mod q.
+// rot returns the words of x^(n−o)·a, for 1 <= o <= n, as w words.
+func (img *laneImage) rot(o, w int) []uint64 {
+	return img[o&3][o>>2 : o>>2+w]
+}
+
+// unlane writes the n coefficients held in acc to c, adding add, mod q.
 func unlane(c []uint16, acc []uint64, add uint16) {
 	for k := range c {
 		c[k] = (uint16(acc[k/4]>>(16*uint(k%4))) + add) & qMask
 	}
 }
 
+func reduceLanes(acc []uint64) {
+	for i := range acc {
+		acc[i] &= lanes11
+	}
+}
+
 // sparseMul computes c = t·a mod q for a ternary t given by its +1 indices
-// and −1 indices, using the extended images ext of a and neg of −a.
+// and −1 indices (each below n), from the images of a and of −a.
 //
-// The loads' addresses depend on the indices: use it only where the
-// indices are not secret, or where that leak is accepted (encryption, key
-// generation). Indices must be below n.
-func sparseMul(c []uint16, ext, neg []byte, plus, minus []uint16) {
+// The loads' addresses depend on the indices: it serves where the indices
+// are public or that leak is accepted (encryption, key generation).
+func sparseMul(c []uint16, pos, neg *laneImage, plus, minus []uint16) {
 	n := len(c)
 	w := words(n)
 	acc := make([]uint64, w)
-	srcs := make([][]byte, 0, len(plus)+len(minus))
+	srcs := make([][]uint64, 0, len(plus)+len(minus))
 	for _, s := range plus {
-		o := 2 * (n - int(s))
-		srcs = append(srcs, ext[o:o+8*w])
+		srcs = append(srcs, pos.rot(n-int(s), w))
 	}
 	for _, s := range minus {
-		o := 2 * (n - int(s))
-		srcs = append(srcs, neg[o:o+8*w])
+		srcs = append(srcs, neg.rot(n-int(s), w))
 	}
 	// Each term adds at most q to a lane; 28 terms on top of a lane below q
 	// stay below 2^16.
@@ -68,93 +86,69 @@ func sparseMul(c []uint16, ext, neg []byte, plus, minus []uint16) {
 			add4(acc, srcs[k], srcs[k+1], srcs[k+2], srcs[k+3])
 		}
 		for ; k < chunk; k++ {
-			add1(acc, srcs[k])
+			s := srcs[k][:len(acc)]
+			for i := range acc {
+				acc[i] += s[i]
+			}
 		}
 		srcs = srcs[chunk:]
-		for i := range acc {
-			acc[i] &= lanes11
-		}
+		reduceLanes(acc)
 	}
 	unlane(c, acc, 0)
 }
 
-func add4(acc []uint64, s0, s1, s2, s3 []byte) {
-	n := 8 * len(acc)
+func add4(acc, s0, s1, s2, s3 []uint64) {
+	n := len(acc)
 	s0, s1, s2, s3 = s0[:n], s1[:n], s2[:n], s3[:n]
-	i := 0
-	for ; i+2 <= len(acc); i += 2 {
-		o := 8 * i
-		acc[i] += le64(s0[o:o+8]) + le64(s1[o:o+8]) + le64(s2[o:o+8]) + le64(s3[o:o+8])
-		acc[i+1] += le64(s0[o+8:o+16]) + le64(s1[o+8:o+16]) + le64(s2[o+8:o+16]) + le64(s3[o+8:o+16])
-	}
-	for ; i < len(acc); i++ {
-		o := 8 * i
-		acc[i] += le64(s0[o:o+8]) + le64(s1[o:o+8]) + le64(s2[o:o+8]) + le64(s3[o:o+8])
-	}
-}
-
-func add1(acc []uint64, s []byte) {
-	s = s[:8*len(acc)]
 	for i := range acc {
-		acc[i] += le64(s[8*i : 8*i+8])
+		acc[i] += s0[i] + s1[i] + s2[i] + s3[i]
 	}
 }
 
 // ternaryMulCT computes c = t·a mod q for a secret ternary t given densely
-// as trits (0, 1, 2 = −1) and a public a given by its extended image ext.
+// as trits (0, 1, 2 = −1) and a public a given by its image.
 //
 // It is constant time with respect to t: every coefficient of t is visited,
-// the loads' addresses depend only on the loop counters, and t enters only
+// the loads' addresses depend only on loop counters, and t enters only
 // through masks. A −1 coefficient adds a's rotation with each lane's 11 bits
-// complemented, (q − 1 − x), and the missing +1 per −1 coefficient, a
-// public count (dr or df), is added at the end.
-func ternaryMulCT(c []uint16, ext []byte, t []uint8) {
+// complemented, q − 1 − x; the missing +1 per −1 coefficient is added at
+// the end as a count (computed without branches).
+func ternaryMulCT(c []uint16, img *laneImage, t []uint8) {
 	n := len(c)
 	w := words(n)
+	t = t[:n]
 	xs := make([]uint64, n)
 	ms := make([]uint64, n)
 	var negs uint16
-	for j, tj := range t[:n] {
+	for j, tj := range t {
 		neg := uint64(tj>>1) & 1
 		xs[j] = -neg & lanes11
 		ms[j] = -(uint64(tj|tj>>1) & 1)
 		negs += uint16(neg)
 	}
 	acc := make([]uint64, w)
-	i := 0
-	for ; i+4 <= w; i += 4 {
-		var a0, a1, a2, a3 uint64
-		base := 2 * (4*i + n)
-		for j0 := 0; j0 < n; j0 += 31 {
-			j1 := min(j0+31, n)
-			for j := j0; j < j1; j++ {
-				o := base - 2*j
-				x, m := xs[j], ms[j]
-				s := ext[o : o+32]
-				a0 += (le64(s[0:8]) ^ x) & m
-				a1 += (le64(s[8:16]) ^ x) & m
-				a2 += (le64(s[16:24]) ^ x) & m
-				a3 += (le64(s[24:32]) ^ x) & m
-			}
-			a0 &= lanes11
-			a1 &= lanes11
-			a2 &= lanes11
-			a3 &= lanes11
+	// Four coefficients of t per pass, seven passes (28 terms of at most
+	// q − 1 each) between reductions.
+	j := 0
+	for pass := 0; j+4 <= n; j += 4 {
+		s0, s1, s2, s3 := img.rot(n-j, w), img.rot(n-j-1, w), img.rot(n-j-2, w), img.rot(n-j-3, w)
+		x0, x1, x2, x3 := xs[j], xs[j+1], xs[j+2], xs[j+3]
+		m0, m1, m2, m3 := ms[j], ms[j+1], ms[j+2], ms[j+3]
+		s0, s1, s2, s3 = s0[:w], s1[:w], s2[:w], s3[:w]
+		for i := range acc {
+			acc[i] += (s0[i]^x0)&m0 + (s1[i]^x1)&m1 + (s2[i]^x2)&m2 + (s3[i]^x3)&m3
 		}
-		acc[i], acc[i+1], acc[i+2], acc[i+3] = a0, a1, a2, a3
+		if pass++; pass == 7 {
+			reduceLanes(acc)
+			pass = 0
+		}
 	}
-	for ; i < w; i++ {
-		var a0 uint64
-		base := 2 * (4*i + n)
-		for j0 := 0; j0 < n; j0 += 31 {
-			j1 := min(j0+31, n)
-			for j := j0; j < j1; j++ {
-				o := base - 2*j
-				a0 += (le64(ext[o:o+8]) ^ xs[j]) & ms[j]
-			}
-			a0 &= lanes11
+	reduceLanes(acc)
+	for ; j < n; j++ {
+		s, x, m := img.rot(n-j, w)[:w], xs[j], ms[j]
+		for i := range acc {
+			acc[i] += (s[i] ^ x) & m
 		}
-		acc[i] = a0
 	}
 	unlane(c, acc, negs)
 }

@@ -62,9 +62,7 @@ func TestProducts(t *testing.T) {
 				tr[i] = 2
 			}
 			want := naiveMul(a, tr)
-			el := extLen(n)
-			ext, neg := make([]byte, 2*el), make([]byte, 2*el)
-			extend(ext, neg, a)
+			ext, neg := newLaneImage(a, false), newLaneImage(a, true)
 			got := make([]uint16, n)
 			sparseMul(got, ext, neg, plus, minus)
 			eqU16(t, "sparseMul", got, want)
@@ -82,8 +80,7 @@ func TestProducts(t *testing.T) {
 		a[i] = qMask
 		tr[i] = uint8(i % 3)
 	}
-	ext := make([]byte, 2*extLen(n))
-	extend(ext, nil, a)
+	ext := newLaneImage(a, false)
 	got := make([]uint16, n)
 	ternaryMulCT(got, ext, tr)
 	eqU16(t, "ternaryMulCT dense", got, naiveMul(a, tr))

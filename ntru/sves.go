@@ -56,7 +56,7 @@ func (k *PublicKey) encrypt(msg, b []byte) *encTrace {
 	t.sData = k.sData(msg, b)
 	t.r, _ = p.blindingIndices(t.sData)
 	t.bigR = make([]uint16, p.n)
-	sparseMul(t.bigR, k.hExt, k.hNeg, t.r[:p.dr], t.r[p.dr:])
+	sparseMul(t.bigR, k.hImg, k.hNeg, t.r[:p.dr], t.r[p.dr:])
 	t.r4 = packMod4(t.bigR)
 	t.mask = p.mask(t.r4)
 	t.mPrime = make([]uint8, p.n)

@@ -1,0 +1,89 @@
+package ntru
+
+import (
+	"crypto/rand"
+	"testing"
+)
+
+func BenchmarkKeyGen(b *testing.B) {
+	for _, set := range ParamSets() {
+		b.Run(set.Name(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := GenerateKey(rand.Reader, set); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func benchKey(b *testing.B, set ParamSet) (*PrivateKey, []byte, []byte) {
+	key, err := GenerateKey(detRand(9), set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := make([]byte, 32) // a KEM secret
+	ct, err := key.Public().Encrypt(rand.Reader, msg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return key, msg, ct
+}
+
+func BenchmarkEncrypt(b *testing.B) {
+	for _, set := range ParamSets() {
+		b.Run(set.Name(), func(b *testing.B) {
+			key, msg, _ := benchKey(b, set)
+			pub := key.Public()
+			r := detRand(10)
+			for b.Loop() {
+				if _, err := pub.Encrypt(r, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecrypt(b *testing.B) {
+	for _, set := range ParamSets() {
+		b.Run(set.Name(), func(b *testing.B) {
+			key, _, ct := benchKey(b, set)
+			for b.Loop() {
+				if _, err := key.Decrypt(ct); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMul measures the products alone: the sparse r·h of encryption
+// and the constant-time dense-masked product of decryption.
+func BenchmarkMul(b *testing.B) {
+	for _, set := range ParamSets() {
+		p, _ := set.params()
+		r := detRand(11)
+		a := randomPoly(r, p.n)
+		plus, minus, _ := randomTernary(r, p.n, p.dr, p.dr)
+		tr := make([]uint8, p.n)
+		for _, i := range plus {
+			tr[i] = 1
+		}
+		for _, i := range minus {
+			tr[i] = 2
+		}
+		ext, neg := newLaneImage(a, false), newLaneImage(a, true)
+		c := make([]uint16, p.n)
+		b.Run("sparse/"+set.Name(), func(b *testing.B) {
+			for b.Loop() {
+				sparseMul(c, ext, neg, plus, minus)
+			}
+		})
+		b.Run("ct/"+set.Name(), func(b *testing.B) {
+			for b.Loop() {
+				ternaryMulCT(c, ext, tr)
+			}
+		})
+	}
+}
