@@ -1,0 +1,173 @@
+// Package host is one party's host: it hands its party's own shares to its
+// module, swaps the one frame per key (or per batch) with the peer host
+// over a Link, forwards the peer's frame to its module and collects its own
+// key share. It batches submissions and keeps up to M keys in flight.
+//
+// A host holds only opaque frames, its own party's shares and its own key
+// shares; it never sees α, β, a root seed or the peer's key, and it cannot
+// import the module's internals — it talks to a module.Device.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+// DefaultInFlight is the default number of keys per submission batch.
+const DefaultInFlight = 64
+
+// Request is one key request of this party: its shares (msg.Share) and,
+// in consume mode, the public points to evaluate at.
+type Request struct {
+	msg.Share
+	Points []uint64
+}
+
+// Result is this party's output for one request.
+type Result struct {
+	Counter uint64
+	Mode    msg.Mode
+	// Key is this party's key share (bound, derived).
+	Key *fss.Key
+	// AlphaShare, BetaShare: this party's shares of the drawn mask (derived).
+	AlphaShare, BetaShare uint64
+	// Evals are this party's evaluation shares at the points (consume).
+	Evals []uint64
+}
+
+// ErrRejected is returned when the module rejected a peer frame; the
+// host abandons the rest of the batch.
+var ErrRejected = errors.New("host: peer frame rejected by the module")
+
+// Host is one party's host.
+type Host struct {
+	dev      module.Device
+	link     Link
+	inFlight int
+	log      *slog.Logger
+	rounds   atomic.Uint64
+}
+
+// New returns a host for dev that talks to its peer over link, keeping up
+// to inFlight keys in flight (0 = DefaultInFlight). log may be nil.
+func New(dev module.Device, link Link, inFlight int, log *slog.Logger) *Host {
+	if inFlight <= 0 {
+		inFlight = DefaultInFlight
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Host{dev: dev, link: link, inFlight: inFlight, log: log}
+}
+
+// Device returns the host's module.
+func (h *Host) Device() module.Device { return h.dev }
+
+// Rounds counts frame exchanges (one send flight and one receive flight)
+// this host has run.
+func (h *Host) Rounds() uint64 { return h.rounds.Load() }
+
+// Generate obtains this party's outputs for reqs under tier. The peer
+// host must call Generate with requests of the same modes, types and
+// widths, in the same order, with the same tier and batch size.
+func (h *Host) Generate(ctx context.Context, tier msg.Tier, reqs []Request) ([]Result, error) {
+	out := make([]Result, 0, len(reqs))
+	for start := 0; start < len(reqs); start += h.inFlight {
+		batch := reqs[start:min(start+h.inFlight, len(reqs))]
+		res, err := h.batch(ctx, tier, batch)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) ([]Result, error) {
+	shares := make([]msg.Share, len(reqs))
+	for i, r := range reqs {
+		shares[i] = r.Share
+	}
+	sub, err := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares})
+	clear(shares)
+	if err != nil {
+		return nil, fmt.Errorf("host: submitting shares: %w", err)
+	}
+	last := sub.FirstCounter + uint64(sub.Count) - 1
+	if len(sub.Frames) > 0 {
+		h.rounds.Add(1)
+		if err := h.exchange(ctx, sub.Frames, last); err != nil {
+			return nil, err
+		}
+	}
+	res := make([]Result, len(reqs))
+	for i := range reqs {
+		c := sub.FirstCounter + uint64(i)
+		cr, err := h.dev.Collect(ctx, &msg.CollectRequest{Counter: c, Points: reqs[i].Points})
+		if err != nil {
+			return nil, fmt.Errorf("host: collecting counter %d: %w", c, err)
+		}
+		r := Result{Counter: c, Mode: cr.Mode, AlphaShare: cr.AlphaShare, BetaShare: cr.BetaShare, Evals: cr.Evals}
+		if cr.Key != nil {
+			k, err := fss.ParseKey(cr.Key)
+			clear(cr.Key)
+			if err != nil {
+				return nil, fmt.Errorf("host: key at counter %d: %w", c, err)
+			}
+			r.Key = k
+		}
+		res[i] = r
+	}
+	return res, nil
+}
+
+// exchange sends own frames and feeds the peer's frames to the module: the
+// one round. On a rejected frame it abandons the batch.
+func (h *Host) exchange(ctx context.Context, frames [][]byte, last uint64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sendErr := make(chan error, 1)
+	go func() {
+		for _, f := range frames {
+			if err := h.link.Send(ctx, f); err != nil {
+				sendErr <- fmt.Errorf("host: sending frame: %w", err)
+				return
+			}
+		}
+		sendErr <- nil
+	}()
+	var err error
+	for range frames {
+		var f []byte
+		if f, err = h.link.Recv(ctx); err != nil {
+			err = fmt.Errorf("host: receiving frame: %w", err)
+			break
+		}
+		var r *msg.SubmitResponse
+		if r, err = h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}); err != nil {
+			err = fmt.Errorf("host: forwarding frame: %w", err)
+			break
+		}
+		if !r.Accepted {
+			h.log.Warn("peer frame rejected", "reason", r.Reject)
+			err = fmt.Errorf("%w (%s)", ErrRejected, r.Reject)
+			break
+		}
+	}
+	if err != nil {
+		cancel()
+		<-sendErr
+		if _, aerr := h.dev.Submit(context.WithoutCancel(ctx), &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}); aerr != nil {
+			h.log.Warn("abandon failed", "err", aerr)
+		}
+		return err
+	}
+	return <-sendErr
+}

@@ -1,0 +1,149 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+// LocalPair is a freshly paired pair of software modules with their two
+// hosts and an in-process link, all in one process. It is the in-process
+// dealerless key source: applications and gate code that play both parties
+// in one process (tests, benchmarks, simulations) obtain kord keys from it
+// with no dealer — each key share comes out of its own party's module.
+type LocalPair struct {
+	Devices [2]module.Device
+	Hosts   [2]*Host
+	Links   [2]*PipeEnd
+}
+
+// LocalOptions configure NewLocalPair.
+type LocalOptions struct {
+	// KEM is the pairing KEM ("" = mlkem768); see module.KEMs.
+	KEM string
+	// InFlight is the batch size M (0 = DefaultInFlight).
+	InFlight int
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// NewLocalPair builds two software modules under a fresh random
+// provisioning secret, pairs them through their hosts and links the hosts.
+func NewLocalPair(ctx context.Context, o LocalOptions) (*LocalPair, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("host: provisioning secret: %w", err)
+	}
+	defer clear(secret)
+	lp := &LocalPair{}
+	for b := 0; b < 2; b++ {
+		d, err := module.NewSoftware(module.Config{Party: b, Secret: secret, KEM: o.KEM, Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		lp.Devices[b] = d
+	}
+	if err := module.Pair(ctx, lp.Devices[0], lp.Devices[1]); err != nil {
+		return nil, err
+	}
+	buf := max(o.InFlight, DefaultInFlight) + 16
+	lp.Links[0], lp.Links[1] = Pipe(buf)
+	for b := 0; b < 2; b++ {
+		lp.Hosts[b] = New(lp.Devices[b], lp.Links[b], o.InFlight, o.Logger)
+	}
+	return lp, nil
+}
+
+// Close closes the link.
+func (lp *LocalPair) Close() { lp.Links[0].Close() }
+
+// Generate runs both hosts at once on their parties' requests (the two
+// lists must match in modes, types and widths) and returns each party's
+// results.
+func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Request) ([2][]Result, error) {
+	var out [2][]Result
+	if len(reqs[0]) != len(reqs[1]) {
+		return out, errors.New("host: both parties must make the same number of requests")
+	}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[b], errs[b] = lp.Hosts[b].Generate(ctx, tier, reqs[b])
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs[0], errs[1])
+}
+
+// BoundKeys is the dealerless key API for bound keys: given both parties'
+// additive shares of each α (mod 2^ℓ) and β (mod 2^n), it returns each
+// party's key share, keys[b][i] for party b and request i. Neither host
+// nor this function ever forms α or β; only the modules do.
+func (lp *LocalPair) BoundKeys(ctx context.Context, tier msg.Tier, p fss.Params, alphaShares, betaShares [2][]uint64) (keys [2][]*fss.Key, err error) {
+	n := len(alphaShares[0])
+	if len(alphaShares[1]) != n || len(betaShares[0]) != n || len(betaShares[1]) != n {
+		return keys, errors.New("host: BoundKeys needs the same number of α and β shares from both parties")
+	}
+	var reqs [2][]Request
+	for b := 0; b < 2; b++ {
+		reqs[b] = make([]Request, n)
+		for i := 0; i < n; i++ {
+			reqs[b][i] = Request{Share: msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+				AlphaShare: alphaShares[b][i], BetaShare: betaShares[b][i]}}
+		}
+	}
+	res, err := lp.Generate(ctx, tier, reqs)
+	if err != nil {
+		return keys, err
+	}
+	for b := 0; b < 2; b++ {
+		keys[b] = make([]*fss.Key, n)
+		for i, r := range res[b] {
+			keys[b][i] = r.Key
+		}
+	}
+	return keys, nil
+}
+
+// MaskedKey is one party's output of DerivedKeys: its key share and its
+// additive shares of the random α (and β) the modules drew.
+type MaskedKey struct {
+	Key                   *fss.Key
+	AlphaShare, BetaShare uint64
+}
+
+// DerivedKeys is the dealerless key API for random-mask keys: it returns
+// count keys whose α is drawn inside both modules (β too when deriveBeta;
+// otherwise β is the public value beta), with each party's key share and
+// its additive shares of α and β. No bytes cross between the hosts.
+func (lp *LocalPair) DerivedKeys(ctx context.Context, p fss.Params, count int, beta uint64, deriveBeta bool) (out [2][]MaskedKey, err error) {
+	var reqs [2][]Request
+	for b := 0; b < 2; b++ {
+		reqs[b] = make([]Request, count)
+		for i := range reqs[b] {
+			reqs[b][i] = Request{Share: msg.Share{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+				DeriveBeta: deriveBeta, Beta: beta}}
+		}
+	}
+	res, err := lp.Generate(ctx, msg.MAC, reqs)
+	if err != nil {
+		return out, err
+	}
+	for b := 0; b < 2; b++ {
+		out[b] = make([]MaskedKey, count)
+		for i, r := range res[b] {
+			out[b][i] = MaskedKey{Key: r.Key, AlphaShare: r.AlphaShare, BetaShare: r.BetaShare}
+		}
+	}
+	return out, nil
+}

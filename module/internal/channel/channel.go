@@ -1,0 +1,235 @@
+// Package channel is the secure-channel unit of a module: it seals this
+// module's one frame per key (or per batch) and opens the peer's, in three
+// tiers — keystream (semi-honest network), mac and batched mac (malicious
+// network). Each direction has its own key, so a module's own frame never
+// opens as the peer's.
+//
+// Frame formats (docs/protocol.md):
+//
+//	keystream:  ⟨α⟩ ‖ ⟨β⟩ XOR keystream(K_otp,dir, counter)   ⌈ℓ/8⌉+⌈n/8⌉ bytes
+//	mac:        nonce 12 ‖ counter 8 ‖ AES-GCM(⟨α⟩ ‖ ⟨β⟩) ‖ tag 16
+//	batchmac:   nonce 12 ‖ counter 8 ‖ AES-GCM(frame_1 ‖ … ‖ frame_M) ‖ tag 16
+//
+// The associated data of both mac tiers binds the tier, direction, first
+// counter, batch length and each frame's mode, type and widths.
+package channel
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/kdf"
+)
+
+// Sizes of the mac envelope.
+const (
+	NonceSize  = 12
+	CounterLen = 8
+	TagSize    = 16
+	HeaderSize = NonceSize + CounterLen
+	Overhead   = HeaderSize + TagSize // 36
+)
+
+// Tier identifiers bound into the associated data.
+const (
+	TierKeystream byte = 1
+	TierMAC       byte = 2
+	TierBatchMAC  byte = 3
+)
+
+// Desc is the public shape of one frame: mode, type and widths.
+type Desc struct {
+	Mode, Type      byte
+	InBits, OutBits int
+}
+
+func width(bits int) int { return (bits + 7) / 8 }
+
+// Size is the length of the frame's plaintext: ⌈ℓ/8⌉+⌈n/8⌉.
+func (d Desc) Size() int { return width(d.InBits) + width(d.OutBits) }
+
+// Errors that open returns; the engine turns them into reject reasons.
+var (
+	ErrLength = errors.New("channel: frame length does not match the expected request")
+	ErrAuth   = errors.New("channel: frame failed authentication")
+	ErrRange  = errors.New("channel: share field has bits set above its width")
+)
+
+// Pack appends ⟨α⟩ ‖ ⟨β⟩, little-endian, ⌈ℓ/8⌉ and ⌈n/8⌉ bytes.
+func Pack(dst []byte, d Desc, a, b uint64) []byte {
+	var w [8]byte
+	binary.LittleEndian.PutUint64(w[:], a)
+	dst = append(dst, w[:width(d.InBits)]...)
+	binary.LittleEndian.PutUint64(w[:], b)
+	dst = append(dst, w[:width(d.OutBits)]...)
+	clear(w[:])
+	return dst
+}
+
+// Unpack reads one packed share pair; src must be exactly d.Size() bytes.
+func Unpack(src []byte, d Desc) (a, b uint64, err error) {
+	if len(src) != d.Size() {
+		return 0, 0, ErrLength
+	}
+	wa := width(d.InBits)
+	var w [8]byte
+	copy(w[:], src[:wa])
+	a = binary.LittleEndian.Uint64(w[:])
+	clear(w[:])
+	copy(w[:], src[wa:])
+	b = binary.LittleEndian.Uint64(w[:])
+	clear(w[:])
+	if a&^prg.Mask(d.InBits) != 0 || b&^prg.Mask(d.OutBits) != 0 {
+		return 0, 0, ErrRange
+	}
+	return a, b, nil
+}
+
+// Channel holds the per-direction ciphers of one pairing for one party.
+type Channel struct {
+	party int
+	otp   [2]cipher.Block
+	mac   [2]cipher.AEAD
+	batch [2]cipher.AEAD
+}
+
+// New keys a channel for party (0 or 1) from the schedule.
+func New(k *kdf.Keys, party int) (*Channel, error) {
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("channel: party %d is not 0 or 1", party)
+	}
+	c := &Channel{party: party}
+	for d := 0; d < 2; d++ {
+		var err error
+		if c.otp[d], err = aes.NewCipher(k.OTP[d][:]); err != nil {
+			return nil, fmt.Errorf("channel: keystream key: %w", err)
+		}
+		if c.mac[d], err = newGCM(k.MAC[d][:]); err != nil {
+			return nil, err
+		}
+		if c.batch[d], err = newGCM(k.Batch[d][:]); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("channel: frame key: %w", err)
+	}
+	g, err := cipher.NewGCM(b)
+	if err != nil {
+		return nil, fmt.Errorf("channel: frame key: %w", err)
+	}
+	return g, nil
+}
+
+// keystream returns the two keystream words for (dir, counter), masked to
+// the widths so the frame's unused high bits stay zero.
+func (c *Channel) keystream(dir int, counter uint64, d Desc) (ka, kb uint64) {
+	var in, out [16]byte
+	binary.LittleEndian.PutUint64(in[:8], counter)
+	c.otp[dir].Encrypt(out[:], in[:])
+	ka = binary.LittleEndian.Uint64(out[:8]) & prg.Mask(d.InBits)
+	kb = binary.LittleEndian.Uint64(out[8:]) & prg.Mask(d.OutBits)
+	clear(out[:])
+	return
+}
+
+// SealKeystream returns this party's keystream-tier frame for counter.
+func (c *Channel) SealKeystream(counter uint64, d Desc, a, b uint64) []byte {
+	ka, kb := c.keystream(c.party, counter, d)
+	return Pack(make([]byte, 0, d.Size()), d, a^ka, b^kb)
+}
+
+// OpenKeystream decrypts the peer's keystream-tier frame for counter. The
+// tier has no integrity: any frame of the right length and range opens.
+func (c *Channel) OpenKeystream(counter uint64, d Desc, frame []byte) (a, b uint64, err error) {
+	a, b, err = Unpack(frame, d)
+	if err != nil {
+		return 0, 0, err
+	}
+	ka, kb := c.keystream(1-c.party, counter, d)
+	return a ^ ka, b ^ kb, nil
+}
+
+func (c *Channel) aead(tier byte, dir int) (cipher.AEAD, error) {
+	switch tier {
+	case TierMAC:
+		return c.mac[dir], nil
+	case TierBatchMAC:
+		return c.batch[dir], nil
+	}
+	return nil, fmt.Errorf("channel: tier %d has no AEAD", tier)
+}
+
+// AD is the associated data of a mac-tier envelope.
+func AD(tier byte, dir int, counter uint64, ds []Desc) []byte {
+	ad := make([]byte, 0, 32+4*len(ds))
+	ad = append(ad, "kord/v1/frame"...)
+	ad = append(ad, tier, byte(dir))
+	ad = binary.LittleEndian.AppendUint64(ad, counter)
+	ad = binary.LittleEndian.AppendUint32(ad, uint32(len(ds)))
+	for _, d := range ds {
+		ad = append(ad, d.Mode, d.Type, byte(d.InBits), byte(d.OutBits))
+	}
+	return ad
+}
+
+// EnvelopeSize is the length of a mac-tier envelope over ds.
+func EnvelopeSize(ds []Desc) int {
+	n := Overhead
+	for _, d := range ds {
+		n += d.Size()
+	}
+	return n
+}
+
+// Seal returns this party's mac-tier envelope over plain (the packed share
+// pairs of ds, in order) at the first counter, with the given nonce.
+func (c *Channel) Seal(tier byte, counter uint64, ds []Desc, plain []byte, nonce *[NonceSize]byte) ([]byte, error) {
+	g, err := c.aead(tier, c.party)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, HeaderSize, EnvelopeSize(ds))
+	copy(out, nonce[:])
+	binary.LittleEndian.PutUint64(out[NonceSize:], counter)
+	return g.Seal(out, nonce[:], plain, AD(tier, c.party, counter, ds)), nil
+}
+
+// EnvelopeCounter reads the counter field of an envelope after checking its
+// length against ds. It authenticates nothing.
+func EnvelopeCounter(frame []byte, ds []Desc) (uint64, error) {
+	if len(frame) != EnvelopeSize(ds) {
+		return 0, ErrLength
+	}
+	return binary.LittleEndian.Uint64(frame[NonceSize:HeaderSize]), nil
+}
+
+// Open authenticates and decrypts the peer's envelope over ds at counter,
+// returning the plaintext. On any failure nothing is returned.
+func (c *Channel) Open(tier byte, counter uint64, ds []Desc, frame []byte) ([]byte, error) {
+	g, err := c.aead(tier, 1-c.party)
+	if err != nil {
+		return nil, err
+	}
+	got, err := EnvelopeCounter(frame, ds)
+	if err != nil {
+		return nil, err
+	}
+	if got != counter {
+		return nil, ErrAuth
+	}
+	plain, err := g.Open(nil, frame[:NonceSize], frame[HeaderSize:], AD(tier, 1-c.party, counter, ds))
+	if err != nil {
+		return nil, ErrAuth
+	}
+	return plain, nil
+}

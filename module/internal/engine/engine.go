@@ -1,0 +1,663 @@
+// Package engine is the software module: the one place in kord where (α, β),
+// root seeds and channel keys exist. It runs pairing, seals the own frame,
+// opens the peer frame, reconstructs (α, β), derives both roots from kr and
+// the counter, runs the ordinary dealer Gen, keeps only its own party's key
+// share, commits counters and wipes everything else.
+//
+// Nothing here logs or returns a secret: logs and errors carry counters,
+// reasons and field names only.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/channel"
+	"github.com/kord-fss/kord/module/internal/kdf"
+	"github.com/kord-fss/kord/module/internal/pairing"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/store"
+)
+
+// Limits on one request.
+const (
+	MaxBatch  = 4096
+	MaxPoints = 1 << 16
+)
+
+// ErrBadRequest marks a request that names a field wrongly; nothing moved.
+var ErrBadRequest = errors.New("module: bad request")
+
+// ErrNotPaired is returned for key requests before pairing.
+var ErrNotPaired = errors.New("module: not paired")
+
+// Reject reasons for peer frames (public; counted in Poll).
+const (
+	RejectNotPaired  = "not_paired"
+	RejectNoPending  = "no_pending"
+	RejectLength     = "length"
+	RejectReplay     = "replay"
+	RejectOrder      = "out_of_order"
+	RejectAuth       = "authentication"
+	RejectRange      = "range"
+	RejectPairingMsg = "pairing"
+)
+
+// Config configures a software module.
+type Config struct {
+	Party  int          // 0 or 1
+	Secret []byte       // provisioning secret shared with the peer module
+	KEM    string       // post-quantum half of the pairing ("" = mlkem768)
+	Rand   io.Reader    // nil = crypto/rand
+	Store  store.Store  // nil = in memory
+	Logger *slog.Logger // nil = discard
+}
+
+type record struct {
+	counter uint64
+	share   msg.Share // own shares: secret until wiped
+}
+
+func (r *record) wipe() { r.share.AlphaShare, r.share.BetaShare, r.share.Beta = 0, 0, 0 }
+
+// slot is one expected peer frame: one record, or a batch under BatchMAC.
+type slot struct {
+	tier msg.Tier
+	recs []*record
+}
+
+func (s *slot) first() uint64 { return s.recs[0].counter }
+func (s *slot) last() uint64  { return s.recs[len(s.recs)-1].counter }
+
+func (s *slot) descs() []channel.Desc {
+	ds := make([]channel.Desc, len(s.recs))
+	for i, r := range s.recs {
+		ds[i] = desc(r.share)
+	}
+	return ds
+}
+
+func desc(s msg.Share) channel.Desc {
+	return channel.Desc{Mode: byte(s.Mode), Type: byte(s.Type), InBits: s.InBits, OutBits: s.OutBits}
+}
+
+type output struct {
+	mode       msg.Mode
+	key        *fss.Key
+	alphaShare uint64
+	betaShare  uint64
+}
+
+func (o *output) wipe() {
+	o.key.Wipe()
+	o.alphaShare, o.betaShare = 0, 0
+}
+
+// Engine is one software module. It is safe for concurrent use; requests
+// are served one at a time.
+type Engine struct {
+	mu     sync.Mutex
+	party  int
+	secret []byte
+	kem    pairing.KEM
+	rand   io.Reader
+	store  store.Store
+	log    *slog.Logger
+
+	pair   *pairing.State
+	paired bool
+	ch     *channel.Channel
+	prf    *kdf.PRF
+
+	ctr        store.Counters
+	slots      []*slot
+	ready      map[uint64]*output
+	dispatches uint64
+	rejects    map[string]uint64
+}
+
+// New returns an unpaired software module.
+func New(c Config) (*Engine, error) {
+	if c.Party != 0 && c.Party != 1 {
+		return nil, fmt.Errorf("%w: Party %d is not 0 or 1", ErrBadRequest, c.Party)
+	}
+	if len(c.Secret) < pairing.MinSecret {
+		return nil, fmt.Errorf("%w: Secret (provisioning secret) is shorter than %d bytes", ErrBadRequest, pairing.MinSecret)
+	}
+	name := c.KEM
+	if name == "" {
+		name = pairing.DefaultKEM
+	}
+	kem, err := pairing.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: KEM: %v", ErrBadRequest, err)
+	}
+	e := &Engine{
+		party:   c.Party,
+		secret:  append([]byte(nil), c.Secret...),
+		kem:     kem,
+		rand:    c.Rand,
+		store:   c.Store,
+		log:     c.Logger,
+		ready:   map[uint64]*output{},
+		rejects: map[string]uint64{},
+	}
+	if e.rand == nil {
+		e.rand = rand.Reader
+	}
+	if e.store == nil {
+		e.store = &store.Mem{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e, nil
+}
+
+// KEMs lists the pairing KEMs this build supports.
+func KEMs() []string { return pairing.Names() }
+
+// Provision runs one step of pairing.
+func (e *Engine) Provision(_ context.Context, req *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.paired {
+		return nil, fmt.Errorf("%w: module is already paired; pair a fresh module instead", ErrBadRequest)
+	}
+	if e.party == 0 && len(req.Message) == 0 {
+		st, err := pairing.New(e.party, e.secret, e.kem, e.rand)
+		if err != nil {
+			return nil, err
+		}
+		if e.pair != nil {
+			e.pair.Wipe()
+		}
+		e.pair = st
+		out, err := st.Start()
+		if err != nil {
+			return nil, err
+		}
+		return &msg.ProvisionResponse{Message: out}, nil
+	}
+	if e.pair == nil {
+		if e.party == 0 {
+			e.rejects[RejectPairingMsg]++
+			return nil, fmt.Errorf("%w: Message: party 0 must start pairing with an empty message", ErrBadRequest)
+		}
+		st, err := pairing.New(e.party, e.secret, e.kem, e.rand)
+		if err != nil {
+			return nil, err
+		}
+		e.pair = st
+	}
+	out, err := e.pair.Step(req.Message)
+	if err != nil {
+		e.rejects[RejectPairingMsg]++
+		e.pair = nil
+		e.log.Warn("pairing message rejected", "party", e.party)
+		return nil, err
+	}
+	resp := &msg.ProvisionResponse{Message: out}
+	if e.pair.Done() {
+		if err := e.finishPairing(); err != nil {
+			return nil, err
+		}
+		resp.Paired = true
+	}
+	return resp, nil
+}
+
+func (e *Engine) finishPairing() error {
+	kch, err := e.pair.Secret()
+	e.pair.Wipe()
+	e.pair = nil
+	if err != nil {
+		return err
+	}
+	defer clear(kch)
+	keys, err := kdf.Derive(kch)
+	if err != nil {
+		return err
+	}
+	defer keys.Wipe()
+	ch, err := channel.New(keys, e.party)
+	if err != nil {
+		return err
+	}
+	prf, err := kdf.NewPRF(&keys.Root)
+	if err != nil {
+		return err
+	}
+	if err := e.store.Save(store.Counters{}); err != nil {
+		return fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ch, e.prf, e.ctr, e.paired = ch, prf, store.Counters{}, true
+	clear(e.secret)
+	e.log.Info("module paired", "party", e.party, "kem", e.kem.Name())
+	return nil
+}
+
+// Poll reports status.
+func (e *Engine) Poll(context.Context, *msg.PollRequest) (*msg.PollResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &msg.PollResponse{
+		Party: e.party, Paired: e.paired, KEM: e.kem.Name(),
+		NextCounter: e.ctr.Next, PeerFloor: e.ctr.PeerFloor, Generated: e.ctr.Generated,
+		Dispatches: e.dispatches, Ready: len(e.ready), Rejects: map[string]uint64{},
+	}
+	for _, s := range e.slots {
+		r.Pending += len(s.recs)
+	}
+	for k, v := range e.rejects {
+		r.Rejects[k] = v
+	}
+	return r, nil
+}
+
+// Submit handles own shares, a peer frame or an abandon.
+func (e *Engine) Submit(_ context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch req.Kind {
+	case msg.SubmitShares:
+		return e.submitShares(req)
+	case msg.SubmitPeerFrame:
+		return e.submitFrame(req.Frame)
+	case msg.SubmitAbandon:
+		return e.abandon(req.Counter)
+	}
+	return nil, fmt.Errorf("%w: Kind: unknown submit kind %d", ErrBadRequest, req.Kind)
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// Validate checks one share request; the error names the field.
+func Validate(i int, s msg.Share) error {
+	f := fmt.Sprintf("Shares[%d]", i)
+	switch s.Mode {
+	case msg.Bound, msg.Derived, msg.Consume:
+	default:
+		return bad("%s.Mode: unknown mode %d (want bound, derived or consume)", f, s.Mode)
+	}
+	if s.Type != fss.DPF && s.Type != fss.DCF {
+		return bad("%s.Type: unknown key type %d (want dpf or dcf)", f, s.Type)
+	}
+	if s.InBits < 1 || s.InBits > 64 {
+		return bad("%s.InBits: %d is outside 1..64", f, s.InBits)
+	}
+	if s.OutBits < 1 || s.OutBits > 64 {
+		return bad("%s.OutBits: %d is outside 1..64", f, s.OutBits)
+	}
+	if s.Mode == msg.Derived {
+		if s.AlphaShare != 0 || s.BetaShare != 0 {
+			return bad("%s.AlphaShare/BetaShare: must be zero in derived mode (the modules draw them)", f)
+		}
+		if s.DeriveBeta && s.Beta != 0 {
+			return bad("%s.Beta: must be zero when DeriveBeta is set", f)
+		}
+		if s.Beta&^prg.Mask(s.OutBits) != 0 {
+			return bad("%s.Beta: does not fit in %d output bits", f, s.OutBits)
+		}
+		return nil
+	}
+	if s.DeriveBeta || s.Beta != 0 {
+		return bad("%s.DeriveBeta/Beta: only for derived mode", f)
+	}
+	if s.AlphaShare&^prg.Mask(s.InBits) != 0 {
+		return bad("%s.AlphaShare: does not fit in %d input bits", f, s.InBits)
+	}
+	if s.BetaShare&^prg.Mask(s.OutBits) != 0 {
+		return bad("%s.BetaShare: does not fit in %d output bits", f, s.OutBits)
+	}
+	return nil
+}
+
+func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	n := len(req.Shares)
+	if n == 0 || n > MaxBatch {
+		return nil, bad("Shares: %d requests, want 1..%d", n, MaxBatch)
+	}
+	framed := 0
+	for i, s := range req.Shares {
+		if err := Validate(i, s); err != nil {
+			return nil, err
+		}
+		if s.Mode != msg.Derived {
+			framed++
+		}
+	}
+	if framed > 0 {
+		switch req.Tier {
+		case msg.Keystream, msg.MAC, msg.BatchMAC:
+		default:
+			return nil, bad("Tier: unknown tier %d (want otp, mac or batchmac)", req.Tier)
+		}
+	}
+	if !e.paired {
+		return nil, ErrNotPaired
+	}
+	// Draw nonces before anything moves, so a failing source moves nothing.
+	nonces := 0
+	switch req.Tier {
+	case msg.MAC:
+		nonces = framed
+	case msg.BatchMAC:
+		nonces = min(framed, 1)
+	}
+	nb := make([]byte, channel.NonceSize*nonces)
+	if _, err := io.ReadFull(e.rand, nb); err != nil {
+		return nil, fmt.Errorf("module: drawing nonces: %w", err)
+	}
+	// Commit the counters before any frame that depends on them leaves.
+	first := e.ctr.Next
+	next := e.ctr
+	next.Next += uint64(n)
+	if err := e.store.Save(next); err != nil {
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+
+	resp := &msg.SubmitResponse{FirstCounter: first, Count: n}
+	var batch []*record
+	var derived []*record
+	for i, s := range req.Shares {
+		r := &record{counter: first + uint64(i), share: s}
+		switch {
+		case s.Mode == msg.Derived:
+			derived = append(derived, r)
+		case req.Tier == msg.BatchMAC:
+			batch = append(batch, r)
+		default:
+			sl := &slot{tier: req.Tier, recs: []*record{r}}
+			f, err := e.seal(sl, nb)
+			if err != nil {
+				return nil, err
+			}
+			if req.Tier == msg.MAC {
+				nb = nb[channel.NonceSize:]
+			}
+			resp.Frames = append(resp.Frames, f)
+			e.slots = append(e.slots, sl)
+		}
+	}
+	if len(batch) > 0 {
+		sl := &slot{tier: msg.BatchMAC, recs: batch}
+		f, err := e.seal(sl, nb)
+		if err != nil {
+			return nil, err
+		}
+		resp.Frames = append(resp.Frames, f)
+		e.slots = append(e.slots, sl)
+	}
+	for _, r := range derived {
+		if err := e.generateDerived(r); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// seal builds this party's frame for a slot.
+func (e *Engine) seal(sl *slot, nonce []byte) ([]byte, error) {
+	if sl.tier == msg.Keystream {
+		r := sl.recs[0]
+		return e.ch.SealKeystream(r.counter, desc(r.share), r.share.AlphaShare, r.share.BetaShare), nil
+	}
+	ds := sl.descs()
+	plain := make([]byte, 0, channel.EnvelopeSize(ds))
+	for _, r := range sl.recs {
+		plain = channel.Pack(plain, desc(r.share), r.share.AlphaShare, r.share.BetaShare)
+	}
+	defer clear(plain)
+	var nn [channel.NonceSize]byte
+	copy(nn[:], nonce)
+	tier := channel.TierMAC
+	if sl.tier == msg.BatchMAC {
+		tier = channel.TierBatchMAC
+	}
+	return e.ch.Seal(tier, sl.first(), ds, plain, &nn)
+}
+
+func (e *Engine) reject(reason string, counter uint64) (*msg.SubmitResponse, error) {
+	e.rejects[reason]++
+	e.log.Warn("peer frame rejected", "party", e.party, "reason", reason, "expected_counter", counter)
+	return &msg.SubmitResponse{Reject: reason}, nil
+}
+
+// submitFrame opens the peer frame for the oldest pending slot. Any failure
+// rejects it before decryption completes, with no engine dispatch and no
+// counter movement.
+func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
+	if !e.paired {
+		return e.reject(RejectNotPaired, 0)
+	}
+	if len(e.slots) == 0 {
+		return e.reject(RejectNoPending, e.ctr.PeerFloor)
+	}
+	sl := e.slots[0]
+	ds := sl.descs()
+	peer := make([][2]uint64, len(sl.recs))
+	defer clear(peer)
+	if sl.tier == msg.Keystream {
+		if len(frame) != ds[0].Size() {
+			return e.reject(RejectLength, sl.first())
+		}
+		a, b, err := e.ch.OpenKeystream(sl.first(), ds[0], frame)
+		if err != nil {
+			return e.reject(RejectRange, sl.first())
+		}
+		peer[0] = [2]uint64{a, b}
+	} else {
+		got, err := channel.EnvelopeCounter(frame, ds)
+		if err != nil {
+			return e.reject(RejectLength, sl.first())
+		}
+		if got < e.ctr.PeerFloor {
+			return e.reject(RejectReplay, sl.first())
+		}
+		if got != sl.first() {
+			return e.reject(RejectOrder, sl.first())
+		}
+		tier := channel.TierMAC
+		if sl.tier == msg.BatchMAC {
+			tier = channel.TierBatchMAC
+		}
+		plain, err := e.ch.Open(tier, got, ds, frame)
+		if err != nil {
+			return e.reject(RejectAuth, sl.first())
+		}
+		off := 0
+		for i, d := range ds {
+			a, b, err := channel.Unpack(plain[off:off+d.Size()], d)
+			if err != nil {
+				clear(plain)
+				return e.reject(RejectRange, sl.first())
+			}
+			peer[i] = [2]uint64{a, b}
+			off += d.Size()
+		}
+		clear(plain)
+	}
+	// Authentic and fresh: reconstruct, derive roots, Gen, commit, assemble.
+	outs := make([]*output, len(sl.recs))
+	for i, r := range sl.recs {
+		o, err := e.generateBound(r, peer[i][0], peer[i][1])
+		if err != nil {
+			for _, o := range outs[:i] {
+				o.wipe()
+			}
+			return nil, err
+		}
+		outs[i] = o
+	}
+	next := e.ctr
+	next.PeerFloor = sl.last() + 1
+	next.Generated += uint64(len(outs))
+	if err := e.store.Save(next); err != nil {
+		for _, o := range outs {
+			o.wipe()
+		}
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+	resp := &msg.SubmitResponse{Accepted: true}
+	for i, r := range sl.recs {
+		e.ready[r.counter] = outs[i]
+		resp.Counters = append(resp.Counters, r.counter)
+		r.wipe()
+	}
+	e.slots = e.slots[1:]
+	return resp, nil
+}
+
+// generateBound reconstructs (α, β) from both shares, runs Gen with the
+// derived roots and keeps only this party's key share.
+func (e *Engine) generateBound(r *record, peerA, peerB uint64) (*output, error) {
+	s := r.share
+	p := s.Params()
+	alpha := (s.AlphaShare + peerA) & prg.Mask(p.InBits)
+	beta := (s.BetaShare + peerB) & prg.Mask(p.OutBits)
+	key, err := e.gen(p, r.counter, alpha, beta)
+	alpha, beta = 0, 0
+	_, _ = alpha, beta
+	if err != nil {
+		return nil, err
+	}
+	return &output{mode: s.Mode, key: key}, nil
+}
+
+// generateDerived draws (α, β) from kr and the counter and emits this
+// party's key share and its additive shares of them.
+func (e *Engine) generateDerived(r *record) error {
+	s := r.share
+	p := s.Params()
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	alpha, alpha0, beta, beta0 := e.prf.Derived(r.counter)
+	alpha, alpha0 = alpha&ma, alpha0&ma
+	if s.DeriveBeta {
+		beta, beta0 = beta&mb, beta0&mb
+	} else {
+		beta, beta0 = s.Beta, s.Beta
+	}
+	key, err := e.gen(p, r.counter, alpha, beta)
+	o := &output{mode: msg.Derived, key: key}
+	if e.party == 0 {
+		o.alphaShare, o.betaShare = alpha0, beta0
+	} else {
+		o.alphaShare, o.betaShare = (alpha-alpha0)&ma, (beta-beta0)&mb
+	}
+	alpha, alpha0, beta, beta0 = 0, 0, 0, 0
+	_, _, _, _ = alpha, alpha0, beta, beta0
+	if err != nil {
+		return err
+	}
+	next := e.ctr
+	next.Generated++
+	if err := e.store.Save(next); err != nil {
+		o.wipe()
+		return fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+	e.ready[r.counter] = o
+	r.wipe()
+	return nil
+}
+
+// gen derives both roots for counter, runs the dealer Gen and returns this
+// party's key share; the other share and the roots are wiped.
+func (e *Engine) gen(p fss.Params, counter, alpha, beta uint64) (*fss.Key, error) {
+	r0, r1 := e.prf.Roots(counter)
+	e.dispatches++
+	k0, k1, err := fss.GenWithRoots(p, alpha, beta, r0, r1)
+	clear(r0[:])
+	clear(r1[:])
+	if err != nil {
+		return nil, fmt.Errorf("module: Gen at counter %d: %w", counter, err)
+	}
+	if e.party == 0 {
+		k1.Wipe()
+		return k0, nil
+	}
+	k0.Wipe()
+	return k1, nil
+}
+
+// abandon drops pending slots and uncollected outputs up to counter and
+// wipes their shares and keys.
+func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
+	keep := e.slots[:0]
+	dropped := 0
+	for _, s := range e.slots {
+		if s.first() <= counter {
+			for _, r := range s.recs {
+				r.wipe()
+			}
+			dropped += len(s.recs)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(e.slots[len(keep):])
+	e.slots = keep
+	for c, o := range e.ready {
+		if c <= counter {
+			o.wipe()
+			delete(e.ready, c)
+			dropped++
+		}
+	}
+	return &msg.SubmitResponse{Count: dropped}, nil
+}
+
+// Collect hands out this party's output at a counter, once, and wipes it.
+func (e *Engine) Collect(_ context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o, ok := e.ready[req.Counter]
+	if !ok {
+		return nil, bad("Counter: no output ready at counter %d", req.Counter)
+	}
+	resp := &msg.CollectResponse{Counter: req.Counter, Mode: o.mode}
+	if o.mode == msg.Consume {
+		if len(req.Points) == 0 || len(req.Points) > MaxPoints {
+			return nil, bad("Points: %d points, want 1..%d in consume mode", len(req.Points), MaxPoints)
+		}
+		mask := prg.Mask(o.key.Params().InBits)
+		for i, x := range req.Points {
+			if x&^mask != 0 {
+				return nil, bad("Points[%d]: does not fit in %d input bits", i, o.key.Params().InBits)
+			}
+		}
+		resp.Evals = make([]uint64, len(req.Points))
+		for i, x := range req.Points {
+			y, err := o.key.Eval(x)
+			if err != nil {
+				return nil, fmt.Errorf("module: Eval at counter %d: %w", req.Counter, err)
+			}
+			resp.Evals[i] = y
+		}
+	} else {
+		if len(req.Points) != 0 {
+			return nil, bad("Points: only for consume mode (counter %d is %v)", req.Counter, o.mode)
+		}
+		raw, err := o.key.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("module: serializing key at counter %d: %w", req.Counter, err)
+		}
+		resp.Key = raw
+		resp.AlphaShare, resp.BetaShare = o.alphaShare, o.betaShare
+	}
+	o.wipe()
+	delete(e.ready, req.Counter)
+	return resp, nil
+}
