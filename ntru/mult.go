@@ -24,19 +24,23 @@ type laneImage [4][]uint64
 func newLaneImage(a []uint16, neg bool) *laneImage {
 	n := len(a)
 	cw := 2*words(n) + 1
+	ext := make([]uint64, 4*cw+3) // ext[i] = a[i mod n] (or q − that)
+	for i, k := 0, 0; i < len(ext); i++ {
+		c := a[k] & qMask
+		if neg {
+			c = q - c
+		}
+		ext[i] = uint64(c)
+		if k++; k == n {
+			k = 0
+		}
+	}
 	var img laneImage
 	for r := range img {
 		cp := make([]uint64, cw)
 		for x := range cp {
-			var v uint64
-			for l := 3; l >= 0; l-- {
-				c := a[(4*x+r+l)%n] & qMask
-				if neg {
-					c = q - c
-				}
-				v = v<<16 | uint64(c)
-			}
-			cp[x] = v
+			e := ext[4*x+r : 4*x+r+4]
+			cp[x] = e[0] | e[1]<<16 | e[2]<<32 | e[3]<<48
 		}
 		img[r] = cp
 	}
@@ -134,7 +138,7 @@ func ternaryMulCT(c []uint16, img *laneImage, t []uint8) {
 		s0, s1, s2, s3 := img.rot(n-j, w), img.rot(n-j-1, w), img.rot(n-j-2, w), img.rot(n-j-3, w)
 		x0, x1, x2, x3 := xs[j], xs[j+1], xs[j+2], xs[j+3]
 		m0, m1, m2, m3 := ms[j], ms[j+1], ms[j+2], ms[j+3]
-		s0, s1, s2, s3 = s0[:w], s1[:w], s2[:w], s3[:w]
+		s0, s1, s2, s3 = s0[:len(acc)], s1[:len(acc)], s2[:len(acc)], s3[:len(acc)]
 		for i := range acc {
 			acc[i] += (s0[i]^x0)&m0 + (s1[i]^x1)&m1 + (s2[i]^x2)&m2 + (s3[i]^x3)&m3
 		}
@@ -145,7 +149,7 @@ func ternaryMulCT(c []uint16, img *laneImage, t []uint8) {
 	}
 	reduceLanes(acc)
 	for ; j < n; j++ {
-		s, x, m := img.rot(n-j, w)[:w], xs[j], ms[j]
+		s, x, m := img.rot(n-j, w)[:len(acc)], xs[j], ms[j]
 		for i := range acc {
 			acc[i] += (s[i] ^ x) & m
 		}
