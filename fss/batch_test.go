@@ -163,3 +163,48 @@ func TestBatchGenNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per batch of %d keys", allocs, k)
 	}
 }
+
+// TestBatchEvalMatchesEval checks batched evaluation against Key.Eval for
+// both parties, both types and several widths, with batch sizes that leave
+// partial groups.
+func TestBatchEvalMatchesEval(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range []Type{DPF, DCF} {
+		for _, sh := range [][2]int{{1, 1}, {9, 7}, {32, 32}, {64, 64}} {
+			p := Params{typ, sh[0], sh[1]}
+			e, err := NewBatchEval(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := 2*GroupKeys + 9
+			alpha, beta, root0, root1 := batchInputs(r, p, k)
+			keys := make([]*Key, 2*k)
+			xs := make([]uint64, 2*k)
+			for i := range alpha {
+				k0, k1, err := GenWithRoots(p, alpha[i], beta[i], root0[i], root1[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys[2*i], keys[2*i+1] = k0, k1
+				x := r.Uint64() & prg.Mask(p.InBits)
+				if i%3 == 0 {
+					x = alpha[i]
+				}
+				xs[2*i], xs[2*i+1] = x, x
+			}
+			out := make([]uint64, 2*k)
+			if err := e.Eval(keys, xs, out); err != nil {
+				t.Fatal(err)
+			}
+			for i, key := range keys {
+				want, _ := key.Eval(xs[i])
+				if out[i] != want {
+					t.Fatalf("%v key %d x=%d: batch %d, Eval %d", p, i, xs[i], out[i], want)
+				}
+			}
+			if err := e.Eval(keys[:1], []uint64{prg.Mask(p.InBits) + 1}, out[:1]); p.InBits < 64 && err == nil {
+				t.Fatal("accepted an x beyond ℓ bits")
+			}
+		}
+	}
+}
