@@ -15,6 +15,9 @@ type Kernel struct {
 	// hash4 sets sl, sr, vl, vr [i] to MMO of in[i] under the four lanes
 	// K_sL, K_sR, K_vL, K_vR. Any one output may alias in.
 	hash4 func(sl, sr, vl, vr, in []Block)
+	// tree expands folded tree nodes (see ExpandTree); nil means the
+	// portable version on hash2.
+	tree func(out, in []Block, cwL, cwR *Block)
 	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
 	raw func(k *Schedule, out, in []Block)
 	// priority orders the available kernels; the highest is the default.

@@ -27,6 +27,9 @@ func vaesMMO2(k0, k1 *Schedule, o0, o1, in *Block, n int)
 //go:noescape
 func vaesMMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
 
+//go:noescape
+func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
+
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
 
@@ -46,7 +49,7 @@ func init() {
 		register(Kernel{Name: "aesni", hash2: aesniHash2, hash4: aesniHash4, raw: aesniRaw, priority: 10})
 	}
 	if hasVAES() {
-		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, priority: 20})
+		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, priority: 20})
 	}
 }
 
@@ -98,4 +101,24 @@ func vaesRaw(k *Schedule, out, in []Block) {
 	if len(in) > 0 {
 		vaesMMO1(k, &out[0], &in[0], len(in))
 	}
+}
+
+// seedPair is K_sL's schedule in the low and K_sR's in the high lane of
+// each 32-byte round key, for vaesTree.
+var seedPair = func() (p pairSchedule) {
+	for r := range p {
+		copy(p[r][:16], laneSched[SeedLeft][r][:])
+		copy(p[r][16:], laneSched[SeedRight][r][:])
+	}
+	return
+}()
+
+func vaesTreeGo(out, in []Block, cwL, cwR *Block) {
+	if len(in) == 0 {
+		return
+	}
+	var cw [32]byte
+	copy(cw[:16], cwL[:])
+	copy(cw[16:], cwR[:])
+	vaesTree(&seedPair, &cw, &out[0], &in[0], len(in))
 }

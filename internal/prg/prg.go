@@ -54,18 +54,24 @@ func LaneKey(l Lane) [16]byte {
 // Schedule is an expanded AES-128 encryption key: 11 round keys.
 type Schedule [11][16]byte
 
-// laneKeys holds each lane's raw key and expanded schedule, computed once.
+// laneRaw and laneSched hold each lane's raw key and expanded schedule,
+// computed once. They are variable initializers, not an init function, so
+// that other package-level variables (the kernels' paired schedules) can
+// depend on them.
 var (
-	laneRaw   [numLanes][16]byte
-	laneSched [numLanes]Schedule
+	laneRaw = func() (r [numLanes][16]byte) {
+		for l := Lane(0); l < numLanes; l++ {
+			r[l] = LaneKey(l)
+		}
+		return
+	}()
+	laneSched = func() (s [numLanes]Schedule) {
+		for l := Lane(0); l < numLanes; l++ {
+			s[l] = ExpandKey(laneRaw[l])
+		}
+		return
+	}()
 )
-
-func init() {
-	for l := Lane(0); l < numLanes; l++ {
-		laneRaw[l] = LaneKey(l)
-		laneSched[l] = ExpandKey(laneRaw[l])
-	}
-}
 
 // ExpandKey computes the AES-128 key schedule of k (FIPS-197 §5.2). The
 // lane keys are public, so a table-based S-box is fine here.
@@ -165,6 +171,55 @@ func ExpandAll(sl, sr, vl, vr, in []Block) {
 	checkLen(len(vl), len(in))
 	checkLen(len(vr), len(in))
 	active.hash4(sl, sr, vl, vr, in)
+}
+
+// pairSchedule holds two schedules interleaved per round, 32 bytes a round.
+type pairSchedule [11][32]byte
+
+// ExpandTree expands tree nodes held in folded form, where bit 0 of byte 0
+// of a node is its control bit t and the rest is its seed: for each parent
+// in[i], out[2i] and out[2i+1] are its left and right children,
+//
+//	out[2i]   = MMO(K_sL, in[i] with bit 0 cleared) XOR (t ? cwL : 0)
+//	out[2i+1] = MMO(K_sR, in[i] with bit 0 cleared) XOR (t ? cwR : 0)
+//
+// again folded: with cwL = sCW | tLCW and cwR = sCW | tRCW (the bit
+// corrections in bit 0), a child's bit 0 is its corrected control bit. This
+// is one DPF evaluation level of kord-v1 for a whole row of the tree. out
+// must hold 2·len(in) blocks and must not overlap in.
+func ExpandTree(out, in []Block, cwL, cwR *Block) {
+	checkLen(len(out), 2*len(in))
+	if active.tree != nil {
+		active.tree(out, in, cwL, cwR)
+		return
+	}
+	portableTree(out, in, cwL, cwR)
+}
+
+// portableTree is ExpandTree on the active kernel's two-lane hash, a chunk
+// at a time.
+func portableTree(out, in []Block, cwL, cwR *Block) {
+	const chunk = 128
+	var x, l, r [chunk]Block
+	for base := 0; base < len(in); base += chunk {
+		m := min(chunk, len(in)-base)
+		for i := 0; i < m; i++ {
+			x[i] = in[base+i]
+			x[i][0] &^= 1
+		}
+		active.hash2(SeedLeft, SeedRight, l[:m], r[:m], x[:m])
+		cwLlo, cwLhi := binary.LittleEndian.Uint64(cwL[:8]), binary.LittleEndian.Uint64(cwL[8:])
+		cwRlo, cwRhi := binary.LittleEndian.Uint64(cwR[:8]), binary.LittleEndian.Uint64(cwR[8:])
+		for i := 0; i < m; i++ {
+			tm := -uint64(in[base+i][0] & 1)
+			o := out[2*(base+i) : 2*(base+i)+2]
+			binary.LittleEndian.PutUint64(o[0][:8], binary.LittleEndian.Uint64(l[i][:8])^cwLlo&tm)
+			binary.LittleEndian.PutUint64(o[0][8:], binary.LittleEndian.Uint64(l[i][8:])^cwLhi&tm)
+			binary.LittleEndian.PutUint64(o[1][:8], binary.LittleEndian.Uint64(r[i][:8])^cwRlo&tm)
+			binary.LittleEndian.PutUint64(o[1][8:], binary.LittleEndian.Uint64(r[i][8:])^cwRhi&tm)
+		}
+	}
+	clear(x[:])
 }
 
 // HashWith sets out[i] = AES(k, in[i]) XOR in[i] under an arbitrary

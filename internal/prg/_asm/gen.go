@@ -207,6 +207,71 @@ func (g *gen) unit(k kernel, u int) {
 	g.label(next)
 }
 
+// tree emits vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int):
+// for each parent in[i] in folded form (bit 0 of byte 0 is the control bit
+// t), out[2i], out[2i+1] = MMO(K_sL / K_sR, in[i] with bit 0 cleared) XOR
+// (cw's left / right half if t). One YMM register holds both children: its
+// round keys pair K_sL (low lane) with K_sR (high lane).
+func (g *gen) tree() {
+	g.buf.WriteString(`
+// notOne clears bit 0 of byte 0 in each 128-bit lane.
+DATA treeNotOne<>+0(SB)/8, $0xfffffffffffffffe
+DATA treeNotOne<>+8(SB)/8, $0xffffffffffffffff
+DATA treeNotOne<>+16(SB)/8, $0xfffffffffffffffe
+DATA treeNotOne<>+24(SB)/8, $0xffffffffffffffff
+GLOBL treeNotOne<>(SB), RODATA|NOPTR, $32
+
+// func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
+TEXT ·vaesTree(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), AX
+	MOVQ cw+8(FP), DX
+	MOVQ out+16(FP), DI
+	MOVQ in+24(FP), SI
+	MOVQ n+32(FP), CX
+	VMOVDQU treeNotOne<>(SB), Y9
+	VMOVDQU (DX), Y10
+`)
+	for _, u := range []int{8, 4, 2, 1} {
+		loop := fmt.Sprintf("vaesTree_u%d", u)
+		next := loop + "_end"
+		g.label(loop)
+		g.p("CMPQ CX, $%d", u)
+		g.p("JB %s", next)
+		g.p("VMOVDQU (AX), Y8")
+		for j := 0; j < u; j++ {
+			g.p("VBROADCASTI128 %d(SI), Y%d", 16*j, j)
+			g.p("VPAND Y9, Y%d, Y%d", j, j)
+			g.p("VPXOR Y8, Y%d, Y%d", j, j)
+		}
+		for r := 1; r <= 9; r++ {
+			g.p("VMOVDQU %d(AX), Y8", 32*r)
+			for j := 0; j < u; j++ {
+				g.p("VAESENC Y8, Y%d, Y%d", j, j)
+			}
+		}
+		g.p("VMOVDQU 320(AX), Y8")
+		for j := 0; j < u; j++ {
+			g.p("VBROADCASTI128 %d(SI), Y11", 16*j)
+			g.p("VPAND Y9, Y11, Y12")
+			g.p("VPXOR Y8, Y12, Y12")
+			g.p("VAESENCLAST Y12, Y%d, Y%d", j, j)
+			g.p("VPSLLD $31, Y11, Y11")
+			g.p("VPSRAD $31, Y11, Y11")
+			g.p("VPSHUFD $0, Y11, Y11")
+			g.p("VPAND Y10, Y11, Y11")
+			g.p("VPXOR Y11, Y%d, Y%d", j, j)
+			g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
+		}
+		g.p("ADDQ $%d, SI", 16*u)
+		g.p("ADDQ $%d, DI", 32*u)
+		g.p("SUBQ $%d, CX", u)
+		g.p("JMP %s", loop)
+		g.label(next)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 func main() {
 	out := flag.String("out", "mmo_amd64.s", "output file")
 	flag.Parse()
@@ -236,6 +301,7 @@ TEXT ·cpuid7(SB), NOSPLIT, $0-8
 	} {
 		g.kernel(k)
 	}
+	g.tree()
 	if err := os.WriteFile(*out, g.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
