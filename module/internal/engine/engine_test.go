@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+var ctx = context.Background()
+
+// pair returns two paired engines. Being an internal test, it can reach
+// the root PRF: the roots hook exists only here, never in a build.
+func pair(t testing.TB) [2]*Engine {
+	t.Helper()
+	var e [2]*Engine
+	for b := 0; b < 2; b++ {
+		var err error
+		if e[b], err = New(Config{Party: b, Secret: []byte("provisioning-secret-0123")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := e[0].Provision(ctx, &msg.ProvisionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; len(r.Message) > 0; i++ {
+		if r, err = e[1-i%2].Provision(ctx, &msg.ProvisionRequest{Message: r.Message}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e[0].paired || !e[1].paired {
+		t.Fatal("not paired")
+	}
+	return e
+}
+
+func submit(t testing.TB, e *Engine, tier msg.Tier, s ...msg.Share) *msg.SubmitResponse {
+	t.Helper()
+	r, err := e.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func frame(t testing.TB, e *Engine, f []byte) *msg.SubmitResponse {
+	t.Helper()
+	r, err := e.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func collect(t testing.TB, e *Engine, c uint64) *fss.Key {
+	t.Helper()
+	r, err := e.Collect(ctx, &msg.CollectRequest{Counter: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := fss.ParseKey(r.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func split(rng *rand.Rand, v uint64, bits int) (uint64, uint64) {
+	a := rng.Uint64() & prg.Mask(bits)
+	return a, (v - a) & prg.Mask(bits)
+}
+
+// TestKeysEqualDealerGen: the protocol's keys are byte for byte the dealer's
+// keys for the same (α, β) and the roots derived from kr and the counter.
+func TestKeysEqualDealerGen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	e := pair(t)
+	for _, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+		for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+			for _, l := range []int{1, 8, 16, 32, 64} {
+				n := 1 + rng.IntN(64)
+				alpha, beta := rng.Uint64()&prg.Mask(l), rng.Uint64()&prg.Mask(n)
+				a0, a1 := split(rng, alpha, l)
+				b0, b1 := split(rng, beta, n)
+				s := [2]msg.Share{
+					{Mode: msg.Bound, Type: typ, InBits: l, OutBits: n, AlphaShare: a0, BetaShare: b0},
+					{Mode: msg.Bound, Type: typ, InBits: l, OutBits: n, AlphaShare: a1, BetaShare: b1},
+				}
+				r0, r1 := submit(t, e[0], tier, s[0]), submit(t, e[1], tier, s[1])
+				if r0.FirstCounter != r1.FirstCounter {
+					t.Fatal("counters out of lockstep")
+				}
+				if !frame(t, e[1], r0.Frames[0]).Accepted || !frame(t, e[0], r1.Frames[0]).Accepted {
+					t.Fatal("honest frame rejected")
+				}
+				c := r0.FirstCounter
+				k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
+				root0, root1 := e[0].prf.Roots(c)
+				if q0, q1 := e[1].prf.Roots(c); q0 != root0 || q1 != root1 {
+					t.Fatal("modules derive different roots")
+				}
+				d0, d1, err := fss.GenWithRoots(fss.Params{Type: typ, InBits: l, OutBits: n}, alpha, beta, root0, root1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !k0.Equal(d0) || !k1.Equal(d1) {
+					t.Fatalf("%v %v ℓ=%d n=%d: protocol keys differ from dealer Gen", tier, typ, l, n)
+				}
+			}
+		}
+	}
+	// Derived mode: the same, with α and β from the PRF.
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		s := msg.Share{Mode: msg.Derived, Type: typ, InBits: 20, OutBits: 12, DeriveBeta: true}
+		c := submit(t, e[0], 0, s).FirstCounter
+		submit(t, e[1], 0, s)
+		var k [2]*fss.Key
+		var as, bs [2]uint64
+		for b := 0; b < 2; b++ {
+			r, err := e[b].Collect(ctx, &msg.CollectRequest{Counter: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k[b], _ = fss.ParseKey(r.Key)
+			as[b], bs[b] = r.AlphaShare, r.BetaShare
+		}
+		alpha, _, beta, _ := e[0].prf.Derived(c)
+		alpha, beta = alpha&prg.Mask(20), beta&prg.Mask(12)
+		if (as[0]+as[1])&prg.Mask(20) != alpha || (bs[0]+bs[1])&prg.Mask(12) != beta {
+			t.Fatal("derived mask shares do not sum to the drawn α, β")
+		}
+		r0, r1 := e[0].prf.Roots(c)
+		d0, d1, _ := fss.GenWithRoots(s.Params(), alpha, beta, r0, r1)
+		if !k[0].Equal(d0) || !k[1].Equal(d1) {
+			t.Fatal("derived keys differ from dealer Gen")
+		}
+	}
+}
+
+type snap struct {
+	next, floor, gen, disp uint64
+	pending, ready         int
+}
+
+func state(e *Engine) snap {
+	p, _ := e.Poll(ctx, &msg.PollRequest{})
+	return snap{p.NextCounter, p.PeerFloor, p.Generated, p.Dispatches, p.Pending, p.Ready}
+}
+
+// TestBadInput: each malformed request is refused with an error that names
+// the field, and nothing moves.
+func TestBadInput(t *testing.T) {
+	e := pair(t)
+	ok := msg.Share{Mode: msg.Bound, Type: fss.DPF, InBits: 16, OutBits: 16}
+	with := func(f func(*msg.Share)) msg.Share { s := ok; f(&s); return s }
+	cases := []struct {
+		req   msg.SubmitRequest
+		field string
+	}{
+		{msg.SubmitRequest{Kind: 9}, "Kind"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC}, "Shares"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: 7, Shares: []msg.Share{ok}}, "Tier"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.Mode = 9 })}}, "Mode"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.Type = 3 })}}, "Type"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.InBits = 0 })}}, "InBits"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.InBits = 65 })}}, "InBits"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.OutBits = 70 })}}, "OutBits"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{ok, with(func(s *msg.Share) { s.AlphaShare = 1 << 16 })}}, "Shares[1].AlphaShare"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.BetaShare = 1 << 20 })}}, "BetaShare"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.Mode = msg.Derived; s.AlphaShare = 3 })}}, "AlphaShare"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.Mode = msg.Derived; s.Beta = 1 << 17 })}}, "Beta"},
+		{msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{with(func(s *msg.Share) { s.Beta = 1 })}}, "Beta"},
+	}
+	for _, c := range cases {
+		before := state(e[0])
+		_, err := e[0].Submit(ctx, &c.req)
+		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("want a bad-request error naming %s, got %v", c.field, err)
+		}
+		if state(e[0]) != before {
+			t.Errorf("%s: state moved", c.field)
+		}
+	}
+	if _, err := e[0].Collect(ctx, &msg.CollectRequest{Counter: 99}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "Counter") {
+		t.Errorf("collect of a missing counter: %v", err)
+	}
+	// Points out of range in consume mode.
+	cs := msg.Share{Mode: msg.Consume, Type: fss.DPF, InBits: 8, OutBits: 8}
+	r0, r1 := submit(t, e[0], msg.MAC, cs), submit(t, e[1], msg.MAC, cs)
+	frame(t, e[1], r0.Frames[0])
+	if _, err := e[1].Collect(ctx, &msg.CollectRequest{Counter: r1.FirstCounter, Points: []uint64{3, 256}}); err == nil || !strings.Contains(err.Error(), "Points[1]") {
+		t.Errorf("out-of-range point: %v", err)
+	}
+	if _, err := e[1].Collect(ctx, &msg.CollectRequest{Counter: r1.FirstCounter, Points: []uint64{3}}); err != nil {
+		t.Errorf("a bad collect consumed the key: %v", err)
+	}
+}
+
+// TestKeystreamReflectionAndSwap: on the keystream tier a reflected or
+// swapped frame is not caught, but it yields an unusable pair, and the
+// reflected frame does not open to the module's own shares (so it cannot
+// leak them back).
+func TestKeystreamReflectionAndSwap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	e := pair(t)
+	const l = 32
+	mk := func() ([2]msg.Share, uint64, uint64) {
+		alpha, beta := rng.Uint64()&prg.Mask(l), 1+rng.Uint64()&prg.Mask(l-1)
+		a0, a1 := split(rng, alpha, l)
+		b0, b1 := split(rng, beta, l)
+		return [2]msg.Share{
+			{Mode: msg.Bound, Type: fss.DPF, InBits: l, OutBits: l, AlphaShare: a0, BetaShare: b0},
+			{Mode: msg.Bound, Type: fss.DPF, InBits: l, OutBits: l, AlphaShare: a1, BetaShare: b1},
+		}, alpha, beta
+	}
+	broken := func(k0, k1 *fss.Key, alpha, beta uint64) bool {
+		y0, _ := k0.Eval(alpha)
+		y1, _ := k1.Eval(alpha)
+		return (y0+y1)&prg.Mask(l) != beta
+	}
+	// Reflection: module 1 gets its own frame back.
+	s, alpha, beta := mk()
+	r0, r1 := submit(t, e[0], msg.Keystream, s[0]), submit(t, e[1], msg.Keystream, s[1])
+	d := desc(s[1])
+	a, b, err := e[1].ch.OpenKeystream(r1.FirstCounter, d, r1.Frames[0])
+	if err == nil && a == s[1].AlphaShare && b == s[1].BetaShare {
+		t.Fatal("a reflected keystream frame opens to the module's own shares")
+	}
+	frame(t, e[1], r1.Frames[0])
+	frame(t, e[0], r0.Frames[0])
+	if !broken(collect(t, e[0], r0.FirstCounter), collect(t, e[1], r0.FirstCounter), alpha, beta) {
+		t.Fatal("reflection produced a usable pair")
+	}
+	// Swap: frames of two consecutive keys delivered crosswise.
+	sA, alA, beA := mk()
+	sB, alB, beB := mk()
+	rA0, rA1 := submit(t, e[0], msg.Keystream, sA[0]), submit(t, e[1], msg.Keystream, sA[1])
+	rB0, rB1 := submit(t, e[0], msg.Keystream, sB[0]), submit(t, e[1], msg.Keystream, sB[1])
+	frame(t, e[1], rB0.Frames[0])
+	frame(t, e[1], rA0.Frames[0])
+	frame(t, e[0], rA1.Frames[0])
+	frame(t, e[0], rB1.Frames[0])
+	if !broken(collect(t, e[0], rA0.FirstCounter), collect(t, e[1], rA0.FirstCounter), alA, beA) ||
+		!broken(collect(t, e[0], rB0.FirstCounter), collect(t, e[1], rB0.FirstCounter), alB, beB) {
+		t.Fatal("swapped frames produced a usable pair")
+	}
+}
+
+// TestBatchMACFailClosed: one flipped bit anywhere in a batch envelope
+// rejects the whole batch with no dispatch and no counter movement; the
+// honest envelope is then accepted for all M keys.
+func TestBatchMACFailClosed(t *testing.T) {
+	e := pair(t)
+	var s []msg.Share
+	for i := 0; i < 8; i++ {
+		s = append(s, msg.Share{Mode: msg.Bound, Type: fss.DCF, InBits: 16, OutBits: 16, AlphaShare: uint64(i)})
+	}
+	r0 := submit(t, e[0], msg.BatchMAC, s...)
+	submit(t, e[1], msg.BatchMAC, s...)
+	f := r0.Frames[0]
+	if len(f) != 36+8*4 || len(r0.Frames) != 1 {
+		t.Fatalf("batch envelope is %d bytes in %d frames", len(f), len(r0.Frames))
+	}
+	before := state(e[1])
+	for i := range f {
+		g := bytes.Clone(f)
+		g[i] ^= 0x01
+		if frame(t, e[1], g).Accepted {
+			t.Fatalf("batch with byte %d flipped accepted", i)
+		}
+	}
+	if state(e[1]) != before {
+		t.Fatal("rejected batches moved state")
+	}
+	r := frame(t, e[1], f)
+	if !r.Accepted || len(r.Counters) != 8 {
+		t.Fatalf("honest batch: %+v", r)
+	}
+}
+
+// TestCountersCommittedBeforeFrames: a store that fails refuses the
+// submission and emits no frame.
+func TestCountersCommittedBeforeFrames(t *testing.T) {
+	e := pair(t)
+	e[0].store = failStore{}
+	_, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.Keystream,
+		Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8}}})
+	if err == nil || state(e[0]).next != 0 {
+		t.Fatal("a frame went out under an uncommitted counter")
+	}
+}

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+var fuzzShape = msg.Share{Mode: msg.Bound, Type: fss.DCF, InBits: 12, OutBits: 20, AlphaShare: 5, BetaShare: 9}
+
+func tierOf(sel uint8) msg.Tier { return msg.Tier(1 + sel%3) }
+
+// FuzzPeerFrame feeds arbitrary bytes as a peer frame to a module with a
+// pending request of each tier. Whatever the bytes: no panic; a rejected
+// frame moves no counter and dispatches nothing; on the mac tiers only the
+// honest frame is accepted.
+func FuzzPeerFrame(f *testing.F) {
+	e := pair(f)
+	for sel := uint8(0); sel < 3; sel++ {
+		r := submit(f, e[0], tierOf(sel), fuzzShape, fuzzShape)
+		submit(f, e[1], tierOf(sel), fuzzShape, fuzzShape)
+		for _, fr := range r.Frames {
+			f.Add(sel, fr)
+			f.Add(sel, fr[:len(fr)-1])
+			f.Add(sel, append(bytes.Clone(fr), 0))
+			frame(f, e[1], fr)
+		}
+		e[1].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
+		e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
+	}
+	f.Add(uint8(1), []byte{})
+	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
+		tier := tierOf(sel)
+		r0 := submit(t, e[0], tier, fuzzShape)
+		r1 := submit(t, e[1], tier, fuzzShape)
+		before := state(e[1])
+		r := frame(t, e[1], data)
+		if !r.Accepted {
+			if state(e[1]) != before {
+				t.Fatal("a rejected frame moved state")
+			}
+			if !frame(t, e[1], r0.Frames[0]).Accepted {
+				t.Fatal("honest frame rejected after a rejected one")
+			}
+		} else if tier != msg.Keystream && !bytes.Equal(data, r0.Frames[0]) {
+			t.Fatal("a forged mac-tier frame was accepted")
+		}
+		if !frame(t, e[0], r1.Frames[0]).Accepted {
+			t.Fatal("honest frame rejected")
+		}
+		collect(t, e[0], r0.FirstCounter)
+		collect(t, e[1], r0.FirstCounter)
+	})
+}
+
+// FuzzProvision feeds arbitrary bytes as each of the three pairing
+// messages. No panic; a module pairs only on the honest message.
+func FuzzProvision(f *testing.F) {
+	e := pair(f)
+	_ = e
+	f.Add(uint8(0), []byte("H\x01"))
+	f.Add(uint8(1), []byte("R\x01"))
+	f.Add(uint8(2), []byte("F\x01"))
+	f.Fuzz(func(t *testing.T, step uint8, data []byte) {
+		var d [2]*Engine
+		for b := 0; b < 2; b++ {
+			var err error
+			if d[b], err = New(Config{Party: b, Secret: []byte("provisioning-secret-0123")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step %= 3
+		r, err := d[0].Provision(ctx, &msg.ProvisionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := []*Engine{d[1], d[0], d[1]}
+		for i := uint8(0); i < step; i++ {
+			if r, err = target[i].Provision(ctx, &msg.ProvisionRequest{Message: r.Message}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := target[step].Provision(ctx, &msg.ProvisionRequest{Message: data})
+		if err == nil && out.Paired && !bytes.Equal(data, r.Message) {
+			t.Fatal("paired on a forged message")
+		}
+		if err != nil && target[step].paired {
+			t.Fatal("paired despite an error")
+		}
+	})
+}
+
+// FuzzSubmitShares feeds arbitrary share requests: either a bad-request
+// error and nothing moved, or frames for exactly the framed requests.
+func FuzzSubmitShares(f *testing.F) {
+	e := pair(f)
+	f.Add(uint8(1), uint8(1), uint8(1), 16, 16, uint64(3), uint64(4), false, uint64(0))
+	f.Add(uint8(2), uint8(2), uint8(2), 64, 1, uint64(0), uint64(0), true, uint64(0))
+	f.Add(uint8(4), uint8(1), uint8(3), 0, 65, ^uint64(0), uint64(1), false, uint64(7))
+	f.Fuzz(func(t *testing.T, tier, mode, typ uint8, l, n int, a, b uint64, db bool, beta uint64) {
+		s := msg.Share{Mode: msg.Mode(mode), Type: fss.Type(typ), InBits: l, OutBits: n, AlphaShare: a, BetaShare: b, DeriveBeta: db, Beta: beta}
+		before := state(e[0])
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.Tier(tier), Shares: []msg.Share{s}})
+		if err != nil {
+			if state(e[0]) != before {
+				t.Fatal("a refused request moved state")
+			}
+			return
+		}
+		if (s.Mode == msg.Derived) != (len(r.Frames) == 0) {
+			t.Fatalf("%d frames for mode %v", len(r.Frames), s.Mode)
+		}
+		e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: r.FirstCounter})
+	})
+}
