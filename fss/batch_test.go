@@ -208,3 +208,65 @@ func TestBatchEvalMatchesEval(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalAllBatchedMatchesEvalAll compares the batched full-domain
+// evaluation with EvalAll for both parties, both types and widths on both
+// sides of the subtree split, and checks that the shares reconstruct f.
+func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []Type{DPF, DCF} {
+		for _, sh := range [][2]int{{1, 1}, {3, 64}, {9, 7}, {10, 32}, {11, 64}, {14, 13}} {
+			p := Params{typ, sh[0], sh[1]}
+			for trial := 0; trial < 3; trial++ {
+				alpha := r.Uint64() & prg.Mask(p.InBits)
+				beta := r.Uint64() & prg.Mask(p.OutBits)
+				k0, k1, err := GenWithRoots(p, alpha, beta, randRoot(r), randRoot(r))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 1 << p.InBits
+				want0, want1 := make([]uint64, n), make([]uint64, n)
+				got0, got1 := make([]uint64, n), make([]uint64, n)
+				k0.EvalAll(want0)
+				k1.EvalAll(want1)
+				if err := k0.EvalAllBatched(got0); err != nil {
+					t.Fatal(err)
+				}
+				if err := k1.EvalAllBatched(got1); err != nil {
+					t.Fatal(err)
+				}
+				for x := range got0 {
+					if got0[x] != want0[x] || got1[x] != want1[x] {
+						t.Fatalf("%v α=%d x=%d: batched (%d,%d), EvalAll (%d,%d)", p, alpha, x, got0[x], got1[x], want0[x], want1[x])
+					}
+					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != truth(p, alpha, beta, uint64(x)) {
+						t.Fatalf("%v α=%d x=%d: shares sum to %d", p, alpha, x, s)
+					}
+				}
+			}
+			k0, _, _ := GenWithRoots(p, 0, 0, prg.Block{}, prg.Block{})
+			if err := k0.EvalAllBatched(make([]uint64, 3)); err == nil {
+				t.Fatal("accepted a wrong-size output")
+			}
+		}
+	}
+}
+
+func BenchmarkEvalAll20(b *testing.B) {
+	p := Params{DPF, 20, 64}
+	k0, _, _ := GenWithRoots(p, 12345, 6789, prg.Block{1}, prg.Block{2})
+	out := make([]uint64, 1<<20)
+	b.Run("EvalAll", func(b *testing.B) {
+		for b.Loop() {
+			k0.EvalAll(out)
+		}
+	})
+	b.Run("EvalAllBatched", func(b *testing.B) {
+		kb := kernelBlocksPerSec(b)
+		for b.Loop() {
+			k0.EvalAllBatched(out)
+		}
+		perSec := float64(b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(perSec*BlocksPerEvalAll(p)/kb, "ratio")
+	})
+}

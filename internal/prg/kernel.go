@@ -18,6 +18,9 @@ type Kernel struct {
 	// tree expands folded tree nodes (see ExpandTree); nil means the
 	// portable version on hash2.
 	tree func(out, in []Block, cwL, cwR *Block)
+	// leaves is tree for the last level (see ExpandTreeLeaves); nil means
+	// the portable version.
+	leaves func(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64)
 	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
 	raw func(k *Schedule, out, in []Block)
 	// priority orders the available kernels; the highest is the default.

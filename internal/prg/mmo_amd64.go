@@ -30,6 +30,9 @@ func vaesMMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
 //go:noescape
 func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 
+//go:noescape
+func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
+
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
 
@@ -49,7 +52,7 @@ func init() {
 		register(Kernel{Name: "aesni", hash2: aesniHash2, hash4: aesniHash4, raw: aesniRaw, priority: 10})
 	}
 	if hasVAES() {
-		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, priority: 20})
+		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, priority: 20})
 	}
 }
 
@@ -121,4 +124,14 @@ func vaesTreeGo(out, in []Block, cwL, cwR *Block) {
 	copy(cw[:16], cwL[:])
 	copy(cw[16:], cwR[:])
 	vaesTree(&seedPair, &cw, &out[0], &in[0], len(in))
+}
+
+func vaesLeavesGo(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64) {
+	if len(in) == 0 {
+		return
+	}
+	var cw [32]byte
+	copy(cw[:16], cwL[:])
+	copy(cw[16:], cwR[:])
+	vaesTreeLeaves(&seedPair, &cw, &out[0], &in[0], len(in), final, negb, mask)
 }

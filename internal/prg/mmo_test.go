@@ -2,6 +2,7 @@ package prg
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
 	"testing"
@@ -215,6 +216,24 @@ func TestExpandTree(t *testing.T) {
 				}
 				if out[2*i] != wl || out[2*i+1] != wr {
 					t.Fatalf("n=%d parent %d (t=%d) wrong", n, i, in[i][0]&1)
+				}
+			}
+			final := r.Uint64()
+			for _, neg := range []bool{false, true} {
+				mask := Mask(1 + r.IntN(64))
+				words := make([]uint64, 2*n)
+				ExpandTreeLeaves(words, in, &cwL, &cwR, final, neg, mask)
+				for j := range words {
+					v := binary.LittleEndian.Uint64(out[j][8:])
+					if out[j][0]&1 == 1 {
+						v += final
+					}
+					if neg {
+						v = -v
+					}
+					if words[j] != v&mask {
+						t.Fatalf("n=%d leaf %d (neg=%v) = %#x, want %#x", n, j, neg, words[j], v&mask)
+					}
 				}
 			}
 		}

@@ -196,6 +196,36 @@ func ExpandTree(out, in []Block, cwL, cwR *Block) {
 	portableTree(out, in, cwL, cwR)
 }
 
+// ExpandTreeLeaves is ExpandTree for the last level of a DPF: instead of
+// the children it writes their output words,
+//
+//	out[j] = ±(Convert_64(child_j) + (t_j ? final : 0)) mod 2^64, masked by mask
+//
+// for j = 2i, 2i+1, negated when negate is set (party 1). out must hold
+// 2·len(in) words.
+func ExpandTreeLeaves(out []uint64, in []Block, cwL, cwR *Block, final uint64, negate bool, mask uint64) {
+	checkLen(len(out), 2*len(in))
+	negb := uint64(0)
+	if negate {
+		negb = ^uint64(0)
+	}
+	if active.leaves != nil {
+		active.leaves(out, in, cwL, cwR, final, negb, mask)
+		return
+	}
+	const chunk = 64
+	var kids [2 * chunk]Block
+	for base := 0; base < len(in); base += chunk {
+		m := min(chunk, len(in)-base)
+		ExpandTree(kids[:2*m], in[base:base+m], cwL, cwR)
+		for j := 0; j < 2*m; j++ {
+			v := binary.LittleEndian.Uint64(kids[j][8:]) + final&-uint64(kids[j][0]&1)
+			out[2*base+j] = ((v ^ negb) - negb) & mask
+		}
+	}
+	clear(kids[:])
+}
+
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk
 // at a time.
 func portableTree(out, in []Block, cwL, cwR *Block) {

@@ -220,7 +220,33 @@ DATA treeNotOne<>+8(SB)/8, $0xffffffffffffffff
 DATA treeNotOne<>+16(SB)/8, $0xfffffffffffffffe
 DATA treeNotOne<>+24(SB)/8, $0xffffffffffffffff
 GLOBL treeNotOne<>(SB), RODATA|NOPTR, $32
+`)
+	g.treeKernel(false)
+	g.treeKernel(true)
+}
 
+// treeKernel emits vaesTree or, with leaves, vaesTreeLeaves(k, cw, out
+// *uint64, in *Block, n int, final, negb, mask uint64), which turns each
+// child straight into its output word: out = (hi + (t ? final : 0)), negated
+// when negb is all ones, masked.
+func (g *gen) treeKernel(leaves bool) {
+	if leaves {
+		g.buf.WriteString(`
+// func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
+TEXT ·vaesTreeLeaves(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), AX
+	MOVQ cw+8(FP), DX
+	MOVQ out+16(FP), DI
+	MOVQ in+24(FP), SI
+	MOVQ n+32(FP), CX
+	VPBROADCASTQ final+40(FP), Y13
+	VPBROADCASTQ negb+48(FP), Y14
+	VPBROADCASTQ mask+56(FP), Y15
+	VMOVDQU treeNotOne<>(SB), Y9
+	VMOVDQU (DX), Y10
+`)
+	} else {
+		g.buf.WriteString(`
 // func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 TEXT ·vaesTree(SB), NOSPLIT, $0-40
 	MOVQ k+0(FP), AX
@@ -231,8 +257,13 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 	VMOVDQU treeNotOne<>(SB), Y9
 	VMOVDQU (DX), Y10
 `)
+	}
+	name := "vaesTree"
+	if leaves {
+		name = "vaesTreeLeaves"
+	}
 	for _, u := range []int{8, 4, 2, 1} {
-		loop := fmt.Sprintf("vaesTree_u%d", u)
+		loop := fmt.Sprintf("%s_u%d", name, u)
 		next := loop + "_end"
 		g.label(loop)
 		g.p("CMPQ CX, $%d", u)
@@ -260,10 +291,28 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 			g.p("VPSHUFD $0, Y11, Y11")
 			g.p("VPAND Y10, Y11, Y11")
 			g.p("VPXOR Y11, Y%d, Y%d", j, j)
-			g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
+			if !leaves {
+				g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
+				continue
+			}
+			// t of each child into a whole-lane mask, then the output word.
+			g.p("VPSLLQ $63, Y%d, Y11", j)
+			g.p("VPSRAD $31, Y11, Y11")
+			g.p("VPSHUFD $0x55, Y11, Y11")
+			g.p("VPAND Y13, Y11, Y11")
+			g.p("VPADDQ Y11, Y%d, Y%d", j, j)
+			g.p("VPXOR Y14, Y%d, Y%d", j, j)
+			g.p("VPSUBQ Y14, Y%d, Y%d", j, j)
+			g.p("VPAND Y15, Y%d, Y%d", j, j)
+			g.p("VPERMQ $0x0d, Y%d, Y%d", j, j)
+			g.p("VMOVDQU X%d, %d(DI)", j, 16*j)
 		}
 		g.p("ADDQ $%d, SI", 16*u)
-		g.p("ADDQ $%d, DI", 32*u)
+		if leaves {
+			g.p("ADDQ $%d, DI", 16*u)
+		} else {
+			g.p("ADDQ $%d, DI", 32*u)
+		}
 		g.p("SUBQ $%d, CX", u)
 		g.p("JMP %s", loop)
 		g.label(next)
