@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
@@ -43,6 +47,7 @@ type benchFSSOpts struct {
 	json     bool
 	kernel   string
 	duration time.Duration // kernel measurement time, each side of the run
+	plot     string        // gen only: sweep and plot to this file
 }
 
 // benchResult is what bench gen/eval/evalall report (and print as JSON).
@@ -89,6 +94,9 @@ reached.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	f.StringVar(&o.kernel, "kernel", "", "MMO kernel to use (default: the fastest; see prg kernels)")
 	f.DurationVar(&o.duration, "kernel-time", 250*time.Millisecond, "kernel measurement time before and after the run")
+	if op == "gen" {
+		f.StringVar(&o.plot, "plot", "", "instead of one run, sweep batch sizes and 1..workers and draw keys/s to this PNG")
+	}
 	return cmd
 }
 
@@ -121,6 +129,9 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	w := o.workers
 	if w == 0 {
 		w = runtime.GOMAXPROCS(0)
+	}
+	if o.plot != "" {
+		return benchGenSweep(stdout, p, o.keys, w, o.plot)
 	}
 	res := benchResult{Op: op, Type: typ.String(), InBits: p.InBits, OutBits: p.OutBits,
 		Keys: o.keys, Workers: w, Kernel: prg.Active()}
@@ -348,11 +359,68 @@ func benchEvalAll(p fss.Params, k, w int, progress func(int)) (time.Duration, er
 	}
 	return benchParallel(k, w, 1, func(worker, lo, hi int) error {
 		for i := lo; i < hi; i++ {
-			if err := keys[i].EvalAll(outs[worker]); err != nil {
+			if err := keys[i].EvalAllBatched(outs[worker]); err != nil {
 				return err
 			}
 			progress(1)
 		}
 		return nil
 	})
+}
+
+// benchGenSweep measures batched generation for batch sizes from 1 key to
+// `keys` (powers of four) on 1..maxW workers, prints one line per point and
+// draws keys/s against batch size, one line per worker count.
+func benchGenSweep(stdout io.Writer, p fss.Params, keys, maxW int, file string) error {
+	pl := plot.New()
+	pl.Title.Text = fmt.Sprintf("kord batched Gen, %v (kernel %s)", p, prg.Active())
+	pl.X.Label.Text = "keys per GenWithRoots call (batch size)"
+	pl.Y.Label.Text = "keys/s (millions)"
+	pl.X.Scale = plot.LogScale{}
+	pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	pl.Add(plotter.NewGrid())
+	pl.Legend.Top = true
+	pl.Legend.Left = true
+	alpha, beta, root0, root1 := benchInputs(p, keys, 5)
+	ks := p.KeySize()
+	out0, out1 := make([]byte, keys*ks), make([]byte, keys*ks)
+	for w := 1; w <= maxW; w++ {
+		g, err := fss.NewBatchGen(p, w)
+		if err != nil {
+			return err
+		}
+		var xy plotter.XYs
+		for b := 1; b <= keys; b *= 4 {
+			done := 0
+			start := time.Now()
+			for done < keys || time.Since(start) < 100*time.Millisecond {
+				m := b
+				if err := g.GenWithRoots(alpha[:m], beta[:m], root0[:m], root1[:m], out0[:m*ks], out1[:m*ks]); err != nil {
+					return err
+				}
+				done += m
+			}
+			rate := float64(done) / time.Since(start).Seconds()
+			fmt.Fprintf(stdout, "workers %d batch %7d: %10.0f keys/s\n", w, b, rate)
+			xy = append(xy, plotter.XY{X: float64(b), Y: rate / 1e6})
+		}
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		line.Color = plotColor(w)
+		points.Color = plotColor(w)
+		pl.Add(line, points)
+		pl.Legend.Add(fmt.Sprintf("%d worker(s)", w), line, points)
+	}
+	return pl.Save(7*vg.Inch, 4.5*vg.Inch, file)
+}
+
+// plotColor picks a distinct colour per worker count.
+func plotColor(i int) color.Color {
+	pal := []color.Color{
+		color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255},
+		color.RGBA{44, 160, 44, 255}, color.RGBA{148, 103, 189, 255},
+	}
+	return pal[(i-1)%len(pal)]
 }
