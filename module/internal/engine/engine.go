@@ -235,6 +235,13 @@ func (e *Engine) finishPairing() error {
 	if err != nil {
 		return err
 	}
+	// A store that persists the pairing (the module daemon's) keeps K_ch
+	// so the module restarts paired; see durable.go.
+	if ps, ok := e.store.(store.PairingStore); ok {
+		if err := ps.SavePairing(store.Pairing{Party: e.party, KEM: e.kem.Name(), Secret: kch}); err != nil {
+			return fmt.Errorf("module: saving pairing: %w", err)
+		}
+	}
 	if err := e.store.Save(store.Counters{}); err != nil {
 		return fmt.Errorf("module: saving counters: %w", err)
 	}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultWindow is how many counters a Bolt store reserves per commit.
+const DefaultWindow = 4096
+
+var (
+	bucket      = []byte("kord/v1/module")
+	keyCounters = []byte("counters")
+	keyPairing  = []byte("pairing")
+)
+
+// ErrPermissions is returned when a state file is readable or writable by
+// anyone but its owner.
+var ErrPermissions = errors.New("store: state file is accessible to group or others (want mode 0600)")
+
+// Bolt keeps a module's pairing secret and counters in a bbolt file (mode
+// 0600). Counters are committed by reservation: a Save that moves Next or
+// PeerFloor past the reserved high-water marks commits (with fsync) new
+// marks Window counters ahead; Saves inside the reservation touch only
+// memory. A restarted module resumes at the reserved marks, so a counter is
+// never reused and never rolled back — it may skip up to Window counters,
+// which the rollback witness then skips on the peer too. Generated is exact
+// only at commits.
+type Bolt struct {
+	db     *bolt.DB
+	window uint64
+
+	mu  sync.Mutex
+	cur Counters // last saved
+	res Counters // reserved (on disk)
+}
+
+// OpenBolt opens or creates the state file at path. It refuses a file that
+// group or others can read or write. window 0 means DefaultWindow; window
+// 1 commits every Save.
+func OpenBolt(path string, window uint64) (*Bolt, error) {
+	if window == 0 {
+		window = DefaultWindow
+	}
+	if st, err := os.Stat(path); err == nil {
+		if st.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("%w: %s is %v", ErrPermissions, path, st.Mode().Perm())
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	b := &Bolt{db: db, window: window}
+	err = db.Update(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		if v := bk.Get(keyCounters); v != nil {
+			if len(v) != 24 {
+				return fmt.Errorf("counters record is %d bytes, want 24", len(v))
+			}
+			b.res = Counters{Next: binary.LittleEndian.Uint64(v), PeerFloor: binary.LittleEndian.Uint64(v[8:]), Generated: binary.LittleEndian.Uint64(v[16:])}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	b.cur = b.res
+	return b, nil
+}
+
+// Close closes the file.
+func (b *Bolt) Close() error { return b.db.Close() }
+
+// Load returns the counters a module resumes at: the reserved marks.
+func (b *Bolt) Load() (Counters, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.res, nil
+}
+
+// Save records c. It never lowers a counter: a Save below the last one is
+// an error. It commits new reservations before returning when c leaves
+// the reserved range.
+func (b *Bolt) Save(c Counters) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.Next < b.cur.Next || c.PeerFloor < b.cur.PeerFloor {
+		return fmt.Errorf("store: refusing to roll counters back (next %d→%d, peer floor %d→%d)", b.cur.Next, c.Next, b.cur.PeerFloor, c.PeerFloor)
+	}
+	if c.Next <= b.res.Next && c.PeerFloor <= b.res.PeerFloor {
+		b.cur = c
+		return nil
+	}
+	res := Counters{Next: max(b.res.Next, c.Next+b.window-1), PeerFloor: max(b.res.PeerFloor, c.PeerFloor+b.window-1), Generated: c.Generated}
+	if b.window == 1 {
+		res = c
+	}
+	if err := b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(keyCounters, encCounters(res)) }); err != nil {
+		return fmt.Errorf("store: committing counters: %w", err)
+	}
+	b.res, b.cur = res, c
+	return nil
+}
+
+func encCounters(c Counters) []byte {
+	v := make([]byte, 24)
+	binary.LittleEndian.PutUint64(v, c.Next)
+	binary.LittleEndian.PutUint64(v[8:], c.PeerFloor)
+	binary.LittleEndian.PutUint64(v[16:], c.Generated)
+	return v
+}
+
+// SavePairing replaces the pairing and resets the counters to zero.
+func (b *Bolt) SavePairing(p Pairing) error {
+	if p.Party != 0 && p.Party != 1 || len(p.KEM) > 255 || len(p.Secret) == 0 {
+		return errors.New("store: malformed pairing")
+	}
+	v := make([]byte, 0, 2+len(p.KEM)+len(p.Secret))
+	v = append(v, byte(p.Party), byte(len(p.KEM)))
+	v = append(v, p.KEM...)
+	v = append(v, p.Secret...)
+	defer clear(v)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucket)
+		if err := bk.Put(keyPairing, v); err != nil {
+			return err
+		}
+		return bk.Put(keyCounters, encCounters(Counters{}))
+	})
+	if err != nil {
+		return fmt.Errorf("store: saving pairing: %w", err)
+	}
+	b.cur, b.res = Counters{}, Counters{}
+	return nil
+}
+
+// LoadPairing returns the saved pairing or nil.
+func (b *Bolt) LoadPairing() (*Pairing, error) {
+	var p *Pairing
+	err := b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get(keyPairing)
+		if v == nil {
+			return nil
+		}
+		if len(v) < 2 || len(v) < 2+int(v[1])+1 || v[0] > 1 {
+			return errors.New("store: malformed pairing record")
+		}
+		k := int(v[1])
+		p = &Pairing{Party: int(v[0]), KEM: string(v[2 : 2+k]), Secret: append([]byte(nil), v[2+k:]...)}
+		return nil
+	})
+	return p, err
+}
