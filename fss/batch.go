@@ -15,7 +15,7 @@ import (
 // parties' chains) under two lanes: 4·GroupKeys independent blocks, far
 // more than the kernels need to keep their AES pipelines full, while the
 // group's working set (about 10 KiB) stays in L1.
-const GroupKeys = 64
+const GroupKeys = 128
 
 // chunkGroups is how many groups a worker takes from the shared queue at a
 // time: large enough that the queue is rarely touched, small enough that
@@ -201,8 +201,13 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	ks := st.ks
 	nc := (2*l + 7) / 8
 	stage := st.stage[:n*ks]
-	// Party 1's chains sit right after party 0's: one call covers 2n seeds.
+	// Key i's chains are s[2i] (party 0) and s[2i+1] (party 1): one call
+	// covers all 2n seeds.
 	seeds, rs, ts := st.s[:2*n], st.r[:2*n], st.t[:2*n]
+	// With a fused DPF level kernel, levels 2..ℓ run in it on folded chains
+	// (control bit in bit 0 of the seed); level 1 stays here because the
+	// roots are used as given, bit 0 included.
+	fused := !dcf && prg.HasDPFGenLevel()
 	// Headers and roots; seeds and control bits start as the spec says.
 	for i := 0; i < n; i++ {
 		k := base + i
@@ -210,14 +215,19 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		img[0], img[1], img[2], img[3], img[4], img[5] = magic, version, byte(p.Type), 0, byte(l), byte(p.OutBits)
 		copy(img[headerSize:], job.root0[k][:])
 		clear(img[st.ctrlOff : st.ctrlOff+nc])
-		seeds[i], seeds[n+i] = job.root0[k], job.root1[k]
-		ts[i], ts[n+i] = 0, 1
+		seeds[2*i], seeds[2*i+1] = job.root0[k], job.root1[k]
+		ts[2*i], ts[2*i+1] = 0, 1
 		if dcf {
 			st.v[i] = 0
 		}
 	}
 	for j := 1; j <= l; j++ {
 		sh := uint(l - j)
+		if fused && j >= 2 {
+			prg.DPFGenLevel(seeds, job.alpha[base:base+n], sh, stage, ks,
+				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)))
+			continue
+		}
 		if dcf {
 			prg.ExpandValues(st.vl[:2*n], st.vr[:2*n], seeds)
 		}
@@ -228,8 +238,8 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		for i := 0; i < n; i++ {
 			a := uint8(job.alpha[base+i]>>sh) & 1
 			am := -uint64(a)
-			L0, L1 := &seeds[i], &seeds[n+i]
-			R0, R1 := &rs[i], &rs[n+i]
+			L0, L1 := &seeds[2*i], &seeds[2*i+1]
+			R0, R1 := &rs[2*i], &rs[2*i+1]
 			l0lo, l0hi := binary.LittleEndian.Uint64(L0[:8]), binary.LittleEndian.Uint64(L0[8:])
 			l1lo, l1hi := binary.LittleEndian.Uint64(L1[:8]), binary.LittleEndian.Uint64(L1[8:])
 			r0lo, r0hi := binary.LittleEndian.Uint64(R0[:8]), binary.LittleEndian.Uint64(R0[8:])
@@ -246,23 +256,23 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 			tKeepCW := tLCW ^ (tLCW^tRCW)&a
 			tk0 := tl0 ^ (tl0^tr0)&a
 			tk1 := tl1 ^ (tl1^tr1)&a
-			t0, t1 := ts[i], ts[n+i]
+			t0, t1 := ts[2*i], ts[2*i+1]
 			m0, m1 := -uint64(t0), -uint64(t1)
 			binary.LittleEndian.PutUint64(L0[:8], (l0lo^d0lo)&^1^cwlo&m0)
 			binary.LittleEndian.PutUint64(L0[8:], l0hi^d0hi^cwhi&m0)
 			binary.LittleEndian.PutUint64(L1[:8], (l1lo^d1lo)&^1^cwlo&m1)
 			binary.LittleEndian.PutUint64(L1[8:], l1hi^d1hi^cwhi&m1)
-			ts[i] = tk0 ^ t0&tKeepCW
-			ts[n+i] = tk1 ^ t1&tKeepCW
+			ts[2*i] = tk0 ^ t0&tKeepCW
+			ts[2*i+1] = tk1 ^ t1&tKeepCW
 			img := stage[i*ks : (i+1)*ks]
 			binary.LittleEndian.PutUint64(img[cw:cw+8], cwlo)
 			binary.LittleEndian.PutUint64(img[cw+8:cw+16], cwhi)
 			img[cb] |= (tLCW | tRCW<<1) << cbit
 			if dcf {
-				v0L := binary.LittleEndian.Uint64(st.vl[i][8:])
-				v1L := binary.LittleEndian.Uint64(st.vl[n+i][8:])
-				v0R := binary.LittleEndian.Uint64(st.vr[i][8:])
-				v1R := binary.LittleEndian.Uint64(st.vr[n+i][8:])
+				v0L := binary.LittleEndian.Uint64(st.vl[2*i][8:])
+				v1L := binary.LittleEndian.Uint64(st.vl[2*i+1][8:])
+				v0R := binary.LittleEndian.Uint64(st.vr[2*i][8:])
+				v1R := binary.LittleEndian.Uint64(st.vr[2*i+1][8:])
 				V := st.v[i]
 				// Lose = R when a = 0 (no β term), L when a = 1; branch-free.
 				lose0, lose1 := v0R^(v0L^v0R)&am, v1R^(v1L^v1R)&am
@@ -272,12 +282,20 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 				putValue(img[vo:vo+st.vb], vcw)
 			}
 		}
+		if fused && j == 1 {
+			for i := 0; i < 2*n; i++ {
+				seeds[i][0] |= ts[i]
+			}
+		}
 	}
 	for i := 0; i < n; i++ {
 		img := stage[i*ks : (i+1)*ks]
-		c0 := prg.Convert(&seeds[i], p.OutBits)
-		c1 := prg.Convert(&seeds[n+i], p.OutBits)
-		t1 := ts[n+i]
+		c0 := prg.Convert(&seeds[2*i], p.OutBits)
+		c1 := prg.Convert(&seeds[2*i+1], p.OutBits)
+		t1 := ts[2*i+1]
+		if fused && l > 1 {
+			t1 = seeds[2*i+1][0] & 1
+		}
 		var final uint64
 		if dcf {
 			final = neg(t1, c1-c0-st.v[i], mask)

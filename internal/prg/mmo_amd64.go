@@ -33,6 +33,9 @@ func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 //go:noescape
 func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
 
+//go:noescape
+func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
 
@@ -51,8 +54,8 @@ func init() {
 	if cpu.X86.HasAES && cpu.X86.HasSSE41 {
 		register(Kernel{Name: "aesni", hash2: aesniHash2, hash4: aesniHash4, raw: aesniRaw, priority: 10})
 	}
-	if hasVAES() {
-		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, priority: 20})
+	if hasVAES() && cpu.X86.HasBMI2 {
+		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, dpfGen: vaesDPFGenGo, priority: 20})
 	}
 }
 
@@ -134,4 +137,12 @@ func vaesLeavesGo(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask u
 	copy(cw[:16], cwL[:])
 	copy(cw[16:], cwR[:])
 	vaesTreeLeaves(&seedPair, &cw, &out[0], &in[0], len(in), final, negb, mask)
+}
+
+func vaesDPFGenGo(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint) {
+	if len(alpha) == 0 {
+		return
+	}
+	vaesDPFGenLevel(&laneSched[SeedLeft], &laneSched[SeedRight], &pairs[0], len(alpha), &alpha[0],
+		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
 }

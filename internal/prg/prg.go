@@ -226,6 +226,27 @@ func ExpandTreeLeaves(out []uint64, in []Block, cwL, cwR *Block, final uint64, n
 	clear(kids[:])
 }
 
+// HasDPFGenLevel reports whether the active kernel has a fused DPF Gen
+// level; when it does not, DPFGenLevel must not be called.
+func HasDPFGenLevel() bool { return active.dpfGen != nil }
+
+// DPFGenLevel runs one level of kord-v1 DPF Gen (spec §3, steps 1–4) for n
+// = len(alpha) keys at once, with the PRG, the Keep/Lose selection and the
+// corrections fused in one kernel. pairs[2i] and pairs[2i+1] are key i's
+// party-0 and party-1 chains in folded form (bit 0 of byte 0 holds the
+// chain's control bit); they are replaced by the next level's chains. The
+// level's bit of α_i is bit `shift` of alpha[i]. Key i's sCW goes to
+// out[i·stride+cwOff:][:16] and (tLCW | tRCW<<1) << ctrlShift is ORed into
+// out[i·stride+ctrlOff].
+func DPFGenLevel(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint) {
+	n := len(alpha)
+	checkLen(len(pairs), 2*n)
+	if n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6) {
+		panic("prg: DPFGenLevel output layout out of range")
+	}
+	active.dpfGen(pairs, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift)
+}
+
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk
 // at a time.
 func portableTree(out, in []Block, cwL, cwR *Block) {

@@ -321,6 +321,128 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 	g.p("RET")
 }
 
+// dpfGen emits vaesDPFGenLevel, one fused DPF Gen level for n keys:
+//
+//	func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64,
+//		shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+//
+// pairs[2i], pairs[2i+1] are key i's two chains (parties 0 and 1) in folded
+// form: bit 0 of byte 0 is the chain's control bit. One YMM register holds
+// both chains under one lane key. Per key it computes the raw children,
+// selects Keep/Lose by bit `shift` of alpha[i], writes sCW (16 bytes) at
+// out+i·stride, ORs (tLCW | tRCW<<1) << ctrlShift into the byte at
+// out+i·stride+ctrlRel, and replaces both chains with their folded
+// corrected Keep children.
+func (g *gen) dpfGen() {
+	g.buf.WriteString(`
+DATA genOne<>+0(SB)/8, $1
+DATA genOne<>+8(SB)/8, $0
+GLOBL genOne<>(SB), RODATA|NOPTR, $16
+
+// func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $0-80
+	MOVQ kl+0(FP), AX
+	MOVQ kr+8(FP), BX
+	MOVQ pairs+16(FP), SI
+	MOVQ n+24(FP), DX
+	MOVQ alpha+32(FP), R8
+	MOVQ shift+40(FP), R11
+	MOVQ out+48(FP), DI
+	MOVQ stride+56(FP), R9
+	MOVQ ctrlRel+64(FP), R10
+	MOVQ ctrlShift+72(FP), R12
+	VMOVDQU treeNotOne<>(SB), Y9
+`)
+	for _, u := range []int{4, 2, 1} {
+		loop := fmt.Sprintf("vaesDPFGenLevel_u%d", u)
+		next := loop + "_end"
+		g.label(loop)
+		g.p("CMPQ DX, $%d", u)
+		g.p("JB %s", next)
+		for half, kp := range []string{"AX", "BX"} {
+			g.p("VBROADCASTI128 (%s), Y8", kp)
+			for j := 0; j < u; j++ {
+				g.p("VPAND %d(SI), Y9, Y%d", 32*j, 2*j+half)
+				g.p("VPXOR Y8, Y%d, Y%d", 2*j+half, 2*j+half)
+			}
+		}
+		for r := 1; r <= 9; r++ {
+			for half, kp := range []string{"AX", "BX"} {
+				g.p("VBROADCASTI128 %d(%s), Y8", 16*r, kp)
+				for j := 0; j < u; j++ {
+					g.p("VAESENC Y8, Y%d, Y%d", 2*j+half, 2*j+half)
+				}
+			}
+		}
+		for half, kp := range []string{"AX", "BX"} {
+			g.p("VBROADCASTI128 160(%s), Y8", kp)
+			for j := 0; j < u; j++ {
+				g.p("VPAND %d(SI), Y9, Y10", 32*j)
+				g.p("VPXOR Y8, Y10, Y10")
+				g.p("VAESENCLAST Y10, Y%d, Y%d", 2*j+half, 2*j+half)
+			}
+		}
+		for j := 0; j < u; j++ {
+			L, R := 2*j, 2*j+1
+			// AM: all ones when bit `shift` of alpha[i] is set.
+			g.p("MOVQ %d(R8), CX", 8*j)
+			g.p("SHRXQ R11, CX, CX")
+			g.p("ANDQ $1, CX")
+			g.p("NEGQ CX")
+			g.p("VMOVQ CX, X10")
+			g.p("VPBROADCASTQ X10, Y10")
+			// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & AM.
+			g.p("VPXOR Y%d, Y%d, Y11", R, L)
+			g.p("VPAND Y10, Y11, Y11")
+			g.p("VPXOR Y11, Y%d, Y%d", L, L)
+			g.p("VPXOR Y11, Y%d, Y%d", R, R)
+			// LX = lose0 ^ lose1: sCW, with tLoseCW in bit 0.
+			g.p("VEXTRACTI128 $1, Y%d, X11", R)
+			g.p("VPXOR X11, X%d, X12", R)
+			// KX = keep0 ^ keep1; CWk = LX with bit 0 := KX bit 0 ^ 1 = tKeepCW.
+			g.p("VEXTRACTI128 $1, Y%d, X11", L)
+			g.p("VPXOR X11, X%d, X13", L)
+			g.p("VPXOR X12, X13, X13")
+			g.p("VPANDN X13, X9, X13")
+			g.p("VPXOR X12, X13, X13")
+			g.p("VPXOR genOne<>(SB), X13, X13")
+			// sCW out.
+			g.p("VPAND X9, X12, X11")
+			g.p("VMOVDQU X11, (DI)")
+			// tLCW = bit 0 of (a ? LX : CWk), tRCW = bit 0 of (a ? CWk : LX).
+			g.p("VPXOR X12, X13, X14")
+			g.p("VPAND X10, X14, X14")
+			g.p("VPXOR X14, X13, X15")
+			g.p("VMOVD X15, CX")
+			g.p("VPXOR X14, X12, X15")
+			g.p("VMOVD X15, R13")
+			g.p("ANDL $1, CX")
+			g.p("ANDL $1, R13")
+			g.p("ADDL R13, R13")
+			g.p("ORL R13, CX")
+			g.p("SHLXQ R12, CX, CX")
+			g.p("ORB CL, (DI)(R10*1)")
+			// New folded chains: Keep ^ (CWk & t-mask of each chain).
+			g.p("VINSERTI128 $1, X13, Y13, Y13")
+			g.p("VMOVDQU %d(SI), Y14", 32*j)
+			g.p("VPSLLD $31, Y14, Y14")
+			g.p("VPSRAD $31, Y14, Y14")
+			g.p("VPSHUFD $0, Y14, Y14")
+			g.p("VPAND Y14, Y13, Y13")
+			g.p("VPXOR Y13, Y%d, Y%d", L, L)
+			g.p("VMOVDQU Y%d, %d(SI)", L, 32*j)
+			g.p("ADDQ R9, DI")
+		}
+		g.p("ADDQ $%d, SI", 32*u)
+		g.p("ADDQ $%d, R8", 8*u)
+		g.p("SUBQ $%d, DX", u)
+		g.p("JMP %s", loop)
+		g.label(next)
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
 func main() {
 	out := flag.String("out", "mmo_amd64.s", "output file")
 	flag.Parse()
@@ -351,6 +473,7 @@ TEXT ·cpuid7(SB), NOSPLIT, $0-8
 		g.kernel(k)
 	}
 	g.tree()
+	g.dpfGen()
 	if err := os.WriteFile(*out, g.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
