@@ -1,0 +1,104 @@
+package module
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kord-fss/kord/module/internal/engine"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/store"
+)
+
+// Errors of durable modules (test with errors.Is).
+var (
+	// ErrLocked: a restarted module refuses key requests until it has
+	// checked a fresh counter witness of its peer (Syncer.Reconcile).
+	ErrLocked = engine.ErrLocked
+	// ErrWitness: a counter witness failed parsing or authentication.
+	ErrWitness = engine.ErrWitness
+)
+
+// Syncer is the rollback witness of a paired module. On every
+// (re)connection the hosts relay: Challenge from each module to the other,
+// Witness (the module's counters, authenticated under a key only the two
+// modules hold, bound to the peer's challenge) back, and Reconcile, which
+// checks the peer's witness and moves both modules forward to the largest
+// counter either has assigned or accepted. A module restored from an older
+// state file sees that its peer has accepted counters it does not
+// remember (Reconciled.RolledBack) and skips past them; it emits nothing
+// before that.
+type Syncer interface {
+	Challenge(context.Context) ([]byte, error)
+	Witness(ctx context.Context, peerChallenge []byte) ([]byte, error)
+	Reconcile(ctx context.Context, peerWitness []byte) (*Reconciled, error)
+}
+
+// Reconciled reports a witness check.
+type Reconciled struct {
+	RolledBack bool   // this module's state was older than its peer knows
+	From, Next uint64 // next counter before and after
+	Dropped    int    // pending requests and outputs dropped
+}
+
+// Durable is the software module of the module daemon: pairing and
+// counters live in a PairingStore (store.Bolt), it restarts paired and
+// locked, and it implements Syncer.
+type Durable struct{ d *engine.Durable }
+
+var (
+	_ Device = (*Durable)(nil)
+	_ Syncer = (*Durable)(nil)
+)
+
+// OpenDurable opens a durable software module; c.Store must be a
+// store.PairingStore.
+func OpenDurable(c Config) (*Durable, error) {
+	if _, ok := c.Store.(store.PairingStore); !ok {
+		return nil, fmt.Errorf("%w: Store must keep the pairing (store.PairingStore)", ErrBadRequest)
+	}
+	d, err := engine.OpenDurable(engine.Config{
+		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Durable{d: d}, nil
+}
+
+// Locked reports whether the module waits for a witness.
+func (m *Durable) Locked() bool { return m.d.Locked() }
+
+// Provision runs one step of pairing.
+func (m *Durable) Provision(ctx context.Context, r *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	return m.d.Provision(ctx, r)
+}
+
+// Submit takes own shares (refused while locked), a peer frame or an abandon.
+func (m *Durable) Submit(ctx context.Context, r *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	return m.d.Submit(ctx, r)
+}
+
+// Poll reports status.
+func (m *Durable) Poll(ctx context.Context, r *msg.PollRequest) (*msg.PollResponse, error) {
+	return m.d.Poll(ctx, r)
+}
+
+// Collect returns the output at a counter; repeats return the same bytes.
+func (m *Durable) Collect(ctx context.Context, r *msg.CollectRequest) (*msg.CollectResponse, error) {
+	return m.d.Collect(ctx, r)
+}
+
+// Challenge draws a fresh nonce for the peer's witness.
+func (m *Durable) Challenge(context.Context) ([]byte, error) { return m.d.Challenge() }
+
+// Witness authenticates this module's counters against the peer's nonce.
+func (m *Durable) Witness(_ context.Context, c []byte) ([]byte, error) { return m.d.Witness(c) }
+
+// Reconcile checks the peer's witness and resynchronises forward.
+func (m *Durable) Reconcile(_ context.Context, w []byte) (*Reconciled, error) {
+	r, err := m.d.Reconcile(w)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconciled{RolledBack: r.RolledBack, From: r.From, Next: r.Next, Dropped: r.Dropped}, nil
+}

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kord-fss/kord/module/internal/channel"
+	"github.com/kord-fss/kord/module/internal/kdf"
+	"github.com/kord-fss/kord/module/internal/pairing"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/store"
+)
+
+// ErrLocked is returned for key requests while a restarted module waits
+// for its peer's counter witness.
+var ErrLocked = errors.New("module: locked until the peer's counter witness has been checked (resync)")
+
+// ErrWitness marks a witness that failed parsing or authentication.
+var ErrWitness = errors.New("module: counter witness rejected")
+
+// LabelWitness is the HKDF label of the per-direction witness keys.
+const LabelWitness = "kord/v1/witness/dir"
+
+const (
+	challengeSize = 16
+	witnessBody   = 1 + 15 + 1 + challengeSize + 24
+	witnessSize   = witnessBody + sha256.Size
+	witnessMagic  = "kord/v1/witness"
+	collectCache  = 8192
+)
+
+// Durable is a software module for the module daemon: its store keeps the
+// pairing and counters, it restarts paired, and it stays locked — no key
+// request accepted — until a fresh authenticated counter witness from the
+// peer module has been reconciled (the rollback witness). It remembers the
+// outputs it handed out recently, so a repeated Collect of a committed
+// counter returns the same bytes.
+type Durable struct {
+	*Engine
+	wkey      [2][32]byte
+	locked    bool
+	challenge []byte
+	cache     map[uint64]*cached
+	order     []uint64
+}
+
+// Reconciled reports a witness check.
+type Reconciled struct {
+	// RolledBack: the peer has accepted frames of ours at counters this
+	// module does not remember assigning — its state was restored from an
+	// older copy.
+	RolledBack bool
+	// From and Next are this module's next counter before and after.
+	From, Next uint64
+	// Dropped counts pending requests and outputs dropped.
+	Dropped int
+}
+
+// OpenDurable returns a module over a PairingStore: paired and locked if
+// the store holds a pairing for c.Party, unpaired otherwise.
+func OpenDurable(c Config) (*Durable, error) {
+	ps, ok := c.Store.(store.PairingStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: Store does not keep a pairing", ErrBadRequest)
+	}
+	p, err := ps.LoadPairing()
+	if err != nil {
+		return nil, err
+	}
+	if p != nil && len(c.Secret) < pairing.MinSecret {
+		c.Secret = make([]byte, pairing.MinSecret) // already paired: not used
+	}
+	e, err := New(c)
+	if err != nil {
+		return nil, err
+	}
+	d := &Durable{Engine: e, cache: map[uint64]*cached{}}
+	if p == nil {
+		return d, nil
+	}
+	defer clear(p.Secret)
+	if p.Party != c.Party {
+		return nil, fmt.Errorf("%w: the state file belongs to party %d, not %d", ErrBadRequest, p.Party, c.Party)
+	}
+	if p.KEM != e.kem.Name() {
+		return nil, fmt.Errorf("%w: the state file was paired with KEM %s, not %s", ErrBadRequest, p.KEM, e.kem.Name())
+	}
+	keys, err := kdf.Derive(p.Secret)
+	if err != nil {
+		return nil, err
+	}
+	defer keys.Wipe()
+	ch, err := channel.New(keys, e.party)
+	if err != nil {
+		return nil, err
+	}
+	prf, err := kdf.NewPRF(&keys.Root)
+	if err != nil {
+		return nil, err
+	}
+	ctr, err := c.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.deriveWitness(p.Secret); err != nil {
+		return nil, err
+	}
+	e.ch, e.prf, e.ctr, e.paired = ch, prf, ctr, true
+	clear(e.secret)
+	d.locked = true
+	e.log.Info("module restored from state file", "party", e.party, "next", ctr.Next, "peer_floor", ctr.PeerFloor)
+	return d, nil
+}
+
+func (d *Durable) deriveWitness(kch []byte) error {
+	for dir := 0; dir < 2; dir++ {
+		k, err := hkdf.Expand(sha256.New, kch, LabelWitness+string([]byte{byte('0' + dir)}), 32)
+		if err != nil {
+			return err
+		}
+		copy(d.wkey[dir][:], k)
+		clear(k)
+	}
+	return nil
+}
+
+// Provision pairs as Engine.Provision and, on completion, derives the
+// witness keys from the saved pairing.
+func (d *Durable) Provision(ctx context.Context, req *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	r, err := d.Engine.Provision(ctx, req)
+	if err != nil || !r.Paired {
+		return r, err
+	}
+	p, err := d.store.(store.PairingStore).LoadPairing()
+	if err != nil || p == nil {
+		return nil, fmt.Errorf("module: reading back the pairing: %v", err)
+	}
+	defer clear(p.Secret)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return r, d.deriveWitness(p.Secret)
+}
+
+// Locked reports whether the module waits for a witness.
+func (d *Durable) Locked() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.locked
+}
+
+// Poll reports status.
+func (d *Durable) Poll(ctx context.Context, req *msg.PollRequest) (*msg.PollResponse, error) {
+	return d.Engine.Poll(ctx, req)
+}
+
+// Submit refuses own shares while locked; frames and abandons pass.
+func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	if req.Kind == msg.SubmitShares {
+		d.mu.Lock()
+		locked := d.locked
+		d.mu.Unlock()
+		if locked {
+			return nil, ErrLocked
+		}
+	}
+	return d.Engine.Submit(ctx, req)
+}
+
+// Collect hands out the output at a counter; a repeat of a recent Collect
+// returns the same bytes (consume mode: only for the same points).
+func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	d.mu.Lock()
+	if c, ok := d.cache[req.Counter]; ok && slices.Equal(c.points, req.Points) {
+		d.mu.Unlock()
+		return cloneCollect(c.resp), nil
+	}
+	d.mu.Unlock()
+	r, err := d.Engine.Collect(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cache[req.Counter] = &cached{resp: cloneCollect(r), points: slices.Clone(req.Points)}
+	d.order = append(d.order, req.Counter)
+	if len(d.order) > collectCache {
+		old := d.order[0]
+		d.order = d.order[1:]
+		if c := d.cache[old]; c != nil {
+			clear(c.resp.Key)
+		}
+		delete(d.cache, old)
+	}
+	return r, nil
+}
+
+type cached struct {
+	resp   *msg.CollectResponse
+	points []uint64
+}
+
+func cloneCollect(r *msg.CollectResponse) *msg.CollectResponse {
+	c := *r
+	c.Key = slices.Clone(r.Key)
+	c.Evals = slices.Clone(r.Evals)
+	return &c
+}
+
+// Challenge draws a fresh nonce for the peer's witness.
+func (d *Durable) Challenge() ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.paired {
+		return nil, ErrNotPaired
+	}
+	c := make([]byte, challengeSize)
+	if _, err := io.ReadFull(d.rand, c); err != nil {
+		return nil, fmt.Errorf("module: drawing a challenge: %w", err)
+	}
+	d.challenge = c
+	return slices.Clone(c), nil
+}
+
+// Witness authenticates this module's counters against the peer's
+// challenge: magic ‖ party ‖ challenge ‖ next ‖ peer floor ‖ generated ‖
+// HMAC-SHA256 under this direction's witness key.
+func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.paired {
+		return nil, ErrNotPaired
+	}
+	if len(peerChallenge) != challengeSize {
+		return nil, fmt.Errorf("%w: challenge is %d bytes, want %d", ErrBadRequest, len(peerChallenge), challengeSize)
+	}
+	w := make([]byte, 0, witnessSize)
+	w = append(w, witnessMagic...)
+	w = append(w, byte(d.party))
+	w = append(w, peerChallenge...)
+	w = binary.LittleEndian.AppendUint64(w, d.ctr.Next)
+	w = binary.LittleEndian.AppendUint64(w, d.ctr.PeerFloor)
+	w = binary.LittleEndian.AppendUint64(w, d.ctr.Generated)
+	m := hmac.New(sha256.New, d.wkey[d.party][:])
+	m.Write(w)
+	return m.Sum(w), nil
+}
+
+// Reconcile checks the peer's witness over this module's last challenge
+// (once) and resynchronises forward: both modules move to the largest
+// counter either has assigned or accepted, drop everything pending, and
+// this module unlocks. Counters skipped this way are never used.
+func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.paired {
+		return nil, ErrNotPaired
+	}
+	chal := d.challenge
+	d.challenge = nil
+	if chal == nil {
+		return nil, fmt.Errorf("%w: no challenge outstanding", ErrWitness)
+	}
+	if len(w) != witnessSize || string(w[:len(witnessMagic)]) != witnessMagic {
+		return nil, fmt.Errorf("%w: malformed", ErrWitness)
+	}
+	body, tag := w[:witnessBody], w[witnessBody:]
+	m := hmac.New(sha256.New, d.wkey[1-d.party][:])
+	m.Write(body)
+	if !hmac.Equal(m.Sum(nil), tag) {
+		return nil, fmt.Errorf("%w: authentication", ErrWitness)
+	}
+	o := len(witnessMagic)
+	if int(body[o]) != 1-d.party || !hmac.Equal(body[o+1:o+1+challengeSize], chal) {
+		return nil, fmt.Errorf("%w: not a fresh witness of the peer", ErrWitness)
+	}
+	o += 1 + challengeSize
+	pNext := binary.LittleEndian.Uint64(body[o:])
+	pFloor := binary.LittleEndian.Uint64(body[o+8:])
+	res := &Reconciled{From: d.ctr.Next, RolledBack: pFloor > d.ctr.Next}
+	target := max(d.ctr.Next, d.ctr.PeerFloor, pNext, pFloor)
+	res.Dropped = d.dropAll()
+	next := d.ctr
+	next.Next, next.PeerFloor = target, target
+	if err := d.store.Save(next); err != nil {
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	d.ctr = next
+	d.locked = false
+	res.Next = target
+	if res.RolledBack {
+		d.log.Warn("rollback detected: the peer accepted counters this module does not remember; resynchronised forward",
+			"party", d.party, "from", res.From, "to", target)
+	} else if target != res.From {
+		d.log.Info("resynchronised forward", "party", d.party, "from", res.From, "to", target, "dropped", res.Dropped)
+	}
+	return res, nil
+}
+
+// dropAll wipes every pending request and uncollected output.
+func (d *Durable) dropAll() int {
+	n := 0
+	for _, s := range d.slots {
+		for _, r := range s.recs {
+			r.wipe()
+		}
+		n += len(s.recs)
+	}
+	d.slots = nil
+	for c, o := range d.ready {
+		o.wipe()
+		delete(d.ready, c)
+		n++
+	}
+	return n
+}

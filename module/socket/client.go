@@ -1,0 +1,310 @@
+package socket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/modulepb"
+)
+
+// ErrTransport wraps failures of the socket itself (the module daemon is
+// down or restarting); a call that failed this way may or may not have run.
+var ErrTransport = errors.New("socket: module unreachable")
+
+// RemoteError is an error the module returned for one call.
+type RemoteError struct {
+	Class uint32
+	Msg   string
+}
+
+func (e *RemoteError) Error() string { return e.Msg }
+
+// Is maps the class onto the module's errors.
+func (e *RemoteError) Is(target error) bool {
+	switch e.Class {
+	case ClassBadRequest:
+		return target == module.ErrBadRequest
+	case ClassNotPaired:
+		return target == module.ErrNotPaired
+	case ClassLocked:
+		return target == module.ErrLocked
+	case ClassWitness:
+		return target == module.ErrWitness
+	}
+	return false
+}
+
+// Call is one operation in a batched request; set exactly one field.
+type Call struct {
+	Submit  *msg.SubmitRequest
+	Collect *msg.CollectRequest
+	Poll    bool
+}
+
+// Result is the answer to one Call.
+type Result struct {
+	Submit  *msg.SubmitResponse
+	Collect *msg.CollectResponse
+	Poll    *msg.PollResponse
+	Locked  bool
+	Err     error
+}
+
+// Client is a module.Device and module.Syncer over the module daemon's
+// socket. It is safe for concurrent use (a small pool of connections) and
+// redials after the daemon restarts.
+type Client struct {
+	path    string
+	timeout time.Duration
+	mu      sync.Mutex
+	idle    []net.Conn
+	closed  bool
+}
+
+var (
+	_ module.Device = (*Client)(nil)
+	_ module.Syncer = (*Client)(nil)
+)
+
+// Dial returns a client for the socket at path; it connects lazily.
+// timeout bounds each request without its own deadline (0 = 30s).
+func Dial(path string, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Client{path: path, timeout: timeout}
+}
+
+// Close closes idle connections.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, cn := range c.idle {
+		cn.Close()
+	}
+	c.idle = nil
+	return nil
+}
+
+func (c *Client) get(ctx context.Context) (net.Conn, error) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		cn := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		return cn, nil
+	}
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: client closed", ErrTransport)
+	}
+	var d net.Dialer
+	cn, err := d.DialContext(ctx, "unix", c.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
+	}
+	return cn, nil
+}
+
+func (c *Client) put(cn net.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.idle) >= 8 {
+		cn.Close()
+		return
+	}
+	c.idle = append(c.idle, cn)
+}
+
+// roundTrip sends one request and reads its response.
+func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.ModuleResponse, error) {
+	b, err := proto.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(c.timeout)
+	}
+	cn.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { cn.SetDeadline(time.Unix(1, 0)) })
+	err = writeMsg(cn, b)
+	var out []byte
+	if err == nil {
+		out, err = readMsg(cn)
+	}
+	if !stop() || err != nil {
+		cn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
+	}
+	c.put(cn)
+	var resp pb.ModuleResponse
+	if err := proto.Unmarshal(out, &resp); err != nil {
+		return nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
+	}
+	if len(resp.Results) != len(req.Calls) {
+		if len(resp.Results) == 1 && resp.Results[0].ErrorClass != ClassOK {
+			return nil, &RemoteError{Class: resp.Results[0].ErrorClass, Msg: resp.Results[0].Error}
+		}
+		return nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
+	}
+	return &resp, nil
+}
+
+func remote(r *pb.Result) error {
+	if r.ErrorClass == ClassOK {
+		return nil
+	}
+	return &RemoteError{Class: r.ErrorClass, Msg: r.Error}
+}
+
+// Do runs calls in order in one round trip. The error is a transport
+// error; per-call errors are in the results. With stopOnError the module
+// skips the calls after the first failure.
+func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
+	req := &pb.ModuleRequest{Calls: make([]*pb.Call, len(calls)), StopOnError: stopOnError}
+	for i, cl := range calls {
+		switch {
+		case cl.Submit != nil:
+			req.Calls[i] = &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(cl.Submit)}}
+		case cl.Collect != nil:
+			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: cl.Collect.Counter, Points: cl.Collect.Points}}}
+		case cl.Poll:
+			req.Calls[i] = &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}}
+		default:
+			return nil, fmt.Errorf("%w: Call %d sets no operation", module.ErrBadRequest, i)
+		}
+	}
+	resp, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(calls))
+	for i, r := range resp.Results {
+		out[i].Err = remote(r)
+		if out[i].Err != nil {
+			continue
+		}
+		switch v := r.Op.(type) {
+		case *pb.Result_Submit:
+			out[i].Submit = submitRespFromPB(v.Submit)
+		case *pb.Result_Collect:
+			out[i].Collect = collectRespFromPB(v.Collect)
+		case *pb.Result_Poll:
+			out[i].Poll, out[i].Locked = PollFromPB(v.Poll), v.Poll.GetLocked()
+		default:
+			out[i].Err = fmt.Errorf("%w: result %d of the wrong kind", ErrTransport, i)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) one(ctx context.Context, call *pb.Call) (*pb.Result, error) {
+	resp, err := c.roundTrip(ctx, &pb.ModuleRequest{Calls: []*pb.Call{call}})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.Results[0]
+	return r, remote(r)
+}
+
+// Provision runs one pairing step.
+func (c *Client) Provision(ctx context.Context, req *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	r, err := c.one(ctx, &pb.Call{Op: &pb.Call_Provision{Provision: &pb.ProvisionRequest{Message: req.Message}}})
+	if err != nil {
+		return nil, err
+	}
+	p := r.GetProvision()
+	return &msg.ProvisionResponse{Message: p.GetMessage(), Paired: p.GetPaired()}, nil
+}
+
+// Submit sends shares, a peer frame or an abandon.
+func (c *Client) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	r, err := c.one(ctx, &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(req)}})
+	if err != nil {
+		return nil, err
+	}
+	return submitRespFromPB(r.GetSubmit()), nil
+}
+
+// Poll reports status.
+func (c *Client) Poll(ctx context.Context, _ *msg.PollRequest) (*msg.PollResponse, error) {
+	p, _, err := c.PollLocked(ctx)
+	return p, err
+}
+
+// PollLocked reports status and whether the module waits for a witness.
+func (c *Client) PollLocked(ctx context.Context) (*msg.PollResponse, bool, error) {
+	r, err := c.one(ctx, &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}})
+	if err != nil {
+		return nil, false, err
+	}
+	return PollFromPB(r.GetPoll()), r.GetPoll().GetLocked(), nil
+}
+
+// Collect returns the output at a counter. It retries once over a fresh
+// connection after a transport failure: the module answers a repeated
+// Collect with the same bytes.
+func (c *Client) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	call := &pb.Call{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: req.Counter, Points: req.Points}}}
+	r, err := c.one(ctx, call)
+	if errors.Is(err, ErrTransport) {
+		r, err = c.one(ctx, call)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collectRespFromPB(r.GetCollect()), nil
+}
+
+func (c *Client) sync(ctx context.Context, op pb.SyncRequest_Op, data []byte) (*pb.SyncResponse, error) {
+	r, err := c.one(ctx, &pb.Call{Op: &pb.Call_Sync{Sync: &pb.SyncRequest{Op: op, Data: data}}})
+	if err != nil {
+		return nil, err
+	}
+	return r.GetSync(), nil
+}
+
+// Challenge draws the module's witness challenge.
+func (c *Client) Challenge(ctx context.Context) ([]byte, error) {
+	r, err := c.sync(ctx, pb.SyncRequest_OP_CHALLENGE, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.GetData(), nil
+}
+
+// Witness returns the module's witness over the peer's challenge.
+func (c *Client) Witness(ctx context.Context, peerChallenge []byte) ([]byte, error) {
+	r, err := c.sync(ctx, pb.SyncRequest_OP_WITNESS, peerChallenge)
+	if err != nil {
+		return nil, err
+	}
+	return r.GetData(), nil
+}
+
+// Reconcile hands the module the peer's witness.
+func (c *Client) Reconcile(ctx context.Context, w []byte) (*module.Reconciled, error) {
+	r, err := c.sync(ctx, pb.SyncRequest_OP_RECONCILE, w)
+	if err != nil {
+		return nil, err
+	}
+	return &module.Reconciled{RolledBack: r.GetRolledBack(), From: r.GetAdvancedFrom(), Next: r.GetNextCounter(), Dropped: int(r.GetDropped())}, nil
+}

@@ -1,0 +1,257 @@
+package socket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/modulepb"
+)
+
+// MaxCalls bounds the calls in one request.
+const MaxCalls = 1 << 16
+
+// Error classes on the wire.
+const (
+	ClassOK         = 0
+	ClassBadRequest = 1
+	ClassNotPaired  = 2
+	ClassLocked     = 3
+	ClassInternal   = 4
+	ClassWitness    = 5
+)
+
+// Server serves one module on a Unix socket.
+type Server struct {
+	dev     module.Device
+	log     *slog.Logger
+	mu      sync.Mutex // journal
+	journal io.Writer
+	conns   sync.WaitGroup
+}
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	Logger *slog.Logger
+	// Journal, if set, receives one line "<counter>" for every keystream
+	// position (own counter of a bound or consume request) before the frame
+	// that uses it leaves the module: the fault tests check that none
+	// repeats.
+	Journal io.Writer
+}
+
+// NewServer returns a server for dev.
+func NewServer(dev module.Device, o ServerOptions) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{dev: dev, log: o.Logger, journal: o.Journal}
+}
+
+// Listen listens on a Unix socket at path with mode 0600, removing a
+// stale socket file first.
+func Listen(path string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket: %s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket: %s is in use by a running module", path)
+		}
+		os.Remove(path)
+	}
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	return l, nil
+}
+
+// Serve accepts connections until l is closed.
+func (s *Server) Serve(l net.Listener) error {
+	defer s.conns.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			s.serveConn(c)
+		}()
+	}
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer c.Close()
+	ctx := context.Background()
+	for {
+		b, err := readMsg(c)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.Warn("socket: dropping connection", "err", err)
+			}
+			return
+		}
+		resp := s.Handle(ctx, b)
+		out, err := proto.Marshal(resp)
+		if err != nil {
+			s.log.Error("socket: encoding response", "err", err)
+			return
+		}
+		if err := writeMsg(c, out); err != nil {
+			return
+		}
+	}
+}
+
+// Handle decodes one request and runs its calls. Malformed input yields a
+// single bad-request result; it never panics and moves nothing.
+func (s *Server) Handle(ctx context.Context, b []byte) *pb.ModuleResponse {
+	var req pb.ModuleRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		return &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "socket: malformed request: " + err.Error()}}}
+	}
+	if len(req.Calls) == 0 || len(req.Calls) > MaxCalls {
+		return &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: fmt.Sprintf("socket: %d calls, want 1..%d", len(req.Calls), MaxCalls)}}}
+	}
+	out := &pb.ModuleResponse{Results: make([]*pb.Result, 0, len(req.Calls))}
+	failed := false
+	for _, c := range req.Calls {
+		if failed && req.StopOnError {
+			out.Results = append(out.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+			continue
+		}
+		r := s.call(ctx, c)
+		if r.ErrorClass != ClassOK {
+			failed = true
+		}
+		out.Results = append(out.Results, r)
+	}
+	return out
+}
+
+func classOf(err error) uint32 {
+	switch {
+	case errors.Is(err, module.ErrBadRequest):
+		return ClassBadRequest
+	case errors.Is(err, module.ErrNotPaired):
+		return ClassNotPaired
+	case errors.Is(err, module.ErrLocked):
+		return ClassLocked
+	case errors.Is(err, module.ErrWitness):
+		return ClassWitness
+	}
+	return ClassInternal
+}
+
+func fail(err error) *pb.Result { return &pb.Result{ErrorClass: classOf(err), Error: err.Error()} }
+
+func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
+	switch op := c.GetOp().(type) {
+	case *pb.Call_Provision:
+		r, err := s.dev.Provision(ctx, &msg.ProvisionRequest{Message: op.Provision.GetMessage()})
+		if err != nil {
+			return fail(err)
+		}
+		return &pb.Result{Op: &pb.Result_Provision{Provision: &pb.ProvisionResponse{Message: r.Message, Paired: r.Paired}}}
+	case *pb.Call_Submit:
+		req := submitReqFromPB(op.Submit)
+		r, err := s.dev.Submit(ctx, req)
+		if err != nil {
+			return fail(err)
+		}
+		if req.Kind == msg.SubmitShares && s.journal != nil && len(r.Frames) > 0 {
+			s.record(req, r)
+		}
+		return &pb.Result{Op: &pb.Result_Submit{Submit: submitRespToPB(r)}}
+	case *pb.Call_Poll:
+		r, err := s.dev.Poll(ctx, &msg.PollRequest{})
+		if err != nil {
+			return fail(err)
+		}
+		locked := false
+		if l, ok := s.dev.(interface{ Locked() bool }); ok {
+			locked = l.Locked()
+		}
+		return &pb.Result{Op: &pb.Result_Poll{Poll: PollToPB(r, locked)}}
+	case *pb.Call_Collect:
+		r, err := s.dev.Collect(ctx, &msg.CollectRequest{Counter: op.Collect.GetCounter(), Points: op.Collect.GetPoints()})
+		if err != nil {
+			return fail(err)
+		}
+		return &pb.Result{Op: &pb.Result_Collect{Collect: collectRespToPB(r)}}
+	case *pb.Call_Sync:
+		return s.sync(ctx, op.Sync)
+	}
+	return &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: call names no operation"}
+}
+
+func (s *Server) sync(ctx context.Context, r *pb.SyncRequest) *pb.Result {
+	sy, ok := s.dev.(module.Syncer)
+	if !ok {
+		return &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: this module keeps no counter witness"}
+	}
+	var resp pb.SyncResponse
+	switch r.GetOp() {
+	case pb.SyncRequest_OP_CHALLENGE:
+		c, err := sy.Challenge(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		resp.Data = c
+	case pb.SyncRequest_OP_WITNESS:
+		w, err := sy.Witness(ctx, r.GetData())
+		if err != nil {
+			return fail(err)
+		}
+		resp.Data = w
+	case pb.SyncRequest_OP_RECONCILE:
+		rc, err := sy.Reconcile(ctx, r.GetData())
+		if err != nil {
+			return fail(err)
+		}
+		resp.NextCounter, resp.RolledBack, resp.AdvancedFrom, resp.Dropped = rc.Next, rc.RolledBack, rc.From, uint64(rc.Dropped)
+	default:
+		return &pb.Result{ErrorClass: ClassBadRequest, Error: fmt.Sprintf("socket: unknown sync op %d", r.GetOp())}
+	}
+	return &pb.Result{Op: &pb.Result_Sync{Sync: &resp}}
+}
+
+// record journals the keystream positions of a share submission.
+func (s *Server) record(req *msg.SubmitRequest, r *msg.SubmitResponse) {
+	var line []byte
+	for i, sh := range req.Shares {
+		if sh.Mode != msg.Derived {
+			line = strconv.AppendUint(line, r.FirstCounter+uint64(i), 10)
+			line = append(line, '\n')
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.journal.Write(line); err != nil {
+		s.log.Error("socket: journal write failed", "err", err)
+	}
+}

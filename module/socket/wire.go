@@ -1,0 +1,51 @@
+// Package socket carries the module's Device interface over a local Unix
+// socket: the module daemon (kord module) runs a Server, and a party's host
+// holds a Client, which implements module.Device and module.Syncer.
+//
+// Each message is a 4-byte big-endian length and a protobuf ModuleRequest
+// or ModuleResponse (proto/kord/v1/module.proto). A request is a list of
+// calls run in order, so a host can hand a module a whole batch — own
+// shares, the peer's frames and the collects — in one round trip. The
+// socket carries only what the Device interface does: never α, β, a root
+// seed or a channel key.
+package socket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxMessage bounds one message on the socket.
+const MaxMessage = 64 << 20
+
+// ErrTooLarge marks a length prefix over MaxMessage.
+var ErrTooLarge = errors.New("socket: message too large")
+
+func writeMsg(w io.Writer, b []byte) error {
+	if len(b) > MaxMessage {
+		return ErrTooLarge
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err := w.Write(buf)
+	return err
+}
+
+func readMsg(r io.Reader) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if n > MaxMessage {
+		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, MaxMessage)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("socket: short message: %w", err)
+	}
+	return b, nil
+}
