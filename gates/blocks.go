@@ -38,14 +38,37 @@ func asBatch(m Material, ops, keys, masks int) (batch, error) {
 // derive appends one derived key (β = 1) to every operation of both
 // parties and records the α shares as that operation's next mask.
 func derive(src KeySource, p fss.Params, m [2]batch) error {
-	for i := range m[0] {
-		k, a, _, err := src.Derived(p, false)
-		if err != nil {
-			return err
+	k, a, _, err := derivedN(src, p, len(m[0]), false)
+	if err != nil {
+		return err
+	}
+	for b := 0; b < 2; b++ {
+		for i := range m[b] {
+			m[b][i].keys = append(m[b][i].keys, k[b][i])
+			m[b][i].r = append(m[b][i].r, a[b][i])
 		}
+	}
+	return nil
+}
+
+// bindAll requests, for every operation i, one bound key pair with α shares
+// alpha(i) and β shares beta(i), and appends it to the operation's keys.
+func bindAll(src KeySource, p fss.Params, m [2]batch, shares func(i int) (alpha, beta [2]uint64)) error {
+	var al, bt [2][]uint64
+	for i := range m[0] {
+		a, c := shares(i)
 		for b := 0; b < 2; b++ {
-			m[b][i].keys = append(m[b][i].keys, k[b])
-			m[b][i].r = append(m[b][i].r, a[b])
+			al[b] = append(al[b], a[b])
+			bt[b] = append(bt[b], c[b])
+		}
+	}
+	k, err := boundN(src, p, al, bt)
+	if err != nil {
+		return err
+	}
+	for b := 0; b < 2; b++ {
+		for i := range m[b] {
+			m[b][i].keys = append(m[b][i].keys, k[b][i])
 		}
 	}
 	return nil

@@ -118,22 +118,29 @@ func (g PriLUT) Gen(src KeySource, rnd io.Reader, ops int) ([2]Material, error) 
 	}
 	m := newBatches(ops)
 	p := fss.Params{Type: fss.DPF, InBits: g.Bits, OutBits: g.Out}
+	var al, bt [2][]uint64
 	for op := 0; op < ops; op++ {
 		r, err := randWords(rnd, 2, g.Bits)
 		if err != nil {
 			return [2]Material{}, err
 		}
 		for b := 0; b < 2; b++ {
-			m[b][op] = opMat{keys: make([]*fss.Key, n), r: []uint64{r[b]}}
+			m[b][op] = opMat{r: []uint64{r[b]}}
 		}
 		for i := 0; i < n; i++ {
-			alpha := [2]uint64{(r[0] + uint64(i)) & mask(g.Bits), r[1]}
-			beta := [2]uint64{g.Shares[0][i] & mask(g.Out), g.Shares[1][i] & mask(g.Out)}
-			k, err := src.Bound(p, alpha, beta)
-			if err != nil {
-				return [2]Material{}, err
-			}
-			m[0][op].keys[i], m[1][op].keys[i] = k[0], k[1]
+			al[0] = append(al[0], (r[0]+uint64(i))&mask(g.Bits))
+			al[1] = append(al[1], r[1])
+			bt[0] = append(bt[0], g.Shares[0][i]&mask(g.Out))
+			bt[1] = append(bt[1], g.Shares[1][i]&mask(g.Out))
+		}
+	}
+	k, err := boundN(src, p, al, bt)
+	if err != nil {
+		return [2]Material{}, err
+	}
+	for b := 0; b < 2; b++ {
+		for op := range m[b] {
+			m[b][op].keys = k[b][op*n : (op+1)*n]
 		}
 	}
 	return [2]Material{m[0], m[1]}, nil
@@ -199,14 +206,12 @@ func (g ReLU) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 	if err := derive(src, p, m); err != nil {
 		return [2]Material{}, err
 	}
-	for i := range m[0] {
+	err := bindAll(src, p, m, func(i int) (a, c [2]uint64) {
 		r := [2]uint64{m[0][i].r[0], m[1][i].r[0]}
-		k, err := src.Bound(p, r, r)
-		if err != nil {
-			return [2]Material{}, err
-		}
-		m[0][i].keys = append(m[0][i].keys, k[0])
-		m[1][i].keys = append(m[1][i].keys, k[1])
+		return r, r
+	})
+	if err != nil {
+		return [2]Material{}, err
 	}
 	return [2]Material{m[0], m[1]}, nil
 }
@@ -376,13 +381,13 @@ func (g Approx) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 			}
 			m[b][i].w = w
 		}
-		for e := 1; e <= d; e++ {
-			k, err := src.Bound(p, r, [2]uint64{m[0][i].w[e], m[1][i].w[e]})
-			if err != nil {
-				return [2]Material{}, err
-			}
-			m[0][i].keys = append(m[0][i].keys, k[0])
-			m[1][i].keys = append(m[1][i].keys, k[1])
+	}
+	for e := 1; e <= d; e++ {
+		err := bindAll(src, p, m, func(i int) (a, c [2]uint64) {
+			return [2]uint64{m[0][i].r[0], m[1][i].r[0]}, [2]uint64{m[0][i].w[e], m[1][i].w[e]}
+		})
+		if err != nil {
+			return [2]Material{}, err
 		}
 	}
 	return [2]Material{m[0], m[1]}, nil

@@ -52,8 +52,9 @@ func TestExhaustive8(t *testing.T) {
 }
 
 // TestRandomWide checks every block at ℓ ∈ {16, 18, 32, 64} on random inputs
-// plus edge values.
+// plus edge values, with keys from a pair of key-generation modules.
 func TestRandomWide(t *testing.T) {
+	src := newModules(t)
 	for _, bits := range []int{16, 18, 32, 64} {
 		rnd := newSeeded(uint64(bits))
 		gs, err := StandardGates(bits, rnd)
@@ -71,7 +72,7 @@ func TestRandomWide(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := Check(g, dealer(uint64(400+bits+i)), newSeeded(uint64(500+bits+i)), in); err != nil {
+				if _, err := Check(g, src, newSeeded(uint64(500+bits+i)), in); err != nil {
 					t.Fatal(err)
 				}
 			})
