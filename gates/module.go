@@ -3,6 +3,7 @@ package gates
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
@@ -11,7 +12,7 @@ import (
 
 // ModuleSource is the dealerless KeySource: it obtains every key from a
 // pair of kord key-generation modules through their hosts
-// (host.LocalPair). Bound keys cross the host link once per batch in the
+// (host.LocalPair). It is safe for concurrent use. Bound keys cross the host link once per batch in the
 // chosen tier; derived keys cross nothing. No dealer ever holds α or β.
 type ModuleSource struct {
 	Pair *host.LocalPair
@@ -19,6 +20,10 @@ type ModuleSource struct {
 	Tier msg.Tier
 	// Ctx bounds every request; nil means context.Background().
 	Ctx context.Context
+
+	// mu serialises requests: the two hosts must see the parties' requests
+	// in the same order, so concurrent gates share the pair one at a time.
+	mu sync.Mutex
 }
 
 // NewModuleSource pairs two fresh software modules in process.
@@ -76,6 +81,8 @@ func (s *ModuleSource) BoundBatch(p fss.Params, alpha, beta [2][]uint64) ([2][]*
 	if len(alpha[0]) == 0 {
 		return [2][]*fss.Key{{}, {}}, nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.Pair.BoundKeys(s.ctx(), s.tier(), p, alpha, beta)
 }
 
@@ -84,7 +91,9 @@ func (s *ModuleSource) DerivedBatch(p fss.Params, count int, wantBeta bool) (key
 	if count == 0 {
 		return
 	}
+	s.mu.Lock()
 	out, err := s.Pair.DerivedKeys(s.ctx(), p, count, 1&mask(p.OutBits), wantBeta)
+	s.mu.Unlock()
 	if err != nil {
 		return keys, as, bs, err
 	}
