@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/doram"
+	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/pir"
 )
 
@@ -27,7 +29,67 @@ func init() {
 	}
 	p.AddCommand(pirServeCmd(), pirQueryCmd(), pirMkdbCmd(), pirInfoCmd())
 	rootCmd.AddCommand(p)
-	benchCmd.AddCommand(benchPIRCmd())
+	benchCmd.AddCommand(benchPIRCmd(), benchDORAMCmd())
+}
+
+// benchDORAMCmd is `kord bench doram`.
+func benchDORAMCmd() *cobra.Command {
+	var (
+		widths  []int
+		stash   int
+		source  string
+		asJSON  bool
+		minTime time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "doram [--bits 16,20] [--stash K] [--source module|dealer] [--json]",
+		Short: "DORAM key supply vs consumption: key pairs/s the source generates vs key pairs/s the accesses use",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var src doram.KeySource
+			switch source {
+			case "dealer":
+				src = doram.DealerSource{}
+			case "module":
+				lp, err := host.NewLocalPair(cmd.Context(), host.LocalOptions{})
+				if err != nil {
+					return err
+				}
+				defer lp.Close()
+				src = doram.ModuleSource{Pair: lp}
+			default:
+				return badInput("--source %q: want module or dealer", source)
+			}
+			var all []*doram.Rates
+			for _, d := range widths {
+				if d < 1 || d > 24 {
+					return badInput("--bits %d is outside 1..24", d)
+				}
+				r, err := doram.Measure(cmd.Context(), d, stash, src, minTime)
+				if err != nil {
+					return err
+				}
+				all = append(all, r)
+				if !asJSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "doram d=%d source=%s stash=%d: supplied %.0f key pairs/s, consumed %.0f key pairs/s (%.1f accesses/s), supply/consumption %.2f\n",
+						r.D, r.Source, r.Stash, r.SuppliedPerSec, r.ConsumedPerSec, r.AccessesPerSec, r.Ratio)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(all)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&widths, "bits", []int{16, 20}, "address widths d")
+	f.IntVar(&stash, "stash", 16, "stash entries during the timed accesses")
+	f.StringVar(&source, "source", "module", "key source: module (dealerless, bound mode) or dealer")
+	f.DurationVar(&minTime, "min-time", time.Second, "time each side at least this long")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }
 
 // pirServeCmd is `kord pir serve`.
