@@ -34,7 +34,7 @@ func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
 
 //go:noescape
-func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
@@ -143,6 +143,6 @@ func vaesDPFGenGo(pairs []Block, alpha []uint64, shift uint, out []byte, stride,
 	if len(alpha) == 0 {
 		return
 	}
-	vaesDPFGenLevel(&laneSched[SeedLeft], &laneSched[SeedRight], &pairs[0], len(alpha), &alpha[0],
+	vaesDPFGenLevel((*[2]Schedule)(laneSched[SeedLeft:SeedRight+1]), &pairs[0], len(alpha), &alpha[0],
 		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
 }

@@ -323,9 +323,10 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 
 // dpfGen emits vaesDPFGenLevel, one fused DPF Gen level for n keys:
 //
-//	func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64,
+//	func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64,
 //		shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 //
+// with K_sL's schedule in k[0] and K_sR's in k[1].
 // pairs[2i], pairs[2i+1] are key i's two chains (parties 0 and 1) in folded
 // form: bit 0 of byte 0 is the chain's control bit. One YMM register holds
 // both chains under one lane key. Per key it computes the raw children,
@@ -339,108 +340,200 @@ DATA genOne<>+0(SB)/8, $1
 DATA genOne<>+8(SB)/8, $0
 GLOBL genOne<>(SB), RODATA|NOPTR, $16
 
-// func vaesDPFGenLevel(kl, kr *Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
-TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $0-80
-	MOVQ kl+0(FP), AX
-	MOVQ kr+8(FP), BX
-	MOVQ pairs+16(FP), SI
-	MOVQ n+24(FP), DX
-	MOVQ alpha+32(FP), R8
-	MOVQ shift+40(FP), R11
-	MOVQ out+48(FP), DI
-	MOVQ stride+56(FP), R9
-	MOVQ ctrlRel+64(FP), R10
-	MOVQ ctrlShift+72(FP), R12
+// genTab: the α-bit masks (32 bytes each, for a = 0 and 1), then the four
+// chain masks indexed by t0 | t1<<1 (low lane t0, high lane t1).
+`)
+	for q := 0; q < 8; q++ {
+		v := "0"
+		if q >= 4 {
+			v = "0xffffffffffffffff"
+		}
+		fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/8, $%s\n", 8*q, v)
+	}
+	for idx := 0; idx < 4; idx++ {
+		for q := 0; q < 4; q++ {
+			v := "0"
+			if (q < 2 && idx&1 != 0) || (q >= 2 && idx&2 != 0) {
+				v = "0xffffffffffffffff"
+			}
+			fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/8, $%s\n", 64+32*idx+8*q, v)
+		}
+	}
+	g.buf.WriteString(`GLOBL genTab<>(SB), RODATA|NOPTR, $192
+
+// func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $256-72
+	MOVQ k+0(FP), AX
+	MOVQ pairs+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ alpha+24(FP), R8
+	MOVQ shift+32(FP), R11
+	MOVQ out+40(FP), DI
+	MOVQ ctrlRel+56(FP), R10
+	MOVQ ctrlShift+64(FP), R12
+	LEAQ genTab<>(SB), BX
 	VMOVDQU treeNotOne<>(SB), Y9
 `)
-	for _, u := range []int{4, 2, 1} {
+	// The main loop is software pipelined: while the AES rounds of block b
+	// (4 keys, 8 chains) run, the corrections of block b-1 are computed
+	// from its raw children parked in the 256-byte frame, so that neither
+	// waits for the other.
+	g.p("CMPQ DX, $4")
+	g.p("JB vaesDPFGenLevel_tail")
+	g.genAES(4, nil)
+	g.genPark(4)
+	g.p("ADDQ $128, SI")
+	g.p("SUBQ $4, DX")
+	g.label("vaesDPFGenLevel_loop")
+	g.p("CMPQ DX, $4")
+	g.p("JB vaesDPFGenLevel_drain")
+	var post []string
+	for j := 0; j < 4; j++ {
+		post = append(post, genPost(j, -128)...)
+	}
+	post = append(post, "ADDQ $32, R8")
+	g.genAES(4, post)
+	g.genPark(4)
+	g.p("ADDQ $128, SI")
+	g.p("SUBQ $4, DX")
+	g.p("JMP vaesDPFGenLevel_loop")
+	g.label("vaesDPFGenLevel_drain")
+	for _, l := range post {
+		g.p("%s", l)
+	}
+	g.label("vaesDPFGenLevel_tail")
+	for _, u := range []int{2, 1} {
 		loop := fmt.Sprintf("vaesDPFGenLevel_u%d", u)
 		next := loop + "_end"
 		g.label(loop)
 		g.p("CMPQ DX, $%d", u)
 		g.p("JB %s", next)
-		for half, kp := range []string{"AX", "BX"} {
-			g.p("VBROADCASTI128 (%s), Y8", kp)
-			for j := 0; j < u; j++ {
-				g.p("VPAND %d(SI), Y9, Y%d", 32*j, 2*j+half)
-				g.p("VPXOR Y8, Y%d, Y%d", 2*j+half, 2*j+half)
-			}
-		}
-		for r := 1; r <= 9; r++ {
-			for half, kp := range []string{"AX", "BX"} {
-				g.p("VBROADCASTI128 %d(%s), Y8", 16*r, kp)
-				for j := 0; j < u; j++ {
-					g.p("VAESENC Y8, Y%d, Y%d", 2*j+half, 2*j+half)
-				}
-			}
-		}
-		for half, kp := range []string{"AX", "BX"} {
-			g.p("VBROADCASTI128 160(%s), Y8", kp)
-			for j := 0; j < u; j++ {
-				g.p("VPAND %d(SI), Y9, Y10", 32*j)
-				g.p("VPXOR Y8, Y10, Y10")
-				g.p("VAESENCLAST Y10, Y%d, Y%d", 2*j+half, 2*j+half)
-			}
-		}
+		g.genAES(u, nil)
+		g.genPark(u)
 		for j := 0; j < u; j++ {
-			L, R := 2*j, 2*j+1
-			// AM: all ones when bit `shift` of alpha[i] is set.
-			g.p("MOVQ %d(R8), CX", 8*j)
-			g.p("SHRXQ R11, CX, CX")
-			g.p("ANDQ $1, CX")
-			g.p("NEGQ CX")
-			g.p("VMOVQ CX, X10")
-			g.p("VPBROADCASTQ X10, Y10")
-			// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & AM.
-			g.p("VPXOR Y%d, Y%d, Y11", R, L)
-			g.p("VPAND Y10, Y11, Y11")
-			g.p("VPXOR Y11, Y%d, Y%d", L, L)
-			g.p("VPXOR Y11, Y%d, Y%d", R, R)
-			// LX = lose0 ^ lose1: sCW, with tLoseCW in bit 0.
-			g.p("VEXTRACTI128 $1, Y%d, X11", R)
-			g.p("VPXOR X11, X%d, X12", R)
-			// KX = keep0 ^ keep1; CWk = LX with bit 0 := KX bit 0 ^ 1 = tKeepCW.
-			g.p("VEXTRACTI128 $1, Y%d, X11", L)
-			g.p("VPXOR X11, X%d, X13", L)
-			g.p("VPXOR X12, X13, X13")
-			g.p("VPANDN X13, X9, X13")
-			g.p("VPXOR X12, X13, X13")
-			g.p("VPXOR genOne<>(SB), X13, X13")
-			// sCW out.
-			g.p("VPAND X9, X12, X11")
-			g.p("VMOVDQU X11, (DI)")
-			// tLCW = bit 0 of (a ? LX : CWk), tRCW = bit 0 of (a ? CWk : LX).
-			g.p("VPXOR X12, X13, X14")
-			g.p("VPAND X10, X14, X14")
-			g.p("VPXOR X14, X13, X15")
-			g.p("VMOVD X15, CX")
-			g.p("VPXOR X14, X12, X15")
-			g.p("VMOVD X15, R13")
-			g.p("ANDL $1, CX")
-			g.p("ANDL $1, R13")
-			g.p("ADDL R13, R13")
-			g.p("ORL R13, CX")
-			g.p("SHLXQ R12, CX, CX")
-			g.p("ORB CL, (DI)(R10*1)")
-			// New folded chains: Keep ^ (CWk & t-mask of each chain).
-			g.p("VINSERTI128 $1, X13, Y13, Y13")
-			g.p("VMOVDQU %d(SI), Y14", 32*j)
-			g.p("VPSLLD $31, Y14, Y14")
-			g.p("VPSRAD $31, Y14, Y14")
-			g.p("VPSHUFD $0, Y14, Y14")
-			g.p("VPAND Y14, Y13, Y13")
-			g.p("VPXOR Y13, Y%d, Y%d", L, L)
-			g.p("VMOVDQU Y%d, %d(SI)", L, 32*j)
-			g.p("ADDQ R9, DI")
+			for _, l := range genPost(j, 0) {
+				g.p("%s", l)
+			}
 		}
-		g.p("ADDQ $%d, SI", 32*u)
 		g.p("ADDQ $%d, R8", 8*u)
+		g.p("ADDQ $%d, SI", 32*u)
 		g.p("SUBQ $%d, DX", u)
 		g.p("JMP %s", loop)
 		g.label(next)
 	}
 	g.p("VZEROUPPER")
 	g.p("RET")
+}
+
+// genAES emits the MMO of u keys' folded chains at 32j(SI) under K_sL
+// (into Y2j) and K_sR (into Y2j+1), spreading the lines of extra evenly
+// between the rounds.
+func (g *gen) genAES(u int, extra []string) {
+	per := (len(extra) + 10) / 11
+	spill := func() {
+		for i := 0; i < per && len(extra) > 0; i++ {
+			g.p("%s", extra[0])
+			extra = extra[1:]
+		}
+	}
+	// K_sL's schedule at 0(AX), K_sR's right after it at 176(AX).
+	for half := 0; half < 2; half++ {
+		g.p("VBROADCASTI128 %d(AX), Y8", 176*half)
+		for j := 0; j < u; j++ {
+			g.p("VPAND %d(SI), Y9, Y%d", 32*j, 2*j+half)
+			g.p("VPXOR Y8, Y%d, Y%d", 2*j+half, 2*j+half)
+		}
+	}
+	spill()
+	for r := 1; r <= 9; r++ {
+		for half := 0; half < 2; half++ {
+			g.p("VBROADCASTI128 %d(AX), Y8", 176*half+16*r)
+			for j := 0; j < u; j++ {
+				g.p("VAESENC Y8, Y%d, Y%d", 2*j+half, 2*j+half)
+			}
+		}
+		spill()
+	}
+	for half := 0; half < 2; half++ {
+		g.p("VBROADCASTI128 %d(AX), Y8", 176*half+160)
+		for j := 0; j < u; j++ {
+			g.p("VPAND %d(SI), Y9, Y10", 32*j)
+			g.p("VPXOR Y8, Y10, Y10")
+			g.p("VAESENCLAST Y10, Y%d, Y%d", 2*j+half, 2*j+half)
+		}
+	}
+	for len(extra) > 0 {
+		spill()
+	}
+}
+
+// genPark stores u keys' raw children to the frame: L at 64j(SP), R at
+// 64j+32(SP).
+func (g *gen) genPark(u int) {
+	for j := 0; j < u; j++ {
+		g.p("VMOVDQU Y%d, %d(SP)", 2*j, 64*j)
+		g.p("VMOVDQU Y%d, %d(SP)", 2*j+1, 64*j+32)
+	}
+}
+
+// genPost returns the correction step for parked key j, whose chains are
+// at pOff+32j(SI), α word at 8j(R8) and output at DI (advanced by stride).
+// It uses Y11–Y15, CX, R9 and R13 only.
+func genPost(j, pOff int) []string {
+	p := pOff + 32*j
+	return []string{
+		// a = bit `shift` of alpha[i].
+		fmt.Sprintf("MOVQ %d(R8), CX", 8*j),
+		"SHRXQ R11, CX, CX",
+		"ANDL $1, CX",
+		"MOVL CX, R13",
+		"SHLL $5, R13",
+		// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & (a ? ones : 0).
+		fmt.Sprintf("VMOVDQU %d(SP), Y15", 64*j),
+		fmt.Sprintf("VMOVDQU %d(SP), Y14", 64*j+32),
+		"VPXOR Y14, Y15, Y11",
+		"VPAND (BX)(R13*1), Y11, Y11",
+		"VPXOR Y11, Y15, Y15",
+		"VPXOR Y11, Y14, Y14",
+		// LX = lose0 ^ lose1: sCW with tLoseCW in bit 0.
+		"VEXTRACTI128 $1, Y14, X11",
+		"VPXOR X11, X14, X12",
+		// KX = keep0 ^ keep1; CWk = LX with bit 0 := KX bit 0 ^ 1 = tKeepCW.
+		"VEXTRACTI128 $1, Y15, X11",
+		"VPXOR X11, X15, X13",
+		"VPXOR X12, X13, X13",
+		"VPANDN X13, X9, X13",
+		"VPXOR X12, X13, X13",
+		"VPXOR genOne<>(SB), X13, X13",
+		// sCW out.
+		"VPAND X9, X12, X11",
+		"VMOVDQU X11, (DI)",
+		// l = tLoseCW, k = tKeepCW, x = k ^ l:
+		// (tLCW | tRCW<<1) = x ^ 3·((x & a) ^ l).
+		"VMOVD X12, R13",
+		"VMOVD X13, R9",
+		"ANDL $1, R13",
+		"ANDL $1, R9",
+		"XORL R13, R9",
+		"ANDL R9, CX",
+		"XORL R13, CX",
+		"LEAL (CX)(CX*2), CX",
+		"XORL R9, CX",
+		"SHLXQ R12, CX, CX",
+		"ORB CL, (DI)(R10*1)",
+		// New folded chains: Keep ^ (CWk & TM), TM from the old t bits.
+		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
+		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
+		"ANDL $1, R13",
+		"ANDL $1, R9",
+		"LEAL (R13)(R9*2), R13",
+		"SHLL $5, R13",
+		"VINSERTI128 $1, X13, Y13, Y13",
+		"VPAND 64(BX)(R13*1), Y13, Y13",
+		"VPXOR Y13, Y15, Y15",
+		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
+		"ADDQ stride+48(FP), DI",
+	}
 }
 
 func main() {
