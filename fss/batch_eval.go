@@ -1,6 +1,7 @@
 package fss
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kord-fss/kord/internal/prg"
@@ -103,27 +104,26 @@ func (e *BatchEval) group(keys []*Key, xs, out []uint64) {
 				i := e.idx[q]
 				k := keys[i]
 				t := e.t[i]
-				child := e.o[q]
-				tc := prg.SplitControl(&child)
+				child := &e.o[q]
+				lo := binary.LittleEndian.Uint64(child[:8])
+				hi := binary.LittleEndian.Uint64(child[8:])
 				tcw := k.tL
 				if side == 1 {
 					tcw = k.tR
 				}
-				if t == 1 {
-					cw := &k.seedCW[j-1]
-					for z := range child {
-						child[z] ^= cw[z]
-					}
-					tc ^= uint8(tcw >> uint(j-1) & 1)
-				}
+				// Branch-free correction: XOR sCW and the bit correction when t = 1.
+				tm := -uint64(t)
+				cw := &k.seedCW[j-1]
+				tc := uint8(lo&1) ^ uint8(tcw>>uint(j-1)&1)&t
+				lo = (lo &^ 1) ^ binary.LittleEndian.Uint64(cw[:8])&tm
+				hi ^= binary.LittleEndian.Uint64(cw[8:]) & tm
 				if dcf {
-					c := prg.Convert(&e.v[q], nb)
-					if t == 1 {
-						c += k.valCW[j-1]
-					}
+					c := binary.LittleEndian.Uint64(e.v[q][8:]) + k.valCW[j-1]&tm
 					e.acc[i] += neg(k.party, c, mask)
 				}
-				e.s[i], e.t[i] = child, tc
+				binary.LittleEndian.PutUint64(e.s[i][:8], lo)
+				binary.LittleEndian.PutUint64(e.s[i][8:], hi)
+				e.t[i] = tc
 			}
 		}
 	}
