@@ -15,7 +15,7 @@ import (
 // parties' chains) under two lanes: 4·GroupKeys independent blocks, far
 // more than the kernels need to keep their AES pipelines full, while the
 // group's working set (about 10 KiB) stays in L1.
-const GroupKeys = 128
+const GroupKeys = 64
 
 // chunkGroups is how many groups a worker takes from the shared queue at a
 // time: large enough that the queue is rarely touched, small enough that
@@ -204,9 +204,8 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	// Key i's chains are s[2i] (party 0) and s[2i+1] (party 1): one call
 	// covers all 2n seeds.
 	seeds, rs, ts := st.s[:2*n], st.r[:2*n], st.t[:2*n]
-	// With a fused DPF level kernel, levels 2..ℓ run in it on folded chains
-	// (control bit in bit 0 of the seed); level 1 stays here because the
-	// roots are used as given, bit 0 included.
+	// With a fused DPF level kernel every level runs in it, on folded
+	// chains (control bit in bit 0 of the seed) from level 2 on.
 	fused := !dcf && prg.HasDPFGenLevel()
 	// Headers and roots; seeds and control bits start as the spec says.
 	for i := 0; i < n; i++ {
@@ -223,9 +222,9 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	}
 	for j := 1; j <= l; j++ {
 		sh := uint(l - j)
-		if fused && j >= 2 {
+		if fused {
 			prg.DPFGenLevel(seeds, job.alpha[base:base+n], sh, stage, ks,
-				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)))
+				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)), j == 1)
 			continue
 		}
 		if dcf {
@@ -282,18 +281,13 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 				putValue(img[vo:vo+st.vb], vcw)
 			}
 		}
-		if fused && j == 1 {
-			for i := 0; i < 2*n; i++ {
-				seeds[i][0] |= ts[i]
-			}
-		}
 	}
 	for i := 0; i < n; i++ {
 		img := stage[i*ks : (i+1)*ks]
 		c0 := prg.Convert(&seeds[2*i], p.OutBits)
 		c1 := prg.Convert(&seeds[2*i+1], p.OutBits)
 		t1 := ts[2*i+1]
-		if fused && l > 1 {
+		if fused {
 			t1 = seeds[2*i+1][0] & 1
 		}
 		var final uint64

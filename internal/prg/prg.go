@@ -237,14 +237,16 @@ func HasDPFGenLevel() bool { return active.dpfGen != nil }
 // chain's control bit); they are replaced by the next level's chains. The
 // level's bit of α_i is bit `shift` of alpha[i]. Key i's sCW goes to
 // out[i·stride+cwOff:][:16] and (tLCW | tRCW<<1) << ctrlShift is ORed into
-// out[i·stride+ctrlOff].
-func DPFGenLevel(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint) {
+// out[i·stride+ctrlOff]. With roots set this is level 1: the chains are
+// the root seeds, used as given (bit 0 included), with t0 = 0 and t1 = 1;
+// the output chains are folded as usual.
+func DPFGenLevel(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	n := len(alpha)
 	checkLen(len(pairs), 2*n)
 	if n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6) {
 		panic("prg: DPFGenLevel output layout out of range")
 	}
-	active.dpfGen(pairs, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift)
+	active.dpfGen(pairs, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
 }
 
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk

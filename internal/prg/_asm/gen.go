@@ -360,9 +360,18 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $16
 		}
 	}
 	g.buf.WriteString(`GLOBL genTab<>(SB), RODATA|NOPTR, $192
+`)
+	g.dpfGenFunc("vaesDPFGenLevel", false)
+	g.dpfGenFunc("vaesDPFGenFirst", true)
+}
 
-// func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
-TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $256-72
+// dpfGenFunc emits one DPF Gen level kernel. With first set it is level 1:
+// the chains are the roots, used as given (bit 0 is seed, not control
+// bit), with control bits t0 = 0 and t1 = 1.
+func (g *gen) dpfGenFunc(name string, first bool) {
+	fmt.Fprintf(&g.buf, `
+// func %[1]s(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+TEXT ·%[1]s(SB), NOSPLIT, $256-72
 	MOVQ k+0(FP), AX
 	MOVQ pairs+8(FP), SI
 	MOVQ n+16(FP), DX
@@ -373,45 +382,45 @@ TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $256-72
 	MOVQ ctrlShift+64(FP), R12
 	LEAQ genTab<>(SB), BX
 	VMOVDQU treeNotOne<>(SB), Y9
-`)
+`, name)
 	// The main loop is software pipelined: while the AES rounds of block b
 	// (4 keys, 8 chains) run, the corrections of block b-1 are computed
 	// from its raw children parked in the 256-byte frame, so that neither
 	// waits for the other.
 	g.p("CMPQ DX, $4")
-	g.p("JB vaesDPFGenLevel_tail")
-	g.genAES(4, nil)
+	g.p("JB " + name + "_tail")
+	g.genAES(4, nil, first)
 	g.genPark(4)
 	g.p("ADDQ $128, SI")
 	g.p("SUBQ $4, DX")
-	g.label("vaesDPFGenLevel_loop")
+	g.label(name + "_loop")
 	g.p("CMPQ DX, $4")
-	g.p("JB vaesDPFGenLevel_drain")
+	g.p("JB " + name + "_drain")
 	var post []string
 	for j := 0; j < 4; j++ {
-		post = append(post, genPost(j, -128)...)
+		post = append(post, genPost(j, -128, first)...)
 	}
 	post = append(post, "ADDQ $32, R8")
-	g.genAES(4, post)
+	g.genAES(4, post, first)
 	g.genPark(4)
 	g.p("ADDQ $128, SI")
 	g.p("SUBQ $4, DX")
-	g.p("JMP vaesDPFGenLevel_loop")
-	g.label("vaesDPFGenLevel_drain")
+	g.p("JMP " + name + "_loop")
+	g.label(name + "_drain")
 	for _, l := range post {
 		g.p("%s", l)
 	}
-	g.label("vaesDPFGenLevel_tail")
+	g.label(name + "_tail")
 	for _, u := range []int{2, 1} {
-		loop := fmt.Sprintf("vaesDPFGenLevel_u%d", u)
+		loop := fmt.Sprintf("%s_u%d", name, u)
 		next := loop + "_end"
 		g.label(loop)
 		g.p("CMPQ DX, $%d", u)
 		g.p("JB %s", next)
-		g.genAES(u, nil)
+		g.genAES(u, nil, first)
 		g.genPark(u)
 		for j := 0; j < u; j++ {
-			for _, l := range genPost(j, 0) {
+			for _, l := range genPost(j, 0, first) {
 				g.p("%s", l)
 			}
 		}
@@ -428,7 +437,7 @@ TEXT ·vaesDPFGenLevel(SB), NOSPLIT, $256-72
 // genAES emits the MMO of u keys' folded chains at 32j(SI) under K_sL
 // (into Y2j) and K_sR (into Y2j+1), spreading the lines of extra evenly
 // between the rounds.
-func (g *gen) genAES(u int, extra []string) {
+func (g *gen) genAES(u int, extra []string, first bool) {
 	per := (len(extra) + 10) / 11
 	spill := func() {
 		for i := 0; i < per && len(extra) > 0; i++ {
@@ -440,6 +449,10 @@ func (g *gen) genAES(u int, extra []string) {
 	for half := 0; half < 2; half++ {
 		g.p("VBROADCASTI128 %d(AX), Y8", 176*half)
 		for j := 0; j < u; j++ {
+			if first {
+				g.p("VPXOR %d(SI), Y8, Y%d", 32*j, 2*j+half)
+				continue
+			}
 			g.p("VPAND %d(SI), Y9, Y%d", 32*j, 2*j+half)
 			g.p("VPXOR Y8, Y%d, Y%d", 2*j+half, 2*j+half)
 		}
@@ -457,8 +470,12 @@ func (g *gen) genAES(u int, extra []string) {
 	for half := 0; half < 2; half++ {
 		g.p("VBROADCASTI128 %d(AX), Y8", 176*half+160)
 		for j := 0; j < u; j++ {
-			g.p("VPAND %d(SI), Y9, Y10", 32*j)
-			g.p("VPXOR Y8, Y10, Y10")
+			if first {
+				g.p("VPXOR %d(SI), Y8, Y10", 32*j)
+			} else {
+				g.p("VPAND %d(SI), Y9, Y10", 32*j)
+				g.p("VPXOR Y8, Y10, Y10")
+			}
 			g.p("VAESENCLAST Y10, Y%d, Y%d", 2*j+half, 2*j+half)
 		}
 	}
@@ -479,9 +496,25 @@ func (g *gen) genPark(u int) {
 // genPost returns the correction step for parked key j, whose chains are
 // at pOff+32j(SI), α word at 8j(R8) and output at DI (advanced by stride).
 // It uses Y11–Y15, CX, R9 and R13 only.
-func genPost(j, pOff int) []string {
+func genPost(j, pOff int, first bool) []string {
 	p := pOff + 32*j
-	return []string{
+	tm := []string{
+		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
+		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
+		"ANDL $1, R13",
+		"ANDL $1, R9",
+		"LEAL (R13)(R9*2), R13",
+		"SHLL $5, R13",
+		"VINSERTI128 $1, X13, Y13, Y13",
+		"VPAND 64(BX)(R13*1), Y13, Y13",
+	}
+	if first { // t0 = 0, t1 = 1: entry 2
+		tm = []string{
+			"VINSERTI128 $1, X13, Y13, Y13",
+			"VPAND 128(BX), Y13, Y13",
+		}
+	}
+	lines := []string{
 		// a = bit `shift` of alpha[i].
 		fmt.Sprintf("MOVQ %d(R8), CX", 8*j),
 		"SHRXQ R11, CX, CX",
@@ -522,18 +555,13 @@ func genPost(j, pOff int) []string {
 		"SHLXQ R12, CX, CX",
 		"ORB CL, (DI)(R10*1)",
 		// New folded chains: Keep ^ (CWk & TM), TM from the old t bits.
-		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
-		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
-		"ANDL $1, R13",
-		"ANDL $1, R9",
-		"LEAL (R13)(R9*2), R13",
-		"SHLL $5, R13",
-		"VINSERTI128 $1, X13, Y13, Y13",
-		"VPAND 64(BX)(R13*1), Y13, Y13",
+	}
+	lines = append(lines, tm...)
+	return append(lines,
 		"VPXOR Y13, Y15, Y15",
 		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
 		"ADDQ stride+48(FP), DI",
-	}
+	)
 }
 
 func main() {
