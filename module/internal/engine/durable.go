@@ -30,7 +30,7 @@ const LabelWitness = "kord/v1/witness/dir"
 
 const (
 	challengeSize = 16
-	witnessBody   = 1 + 15 + 1 + challengeSize + 24
+	witnessBody   = len(witnessMagic) + 1 + challengeSize + 24
 	witnessSize   = witnessBody + sha256.Size
 	witnessMagic  = "kord/v1/witness"
 	collectCache  = 8192

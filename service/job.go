@@ -1,0 +1,336 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// Limits on one application request.
+const (
+	MaxCount  = 4096    // derived keys per request
+	MaxPoints = 1 << 16 // consume-mode points per request
+)
+
+// Error classes of KeyReply.error_class.
+const (
+	ErrClassBadRequest  = "bad_request"  // the request is malformed; nothing moved
+	ErrClassMismatch    = "mismatch"     // the two sites' requests (or keys) differ
+	ErrClassPeer        = "peer"         // the peer site has no such request
+	ErrClassUnavailable = "unavailable"  // shutting down
+	ErrClassInternal    = "internal"
+)
+
+// job is one application request on its way through the party.
+type job struct {
+	id     uint64
+	item   *pb.BatchItem
+	tier   msg.Tier
+	shares []msg.Share // one per key
+	points []uint64
+	enq    time.Time
+
+	done  chan struct{}
+	reply *pb.KeyReply
+}
+
+func (j *job) keys() int { return len(j.shares) }
+
+func (j *job) finish(r *pb.KeyReply) {
+	r.Id = j.id
+	j.reply = r
+	for i := range j.shares {
+		j.shares[i].AlphaShare, j.shares[i].BetaShare = 0, 0
+	}
+	close(j.done)
+}
+
+func (j *job) fail(class, format string, args ...any) {
+	j.finish(&pb.KeyReply{Error: fmt.Sprintf(format, args...), ErrorClass: class})
+}
+
+func (j *job) wait(ctx context.Context) (*pb.KeyReply, error) {
+	select {
+	case <-j.done:
+		return j.reply, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sameShape reports whether the two sites asked for the same thing.
+func sameShape(a, b *pb.BatchItem) bool {
+	return a.Id == b.Id && a.Mode == b.Mode && a.Type == b.Type && a.InBits == b.InBits && a.OutBits == b.OutBits &&
+		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta
+}
+
+var errBad = errors.New("bad request")
+
+func badf(format string, args ...any) error { return fmt.Errorf("%w: %s", errBad, fmt.Sprintf(format, args...)) }
+
+// newJob validates an application request; the error names the field.
+func newJob(r *pb.KeyRequest) (*job, error) {
+	if r == nil {
+		return nil, badf("empty request")
+	}
+	mode, err := msg.ParseMode(r.Mode)
+	if err != nil {
+		return nil, badf("mode: %v", err)
+	}
+	typ, err := fss.ParseType(r.Type)
+	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
+		return nil, badf("type: %q is not dpf or dcf", r.Type)
+	}
+	if r.InBits < 1 || r.InBits > 64 {
+		return nil, badf("in_bits: %d is outside 1..64", r.InBits)
+	}
+	if r.OutBits < 1 || r.OutBits > 64 {
+		return nil, badf("out_bits: %d is outside 1..64", r.OutBits)
+	}
+	in, out := int(r.InBits), int(r.OutBits)
+	j := &job{id: r.Id, done: make(chan struct{}), enq: time.Now()}
+	j.item = &pb.BatchItem{Id: r.Id, Mode: uint32(mode), Type: uint32(typ), InBits: r.InBits, OutBits: r.OutBits, Count: 1}
+	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	if mode == msg.Derived {
+		if r.Tier != "" {
+			return nil, badf("tier: derived keys send no frame; leave tier empty")
+		}
+		if r.AlphaShare != 0 || r.BetaShare != 0 || len(r.Points) != 0 {
+			return nil, badf("alpha_share/beta_share/points: not used in derived mode")
+		}
+		n := r.Count
+		if n == 0 {
+			n = 1
+		}
+		if n > MaxCount {
+			return nil, badf("count: %d is over %d", n, MaxCount)
+		}
+		if r.DeriveBeta && r.Beta != 0 {
+			return nil, badf("beta: must be zero with derive_beta")
+		}
+		if r.Beta&^prg.Mask(out) != 0 {
+			return nil, badf("beta: does not fit in %d output bits", out)
+		}
+		base.DeriveBeta, base.Beta = r.DeriveBeta, r.Beta
+		j.item.Count, j.item.DeriveBeta, j.item.Beta = n, r.DeriveBeta, r.Beta
+		j.shares = make([]msg.Share, n)
+		for i := range j.shares {
+			j.shares[i] = base
+		}
+		return j, nil
+	}
+	if j.tier, err = msg.ParseTier(r.Tier); err != nil {
+		return nil, badf("tier: %v", err)
+	}
+	if r.Count > 1 || r.DeriveBeta || r.Beta != 0 {
+		return nil, badf("count/derive_beta/beta: only for derived mode")
+	}
+	if r.AlphaShare&^prg.Mask(in) != 0 {
+		return nil, badf("alpha_share: does not fit in %d input bits", in)
+	}
+	if r.BetaShare&^prg.Mask(out) != 0 {
+		return nil, badf("beta_share: does not fit in %d output bits", out)
+	}
+	if mode == msg.Consume {
+		if len(r.Points) == 0 || len(r.Points) > MaxPoints {
+			return nil, badf("points: %d points, want 1..%d in consume mode", len(r.Points), MaxPoints)
+		}
+		for i, x := range r.Points {
+			if x&^prg.Mask(in) != 0 {
+				return nil, badf("points[%d]: does not fit in %d input bits", i, in)
+			}
+		}
+		j.points = append([]uint64(nil), r.Points...)
+	} else if len(r.Points) != 0 {
+		return nil, badf("points: only for consume mode")
+	}
+	base.AlphaShare, base.BetaShare = r.AlphaShare, r.BetaShare
+	j.shares = []msg.Share{base}
+	return j, nil
+}
+
+// queue is party 0's FIFO of requests waiting for a batch.
+type queue struct {
+	mu    sync.Mutex
+	jobs  []*job
+	keys  int
+	ready chan struct{} // signalled when jobs arrive
+}
+
+func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
+
+func (q *queue) push(j *job) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.keys += j.keys()
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// requeue puts jobs back at the front, in order.
+func (q *queue) requeue(js []*job) {
+	if len(js) == 0 {
+		return
+	}
+	q.mu.Lock()
+	n := 0
+	for _, j := range js {
+		n += j.keys()
+	}
+	q.jobs = append(append([]*job(nil), js...), q.jobs...)
+	q.keys += n
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) size() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.jobs)
+}
+
+// take waits for jobs and returns a batch of at most max keys whose framed
+// requests share one tier.
+func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) > 0 {
+			var out []*job
+			var tier msg.Tier
+			n := 0
+			for len(q.jobs) > 0 {
+				j := q.jobs[0]
+				if len(out) > 0 && n+j.keys() > max {
+					break
+				}
+				if j.tier != 0 {
+					if tier != 0 && j.tier != tier {
+						break
+					}
+					tier = j.tier
+				}
+				out = append(out, j)
+				n += j.keys()
+				q.jobs = q.jobs[1:]
+			}
+			q.keys -= n
+			q.mu.Unlock()
+			if tier == 0 {
+				tier = msg.MAC
+			}
+			return out, tier, nil
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// pending is party 1's requests by id, waiting for party 0's order.
+type pending struct {
+	mu   sync.Mutex
+	jobs map[uint64]*job
+	wake chan struct{} // closed and replaced when jobs arrive
+}
+
+func newPending() *pending { return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{})} }
+
+func (p *pending) add(j *job) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.jobs[j.id]; ok {
+		return badf("id: request %d is already pending at this site", j.id)
+	}
+	p.jobs[j.id] = j
+	close(p.wake)
+	p.wake = make(chan struct{})
+	return nil
+}
+
+func (p *pending) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.jobs)
+}
+
+// putBack returns taken jobs to the pending set.
+func (p *pending) putBack(js []*job) {
+	for _, j := range js {
+		p.mu.Lock()
+		p.jobs[j.id] = j
+		close(p.wake)
+		p.wake = make(chan struct{})
+		p.mu.Unlock()
+	}
+}
+
+// claim takes the jobs for items, waiting up to the deadline for ids that
+// have not arrived. It returns the ids still missing and the ids whose
+// request differs; on any of those it takes nothing.
+func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tier, deadline time.Time) (js []*job, missing, differ []uint64) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		missing, differ = nil, nil
+		for _, it := range items {
+			j, ok := p.jobs[it.Id]
+			switch {
+			case !ok:
+				missing = append(missing, it.Id)
+			case !sameShape(j.item, it) || (j.tier != 0 && j.tier != tier):
+				differ = append(differ, it.Id)
+			}
+		}
+		if len(missing) == 0 && len(differ) == 0 {
+			js = make([]*job, len(items))
+			for i, it := range items {
+				js[i] = p.jobs[it.Id]
+				delete(p.jobs, it.Id)
+			}
+			p.mu.Unlock()
+			return js, nil, nil
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		if len(differ) > 0 {
+			return nil, missing, differ
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil, missing, nil
+		case <-ctx.Done():
+			return nil, missing, nil
+		}
+	}
+}
+
+// fail removes and fails the jobs with the given ids.
+func (p *pending) fail(ids []uint64, class, format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		if j, ok := p.jobs[id]; ok {
+			delete(p.jobs, id)
+			j.fail(class, format, args...)
+		}
+	}
+}

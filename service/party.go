@@ -1,0 +1,382 @@
+// Package service is a kord party as a running service: it serves
+// applications over gRPC (KeySource), talks to the peer party over gRPC
+// (PeerLink) and to its own module over the module socket.
+//
+// Party 0 orders the requests: it takes application requests in arrival
+// order, forms batches of up to Batch keys, submits its shares to its
+// module and sends the batch header (request ids, shapes, first counter,
+// a chained transcript hash) with its frames to party 1, keeping up to
+// InFlight batches outstanding. Party 1 claims its own requests with the
+// same ids, submits them in party 0's order, opens party 0's frames, and
+// answers with its frames and a digest of the public part of its key
+// shares. Party 0 opens those frames, compares digests and only then
+// delivers and confirms; party 1 delivers on the confirmation. Any
+// disagreement — counters, transcript, digest, a rejected frame, a lost
+// or late message — ends the session; the next session starts with the
+// rollback witness, which moves both modules forward to a common counter,
+// and the undelivered requests are batched again. No application is ever
+// handed a key whose pair was not confirmed.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// Defaults.
+const (
+	DefaultBatch        = 256
+	DefaultInFlight     = 4
+	DefaultMatchTimeout = 5 * time.Second
+)
+
+// Config configures a party.
+type Config struct {
+	Party  int
+	Module socket.Module
+	// Batch is the most keys per batch (≤ 4096); InFlight the most batches
+	// outstanding with the peer (party 0).
+	Batch, InFlight int
+	// PeerAddr is party 1's peer address (party 0 dials it).
+	PeerAddr string
+	// PeerCreds secures the peer link (party 0's side); nil = plaintext.
+	PeerCreds credentials.TransportCredentials
+	// MatchTimeout is how long party 1 waits for its application's request
+	// with an id party 0 has batched; PeerTimeout how long party 0 waits
+	// for a batch reply (default MatchTimeout + 5s).
+	MatchTimeout, PeerTimeout time.Duration
+	Logger                    *slog.Logger
+	Registry                  prometheus.Registerer
+}
+
+// Party is one site's host service.
+type Party struct {
+	pb.UnimplementedKeySourceServer
+
+	cfg  Config
+	mod  socket.Module
+	log  *slog.Logger
+	m    *metrics
+	q    *queue   // party 0
+	pend *pending // party 1
+	run  uint64
+
+	peerConn *grpc.ClientConn
+	peer     pb.PeerLinkClient
+
+	seq       uint64        // party 0: last batch seq assigned (sender only)
+	delivered atomic.Uint64 // party 0: last batch seq delivered
+
+	sessMu     sync.Mutex
+	cancelPrev context.CancelFunc
+	active     sync.Mutex
+	heldMu     sync.Mutex
+	held       []*heldBatch // party 1: answered, awaiting confirmation
+	heldRun    uint64
+
+	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
+	peerUp                                                              atomic.Bool
+}
+
+type heldBatch struct {
+	seq     uint64
+	jobs    []*job
+	replies []*pb.KeyReply
+}
+
+// New returns a party. Party 0 needs PeerAddr.
+func New(c Config) (*Party, error) {
+	if c.Party != 0 && c.Party != 1 {
+		return nil, fmt.Errorf("service: party %d is not 0 or 1", c.Party)
+	}
+	if c.Module == nil {
+		return nil, errors.New("service: no module")
+	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultBatch
+	}
+	c.Batch = min(c.Batch, MaxCount)
+	if c.InFlight <= 0 {
+		c.InFlight = DefaultInFlight
+	}
+	if c.MatchTimeout <= 0 {
+		c.MatchTimeout = DefaultMatchTimeout
+	}
+	if c.PeerTimeout <= 0 {
+		c.PeerTimeout = c.MatchTimeout + 5*time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
+		q: newQueue(), pend: newPending()}
+	var b [8]byte
+	rand.Read(b[:])
+	p.run = binary.LittleEndian.Uint64(b[:])
+	if c.Party == 0 {
+		if c.PeerAddr == "" {
+			return nil, errors.New("service: party 0 needs the peer's address")
+		}
+		creds := c.PeerCreds
+		if creds == nil {
+			creds = insecure.NewCredentials()
+		}
+		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(creds),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		if err != nil {
+			return nil, fmt.Errorf("service: peer %s: %w", c.PeerAddr, err)
+		}
+		p.peerConn, p.peer = conn, pb.NewPeerLinkClient(conn)
+	}
+	return p, nil
+}
+
+// Close releases the peer connection.
+func (p *Party) Close() error {
+	if p.peerConn != nil {
+		return p.peerConn.Close()
+	}
+	return nil
+}
+
+// Register registers the application API (and, for party 1, the peer
+// link) on s.
+func (p *Party) Register(app, peer grpc.ServiceRegistrar) {
+	if app != nil {
+		pb.RegisterKeySourceServer(app, p)
+	}
+	if peer != nil && p.cfg.Party == 1 {
+		pb.RegisterPeerLinkServer(peer, p.Peer())
+	}
+}
+
+// Run drives party 0's sessions with the peer until ctx ends; for party 1
+// it waits (sessions arrive over the peer link).
+func (p *Party) Run(ctx context.Context) error {
+	if p.cfg.Party == 1 {
+		<-ctx.Done()
+		return nil
+	}
+	backoff := 20 * time.Millisecond
+	for ctx.Err() == nil {
+		before := p.delivered.Load()
+		err := p.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		p.log.Warn("peer session ended; resynchronising", "err", err)
+		if p.delivered.Load() != before {
+			backoff = 20 * time.Millisecond
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+	return nil
+}
+
+// submit hands an application request to the pipeline.
+func (p *Party) submit(j *job) error {
+	if p.cfg.Party == 0 {
+		p.q.push(j)
+		p.m.pending.Set(float64(p.q.size()))
+		return nil
+	}
+	if err := p.pend.add(j); err != nil {
+		return err
+	}
+	p.m.pending.Set(float64(p.pend.size()))
+	return nil
+}
+
+// deliver finishes a job with its outputs.
+func (p *Party) deliver(j *job, r *pb.KeyReply) {
+	p.keysDelivered.Add(uint64(j.keys()))
+	p.m.keys.WithLabelValues(fss.Type(j.item.Type).String(), msg.Mode(j.item.Mode).String()).Add(float64(j.keys()))
+	j.finish(r)
+}
+
+// request validates and enqueues one request, or answers it at once.
+func (p *Party) request(r *pb.KeyRequest) *job {
+	j, err := newJob(r)
+	if err == nil {
+		err = p.submit(j)
+	}
+	if err != nil {
+		p.m.rejects.WithLabelValues(ErrClassBadRequest).Inc()
+		if j == nil {
+			j = &job{done: make(chan struct{})}
+			if r != nil {
+				j.id = r.Id
+			}
+		}
+		j.fail(ErrClassBadRequest, "%v", err)
+	}
+	return j
+}
+
+// Keys answers a stream of requests in order.
+func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
+	ctx := stream.Context()
+	order := make(chan *job, 1<<14)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(order)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case order <- p.request(r):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		for j := range order {
+			rep, err := j.wait(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			if err := stream.Send(rep); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	err := <-errc
+	if ctx.Err() != nil && p.cfg.Party == 1 {
+		// The application went away: drop its unclaimed requests.
+		var ids []uint64
+		for j := range order {
+			ids = append(ids, j.id)
+		}
+		p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+	}
+	return err
+}
+
+// Get answers one request.
+func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {
+	j := p.request(r)
+	rep, err := j.wait(ctx)
+	if err != nil {
+		if p.cfg.Party == 1 {
+			p.pend.fail([]uint64{j.id}, ErrClassUnavailable, "request cancelled")
+		}
+		return nil, status.FromContextError(err).Err()
+	}
+	return rep, nil
+}
+
+// Status reports the party and its module.
+func (p *Party) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusReply, error) {
+	s := &pb.StatusReply{Party: uint32(p.cfg.Party), PeerConnected: p.peerUp.Load(), KeysDelivered: p.keysDelivered.Load(),
+		Batches: p.batches.Load(), Resyncs: p.resyncs.Load(), FrameBytesSent: p.frameBytes.Load(), Rounds: p.rounds.Load(),
+		InFlight: p.inFlight.Load(), Session: p.sessions.Load()}
+	if p.cfg.Party == 0 {
+		s.Pending = uint64(p.q.size())
+	} else {
+		s.Pending = uint64(p.pend.size())
+	}
+	res, err := p.mod.Do(ctx, []socket.Call{{Poll: true}}, false)
+	if err == nil && res[0].Err == nil {
+		s.Module = socket.PollToPB(res[0].Poll, res[0].Locked)
+		s.Paired = res[0].Poll.Paired
+		p.m.next.Set(float64(res[0].Poll.NextCounter))
+		p.m.floor.Set(float64(res[0].Poll.PeerFloor))
+	}
+	return s, nil
+}
+
+// Pair runs the one-time pairing (party 0), relaying through the peer.
+func (p *Party) Pair(ctx context.Context, _ *pb.PairRequest) (*pb.PairReply, error) {
+	if p.cfg.Party != 0 {
+		return nil, status.Error(codes.FailedPrecondition, "pairing is driven by party 0")
+	}
+	if err := p.PairModules(ctx); err != nil {
+		return nil, status.Error(codes.Aborted, err.Error())
+	}
+	return &pb.PairReply{Paired: true}, nil
+}
+
+// PairModules relays the pairing messages between the two modules.
+func (p *Party) PairModules(ctx context.Context) error {
+	r, err := p.mod.Provision(ctx, &msg.ProvisionRequest{})
+	if err != nil {
+		return fmt.Errorf("pairing: own module: %w", err)
+	}
+	var paired [2]bool
+	m := r.Message
+	for i := 0; i < 4 && len(m) > 0; i++ {
+		if i%2 == 0 {
+			pm, err := p.peer.Pair(ctx, &pb.PairMessage{Message: m})
+			if err != nil {
+				return fmt.Errorf("pairing: peer: %w", err)
+			}
+			m, paired[1] = pm.Message, paired[1] || pm.Paired
+		} else {
+			r, err := p.mod.Provision(ctx, &msg.ProvisionRequest{Message: m})
+			if err != nil {
+				return fmt.Errorf("pairing: own module: %w", err)
+			}
+			m, paired[0] = r.Message, paired[0] || r.Paired
+		}
+	}
+	if !paired[0] || !paired[1] {
+		return errors.New("pairing did not complete")
+	}
+	p.log.Info("modules paired")
+	return nil
+}
+
+// Pair (peer link, party 1) hands one pairing message to the module.
+func (p *Party) peerPair(ctx context.Context, m *pb.PairMessage) (*pb.PairMessage, error) {
+	r, err := p.mod.Provision(ctx, &msg.ProvisionRequest{Message: m.GetMessage()})
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return &pb.PairMessage{Message: r.Message, Paired: r.Paired}, nil
+}
+
+// PeerServer is party 1's PeerLink service.
+type PeerServer struct {
+	pb.UnimplementedPeerLinkServer
+	p *Party
+}
+
+// Peer returns the PeerLink service of party 1.
+func (p *Party) Peer() *PeerServer { return &PeerServer{p: p} }
+
+// Pair relays a pairing message to the module.
+func (s *PeerServer) Pair(ctx context.Context, m *pb.PairMessage) (*pb.PairMessage, error) {
+	return s.p.peerPair(ctx, m)
+}
+
+// Session serves party 0's key stream.
+func (s *PeerServer) Session(stream pb.PeerLink_SessionServer) error { return s.p.serveSession(stream) }

@@ -1,0 +1,576 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"sync"
+	"time"
+
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// errDesync ends a session; the next one resynchronises.
+var errDesync = errors.New("service: desynchronised with the peer")
+
+// flight is a batch party 0 has sent and not yet delivered.
+type flight struct {
+	seq   uint64
+	jobs  []*job
+	first uint64
+	tier  msg.Tier
+	sent  time.Time
+}
+
+func newTranscript(c0, c1 []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("kord/v1/transcript"))
+	h.Write(c0)
+	h.Write(c1)
+	return h.Sum(nil)
+}
+
+// chain extends the session transcript by one batch header.
+func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.BatchItem) []byte {
+	h := sha256.New()
+	h.Write(prev)
+	var b [8]byte
+	w := func(v uint64) { binary.LittleEndian.PutUint64(b[:], v); h.Write(b[:]) }
+	w(seq)
+	w(uint64(tier))
+	w(first)
+	w(uint64(len(items)))
+	for _, it := range items {
+		w(it.Id)
+		w(uint64(it.Mode)<<48 | uint64(it.Type)<<40 | uint64(it.InBits)<<32 | uint64(it.OutBits)<<24)
+		w(uint64(it.Count))
+		if it.DeriveBeta {
+			w(1)
+		} else {
+			w(0)
+		}
+		w(it.Beta)
+	}
+	return h.Sum(nil)
+}
+
+// digestKey adds the public part of a key share — everything but the party
+// byte and the root seed, which is all the two shares of a pair have in
+// common — to the batch digest.
+func digestKey(h hash.Hash, key []byte) {
+	if len(key) < 22 {
+		h.Write(key)
+		return
+	}
+	var lenb [4]byte
+	binary.LittleEndian.PutUint32(lenb[:], uint32(len(key)))
+	h.Write(lenb[:])
+	h.Write(key[:3])
+	h.Write(key[4:6])
+	h.Write(key[22:])
+}
+
+// batchCalls lists the module calls that finish a batch: the peer's
+// frames, then one Collect per key.
+func batchCalls(calls []socket.Call, frames [][]byte, jobs []*job, first uint64) []socket.Call {
+	for _, f := range frames {
+		calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}})
+	}
+	c := first
+	for _, j := range jobs {
+		for range j.shares {
+			calls = append(calls, socket.Call{Collect: &msg.CollectRequest{Counter: c, Points: j.points}})
+			c++
+		}
+	}
+	return calls
+}
+
+// outputs checks the frame results and gathers each job's reply and the
+// digest of the keys. It returns a reject reason if a frame was refused.
+func outputs(res []socket.Result, nframes int, jobs []*job) ([]*pb.KeyReply, []byte, error) {
+	for i := 0; i < nframes; i++ {
+		r := res[i]
+		if r.Err != nil {
+			return nil, nil, fmt.Errorf("%w: peer frame %d: %v", errDesync, i, r.Err)
+		}
+		if !r.Submit.Accepted {
+			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, i, r.Submit.Reject)
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte("kord/v1/pair-digest"))
+	k := nframes
+	out := make([]*pb.KeyReply, len(jobs))
+	for ji, j := range jobs {
+		rep := &pb.KeyReply{Keys: make([]*pb.KeyShare, len(j.shares))}
+		for i := range j.shares {
+			r := res[k]
+			k++
+			if r.Err != nil {
+				return nil, nil, fmt.Errorf("%w: collect: %v", errDesync, r.Err)
+			}
+			c := r.Collect
+			rep.Keys[i] = &pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+			if c.Key != nil {
+				digestKey(h, c.Key)
+			}
+		}
+		out[ji] = rep
+	}
+	return out, h.Sum(nil), nil
+}
+
+func frameBytes(fs [][]byte) uint64 {
+	n := 0
+	for _, f := range fs {
+		n += len(f)
+	}
+	return uint64(n)
+}
+
+// session runs one party-0 session: handshake with the rollback witness,
+// then the batch pipeline, until anything goes wrong.
+func (p *Party) session(ctx context.Context) (err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := p.peer.Session(sctx)
+	if err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	chal, err := p.mod.Challenge(sctx)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal}}}); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	hr := m.GetHelloReply()
+	if hr == nil {
+		return fmt.Errorf("%w: expected a hello reply", errDesync)
+	}
+	rc, err := p.mod.Reconcile(sctx, hr.Witness)
+	if err != nil {
+		p.m.rejects.WithLabelValues("witness").Inc()
+		return fmt.Errorf("module: reconciling the peer's witness: %w", err)
+	}
+	w, err := p.mod.Witness(sctx, hr.Challenge)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: &pb.Witness{Witness: w}}}); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	if m, err = stream.Recv(); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	if sd := m.GetSyncDone(); sd == nil || sd.NextCounter != rc.Next {
+		return fmt.Errorf("%w: the modules did not agree on a counter after the witness exchange", errDesync)
+	}
+	p.noteSync(rc.Next, rc.RolledBack)
+	p.peerUp.Store(true)
+	defer p.peerUp.Store(false)
+	transcript := newTranscript(chal, hr.Challenge)
+
+	var (
+		mu      sync.Mutex
+		flights []*flight
+		sendMu  sync.Mutex
+		wg      sync.WaitGroup
+	)
+	slots := make(chan struct{}, p.cfg.InFlight)
+	errc := make(chan error, 3)
+	send := func(m *pb.PeerMsg) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	wg.Add(3)
+	go func() { // sender
+		defer wg.Done()
+		next := rc.Next
+		for {
+			select {
+			case slots <- struct{}{}:
+			case <-sctx.Done():
+				return
+			}
+			jobs, tier, err := p.q.take(sctx, p.cfg.Batch)
+			if err != nil {
+				return
+			}
+			p.m.pending.Set(float64(p.q.size()))
+			var shares []msg.Share
+			items := make([]*pb.BatchItem, len(jobs))
+			for i, j := range jobs {
+				shares = append(shares, j.shares...)
+				items[i] = j.item
+			}
+			sub, err := p.mod.Submit(sctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares})
+			clear(shares)
+			if err == nil && sub.FirstCounter != next {
+				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, sub.FirstCounter, next)
+			}
+			if err != nil {
+				p.q.requeue(jobs)
+				errc <- fmt.Errorf("module: %w", err)
+				return
+			}
+			next += uint64(sub.Count)
+			p.seq++
+			fl := &flight{seq: p.seq, jobs: jobs, first: sub.FirstCounter, tier: tier, sent: time.Now()}
+			transcript = chain(transcript, fl.seq, tier, fl.first, items)
+			mu.Lock()
+			flights = append(flights, fl)
+			mu.Unlock()
+			p.inFlight.Add(1)
+			p.m.inFlight.Inc()
+			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
+				Items: items, Transcript: transcript, Frames: sub.Frames}}})
+			if err != nil {
+				errc <- fmt.Errorf("peer: %w", err)
+				return
+			}
+			if n := frameBytes(sub.Frames); n > 0 {
+				p.frameBytes.Add(n)
+				p.m.frameBytes.WithLabelValues(tier.String()).Add(float64(n))
+			}
+		}
+	}()
+	go func() { // receiver
+		defer wg.Done()
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				errc <- fmt.Errorf("peer: %w", err)
+				return
+			}
+			br := m.GetBatchReply()
+			mu.Lock()
+			var fl *flight
+			if len(flights) > 0 {
+				fl = flights[0]
+			}
+			mu.Unlock()
+			if br == nil || fl == nil || br.Seq != fl.seq {
+				errc <- fmt.Errorf("%w: unexpected message from the peer", errDesync)
+				return
+			}
+			drop := func() {
+				mu.Lock()
+				flights = flights[1:]
+				mu.Unlock()
+				p.inFlight.Add(^uint64(0))
+				p.m.inFlight.Dec()
+			}
+			if br.Error != "" {
+				drop()
+				p.m.rejects.WithLabelValues(br.ErrorClass).Inc()
+				p.failBatch(fl.jobs, br)
+				errc <- fmt.Errorf("%w: peer: %s", errDesync, br.Error)
+				return
+			}
+			if br.FirstCounter != fl.first {
+				errc <- fmt.Errorf("%w: peer used counter %d for batch %d, we used %d", errDesync, br.FirstCounter, fl.seq, fl.first)
+				return
+			}
+			p.rounds.Add(1)
+			p.m.rounds.Inc()
+			calls := batchCalls(nil, br.Frames, fl.jobs, fl.first)
+			res, err := p.mod.Do(sctx, calls, true)
+			if err != nil {
+				errc <- fmt.Errorf("module: %w", err)
+				return
+			}
+			reps, digest, err := outputs(res, len(br.Frames), fl.jobs)
+			if err == nil && !bytes.Equal(digest, br.Digest) {
+				err = fmt.Errorf("%w: the peer's keys do not pair with ours (batch %d)", errDesync, fl.seq)
+				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
+			}
+			if err != nil {
+				send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq}}})
+				errc <- err
+				return
+			}
+			drop()
+			for i, j := range fl.jobs {
+				p.deliver(j, reps[i])
+			}
+			p.batches.Add(1)
+			p.m.batches.Inc()
+			p.delivered.Store(fl.seq)
+			<-slots
+			if err := send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true}}}); err != nil {
+				errc <- fmt.Errorf("peer: %w", err)
+				return
+			}
+		}
+	}()
+	go func() { // watchdog: a lost or late reply ends the session
+		defer wg.Done()
+		t := time.NewTicker(p.cfg.PeerTimeout / 20)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			late := len(flights) > 0 && time.Since(flights[0].sent) > p.cfg.PeerTimeout
+			mu.Unlock()
+			if late {
+				errc <- fmt.Errorf("%w: no reply from the peer within %v", errDesync, p.cfg.PeerTimeout)
+				return
+			}
+		}
+	}()
+	err = <-errc
+	cancel()
+	wg.Wait()
+	var back []*job
+	for _, fl := range flights {
+		back = append(back, fl.jobs...)
+	}
+	p.inFlight.Store(0)
+	p.m.inFlight.Set(0)
+	p.q.requeue(back)
+	return err
+}
+
+// failBatch fails the requests the peer named and requeues the rest.
+func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
+	bad := map[uint64]string{}
+	for _, id := range br.Missing {
+		bad[id] = br.ErrorClass
+	}
+	var back []*job
+	for _, j := range jobs {
+		if class, ok := bad[j.id]; ok {
+			j.fail(class, "%s", br.Error)
+			continue
+		}
+		back = append(back, j)
+	}
+	p.q.requeue(back)
+}
+
+func (p *Party) noteSync(next uint64, rolledBack bool) {
+	p.sessions.Add(1)
+	p.resyncs.Add(1)
+	p.m.resyncs.Inc()
+	p.m.next.Set(float64(next))
+	p.m.floor.Set(float64(next))
+	if rolledBack {
+		p.m.rollbacks.Inc()
+		p.log.Warn("this module's state was older than its peer knew (rollback); resynchronised forward", "next", next)
+	}
+}
+
+// settleHeld delivers the held batches party 0 has delivered and returns
+// the others' requests to the pending set.
+func (p *Party) settleHeld(run, through uint64) {
+	p.heldMu.Lock()
+	held := p.held
+	p.held = nil
+	same := p.heldRun == run
+	p.heldRun = run
+	p.heldMu.Unlock()
+	for _, h := range held {
+		if same && h.seq <= through {
+			p.deliverHeld(h)
+		} else {
+			p.pend.putBack(h.jobs)
+		}
+	}
+}
+
+func (p *Party) deliverHeld(h *heldBatch) {
+	for i, j := range h.jobs {
+		p.deliver(j, h.replies[i])
+	}
+	p.batches.Add(1)
+	p.m.batches.Inc()
+}
+
+// serveSession is party 1's side of a session.
+func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
+	sctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	p.sessMu.Lock()
+	if p.cancelPrev != nil {
+		p.cancelPrev()
+	}
+	p.cancelPrev = cancel
+	p.sessMu.Unlock()
+	p.active.Lock()
+	defer p.active.Unlock()
+	if sctx.Err() != nil {
+		return sctx.Err()
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	hello := m.GetHello()
+	if hello == nil {
+		return fmt.Errorf("%w: expected hello", errDesync)
+	}
+	p.settleHeld(hello.Run, hello.DeliveredThrough)
+	chal, err := p.mod.Challenge(sctx)
+	if err != nil {
+		return err
+	}
+	w, err := p.mod.Witness(sctx, hello.Challenge)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w}}}); err != nil {
+		return err
+	}
+	if m, err = stream.Recv(); err != nil {
+		return err
+	}
+	pw := m.GetWitness()
+	if pw == nil {
+		return fmt.Errorf("%w: expected the peer's witness", errDesync)
+	}
+	rc, err := p.mod.Reconcile(sctx, pw.Witness)
+	if err != nil {
+		p.m.rejects.WithLabelValues("witness").Inc()
+		return err
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_SyncDone{SyncDone: &pb.SyncDone{NextCounter: rc.Next}}}); err != nil {
+		return err
+	}
+	p.noteSync(rc.Next, rc.RolledBack)
+	p.peerUp.Store(true)
+	defer p.peerUp.Store(false)
+	transcript := newTranscript(hello.Challenge, chal)
+	expected := rc.Next
+	lastSeq := hello.DeliveredThrough
+	run := hello.Run
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch v := m.M.(type) {
+		case *pb.PeerMsg_Confirm:
+			p.heldMu.Lock()
+			var h *heldBatch
+			if len(p.held) > 0 && p.held[0].seq == v.Confirm.Seq {
+				h = p.held[0]
+				p.held = p.held[1:]
+			}
+			p.heldMu.Unlock()
+			if h == nil {
+				return fmt.Errorf("%w: confirmation for an unknown batch", errDesync)
+			}
+			if !v.Confirm.Ok {
+				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
+				p.pend.putBack(h.jobs)
+				return fmt.Errorf("%w: party 0 refused batch %d", errDesync, h.seq)
+			}
+			p.deliverHeld(h)
+		case *pb.PeerMsg_Batch:
+			b := v.Batch
+			rep, done := p.serveBatch(sctx, b, &transcript, &expected, &lastSeq, run)
+			if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: rep}}); err != nil {
+				return err
+			}
+			if rep.Error == "" {
+				p.rounds.Add(1)
+				p.m.rounds.Inc()
+				if n := frameBytes(rep.Frames); n > 0 {
+					p.frameBytes.Add(n)
+					p.m.frameBytes.WithLabelValues(msg.Tier(b.Tier).String()).Add(float64(n))
+				}
+			} else {
+				p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
+			}
+			if done {
+				return nil
+			}
+		default:
+			return fmt.Errorf("%w: unexpected message", errDesync)
+		}
+	}
+}
+
+// serveBatch answers one batch; done means the session must end.
+func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, run uint64) (*pb.BatchReply, bool) {
+	rep := &pb.BatchReply{Seq: b.Seq}
+	fail := func(class, format string, args ...any) (*pb.BatchReply, bool) {
+		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), class
+		p.log.Warn("batch refused", "seq", b.Seq, "class", class, "reason", rep.Error)
+		return rep, true
+	}
+	tier := msg.Tier(b.Tier)
+	if b.Seq <= *lastSeq {
+		return fail("desync", "batch %d is a repeat (last %d)", b.Seq, *lastSeq)
+	}
+	t := chain(*transcript, b.Seq, tier, b.FirstCounter, b.Items)
+	if !bytes.Equal(t, b.Transcript) {
+		return fail("desync", "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
+	}
+	if b.FirstCounter != *expected {
+		return fail("desync", "batch %d starts at counter %d, this module is at %d", b.Seq, b.FirstCounter, *expected)
+	}
+	js, missing, differ := p.pend.claim(ctx, b.Items, tier, time.Now().Add(p.cfg.MatchTimeout))
+	if len(differ) > 0 {
+		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
+		rep.Missing = differ
+		return fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
+	}
+	if len(missing) > 0 {
+		rep.Missing = missing
+		return fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
+	}
+	var shares []msg.Share
+	for _, j := range js {
+		shares = append(shares, j.shares...)
+	}
+	calls := []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}
+	calls = batchCalls(calls, b.Frames, js, b.FirstCounter)
+	res, err := p.mod.Do(ctx, calls, true)
+	clear(shares)
+	if err != nil {
+		p.pend.putBack(js)
+		return fail("desync", "module: %v", err)
+	}
+	if res[0].Err != nil {
+		p.pend.putBack(js)
+		return fail("desync", "module: %v", res[0].Err)
+	}
+	sub := res[0].Submit
+	if sub.FirstCounter != b.FirstCounter {
+		p.pend.putBack(js)
+		return fail("desync", "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
+	}
+	reps, digest, err := outputs(res[1:], len(b.Frames), js)
+	if err != nil {
+		p.pend.putBack(js)
+		return fail("desync", "%v", err)
+	}
+	*transcript = t
+	*expected += uint64(sub.Count)
+	*lastSeq = b.Seq
+	p.heldMu.Lock()
+	p.heldRun = run
+	p.held = append(p.held, &heldBatch{seq: b.Seq, jobs: js, replies: reps})
+	p.heldMu.Unlock()
+	p.m.pending.Set(float64(p.pend.size()))
+	rep.FirstCounter, rep.Frames, rep.Digest = sub.FirstCounter, sub.Frames, digest
+	return rep, false
+}

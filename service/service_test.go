@@ -1,0 +1,196 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/module/store"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// site is one party with its in-process durable module, served over gRPC
+// on loopback.
+type site struct {
+	party   *Party
+	app     *client.Client
+	addr    string // app/peer address
+	srv     *grpc.Server
+	cancel  context.CancelFunc
+	st      *store.Bolt
+	modPath string
+}
+
+func openModule(t *testing.T, party int, path string, secret []byte) (*module.Durable, *store.Bolt) {
+	t.Helper()
+	st, err := store.OpenBolt(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := module.OpenDurable(module.Config{Party: party, Secret: secret, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, st
+}
+
+func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Config) *site {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Party, c.Module, c.PeerAddr = party, mod, peerAddr
+	if testing.Verbose() {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	p, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	p.Register(srv, srv)
+	go srv.Serve(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	go p.Run(ctx)
+	cl, err := client.Dial(l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{party: p, app: cl, addr: l.Addr().String(), srv: srv, cancel: cancel}
+	t.Cleanup(func() { cancel(); cl.Close(); srv.Stop(); p.Close() })
+	return s
+}
+
+// pairOfSites builds two paired parties with durable in-process modules.
+func pairOfSites(t *testing.T, c Config) [2]*site {
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	var s [2]*site
+	d1, st1 := openModule(t, 1, filepath.Join(dir, "m1.db"), secret)
+	d0, st0 := openModule(t, 0, filepath.Join(dir, "m0.db"), secret)
+	t.Cleanup(func() { st0.Close(); st1.Close() })
+	s[1] = startSite(t, 1, socket.Local(d1), "", c)
+	s[0] = startSite(t, 0, socket.Local(d0), s[1].addr, c)
+	if err := s[0].app.Pair(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkPair evaluates a key pair at α, α±1 and a random point.
+func checkPair(t *testing.T, k0, k1 *fss.Key, alpha, beta uint64) {
+	t.Helper()
+	p := k0.Params()
+	m := prg.Mask(p.InBits)
+	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rand.Uint64() & m} {
+		y0, _ := k0.Eval(x)
+		y1, _ := k1.Eval(x)
+		got := (y0 + y1) & prg.Mask(p.OutBits)
+		var want uint64
+		switch p.Type {
+		case fss.DPF:
+			if x == alpha {
+				want = beta
+			}
+		case fss.DCF:
+			if x < alpha {
+				want = beta
+			}
+		}
+		if got != want {
+			t.Fatalf("%v pair at x=%d: got %d want %d (α=%d β=%d)", p, x, got, want, alpha, beta)
+		}
+	}
+}
+
+type want struct{ alpha, beta uint64 }
+
+// streamBound streams n bound keys through both sites and checks every pair.
+func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fss.Params) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var streams [2]*client.Stream
+	for b := 0; b < 2; b++ {
+		st, err := s[b].app.Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[b] = st
+	}
+	ws := make([]want, n)
+	reqs := [2][]*pb.KeyRequest{}
+	for i := range ws {
+		ws[i] = want{rand.Uint64() & prg.Mask(p.InBits), rand.Uint64() & prg.Mask(p.OutBits)}
+		a0, b0 := rand.Uint64()&prg.Mask(p.InBits), rand.Uint64()&prg.Mask(p.OutBits)
+		reqs[0] = append(reqs[0], client.Bound(base+uint64(i), tier, p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(base+uint64(i), tier, p, (ws[i].alpha-a0)&prg.Mask(p.InBits), (ws[i].beta-b0)&prg.Mask(p.OutBits)))
+	}
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, r := range reqs[b] {
+				if err := streams[b].Send(r); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var reps [2][]*client.Reply
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				r, err := streams[b].Recv()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				reps[b] = append(reps[b], r)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i := range n {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.Err != nil || r1.Err != nil {
+			t.Fatalf("request %d: %v / %v", i, r0.Err, r1.Err)
+		}
+		if r0.ID != base+uint64(i) || r1.ID != r0.ID || r0.Shares[0].Counter != r1.Shares[0].Counter {
+			t.Fatalf("request %d: ids %d/%d counters %d/%d", i, r0.ID, r1.ID, r0.Shares[0].Counter, r1.Shares[0].Counter)
+		}
+		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+	}
+}
+
+func TestBoundStreamAllTiers(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 16, InFlight: 3})
+	base := uint64(0)
+	for _, tier := range []string{"otp", "mac", "batchmac"} {
+		for _, p := range []fss.Params{{Type: fss.DPF, InBits: 16, OutBits: 16}, {Type: fss.DCF, InBits: 20, OutBits: 8}} {
+			streamBound(t, s, base, 100, tier, p)
+			base += 1000
+		}
+	}
+}
