@@ -37,7 +37,7 @@ const chunkBytes = 256 << 10
 
 // stripWords is the widest slice of a record (in 64-bit words) tabulated
 // at once; wider records are processed in strips.
-const stripWords = 32
+const stripWords = 16
 
 // NewEngine returns an engine over db using workers goroutines (≤ 0: one
 // per CPU).
@@ -239,27 +239,31 @@ func (e *Engine) scanChunk(acc []uint64, W, sw int, table []uint64, leafBits [][
 // records starting at sub, words s0..s0+m-1: entry e of group g is the XOR
 // of the records sub+4g+k for the bits k set in e. Records past n are zero.
 func buildTables(table []uint64, data []byte, S, sub, n, s0, m int) {
-	var rec [stripWords]uint64
+	var zero [MaxRecordSize]byte
 	for g := 0; g < 16; g++ {
-		tg := table[g*16*m : (g+1)*16*m]
-		clear(tg[:m])
-		for k := 0; k < 4; k++ {
-			r := 4*g + k
-			if r < n {
-				row := data[(sub+r)*S : (sub+r+1)*S]
-				for w := 0; w < m; w++ {
-					rec[w] = loadWord(row, s0+w)
-				}
+		var rows [4][]byte
+		for k := range rows {
+			if r := 4*g + k; r < n {
+				rows[k] = data[(sub+r)*S : (sub+r+1)*S]
 			} else {
-				clear(rec[:m])
+				rows[k] = zero[:S]
 			}
-			bit := 1 << uint(k)
-			for e := bit; e < 2*bit; e++ {
-				dst := tg[e*m : e*m+m]
-				src := tg[(e-bit)*m : (e-bit)*m+m]
-				for w := range dst {
-					dst[w] = src[w] ^ rec[w]
-				}
+		}
+		tg := table[g*16*m : (g+1)*16*m]
+		for w := 0; w < m; w++ {
+			a, b := loadWord(rows[0], s0+w), loadWord(rows[1], s0+w)
+			c, d := loadWord(rows[2], s0+w), loadWord(rows[3], s0+w)
+			ab := a ^ b
+			tg[w] = 0
+			tg[m+w] = a
+			tg[2*m+w] = b
+			tg[3*m+w] = ab
+			tg[4*m+w] = c
+			tg[5*m+w] = a ^ c
+			tg[6*m+w] = b ^ c
+			tg[7*m+w] = ab ^ c
+			for e := 0; e < 8; e++ {
+				tg[(8+e)*m+w] = tg[e*m+w] ^ d
 			}
 		}
 	}
