@@ -206,7 +206,9 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	seeds, rs, ts := st.s[:2*n], st.r[:2*n], st.t[:2*n]
 	// With a fused DPF level kernel every level runs in it, on folded
 	// chains (control bit in bit 0 of the seed) from level 2 on.
-	fused := !dcf && prg.HasDPFGenLevel()
+	// A DCF runs its seed part there too; its value lanes are hashed from
+	// the unfolded seeds and applied here (dcfValues).
+	fused := prg.HasDPFGenLevel()
 	// Headers and roots; seeds and control bits start as the spec says.
 	for i := 0; i < n; i++ {
 		k := base + i
@@ -223,6 +225,9 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	for j := 1; j <= l; j++ {
 		sh := uint(l - j)
 		if fused {
+			if dcf {
+				st.dcfValues(job, base, n, j, seeds, stage)
+			}
 			prg.DPFGenLevel(seeds, job.alpha[base:base+n], sh, stage, ks,
 				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)), j == 1)
 			continue
@@ -311,6 +316,47 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	clear(st.vl)
 	clear(st.vr)
 	clear(stage)
+}
+
+// dcfValues is the value half of DCF Gen level j for the fused path,
+// applied before the seed half replaces the chains: it hashes the current
+// seeds (folded from level 2 on, so bit 0 is cleared first; level 1 uses
+// the roots as given) under the value lanes, then computes VCW_j and the
+// running value V of each key (spec §4) with t1 the party-1 bit before the
+// level.
+func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte) {
+	in, t1s := st.r[:2*n], st.t[:n]
+	for i := 0; i < n; i++ {
+		in[2*i], in[2*i+1] = seeds[2*i], seeds[2*i+1]
+		if j == 1 {
+			t1s[i] = 1
+			continue
+		}
+		t1s[i] = in[2*i+1][0] & 1
+		in[2*i][0] &^= 1
+		in[2*i+1][0] &^= 1
+	}
+	prg.ExpandValues(st.vl[:2*n], st.vr[:2*n], in)
+	mask := prg.Mask(st.p.OutBits)
+	sh := uint(st.p.InBits - j)
+	ks, vb := st.ks, st.vb
+	vo := st.valOff + (j-1)*vb
+	for i := 0; i < n; i++ {
+		a := job.alpha[base+i] >> sh & 1
+		am := -a
+		t1 := t1s[i]
+		v0L := binary.LittleEndian.Uint64(st.vl[2*i][8:])
+		v1L := binary.LittleEndian.Uint64(st.vl[2*i+1][8:])
+		v0R := binary.LittleEndian.Uint64(st.vr[2*i][8:])
+		v1R := binary.LittleEndian.Uint64(st.vr[2*i+1][8:])
+		V := st.v[i]
+		lose0, lose1 := v0R^(v0L^v0R)&am, v1R^(v1L^v1R)&am
+		keep0, keep1 := v0L^(v0L^v0R)&am, v1L^(v1L^v1R)&am
+		vcw := neg(t1, lose1-lose0-V+job.beta[base+i]&am, mask)
+		st.v[i] = V - keep1 + keep0 + neg(t1, vcw, mask)
+		putValue(stage[i*ks+vo:i*ks+vo+vb], vcw)
+	}
+	clear(in)
 }
 
 // putValue writes v little-endian into b (len(b) ≤ 8 bytes).
