@@ -248,7 +248,7 @@ func benchInputs(p fss.Params, k int, seed uint64) (alpha, beta []uint64, root0,
 
 // benchGenBatch is how many keys one BatchGen call makes in the benchmark;
 // the output buffers are reused, as a dealer streaming keys out would.
-const benchGenBatch = 8192
+const benchGenBatch = 1024
 
 // benchGen times the generation of k key pairs on w workers.
 func benchGen(p fss.Params, k, w int, progress func(int)) (time.Duration, error) {
@@ -391,16 +391,22 @@ func benchGenSweep(stdout io.Writer, p fss.Params, keys, maxW int, file string) 
 		}
 		var xy plotter.XYs
 		for b := 1; b <= keys; b *= 4 {
-			done := 0
-			start := time.Now()
-			for done < keys || time.Since(start) < 100*time.Millisecond {
-				m := b
-				if err := g.GenWithRoots(alpha[:m], beta[:m], root0[:m], root1[:m], out0[:m*ks], out1[:m*ks]); err != nil {
-					return err
+			// Best of three runs of at least 100 ms (or all `keys` keys):
+			// the machines are shared, and the best run is the least
+			// disturbed one.
+			rate := 0.0
+			for range 3 {
+				done := 0
+				start := time.Now()
+				for done < keys || time.Since(start) < 100*time.Millisecond {
+					m := b
+					if err := g.GenWithRoots(alpha[:m], beta[:m], root0[:m], root1[:m], out0[:m*ks], out1[:m*ks]); err != nil {
+						return err
+					}
+					done += m
 				}
-				done += m
+				rate = max(rate, float64(done)/time.Since(start).Seconds())
 			}
-			rate := float64(done) / time.Since(start).Seconds()
 			fmt.Fprintf(stdout, "workers %d batch %7d: %10.0f keys/s\n", w, b, rate)
 			xy = append(xy, plotter.XY{X: float64(b), Y: rate / 1e6})
 		}
