@@ -31,7 +31,16 @@ func vaesMMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
 func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 
 //go:noescape
-func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
+func vaesTreeLeaves0(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
+
+//go:noescape
+func vaesTreeLeaves0M(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
+
+//go:noescape
+func vaesTreeLeaves1(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
+
+//go:noescape
+func vaesTreeLeaves1M(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
 
 //go:noescape
 func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
@@ -126,20 +135,35 @@ func vaesTreeGo(out, in []Block, cwL, cwR *Block) {
 	if len(in) == 0 {
 		return
 	}
-	var cw [32]byte
+	cw := treeCW(cwL, cwR)
+	vaesTree(&seedPair, &cw, &out[0], &in[0], len(in))
+}
+
+// treeCW lays out the two corrections for the tree kernels, with bit 0
+// flipped: the kernels leave t in bit 0 of a corrected child's raw MMO.
+func treeCW(cwL, cwR *Block) (cw [32]byte) {
 	copy(cw[:16], cwL[:])
 	copy(cw[16:], cwR[:])
-	vaesTree(&seedPair, &cw, &out[0], &in[0], len(in))
+	cw[0] ^= 1
+	cw[16] ^= 1
+	return
 }
 
 func vaesLeavesGo(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64) {
 	if len(in) == 0 {
 		return
 	}
-	var cw [32]byte
-	copy(cw[:16], cwL[:])
-	copy(cw[16:], cwR[:])
-	vaesTreeLeaves(&seedPair, &cw, &out[0], &in[0], len(in), final, negb, mask)
+	cw := treeCW(cwL, cwR)
+	f := vaesTreeLeaves0
+	switch {
+	case negb == 0 && mask != ^uint64(0):
+		f = vaesTreeLeaves0M
+	case negb != 0 && mask == ^uint64(0):
+		f = vaesTreeLeaves1
+	case negb != 0:
+		f = vaesTreeLeaves1M
+	}
+	f(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
 }
 
 func vaesDPFGenGo(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {

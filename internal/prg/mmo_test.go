@@ -219,8 +219,12 @@ func TestExpandTree(t *testing.T) {
 				}
 			}
 			final := r.Uint64()
-			for _, neg := range []bool{false, true} {
-				mask := Mask(1 + r.IntN(64))
+			for v := 0; v < 4; v++ {
+				neg := v&1 == 1
+				mask := Mask(64) // every variant: both parties, full and masked
+				if v >= 2 {
+					mask = Mask(1 + r.IntN(63))
+				}
 				words := make([]uint64, 2*n)
 				ExpandTreeLeaves(words, in, &cwL, &cwR, final, neg, mask)
 				for j := range words {

@@ -221,47 +221,58 @@ DATA treeNotOne<>+16(SB)/8, $0xfffffffffffffffe
 DATA treeNotOne<>+24(SB)/8, $0xffffffffffffffff
 GLOBL treeNotOne<>(SB), RODATA|NOPTR, $32
 `)
-	g.treeKernel(false)
-	g.treeKernel(true)
+	g.treeKernel("vaesTree", false, false, false)
+	for _, party := range []int{0, 1} {
+		for _, masked := range []bool{false, true} {
+			name := fmt.Sprintf("vaesTreeLeaves%d", party)
+			if masked {
+				name += "M"
+			}
+			g.treeKernel(name, true, party == 1, masked)
+		}
+	}
 }
 
-// treeKernel emits vaesTree or, with leaves, vaesTreeLeaves(k, cw, out
-// *uint64, in *Block, n int, final, negb, mask uint64), which turns each
-// child straight into its output word: out = (hi + (t ? final : 0)), negated
-// when negb is all ones, masked.
-func (g *gen) treeKernel(leaves bool) {
+// treeKernel emits vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block,
+// n int) or, with leaves, a vaesTreeLeaves variant (k, cw, out *uint64, in
+// *Block, n int, final, mask uint64) that turns each child straight into
+// its output word: hi64 + (t ? final : 0), negated for party 1, masked
+// unless the output is 64 bits wide.
+//
+// Parents are folded (bit 0 = t). The AES input is the parent with bit 0
+// cleared, but the last round folds in the parent itself: the MMO output
+// then has t XORed into bit 0, which the caller's correction word absorbs
+// (cw here is [cwL ^ 1 | cwR ^ 1], applied when t = 1). t selects the
+// correction through a table load, so the vector pipes do little more than
+// the AES rounds.
+func (g *gen) treeKernel(name string, leaves, negate, masked bool) {
 	if leaves {
-		g.buf.WriteString(`
-// func vaesTreeLeaves(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, negb, mask uint64)
-TEXT ·vaesTreeLeaves(SB), NOSPLIT, $0-64
+		fmt.Fprintf(&g.buf, `
+// func %[1]s(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
+TEXT ·%[1]s(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), AX
 	MOVQ cw+8(FP), DX
 	MOVQ out+16(FP), DI
 	MOVQ in+24(FP), SI
 	MOVQ n+32(FP), CX
 	VPBROADCASTQ final+40(FP), Y13
-	VPBROADCASTQ negb+48(FP), Y14
-	VPBROADCASTQ mask+56(FP), Y15
-	VMOVDQU treeNotOne<>(SB), Y9
-	VMOVDQU (DX), Y10
-`)
+	VPBROADCASTQ mask+48(FP), Y15
+	VPXOR Y14, Y14, Y14
+`, name)
 	} else {
-		g.buf.WriteString(`
-// func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
-TEXT ·vaesTree(SB), NOSPLIT, $0-40
+		fmt.Fprintf(&g.buf, `
+// func %[1]s(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
+TEXT ·%[1]s(SB), NOSPLIT, $0-40
 	MOVQ k+0(FP), AX
 	MOVQ cw+8(FP), DX
 	MOVQ out+16(FP), DI
 	MOVQ in+24(FP), SI
 	MOVQ n+32(FP), CX
-	VMOVDQU treeNotOne<>(SB), Y9
-	VMOVDQU (DX), Y10
-`)
+`, name)
 	}
-	name := "vaesTree"
-	if leaves {
-		name = "vaesTreeLeaves"
-	}
+	g.p("VMOVDQU treeNotOne<>(SB), Y9")
+	g.p("VMOVDQU (DX), Y10")
+	g.p("LEAQ genTab<>(SB), BX")
 	for _, u := range []int{8, 4, 2, 1} {
 		loop := fmt.Sprintf("%s_u%d", name, u)
 		next := loop + "_end"
@@ -282,14 +293,14 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 		}
 		g.p("VMOVDQU 320(AX), Y8")
 		for j := 0; j < u; j++ {
-			g.p("VBROADCASTI128 %d(SI), Y11", 16*j)
-			g.p("VPAND Y9, Y11, Y12")
+			g.p("VBROADCASTI128 %d(SI), Y12", 16*j)
 			g.p("VPXOR Y8, Y12, Y12")
 			g.p("VAESENCLAST Y12, Y%d, Y%d", j, j)
-			g.p("VPSLLD $31, Y11, Y11")
-			g.p("VPSRAD $31, Y11, Y11")
-			g.p("VPSHUFD $0, Y11, Y11")
-			g.p("VPAND Y10, Y11, Y11")
+			// Correction: cw & (t ? ones : zeros), the mask from genTab.
+			g.p("MOVBLZX %d(SI), R13", 16*j)
+			g.p("ANDL $1, R13")
+			g.p("SHLL $5, R13")
+			g.p("VPAND (BX)(R13*1), Y10, Y11")
 			g.p("VPXOR Y11, Y%d, Y%d", j, j)
 			if !leaves {
 				g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
@@ -301,9 +312,12 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 			g.p("VPSHUFD $0x55, Y11, Y11")
 			g.p("VPAND Y13, Y11, Y11")
 			g.p("VPADDQ Y11, Y%d, Y%d", j, j)
-			g.p("VPXOR Y14, Y%d, Y%d", j, j)
-			g.p("VPSUBQ Y14, Y%d, Y%d", j, j)
-			g.p("VPAND Y15, Y%d, Y%d", j, j)
+			if negate {
+				g.p("VPSUBQ Y%d, Y14, Y%d", j, j)
+			}
+			if masked {
+				g.p("VPAND Y15, Y%d, Y%d", j, j)
+			}
 			g.p("VPERMQ $0x0d, Y%d, Y%d", j, j)
 			g.p("VMOVDQU X%d, %d(DI)", j, 16*j)
 		}
