@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/service"
+)
+
+func init() { rootCmd.AddCommand(partyCmd(), pairCmd()) }
+
+// peerTLS builds mutual-TLS credentials for the peer link from PEM files.
+func peerTLS(cert, key, ca string, server bool) (credentials.TransportCredentials, error) {
+	if cert == "" && key == "" && ca == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" || ca == "" {
+		return nil, badInput("--tls-cert, --tls-key and --tls-ca go together")
+	}
+	kp, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, badInput("--tls-cert/--tls-key: %v", err)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, badInput("--tls-ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, badInput("--tls-ca: no certificate in %s", ca)
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS13}
+	if server {
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	} else {
+		c.RootCAs = pool
+	}
+	return credentials.NewTLS(c), nil
+}
+
+func listenAddr(addr string) (net.Listener, error) {
+	if len(addr) > 7 && addr[:7] == "unix://" {
+		return socket.Listen(addr[7:])
+	}
+	return net.Listen("tcp", addr)
+}
+
+func partyCmd() *cobra.Command {
+	var (
+		party, batch, inFlight                int
+		modSock, listen, peerListen, peer     string
+		metricsAddr, tlsCert, tlsKey, tlsCA   string
+		matchTimeout, peerTimeout, modTimeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "party --party B --module SOCKET --listen ADDR (--peer-listen ADDR | --peer ADDR)",
+		Short: "Run a party's host daemon: applications' gRPC API, the peer link and the module socket",
+		Long: `kord party runs one site's host. It talks to its module (kord module) over
+the module's Unix socket, to the peer party over gRPC on TCP, and serves the
+site's applications over gRPC (the KeySource API, docs/api.md; Go client in
+package client). It batches submissions (--batch keys per batch), keeps up
+to --in-flight batches outstanding, and after any transport failure or
+disagreement with the peer starts a new session: the rollback witness moves
+both modules forward to a common counter and undelivered requests are
+batched again.
+
+Party 1 listens for the peer on --peer-listen; party 0 dials it with --peer.
+The peer link is plaintext unless --tls-cert, --tls-key and --tls-ca are
+given (mutual TLS 1.3, both parties). Prometheus metrics are served on
+--metrics at /metrics.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := svcConfigure(cmd); err != nil {
+				return err
+			}
+			lvl, _ := cmd.Flags().GetString("log-level")
+			log, err := svcLogger(lvl, "component", "party", "party", party)
+			if err != nil {
+				return err
+			}
+			if party != 0 && party != 1 {
+				return badInput("--party %d: want 0 or 1", party)
+			}
+			if modSock == "" || listen == "" {
+				return badInput("--module and --listen are required")
+			}
+			if party == 0 && peer == "" {
+				return badInput("party 0 needs --peer (party 1's --peer-listen address)")
+			}
+			if party == 1 && peerListen == "" {
+				return badInput("party 1 needs --peer-listen")
+			}
+			if batch < 1 || batch > service.MaxCount || inFlight < 1 || inFlight > 1024 {
+				return badInput("--batch must be 1..%d and --in-flight 1..1024", service.MaxCount)
+			}
+			creds, err := peerTLS(tlsCert, tlsKey, tlsCA, party == 1)
+			if err != nil {
+				return err
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			mod := socket.Dial(modSock, modTimeout)
+			defer mod.Close()
+			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
+				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, Logger: log, Registry: reg})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			appL, err := listenAddr(listen)
+			if err != nil {
+				return err
+			}
+			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}
+			app := grpc.NewServer(opts...)
+			p.Register(app, nil)
+			go app.Serve(appL)
+			defer app.Stop()
+			ready := []any{"app", appL.Addr().String(), "pid", os.Getpid()}
+			if party == 1 {
+				peerL, err := net.Listen("tcp", peerListen)
+				if err != nil {
+					return err
+				}
+				popts := opts
+				if creds != nil {
+					popts = append(popts, grpc.Creds(creds))
+				}
+				ps := grpc.NewServer(popts...)
+				p.Register(nil, ps)
+				go ps.Serve(peerL)
+				defer ps.Stop()
+				ready = append(ready, "peer", peerL.Addr().String())
+			}
+			if metricsAddr != "" {
+				ml, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return err
+				}
+				mux := http.NewServeMux()
+				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go hs.Serve(ml)
+				defer hs.Close()
+				ready = append(ready, "metrics", ml.Addr().String())
+			}
+			log.Info("party serving", ready...)
+			svcReady(cmd, ready...)
+			err = p.Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				err = nil
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1")
+	f.StringVar(&modSock, "module", "", "the module's Unix socket")
+	f.StringVar(&listen, "listen", "127.0.0.1:7300", "application API address (host:port or unix:///path)")
+	f.StringVar(&peerListen, "peer-listen", "", "party 1: address to accept the peer party on")
+	f.StringVar(&peer, "peer", "", "party 0: party 1's peer address")
+	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics on (empty = off)")
+	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
+	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
+	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "party 1: how long to wait for a request id party 0 has batched")
+	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
+	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
+	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")
+	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
+	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
+	svcCommonFlags(cmd)
+	return cmd
+}
+
+func pairCmd() *cobra.Command {
+	var app string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "pair --app ADDR",
+		Short: "Pair the two modules once, through the two parties (ask party 0)",
+		Long: `kord pair asks party 0 (at its application address) to run the one-time
+pairing of the two modules: party 0 relays the modules' pairing messages
+through party 1. Both modules must have been started with the same
+provisioning secret and must not be paired yet. The result is kept in each
+module's state file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := svcConfigure(cmd); err != nil {
+				return err
+			}
+			if app == "" {
+				return badInput("--app is required")
+			}
+			c, err := dialApp(app)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := c.Pair(ctx); err != nil {
+				return fmt.Errorf("pair: %w", err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "paired")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
+	svcCommonFlags(cmd)
+	return cmd
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kord-fss/kord/client"
+)
+
+// svcProc is one child process of a cluster.
+type svcProc struct {
+	name  string
+	cmd   *exec.Cmd
+	ready map[string]string
+	done  chan struct{}
+}
+
+// svcStart starts `bin args...`, waits for its JSON readiness line on
+// stdout and returns it. stderr goes to logPath.
+func svcStart(ctx context.Context, bin, name, logPath string, args ...string) (*svcProc, error) {
+	cmd := exec.Command(bin, args...)
+	svcDetach(cmd)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &svcProc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
+	line := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(out)
+		s, _ := br.ReadString('\n')
+		line <- s
+		io.Copy(io.Discard, br)
+	}()
+	select {
+	case s := <-line:
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil || m["ready"] != true {
+			p.kill()
+			tail, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
+		}
+		p.ready = map[string]string{}
+		for k, v := range m {
+			p.ready[k] = fmt.Sprint(v)
+		}
+	case <-time.After(20 * time.Second):
+		p.kill()
+		return nil, fmt.Errorf("%s did not become ready", name)
+	case <-ctx.Done():
+		p.kill()
+		return nil, ctx.Err()
+	}
+	return p, nil
+}
+
+func lastLines(b []byte, n int) string {
+	lines := 0
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' && i != len(b)-1 {
+			lines++
+			if lines == n {
+				return string(b[i+1:])
+			}
+		}
+	}
+	return string(b)
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (p *svcProc) kill() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// svcCluster is two modules and two parties as child processes on loopback.
+type svcCluster struct {
+	bin, dir string
+	opts     clusterOpts
+	mods     [2]*svcProc
+	parties  [2]*svcProc
+	apps     [2]*client.Client
+	started  int // processes started in all
+	mu       sync.Mutex
+}
+
+type clusterOpts struct {
+	Batch, InFlight int
+	Window          uint64
+	Journal         bool                                  // modules journal keystream positions
+	MatchTimeout    time.Duration                         // party 1
+	PeerTimeout     time.Duration                         // party 0
+	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
+}
+
+func (c *svcCluster) modArgs(b int) []string {
+	args := []string{"module", "--party", strconv.Itoa(b), "--socket", c.sockPath(b), "--state", c.statePath(b),
+		"--secret-file", filepath.Join(c.dir, "secret"), "--log-level", "warn"}
+	if c.opts.Window != 0 {
+		args = append(args, "--window", strconv.FormatUint(c.opts.Window, 10))
+	}
+	if c.opts.Journal {
+		args = append(args, "--journal", c.JournalPath(b))
+	}
+	return args
+}
+
+func (c *svcCluster) sockPath(b int) string  { return filepath.Join(c.dir, fmt.Sprintf("m%d.sock", b)) }
+func (c *svcCluster) statePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.db", b)) }
+func (c *svcCluster) JournalPath(b int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("m%d.journal", b))
+}
+func (c *svcCluster) logPath(name string) string {
+	return filepath.Join(c.dir, name+".log")
+}
+
+// startCluster starts, connects and pairs the four processes in a fresh
+// temporary directory (or dir, if given).
+func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster, err error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "kord-cluster"); err != nil {
+			return nil, err
+		}
+	}
+	c := &svcCluster{bin: bin, dir: dir, opts: o}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		return nil, err
+	}
+	for b := 0; b < 2; b++ {
+		if err := c.StartModule(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	common := func(b int) []string {
+		a := []string{"party", "--party", strconv.Itoa(b), "--module", c.sockPath(b), "--listen", "127.0.0.1:0",
+			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
+		if o.Batch > 0 {
+			a = append(a, "--batch", strconv.Itoa(o.Batch))
+		}
+		if o.InFlight > 0 {
+			a = append(a, "--in-flight", strconv.Itoa(o.InFlight))
+		}
+		if o.MatchTimeout > 0 {
+			a = append(a, "--match-timeout", o.MatchTimeout.String())
+		}
+		if o.PeerTimeout > 0 {
+			a = append(a, "--peer-timeout", o.PeerTimeout.String())
+		}
+		return a
+	}
+	p1, err := svcStart(ctx, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
+	if err != nil {
+		return nil, err
+	}
+	c.parties[1] = p1
+	c.started++
+	peer := p1.ready["peer"]
+	if o.PeerVia != nil {
+		if peer, err = o.PeerVia(peer); err != nil {
+			return nil, err
+		}
+	}
+	p0, err := svcStart(ctx, bin, "party0", c.logPath("party0"), append(common(0), "--peer", peer)...)
+	if err != nil {
+		return nil, err
+	}
+	c.parties[0] = p0
+	c.started++
+	for b := 0; b < 2; b++ {
+		if c.apps[b], err = client.Dial(c.parties[b].ready["app"], nil); err != nil {
+			return nil, err
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.apps[0].Pair(pctx); err != nil {
+		return nil, fmt.Errorf("pairing: %w", err)
+	}
+	return c, nil
+}
+
+// StartModule (re)starts module b.
+func (c *svcCluster) StartModule(ctx context.Context, b int) error {
+	p, err := svcStart(ctx, c.bin, fmt.Sprintf("module%d", b), c.logPath(fmt.Sprintf("module%d", b)), c.modArgs(b)...)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.mods[b] = p
+	c.started++
+	c.mu.Unlock()
+	return nil
+}
+
+// KillModule kill -9s module b.
+func (c *svcCluster) KillModule(b int) {
+	c.mu.Lock()
+	p := c.mods[b]
+	c.mods[b] = nil
+	c.mu.Unlock()
+	p.kill()
+}
+
+// Close kills every child and removes nothing (the caller owns dir).
+func (c *svcCluster) Close() {
+	for b := 0; b < 2; b++ {
+		if c.apps[b] != nil {
+			c.apps[b].Close()
+		}
+	}
+	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
+		p.kill()
+	}
+}
+
+// Remove closes the cluster and deletes its directory.
+func (c *svcCluster) Remove() {
+	c.Close()
+	os.RemoveAll(c.dir)
+}
+
+var errClusterGone = errors.New("cluster closed")
