@@ -131,8 +131,6 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) ([]Resu
 // exchange sends own frames and feeds the peer's frames to the module: the
 // one round. On a rejected frame it abandons the batch.
 func (h *Host) exchange(ctx context.Context, frames [][]byte, last uint64) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	sendErr := make(chan error, 1)
 	go func() {
 		for _, f := range frames {
@@ -143,28 +141,33 @@ func (h *Host) exchange(ctx context.Context, frames [][]byte, last uint64) error
 		}
 		sendErr <- nil
 	}()
+	// Receive every frame of the batch even after a rejection, so the link
+	// stays in step with the peer; only feed the module until one fails.
 	var err error
 	for range frames {
-		var f []byte
-		if f, err = h.link.Recv(ctx); err != nil {
-			err = fmt.Errorf("host: receiving frame: %w", err)
+		f, rerr := h.link.Recv(ctx)
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("host: receiving frame: %w", rerr))
 			break
 		}
-		var r *msg.SubmitResponse
-		if r, err = h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}); err != nil {
-			err = fmt.Errorf("host: forwarding frame: %w", err)
-			break
+		if err != nil {
+			continue
 		}
-		if !r.Accepted {
+		r, serr := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f})
+		switch {
+		case serr != nil:
+			err = fmt.Errorf("host: forwarding frame: %w", serr)
+		case !r.Accepted:
 			h.log.Warn("peer frame rejected", "reason", r.Reject)
 			err = fmt.Errorf("%w (%s)", ErrRejected, r.Reject)
-			break
 		}
 	}
 	if err != nil {
-		cancel()
-		<-sendErr
-		if _, aerr := h.dev.Submit(context.WithoutCancel(ctx), &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}); aerr != nil {
+		// Our own frames still go out: the peer expects them.
+		if serr := <-sendErr; serr != nil {
+			err = errors.Join(err, serr)
+		}
+		if _, aerr := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}); aerr != nil {
 			h.log.Warn("abandon failed", "err", aerr)
 		}
 		return err

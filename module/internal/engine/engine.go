@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/kord-fss/kord/fss"
@@ -290,7 +291,7 @@ func bad(format string, args ...any) error {
 
 // Validate checks one share request; the error names the field.
 func Validate(i int, s msg.Share) error {
-	f := fmt.Sprintf("Shares[%d]", i)
+	f := "Shares[" + strconv.Itoa(i) + "]"
 	switch s.Mode {
 	case msg.Bound, msg.Derived, msg.Consume:
 	default:
@@ -496,16 +497,9 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		clear(plain)
 	}
 	// Authentic and fresh: reconstruct, derive roots, Gen, commit, assemble.
-	outs := make([]*output, len(sl.recs))
-	for i, r := range sl.recs {
-		o, err := e.generateBound(r, peer[i][0], peer[i][1])
-		if err != nil {
-			for _, o := range outs[:i] {
-				o.wipe()
-			}
-			return nil, err
-		}
-		outs[i] = o
+	outs, err := e.generateSlot(sl, peer)
+	if err != nil {
+		return nil, err
 	}
 	next := e.ctr
 	next.PeerFloor = sl.last() + 1
@@ -525,6 +519,70 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 	}
 	e.slots = e.slots[1:]
 	return resp, nil
+}
+
+// generateSlot generates the keys of an accepted slot: a batch whose keys
+// all share one shape goes through the fss batch generator, anything else
+// key by key.
+func (e *Engine) generateSlot(sl *slot, peer [][2]uint64) ([]*output, error) {
+	outs := make([]*output, len(sl.recs))
+	p := sl.recs[0].share.Params()
+	same := len(sl.recs) > 1
+	for _, r := range sl.recs {
+		same = same && r.share.Params() == p
+	}
+	if same {
+		if err := e.generateBatch(sl, peer, p, outs); err != nil {
+			return nil, err
+		}
+		return outs, nil
+	}
+	for i, r := range sl.recs {
+		o, err := e.generateBound(r, peer[i][0], peer[i][1])
+		if err != nil {
+			for _, o := range outs[:i] {
+				o.wipe()
+			}
+			return nil, err
+		}
+		outs[i] = o
+	}
+	return outs, nil
+}
+
+// generateBatch is generateBound for many keys of one shape at once.
+func (e *Engine) generateBatch(sl *slot, peer [][2]uint64, p fss.Params, outs []*output) error {
+	k := len(sl.recs)
+	alpha, beta := make([]uint64, k), make([]uint64, k)
+	r0, r1 := make([]prg.Block, k), make([]prg.Block, k)
+	defer func() { clear(alpha); clear(beta); clear(r0); clear(r1) }()
+	for i, r := range sl.recs {
+		alpha[i] = (r.share.AlphaShare + peer[i][0]) & prg.Mask(p.InBits)
+		beta[i] = (r.share.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)
+		r0[i], r1[i] = e.prf.Roots(r.counter)
+	}
+	e.dispatches += uint64(k)
+	out0, out1, err := fss.GenBatchWithRoots(p, alpha, beta, r0, r1)
+	defer func() { clear(out0); clear(out1) }()
+	if err != nil {
+		return fmt.Errorf("module: batch Gen at counter %d: %w", sl.first(), err)
+	}
+	own := out0
+	if e.party == 1 {
+		own = out1
+	}
+	ks := p.KeySize()
+	for i := range sl.recs {
+		key, err := fss.ParseKey(own[i*ks : (i+1)*ks])
+		if err != nil {
+			for _, o := range outs[:i] {
+				o.wipe()
+			}
+			return fmt.Errorf("module: batch Gen at counter %d: %w", sl.first(), err)
+		}
+		outs[i] = &output{mode: sl.recs[i].share.Mode, key: key}
+	}
+	return nil
 }
 
 // generateBound reconstructs (α, β) from both shares, runs Gen with the
