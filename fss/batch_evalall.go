@@ -162,20 +162,24 @@ func (e *fullEval) level(width, d int, leaf []uint64) {
 }
 
 // evalAllTree is the DPF full-domain evaluation on prg.ExpandTree: nodes
-// are folded (control bit in bit 0 of the seed), so a whole row of the tree
-// is one kernel call with the corrections fused in.
+// are folded (control bit in bit 0 of the seed), so a row of the tree is
+// one kernel call with the corrections fused in. The top of the tree is
+// expanded row by row down to 2^(ℓ-treeSub) nodes; below that, chunks of
+// treeChunk adjacent nodes are expanded together down to their leaves, so
+// that every call past the first few rows carries at least eight parents
+// and the working rows (≤ 16 KiB each) stay in cache. The last level goes
+// straight to the output words.
 func (k *Key) evalAllTree(out []uint64) {
+	const treeSub, treeChunk = 8, 8
 	l := k.p.InBits
-	sub := min(l, subLevels)
-	top := l - sub
 	cw := make([][2]prg.Block, l)
 	for d := range cw {
 		cw[d][0], cw[d][1] = k.seedCW[d], k.seedCW[d]
 		cw[d][0][0] |= uint8(k.tL >> uint(d) & 1)
 		cw[d][1][0] |= uint8(k.tR >> uint(d) & 1)
 	}
-	width := max(1<<uint(top), 1<<uint(sub-1))
-	cur, nxt := make([]prg.Block, width), make([]prg.Block, width)
+	mask := prg.Mask(k.p.OutBits)
+	neg1 := k.party == 1
 	// Level 1 from the root, which is used as given (its bit 0 is seed, not
 	// control bit): raw children, folded with the party's control bit.
 	var L, R [1]prg.Block
@@ -187,53 +191,41 @@ func (k *Key) evalAllTree(out []uint64) {
 			first[1][i] ^= cw[0][1][i]
 		}
 	}
-	mask := prg.Mask(k.p.OutBits)
-	b := k.party
-	final := k.final
-	emit := func(dst []uint64, nodes []prg.Block) {
-		for i := range nodes {
-			lo := binary.LittleEndian.Uint64(nodes[i][:8])
-			hi := binary.LittleEndian.Uint64(nodes[i][8:])
-			dst[i] = neg(b, hi+final&-(lo&1), mask)
-		}
-	}
 	if l == 1 {
-		emit(out, first[:])
+		for i := range first {
+			lo := binary.LittleEndian.Uint64(first[i][:8])
+			hi := binary.LittleEndian.Uint64(first[i][8:])
+			out[i] = neg(k.party, hi+k.final&-(lo&1), mask)
+		}
 		return
 	}
-	// Rows of the top part, breadth first: row d holds 2^d nodes.
-	var row []prg.Block
-	if top >= 1 {
-		cur[0], cur[1] = first[0], first[1]
-		row = cur[:2]
-		for d := 1; d < top; d++ {
-			prg.ExpandTree(nxt[:2*len(row)], row, &cw[d][0], &cw[d][1])
-			cur, nxt = nxt, cur
-			row = cur[:2*len(row)]
-		}
-	} else {
-		row = []prg.Block{k.root} // unused: the subtree starts at the root
+	// Rows of the top part: row d holds 2^d nodes.
+	d := 1
+	topW := 1 << uint(max(l-treeSub, 1))
+	rowA, rowB := make([]prg.Block, topW), make([]prg.Block, topW)
+	row := rowA[:2]
+	copy(row, first[:])
+	for ; len(row) < topW; d++ {
+		prg.ExpandTree(rowB[:2*len(row)], row, &cw[d][0], &cw[d][1])
+		rowA, rowB = rowB, rowA
+		row = rowA[:2*len(row)]
 	}
-	topNodes := append([]prg.Block(nil), row...)
-	leaves := 1 << uint(sub)
-	for node := range topNodes {
-		var r []prg.Block
-		d := top
-		if top == 0 {
-			cur[0], cur[1] = first[0], first[1]
-			r, d = cur[:2], 1
-		} else {
-			cur[0] = topNodes[node]
-			r = cur[:1]
+	// Chunks of adjacent nodes down to their leaves.
+	rem := l - d // levels below the row, ≥ 1
+	c := min(treeChunk, len(row))
+	bufW := c << uint(rem-1)
+	bufA, bufB := make([]prg.Block, bufW), make([]prg.Block, bufW)
+	for base := 0; base < len(row); base += c {
+		cur := row[base : base+c]
+		for e := d; e < l-1; e++ {
+			prg.ExpandTree(bufB[:2*len(cur)], cur, &cw[e][0], &cw[e][1])
+			bufA, bufB = bufB, bufA
+			cur = bufA[:2*len(cur)]
 		}
-		for ; d < l-1; d++ {
-			prg.ExpandTree(nxt[:2*len(r)], r, &cw[d][0], &cw[d][1])
-			cur, nxt = nxt, cur
-			r = cur[:2*len(r)]
-		}
-		prg.ExpandTreeLeaves(out[node*leaves:(node+1)*leaves], r, &cw[l-1][0], &cw[l-1][1], final, b == 1, mask)
+		prg.ExpandTreeLeaves(out[base<<uint(rem):(base+c)<<uint(rem)], cur, &cw[l-1][0], &cw[l-1][1], k.final, neg1, mask)
 	}
-	clear(cur)
-	clear(nxt)
-	clear(topNodes)
+	clear(rowA)
+	clear(rowB)
+	clear(bufA)
+	clear(bufB)
 }

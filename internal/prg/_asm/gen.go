@@ -306,20 +306,45 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-40
 				g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
 				continue
 			}
-			// t of each child into a whole-lane mask, then the output word.
-			g.p("VPSLLQ $63, Y%d, Y11", j)
-			g.p("VPSRAD $31, Y11, Y11")
-			g.p("VPSHUFD $0x55, Y11, Y11")
+			if u == 1 {
+				// t of each child into a whole-lane mask, then the output word.
+				g.p("VPSLLQ $63, Y%d, Y11", j)
+				g.p("VPSRAD $31, Y11, Y11")
+				g.p("VPSHUFD $0x55, Y11, Y11")
+				g.p("VPAND Y13, Y11, Y11")
+				g.p("VPADDQ Y11, Y%d, Y%d", j, j)
+				if negate {
+					g.p("VPSUBQ Y%d, Y14, Y%d", j, j)
+				}
+				if masked {
+					g.p("VPAND Y15, Y%d, Y%d", j, j)
+				}
+				g.p("VPERMQ $0x0d, Y%d, Y%d", j, j)
+				g.p("VMOVDQU X%d, %d(DI)", j, 16*j)
+			}
+		}
+		// Two parents A = [aL | aR], B = [bL | bR] at a time: the t masks
+		// by a signed compare of bit 0 moved to the top, the high words and
+		// masks gathered in lane with unpacks, one cross-lane permute to
+		// put [aL aR bL bR] in order.
+		for j := 0; leaves && u >= 2 && j < u; j += 2 {
+			a, b := j, j+1
+			g.p("VPSLLQ $63, Y%d, Y11", a)
+			g.p("VPCMPGTQ Y11, Y14, Y11")
+			g.p("VPSLLQ $63, Y%d, Y12", b)
+			g.p("VPCMPGTQ Y12, Y14, Y12")
+			g.p("VPUNPCKLQDQ Y12, Y11, Y11")
+			g.p("VPUNPCKHQDQ Y%d, Y%d, Y%d", b, a, a)
 			g.p("VPAND Y13, Y11, Y11")
-			g.p("VPADDQ Y11, Y%d, Y%d", j, j)
+			g.p("VPADDQ Y11, Y%d, Y%d", a, a)
 			if negate {
-				g.p("VPSUBQ Y%d, Y14, Y%d", j, j)
+				g.p("VPSUBQ Y%d, Y14, Y%d", a, a)
 			}
 			if masked {
-				g.p("VPAND Y15, Y%d, Y%d", j, j)
+				g.p("VPAND Y15, Y%d, Y%d", a, a)
 			}
-			g.p("VPERMQ $0x0d, Y%d, Y%d", j, j)
-			g.p("VMOVDQU X%d, %d(DI)", j, 16*j)
+			g.p("VPERMQ $0xd8, Y%d, Y%d", a, a)
+			g.p("VMOVDQU Y%d, %d(DI)", a, 16*j)
 		}
 		g.p("ADDQ $%d, SI", 16*u)
 		if leaves {
