@@ -131,7 +131,10 @@ func (c *Client) Pair(ctx context.Context) error {
 }
 
 // Stream is a stream of requests answered in order.
-type Stream struct{ s pb.KeySource_KeysClient }
+type Stream struct {
+	s   pb.KeySource_KeysClient
+	buf []*pb.KeyReply
+}
 
 // Stream opens a request stream.
 func (c *Client) Stream(ctx context.Context) (*Stream, error) {
@@ -143,14 +146,21 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 }
 
 // Send sends one request.
-func (s *Stream) Send(r *pb.KeyRequest) error { return s.s.Send(r) }
+func (s *Stream) Send(r *pb.KeyRequest) error {
+	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
+}
+
+// SendBatch sends several requests in one message.
+func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
+	return s.s.Send(&pb.KeyRequests{Requests: rs})
+}
 
 // CloseSend says no more requests follow.
 func (s *Stream) CloseSend() error { return s.s.CloseSend() }
 
 // Recv returns the next reply, in request order.
 func (s *Stream) Recv() (*Reply, error) {
-	r, err := s.s.Recv()
+	r, err := s.RecvRaw()
 	if err != nil {
 		return nil, err
 	}
@@ -158,4 +168,15 @@ func (s *Stream) Recv() (*Reply, error) {
 }
 
 // RecvRaw returns the next wire reply without parsing the keys.
-func (s *Stream) RecvRaw() (*pb.KeyReply, error) { return s.s.Recv() }
+func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
+	for len(s.buf) == 0 {
+		m, err := s.s.Recv()
+		if err != nil {
+			return nil, err
+		}
+		s.buf = m.Replies
+	}
+	r := s.buf[0]
+	s.buf = s.buf[1:]
+	return r, nil
+}

@@ -236,33 +236,55 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 	return j
 }
 
-// Keys answers a stream of requests in order.
+// Keys answers a stream of requests in order. Replies to consecutive
+// requests that are ready together share one message.
 func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
-	order := make(chan *job, 1<<14)
+	order := make(chan *job, 1<<16)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(order)
 		for {
-			r, err := stream.Recv()
+			rs, err := stream.Recv()
 			if err != nil {
 				return
 			}
-			select {
-			case order <- p.request(r):
-			case <-ctx.Done():
-				return
+			for _, r := range rs.Requests {
+				select {
+				case order <- p.request(r):
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}()
 	go func() {
+		var out pb.KeyReplies
 		for j := range order {
 			rep, err := j.wait(ctx)
 			if err != nil {
 				errc <- err
 				return
 			}
-			if err := stream.Send(rep); err != nil {
+			out.Replies = append(out.Replies[:0], rep)
+		more:
+			for len(out.Replies) < 1024 {
+				select {
+				case j2, ok := <-order:
+					if !ok {
+						break more
+					}
+					rep, err := j2.wait(ctx)
+					if err != nil {
+						errc <- err
+						return
+					}
+					out.Replies = append(out.Replies, rep)
+				default:
+					break more
+				}
+			}
+			if err := stream.Send(&out); err != nil {
 				errc <- err
 				return
 			}

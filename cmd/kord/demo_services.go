@@ -166,13 +166,18 @@ func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyReq
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			for i, r := range reqs[b] {
+			const chunk = 64
+			for i := 0; i < n; i += chunk {
+				rs := reqs[b][i:min(i+chunk, n)]
 				if b == 0 {
 					mu.Lock()
-					sent[i] = time.Now()
+					now := time.Now()
+					for k := range rs {
+						sent[i+k] = now
+					}
 					mu.Unlock()
 				}
-				if e := st.Send(r); e != nil {
+				if e := st.SendBatch(rs); e != nil {
 					errs[2*b] = e
 					return
 				}
@@ -299,8 +304,14 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		id += uint64(len(r[0]))
 		jobs = append(jobs, job{k, r, t})
 	}
-	var total time.Duration
-	var lats []time.Duration
+	lp, err := host.NewLocalPair(ctx, host.LocalOptions{InFlight: batch})
+	if err != nil {
+		return nil, err
+	}
+	defer lp.Close()
+	var total, ipTotal time.Duration
+	var lats, ipLats []time.Duration
+	ipKeys := 0
 	for i, j := range jobs {
 		st0, err0 := c.apps[0].Status(ctx)
 		st1, err1 := c.apps[1].Status(ctx)
@@ -335,17 +346,24 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 			rep.RoundsPerKey[j.k.name()] = 0
 		}
 		rep.Resyncs = e0.Resyncs
+		if j.k.mode != "consume" {
+			// The same class in one process, right after, so that load on
+			// the machine affects both paths alike.
+			el, err := svcInProcessPhase(ctx, lp, j.k, n, batch, rng, rep, &ipLats)
+			if err != nil {
+				return nil, err
+			}
+			ipTotal += el
+			ipKeys += n
+		}
 		say("  [%2d/%d] %-22s %6d keys  %8.0f keys/s  %6.2f B/party/key\n", i+1, len(jobs), j.k.name(), n, float64(n)/el.Seconds(), bytes)
 	}
 	rep.KeysPerSec = float64(rep.Keys) / total.Seconds()
 	rep.LatencyP50, rep.LatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
 
-	say("same workload in one process (host.LocalPair) and through a dealer…\n")
-	ip, err := svcInProcess(ctx, classes, per, batch, rng, rep)
-	if err != nil {
-		return nil, err
-	}
-	rep.InProcessKeysPerSec = ip
+	rep.InProcessKeysPerSec = float64(ipKeys) / ipTotal.Seconds()
+	rep.InProcessLatencyP50, rep.InProcessLatencyP99 = pct(ipLats, 0.5), pct(ipLats, 0.99)
+	say("same workload through a dealer…\n")
 	rep.DealerKeysPerSec = svcDealer(classes, per, rng, rep)
 	if rep.InProcessKeysPerSec > 0 {
 		rep.RateRatio = rep.KeysPerSec / rep.InProcessKeysPerSec
@@ -353,48 +371,35 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 	return rep, nil
 }
 
-// svcInProcess runs the same classes through an in-process LocalPair.
-func svcInProcess(ctx context.Context, classes []svcClass, per, batch int, rng *mrand.Rand, rep *svcDemoReport) (float64, error) {
-	lp, err := host.NewLocalPair(ctx, host.LocalOptions{InFlight: batch})
-	if err != nil {
+// svcInProcessPhase runs keys of class k through an in-process LocalPair.
+func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k svcClass, per, batch int, rng *mrand.Rand, rep *svcDemoReport, lats *[]time.Duration) (time.Duration, error) {
+	p := k.params()
+	var reqs [2][]host.Request
+	tier := msg.MAC
+	for i := 0; i < per; i++ {
+		for b := 0; b < 2; b++ {
+			s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Bound}
+			if k.mode == "derived" {
+				s.Mode = msg.Derived
+			} else {
+				s.AlphaShare, s.BetaShare = rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
+				tier, _ = msg.ParseTier(k.tier)
+			}
+			reqs[b] = append(reqs[b], host.Request{Share: s})
+		}
+	}
+	b0 := lp.Links[0].SentBytes() + lp.Links[1].SentBytes()
+	t0 := time.Now()
+	if _, err := lp.Generate(ctx, tier, reqs); err != nil {
 		return 0, err
 	}
-	defer lp.Close()
-	var total time.Duration
-	var lats []time.Duration
-	keys := 0
-	for _, k := range classes {
-		p := k.params()
-		var reqs [2][]host.Request
-		tier := msg.MAC
-		for i := 0; i < per; i++ {
-			for b := 0; b < 2; b++ {
-				s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Bound}
-				if k.mode == "derived" {
-					s.Mode = msg.Derived
-				} else {
-					s.AlphaShare, s.BetaShare = rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
-					tier, _ = msg.ParseTier(k.tier)
-				}
-				reqs[b] = append(reqs[b], host.Request{Share: s})
-			}
-		}
-		b0 := lp.Links[0].SentBytes() + lp.Links[1].SentBytes()
-		t0 := time.Now()
-		if _, err := lp.Generate(ctx, tier, reqs); err != nil {
-			return 0, err
-		}
-		el := time.Since(t0)
-		total += el
-		keys += per
-		batches := (per + batch - 1) / batch
-		for i := 0; i < per; i++ { // a key waits for its batch
-			lats = append(lats, el/time.Duration(batches))
-		}
-		rep.InProcessBytesPerKey[k.name()] = float64(lp.Links[0].SentBytes()+lp.Links[1].SentBytes()-b0) / 2 / float64(per)
+	el := time.Since(t0)
+	batches := (per + batch - 1) / batch
+	for i := 0; i < per; i++ { // a key waits for its batch
+		*lats = append(*lats, el/time.Duration(batches))
 	}
-	rep.InProcessLatencyP50, rep.InProcessLatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
-	return float64(keys) / total.Seconds(), nil
+	rep.InProcessBytesPerKey[k.name()] = float64(lp.Links[0].SentBytes()+lp.Links[1].SentBytes()-b0) / 2 / float64(per)
+	return el, nil
 }
 
 // svcDealer times a trusted dealer's Gen on the same classes; it sends each
@@ -481,6 +486,7 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
+	svcTuneGC()
 	var progress io.Writer
 	if !asJSON {
 		progress = cmd.ErrOrStderr()

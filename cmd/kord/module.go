@@ -119,6 +119,7 @@ environment KORD_SECRET (hex).`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			defer svcProfile(fmt.Sprintf("module%d", party))()
 			context.AfterFunc(ctx, func() { l.Close() })
 			log.Info("module listening", "socket", sock, "state", state, "locked", dev.Locked())
 			svcReady(cmd, "socket", sock, "pid", os.Getpid())

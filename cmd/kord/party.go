@@ -126,6 +126,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			defer p.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			defer svcProfile(fmt.Sprintf("party%d", party))()
 
 			appL, err := listenAddr(listen)
 			if err != nil {

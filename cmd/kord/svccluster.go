@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kord-fss/kord/client"
@@ -238,7 +239,20 @@ func (c *svcCluster) KillModule(b int) {
 	p.kill()
 }
 
-// Close kills every child and removes nothing (the caller owns dir).
+// stop asks the process to exit (SIGTERM) and kills it after a grace period.
+func (p *svcProc) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(3 * time.Second):
+		p.kill()
+	}
+}
+
+// Close stops every child and removes nothing (the caller owns dir).
 func (c *svcCluster) Close() {
 	for b := 0; b < 2; b++ {
 		if c.apps[b] != nil {
@@ -246,7 +260,7 @@ func (c *svcCluster) Close() {
 		}
 	}
 	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
-		p.kill()
+		p.stop()
 	}
 }
 

@@ -304,6 +304,96 @@ func (x *KeyReply) GetErrorClass() string {
 	return ""
 }
 
+// KeyRequests and KeyReplies carry several requests (replies) per stream
+// message, to spare per-message overhead; order is kept across messages.
+type KeyRequests struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*KeyRequest          `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRequests) Reset() {
+	*x = KeyRequests{}
+	mi := &file_kord_v1_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRequests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRequests) ProtoMessage() {}
+
+func (x *KeyRequests) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRequests.ProtoReflect.Descriptor instead.
+func (*KeyRequests) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *KeyRequests) GetRequests() []*KeyRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type KeyReplies struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replies       []*KeyReply            `protobuf:"bytes,1,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyReplies) Reset() {
+	*x = KeyReplies{}
+	mi := &file_kord_v1_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyReplies) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyReplies) ProtoMessage() {}
+
+func (x *KeyReplies) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyReplies.ProtoReflect.Descriptor instead.
+func (*KeyReplies) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *KeyReplies) GetReplies() []*KeyReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -312,7 +402,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[3]
+	mi := &file_kord_v1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +414,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[3]
+	mi := &file_kord_v1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +427,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{3}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
 }
 
 type StatusReply struct {
@@ -360,7 +450,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[4]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +462,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[4]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +475,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StatusReply) GetParty() uint32 {
@@ -480,7 +570,7 @@ type PairRequest struct {
 
 func (x *PairRequest) Reset() {
 	*x = PairRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +582,7 @@ func (x *PairRequest) String() string {
 func (*PairRequest) ProtoMessage() {}
 
 func (x *PairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +595,7 @@ func (x *PairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairRequest.ProtoReflect.Descriptor instead.
 func (*PairRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 type PairReply struct {
@@ -517,7 +607,7 @@ type PairReply struct {
 
 func (x *PairReply) Reset() {
 	*x = PairReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +619,7 @@ func (x *PairReply) String() string {
 func (*PairReply) ProtoMessage() {}
 
 func (x *PairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +632,7 @@ func (x *PairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairReply.ProtoReflect.Descriptor instead.
 func (*PairReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PairReply) GetPaired() bool {
@@ -568,7 +658,7 @@ type BatchItem struct {
 
 func (x *BatchItem) Reset() {
 	*x = BatchItem{}
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +670,7 @@ func (x *BatchItem) String() string {
 func (*BatchItem) ProtoMessage() {}
 
 func (x *BatchItem) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +683,7 @@ func (x *BatchItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchItem.ProtoReflect.Descriptor instead.
 func (*BatchItem) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BatchItem) GetId() uint64 {
@@ -663,7 +753,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +765,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +778,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Hello) GetRun() uint64 {
@@ -722,7 +812,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +824,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +837,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -773,7 +863,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +875,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +888,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -817,7 +907,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +919,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +932,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -866,7 +956,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +968,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +981,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -951,7 +1041,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1053,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1066,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1038,7 +1128,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1140,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1153,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1098,7 +1188,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1200,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1213,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1252,7 +1342,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1354,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1367,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1330,7 +1420,12 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x04 \x01(\tR\n" +
-	"errorClass\"\x0f\n" +
+	"errorClass\">\n" +
+	"\vKeyRequests\x12/\n" +
+	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\"9\n" +
+	"\n" +
+	"KeyReplies\x12+\n" +
+	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\"\x0f\n" +
 	"\rStatusRequest\"\xff\x02\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -1406,9 +1501,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x01m\"?\n" +
 	"\vPairMessage\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
-	"\x06paired\x18\x02 \x01(\bR\x06paired2\xd8\x01\n" +
-	"\tKeySource\x122\n" +
-	"\x04Keys\x12\x13.kord.v1.KeyRequest\x1a\x11.kord.v1.KeyReply(\x010\x01\x12-\n" +
+	"\x06paired\x18\x02 \x01(\bR\x06paired2\xdb\x01\n" +
+	"\tKeySource\x125\n" +
+	"\x04Keys\x12\x14.kord.v1.KeyRequests\x1a\x13.kord.v1.KeyReplies(\x010\x01\x12-\n" +
 	"\x03Get\x12\x13.kord.v1.KeyRequest\x1a\x11.kord.v1.KeyReply\x126\n" +
 	"\x06Status\x12\x16.kord.v1.StatusRequest\x1a\x14.kord.v1.StatusReply\x120\n" +
 	"\x04Pair\x12\x14.kord.v1.PairRequest\x1a\x12.kord.v1.PairReply2q\n" +
@@ -1428,55 +1523,59 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
 	(*KeyReply)(nil),              // 2: kord.v1.KeyReply
-	(*StatusRequest)(nil),         // 3: kord.v1.StatusRequest
-	(*StatusReply)(nil),           // 4: kord.v1.StatusReply
-	(*PairRequest)(nil),           // 5: kord.v1.PairRequest
-	(*PairReply)(nil),             // 6: kord.v1.PairReply
-	(*BatchItem)(nil),             // 7: kord.v1.BatchItem
-	(*Hello)(nil),                 // 8: kord.v1.Hello
-	(*HelloReply)(nil),            // 9: kord.v1.HelloReply
-	(*Witness)(nil),               // 10: kord.v1.Witness
-	(*SyncDone)(nil),              // 11: kord.v1.SyncDone
-	(*Batch)(nil),                 // 12: kord.v1.Batch
-	(*BatchReply)(nil),            // 13: kord.v1.BatchReply
-	(*Confirm)(nil),               // 14: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 15: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 16: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 17: kord.v1.PollResponse
+	(*KeyRequests)(nil),           // 3: kord.v1.KeyRequests
+	(*KeyReplies)(nil),            // 4: kord.v1.KeyReplies
+	(*StatusRequest)(nil),         // 5: kord.v1.StatusRequest
+	(*StatusReply)(nil),           // 6: kord.v1.StatusReply
+	(*PairRequest)(nil),           // 7: kord.v1.PairRequest
+	(*PairReply)(nil),             // 8: kord.v1.PairReply
+	(*BatchItem)(nil),             // 9: kord.v1.BatchItem
+	(*Hello)(nil),                 // 10: kord.v1.Hello
+	(*HelloReply)(nil),            // 11: kord.v1.HelloReply
+	(*Witness)(nil),               // 12: kord.v1.Witness
+	(*SyncDone)(nil),              // 13: kord.v1.SyncDone
+	(*Batch)(nil),                 // 14: kord.v1.Batch
+	(*BatchReply)(nil),            // 15: kord.v1.BatchReply
+	(*Confirm)(nil),               // 16: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 17: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 18: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 19: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
-	17, // 1: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	7,  // 2: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	8,  // 3: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	9,  // 4: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	10, // 5: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	11, // 6: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	12, // 7: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	13, // 8: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	14, // 9: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	0,  // 10: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequest
-	0,  // 11: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	3,  // 12: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	5,  // 13: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	16, // 14: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	15, // 15: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	2,  // 16: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReply
-	2,  // 17: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	4,  // 18: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	6,  // 19: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	16, // 20: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	15, // 21: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	16, // [16:22] is the sub-list for method output_type
-	10, // [10:16] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 1: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
+	2,  // 2: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
+	19, // 3: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	9,  // 4: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	10, // 5: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	11, // 6: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	12, // 7: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	13, // 8: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	14, // 9: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	15, // 10: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	16, // 11: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 12: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 13: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	5,  // 14: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	7,  // 15: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	18, // 16: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	17, // 17: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	4,  // 18: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 19: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	6,  // 20: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	8,  // 21: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	18, // 22: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	17, // 23: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	18, // [18:24] is the sub-list for method output_type
+	12, // [12:18] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -1484,7 +1583,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[15].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[17].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -1499,7 +1598,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -32,8 +32,9 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type KeySourceClient interface {
-	// Keys answers a stream of requests in order, one reply per request.
-	Keys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[KeyRequest, KeyReply], error)
+	// Keys answers a stream of requests in order, one reply per request
+	// (replies to consecutive requests may share a message).
+	Keys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[KeyRequests, KeyReplies], error)
 	// Get answers one request (any mode).
 	Get(ctx context.Context, in *KeyRequest, opts ...grpc.CallOption) (*KeyReply, error)
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusReply, error)
@@ -49,18 +50,18 @@ func NewKeySourceClient(cc grpc.ClientConnInterface) KeySourceClient {
 	return &keySourceClient{cc}
 }
 
-func (c *keySourceClient) Keys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[KeyRequest, KeyReply], error) {
+func (c *keySourceClient) Keys(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[KeyRequests, KeyReplies], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &KeySource_ServiceDesc.Streams[0], KeySource_Keys_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[KeyRequest, KeyReply]{ClientStream: stream}
+	x := &grpc.GenericClientStream[KeyRequests, KeyReplies]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type KeySource_KeysClient = grpc.BidiStreamingClient[KeyRequest, KeyReply]
+type KeySource_KeysClient = grpc.BidiStreamingClient[KeyRequests, KeyReplies]
 
 func (c *keySourceClient) Get(ctx context.Context, in *KeyRequest, opts ...grpc.CallOption) (*KeyReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -96,8 +97,9 @@ func (c *keySourceClient) Pair(ctx context.Context, in *PairRequest, opts ...grp
 // All implementations must embed UnimplementedKeySourceServer
 // for forward compatibility.
 type KeySourceServer interface {
-	// Keys answers a stream of requests in order, one reply per request.
-	Keys(grpc.BidiStreamingServer[KeyRequest, KeyReply]) error
+	// Keys answers a stream of requests in order, one reply per request
+	// (replies to consecutive requests may share a message).
+	Keys(grpc.BidiStreamingServer[KeyRequests, KeyReplies]) error
 	// Get answers one request (any mode).
 	Get(context.Context, *KeyRequest) (*KeyReply, error)
 	Status(context.Context, *StatusRequest) (*StatusReply, error)
@@ -113,7 +115,7 @@ type KeySourceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedKeySourceServer struct{}
 
-func (UnimplementedKeySourceServer) Keys(grpc.BidiStreamingServer[KeyRequest, KeyReply]) error {
+func (UnimplementedKeySourceServer) Keys(grpc.BidiStreamingServer[KeyRequests, KeyReplies]) error {
 	return status.Error(codes.Unimplemented, "method Keys not implemented")
 }
 func (UnimplementedKeySourceServer) Get(context.Context, *KeyRequest) (*KeyReply, error) {
@@ -147,11 +149,11 @@ func RegisterKeySourceServer(s grpc.ServiceRegistrar, srv KeySourceServer) {
 }
 
 func _KeySource_Keys_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(KeySourceServer).Keys(&grpc.GenericServerStream[KeyRequest, KeyReply]{ServerStream: stream})
+	return srv.(KeySourceServer).Keys(&grpc.GenericServerStream[KeyRequests, KeyReplies]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type KeySource_KeysServer = grpc.BidiStreamingServer[KeyRequest, KeyReply]
+type KeySource_KeysServer = grpc.BidiStreamingServer[KeyRequests, KeyReplies]
 
 func _KeySource_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(KeyRequest)
