@@ -21,10 +21,10 @@ const (
 
 // Error classes of KeyReply.error_class.
 const (
-	ErrClassBadRequest  = "bad_request"  // the request is malformed; nothing moved
-	ErrClassMismatch    = "mismatch"     // the two sites' requests (or keys) differ
-	ErrClassPeer        = "peer"         // the peer site has no such request
-	ErrClassUnavailable = "unavailable"  // shutting down
+	ErrClassBadRequest  = "bad_request" // the request is malformed; nothing moved
+	ErrClassMismatch    = "mismatch"    // the two sites' requests (or keys) differ
+	ErrClassPeer        = "peer"        // the peer site has no such request
+	ErrClassUnavailable = "unavailable" // shutting down
 	ErrClassInternal    = "internal"
 )
 
@@ -73,7 +73,9 @@ func sameShape(a, b *pb.BatchItem) bool {
 
 var errBad = errors.New("bad request")
 
-func badf(format string, args ...any) error { return fmt.Errorf("%w: %s", errBad, fmt.Sprintf(format, args...)) }
+func badf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBad, fmt.Sprintf(format, args...))
+}
 
 // newJob validates an application request; the error names the field.
 func newJob(r *pb.KeyRequest) (*job, error) {

@@ -94,7 +94,7 @@ type Party struct {
 	heldRun    uint64
 
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
-	peerUp                                                              atomic.Bool
+	peerUp                                                                  atomic.Bool
 }
 
 type heldBatch struct {
