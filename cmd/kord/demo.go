@@ -67,7 +67,7 @@ func demoCmd() *cobra.Command {
 				return badInput("--in-flight %d is outside 1..4096", inFlight)
 			}
 			if !inProcess {
-				fmt.Fprintln(cmd.ErrOrStderr(), "kord demo: the module and host services are not built yet; running the in-process demo")
+				return demoServices(cmd, keys, inFlight, seed, asJSON) // demo_services.go
 			}
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())

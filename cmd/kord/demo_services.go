@@ -503,3 +503,13 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	}
 	return nil
 }
+
+// demoServices is `kord demo` without --in-process (called from demo.go):
+// the demo's --in-flight (keys per batch M) sets the batch size when given.
+func demoServices(cmd *cobra.Command, keys, inFlight int, seed uint64, asJSON bool) error {
+	batch := service.DefaultBatch
+	if cmd.Flags().Changed("in-flight") {
+		batch = min(inFlight, service.MaxCount)
+	}
+	return svcDemoMain(cmd, keys, batch, service.DefaultInFlight, seed, asJSON)
+}
