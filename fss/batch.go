@@ -157,6 +157,7 @@ type groupState struct {
 	t                []uint8     // control bits, same layout as s
 	v                []uint64    // DCF running value per key
 	stage            []byte      // party-0 key images of the group
+	alpha            []uint64    // the group's α, padded to an even count
 }
 
 func newGroupState(p Params) *groupState {
@@ -170,6 +171,7 @@ func newGroupState(p Params) *groupState {
 		s:       make([]prg.Block, 2*g),
 		r:       make([]prg.Block, 2*g),
 		t:       make([]uint8, 2*g),
+		alpha:   make([]uint64, g+1),
 	}
 	st.stage = make([]byte, g*st.ks)
 	st.valOff = st.ctrlOff + (2*p.InBits+7)/8
@@ -201,14 +203,28 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	ks := st.ks
 	nc := (2*l + 7) / 8
 	stage := st.stage[:n*ks]
-	// Key i's chains are s[2i] (party 0) and s[2i+1] (party 1): one call
-	// covers all 2n seeds.
-	seeds, rs, ts := st.s[:2*n], st.r[:2*n], st.t[:2*n]
 	// With a fused DPF level kernel every level runs in it, on folded
-	// chains (control bit in bit 0 of the seed) from level 2 on.
+	// chains (control bit in bit 0 of the seed) from level 2 on, two keys
+	// per register: the kernel wants an even count, so an odd group gets a
+	// dummy key (α = 0, zero roots) whose output lands in spare staging.
 	// A DCF runs its seed part there too; its value lanes are hashed from
 	// the unfolded seeds and applied here (dcfValues).
 	fused := prg.HasDPFGenLevel()
+	m := n
+	if fused && n%2 == 1 {
+		m = n + 1
+	}
+	// All 2m chains go to one kernel call. Without the fused kernel key i's
+	// chains are s[2i] (party 0) and s[2i+1] (party 1); with it, keys pair
+	// up as [0: 2q, 2q+1 | 1: 2q, 2q+1] (see prg.DPFGenLevel).
+	seeds, rs, ts := st.s[:2*m], st.r[:2*m], st.t[:2*m]
+	ci := func(b, i int) int { return 2*i + b }
+	if fused {
+		ci = func(b, i int) int { return 4*(i/2) + 2*b + i%2 }
+		copy(st.alpha, job.alpha[base:base+n])
+		st.alpha[n] = 0
+		seeds[ci(0, m-1)], seeds[ci(1, m-1)] = prg.Block{}, prg.Block{}
+	}
 	// Headers and roots; seeds and control bits start as the spec says.
 	for i := 0; i < n; i++ {
 		k := base + i
@@ -216,7 +232,7 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		img[0], img[1], img[2], img[3], img[4], img[5] = magic, version, byte(p.Type), 0, byte(l), byte(p.OutBits)
 		copy(img[headerSize:], job.root0[k][:])
 		clear(img[st.ctrlOff : st.ctrlOff+nc])
-		seeds[2*i], seeds[2*i+1] = job.root0[k], job.root1[k]
+		seeds[ci(0, i)], seeds[ci(1, i)] = job.root0[k], job.root1[k]
 		ts[2*i], ts[2*i+1] = 0, 1
 		if dcf {
 			st.v[i] = 0
@@ -226,9 +242,9 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		sh := uint(l - j)
 		if fused {
 			if dcf {
-				st.dcfValues(job, base, n, j, seeds, stage)
+				st.dcfValues(job, base, n, j, seeds, stage, ci)
 			}
-			prg.DPFGenLevel(seeds, job.alpha[base:base+n], sh, stage, ks,
+			prg.DPFGenLevel(seeds, st.alpha[:m], sh, st.stage[:m*ks], ks,
 				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)), j == 1)
 			continue
 		}
@@ -289,11 +305,11 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	}
 	for i := 0; i < n; i++ {
 		img := stage[i*ks : (i+1)*ks]
-		c0 := prg.Convert(&seeds[2*i], p.OutBits)
-		c1 := prg.Convert(&seeds[2*i+1], p.OutBits)
+		c0 := prg.Convert(&seeds[ci(0, i)], p.OutBits)
+		c1 := prg.Convert(&seeds[ci(1, i)], p.OutBits)
 		t1 := ts[2*i+1]
 		if fused {
-			t1 = seeds[2*i+1][0] & 1
+			t1 = seeds[ci(1, i)][0] & 1
 		}
 		var final uint64
 		if dcf {
@@ -315,7 +331,8 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	clear(st.r)
 	clear(st.vl)
 	clear(st.vr)
-	clear(stage)
+	clear(st.stage)
+	clear(st.alpha)
 }
 
 // dcfValues is the value half of DCF Gen level j for the fused path,
@@ -324,10 +341,10 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 // the roots as given) under the value lanes, then computes VCW_j and the
 // running value V of each key (spec §4) with t1 the party-1 bit before the
 // level.
-func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte) {
+func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte, ci func(b, i int) int) {
 	in, t1s := st.r[:2*n], st.t[:n]
 	for i := 0; i < n; i++ {
-		in[2*i], in[2*i+1] = seeds[2*i], seeds[2*i+1]
+		in[2*i], in[2*i+1] = seeds[ci(0, i)], seeds[ci(1, i)]
 		if j == 1 {
 			t1s[i] = 1
 			continue

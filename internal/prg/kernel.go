@@ -22,7 +22,7 @@ type Kernel struct {
 	// the portable version.
 	leaves func(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64)
 	// dpfGen is the fused DPF Gen level (see DPFGenLevel), nil if none.
-	dpfGen func(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool)
+	dpfGen func(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool)
 	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
 	raw func(k *Schedule, out, in []Block)
 	// priority orders the available kernels; the highest is the default.

@@ -43,10 +43,10 @@ func vaesTreeLeaves1(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n in
 func vaesTreeLeaves1M(k *pairSchedule, cw *[32]byte, out *uint64, in *Block, n int, final, mask uint64)
 
 //go:noescape
-func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+func vaesDPFGenLevel(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 
 //go:noescape
-func vaesDPFGenFirst(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+func vaesDPFGenFirst(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
@@ -166,7 +166,7 @@ func vaesLeavesGo(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask u
 	f(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
 }
 
-func vaesDPFGenGo(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
+func vaesDPFGenGo(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	if len(alpha) == 0 {
 		return
 	}
@@ -174,6 +174,6 @@ func vaesDPFGenGo(pairs []Block, alpha []uint64, shift uint, out []byte, stride,
 	if roots {
 		f = vaesDPFGenFirst
 	}
-	f((*[2]Schedule)(laneSched[SeedLeft:SeedRight+1]), &pairs[0], len(alpha), &alpha[0],
+	f((*[2]Schedule)(laneSched[SeedLeft:SeedRight+1]), &quads[0], len(alpha), &alpha[0],
 		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
 }

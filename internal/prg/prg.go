@@ -231,22 +231,23 @@ func ExpandTreeLeaves(out []uint64, in []Block, cwL, cwR *Block, final uint64, n
 func HasDPFGenLevel() bool { return active.dpfGen != nil }
 
 // DPFGenLevel runs one level of kord-v1 DPF Gen (spec §3, steps 1–4) for n
-// = len(alpha) keys at once, with the PRG, the Keep/Lose selection and the
-// corrections fused in one kernel. pairs[2i] and pairs[2i+1] are key i's
-// party-0 and party-1 chains in folded form (bit 0 of byte 0 holds the
-// chain's control bit); they are replaced by the next level's chains. The
-// level's bit of α_i is bit `shift` of alpha[i]. Key i's sCW goes to
-// out[i·stride+cwOff:][:16] and (tLCW | tRCW<<1) << ctrlShift is ORed into
-// out[i·stride+ctrlOff]. With roots set this is level 1: the chains are
-// the root seeds, used as given (bit 0 included), with t0 = 0 and t1 = 1;
-// the output chains are folded as usual.
-func DPFGenLevel(pairs []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
+// = len(alpha) keys at once (n even), with the PRG, the Keep/Lose selection
+// and the corrections fused in one kernel. Keys go in pairs: for keys 2q
+// and 2q+1, quads[4q], quads[4q+1] are their party-0 chains and
+// quads[4q+2], quads[4q+3] their party-1 chains, in folded form (bit 0 of
+// byte 0 holds the chain's control bit); they are replaced by the next
+// level's chains. The level's bit of α_i is bit `shift` of alpha[i]. Key
+// i's sCW goes to out[i·stride+cwOff:][:16] and (tLCW | tRCW<<1) <<
+// ctrlShift is ORed into out[i·stride+ctrlOff]. With roots set this is
+// level 1: the chains are the root seeds, used as given (bit 0 included),
+// with t0 = 0 and t1 = 1; the output chains are folded as usual.
+func DPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	n := len(alpha)
-	checkLen(len(pairs), 2*n)
-	if n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6) {
-		panic("prg: DPFGenLevel output layout out of range")
+	checkLen(len(quads), 2*n)
+	if n%2 != 0 || (n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6)) {
+		panic("prg: DPFGenLevel: odd key count or output layout out of range")
 	}
-	active.dpfGen(pairs, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	active.dpfGen(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
 }
 
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk

@@ -360,27 +360,32 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-40
 	g.p("RET")
 }
 
-// dpfGen emits vaesDPFGenLevel, one fused DPF Gen level for n keys:
+// dpfGen emits vaesDPFGenLevel, one fused DPF Gen level for n keys (n
+// even):
 //
-//	func vaesDPFGenLevel(k *[2]Schedule, pairs *Block, n int, alpha *uint64,
+//	func vaesDPFGenLevel(k *[2]Schedule, quads *Block, n int, alpha *uint64,
 //		shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 //
-// with K_sL's schedule in k[0] and K_sR's in k[1].
-// pairs[2i], pairs[2i+1] are key i's two chains (parties 0 and 1) in folded
-// form: bit 0 of byte 0 is the chain's control bit. One YMM register holds
-// both chains under one lane key. Per key it computes the raw children,
-// selects Keep/Lose by bit `shift` of alpha[i], writes sCW (16 bytes) at
-// out+i·stride, ORs (tLCW | tRCW<<1) << ctrlShift into the byte at
-// out+i·stride+ctrlRel, and replaces both chains with their folded
-// corrected Keep children.
+// with K_sL's schedule in k[0] and K_sR's in k[1]. Keys go in pairs: for
+// keys 2q and 2q+1, quads[4q:4q+4] holds A = [party-0 chain of 2q | of
+// 2q+1] and B = [party-1 chain of 2q | of 2q+1], in folded form (bit 0 of
+// byte 0 is the chain's control bit). With one key per 128-bit lane, the
+// two parties of a key sit in the same lane of A and B, so every step of
+// the correction is lane-wise: no cross-lane shuffles but one store.
+// Per key i it computes the raw children, selects Keep/Lose by bit `shift`
+// of alpha[i], writes sCW (16 bytes) at out+i·stride, ORs
+// (tLCW | tRCW<<1) << ctrlShift into the byte at out+i·stride+ctrlRel, and
+// replaces both chains with their folded corrected Keep children.
 func (g *gen) dpfGen() {
 	g.buf.WriteString(`
 DATA genOne<>+0(SB)/8, $1
 DATA genOne<>+8(SB)/8, $0
-GLOBL genOne<>(SB), RODATA|NOPTR, $16
+DATA genOne<>+16(SB)/8, $1
+DATA genOne<>+24(SB)/8, $0
+GLOBL genOne<>(SB), RODATA|NOPTR, $32
 
-// genTab: the α-bit masks (32 bytes each, for a = 0 and 1), then the four
-// chain masks indexed by t0 | t1<<1 (low lane t0, high lane t1).
+// genTab: the bit masks (32 bytes each, for 0 and 1), then four lane masks
+// indexed by b0 | b1<<1 (low lane b0, high lane b1).
 `)
 	for q := 0; q < 8; q++ {
 		v := "0"
@@ -409,10 +414,10 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $16
 // bit), with control bits t0 = 0 and t1 = 1.
 func (g *gen) dpfGenFunc(name string, first bool) {
 	fmt.Fprintf(&g.buf, `
-// func %[1]s(k *[2]Schedule, pairs *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+// func %[1]s(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 TEXT ·%[1]s(SB), NOSPLIT, $256-72
 	MOVQ k+0(FP), AX
-	MOVQ pairs+8(FP), SI
+	MOVQ quads+8(FP), SI
 	MOVQ n+16(FP), DX
 	MOVQ alpha+24(FP), R8
 	MOVQ shift+32(FP), R11
@@ -423,25 +428,24 @@ TEXT ·%[1]s(SB), NOSPLIT, $256-72
 	VMOVDQU treeNotOne<>(SB), Y9
 `, name)
 	// The main loop is software pipelined: while the AES rounds of block b
-	// (4 keys, 8 chains) run, the corrections of block b-1 are computed
-	// from its raw children parked in the 256-byte frame, so that neither
-	// waits for the other.
+	// (two key pairs, 8 chains) run, the corrections of block b-1 are
+	// computed from its raw children parked in the 256-byte frame.
 	g.p("CMPQ DX, $4")
 	g.p("JB " + name + "_tail")
-	g.genAES(4, nil, first)
-	g.genPark(4)
+	g.genAES(2, nil, first)
+	g.genPark(2)
 	g.p("ADDQ $128, SI")
 	g.p("SUBQ $4, DX")
 	g.label(name + "_loop")
 	g.p("CMPQ DX, $4")
 	g.p("JB " + name + "_drain")
 	var post []string
-	for j := 0; j < 4; j++ {
-		post = append(post, genPost(j, -128, first)...)
+	for q := 0; q < 2; q++ {
+		post = append(post, genPost(q, -128, first)...)
 	}
 	post = append(post, "ADDQ $32, R8")
-	g.genAES(4, post, first)
-	g.genPark(4)
+	g.genAES(2, post, first)
+	g.genPark(2)
 	g.p("ADDQ $128, SI")
 	g.p("SUBQ $4, DX")
 	g.p("JMP " + name + "_loop")
@@ -450,34 +454,27 @@ TEXT ·%[1]s(SB), NOSPLIT, $256-72
 		g.p("%s", l)
 	}
 	g.label(name + "_tail")
-	for _, u := range []int{2, 1} {
-		loop := fmt.Sprintf("%s_u%d", name, u)
-		next := loop + "_end"
-		g.label(loop)
-		g.p("CMPQ DX, $%d", u)
-		g.p("JB %s", next)
-		g.genAES(u, nil, first)
-		g.genPark(u)
-		for j := 0; j < u; j++ {
-			for _, l := range genPost(j, 0, first) {
-				g.p("%s", l)
-			}
-		}
-		g.p("ADDQ $%d, R8", 8*u)
-		g.p("ADDQ $%d, SI", 32*u)
-		g.p("SUBQ $%d, DX", u)
-		g.p("JMP %s", loop)
-		g.label(next)
+	g.p("CMPQ DX, $2")
+	g.p("JB " + name + "_done")
+	g.genAES(1, nil, first)
+	g.genPark(1)
+	for _, l := range genPost(0, 0, first) {
+		g.p("%s", l)
 	}
+	g.label(name + "_done")
 	g.p("VZEROUPPER")
 	g.p("RET")
 }
 
-// genAES emits the MMO of u keys' folded chains at 32j(SI) under K_sL
-// (into Y2j) and K_sR (into Y2j+1), spreading the lines of extra evenly
-// between the rounds.
-func (g *gen) genAES(u int, extra []string, first bool) {
-	per := (len(extra) + 10) / 11
+// chainReg is the register of key pair q's chain for party (0: A, 1: B)
+// under lane half (0: K_sL, 1: K_sR).
+func chainReg(q, party, half int) int { return 4*q + 2*party + half }
+
+// genAES emits the MMO of P key pairs' folded chains (A at 64q(SI), B at
+// 64q+32(SI)) under K_sL and K_sR, spreading the lines of extra evenly
+// between rounds 0–9 (they may use Y10–Y15, which round 10 needs).
+func (g *gen) genAES(P int, extra []string, first bool) {
+	per := (len(extra) + 9) / 10
 	spill := func() {
 		for i := 0; i < per && len(extra) > 0; i++ {
 			g.p("%s", extra[0])
@@ -487,120 +484,153 @@ func (g *gen) genAES(u int, extra []string, first bool) {
 	// K_sL's schedule at 0(AX), K_sR's right after it at 176(AX).
 	for half := 0; half < 2; half++ {
 		g.p("VBROADCASTI128 %d(AX), Y8", 176*half)
-		for j := 0; j < u; j++ {
-			if first {
-				g.p("VPXOR %d(SI), Y8, Y%d", 32*j, 2*j+half)
-				continue
+		for q := 0; q < P; q++ {
+			for party := 0; party < 2; party++ {
+				r, off := chainReg(q, party, half), 64*q+32*party
+				if first {
+					g.p("VPXOR %d(SI), Y8, Y%d", off, r)
+					continue
+				}
+				g.p("VPAND %d(SI), Y9, Y%d", off, r)
+				g.p("VPXOR Y8, Y%d, Y%d", r, r)
 			}
-			g.p("VPAND %d(SI), Y9, Y%d", 32*j, 2*j+half)
-			g.p("VPXOR Y8, Y%d, Y%d", 2*j+half, 2*j+half)
 		}
 	}
 	spill()
 	for r := 1; r <= 9; r++ {
 		for half := 0; half < 2; half++ {
 			g.p("VBROADCASTI128 %d(AX), Y8", 176*half+16*r)
-			for j := 0; j < u; j++ {
-				g.p("VAESENC Y8, Y%d, Y%d", 2*j+half, 2*j+half)
+			for q := 0; q < P; q++ {
+				for party := 0; party < 2; party++ {
+					g.p("VAESENC Y8, Y%[1]d, Y%[1]d", chainReg(q, party, half))
+				}
 			}
 		}
-		spill()
-	}
-	for half := 0; half < 2; half++ {
-		g.p("VBROADCASTI128 %d(AX), Y8", 176*half+160)
-		for j := 0; j < u; j++ {
-			if first {
-				g.p("VPXOR %d(SI), Y8, Y10", 32*j)
-			} else {
-				g.p("VPAND %d(SI), Y9, Y10", 32*j)
-				g.p("VPXOR Y8, Y10, Y10")
-			}
-			g.p("VAESENCLAST Y10, Y%d, Y%d", 2*j+half, 2*j+half)
+		if r < 9 {
+			spill()
 		}
 	}
 	for len(extra) > 0 {
 		spill()
 	}
-}
-
-// genPark stores u keys' raw children to the frame: L at 64j(SP), R at
-// 64j+32(SP).
-func (g *gen) genPark(u int) {
-	for j := 0; j < u; j++ {
-		g.p("VMOVDQU Y%d, %d(SP)", 2*j, 64*j)
-		g.p("VMOVDQU Y%d, %d(SP)", 2*j+1, 64*j+32)
-	}
-}
-
-// genPost returns the correction step for parked key j, whose chains are
-// at pOff+32j(SI), α word at 8j(R8) and output at DI (advanced by stride).
-// It uses Y11–Y15, CX, R9 and R13 only.
-func genPost(j, pOff int, first bool) []string {
-	p := pOff + 32*j
-	tm := []string{
-		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
-		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
-		"ANDL $1, R13",
-		"ANDL $1, R9",
-		"LEAL (R13)(R9*2), R13",
-		"SHLL $5, R13",
-		"VINSERTI128 $1, X13, Y13, Y13",
-		"VPAND 64(BX)(R13*1), Y13, Y13",
-	}
-	if first { // t0 = 0, t1 = 1: entry 2
-		tm = []string{
-			"VINSERTI128 $1, X13, Y13, Y13",
-			"VPAND 128(BX), Y13, Y13",
+	for half := 0; half < 2; half++ {
+		g.p("VBROADCASTI128 %d(AX), Y8", 176*half+160)
+		for q := 0; q < P; q++ {
+			for party := 0; party < 2; party++ {
+				r, off := chainReg(q, party, half), 64*q+32*party
+				if first {
+					g.p("VPXOR %d(SI), Y8, Y10", off)
+				} else {
+					g.p("VPAND %d(SI), Y9, Y10", off)
+					g.p("VPXOR Y8, Y10, Y10")
+				}
+				g.p("VAESENCLAST Y10, Y%[1]d, Y%[1]d", r)
+			}
 		}
 	}
+}
+
+// genPark stores P key pairs' raw children to the frame: pair q's chain
+// (party, half) at 128q + 64·party + 32·half (SP).
+func (g *gen) genPark(P int) {
+	for q := 0; q < P; q++ {
+		for party := 0; party < 2; party++ {
+			for half := 0; half < 2; half++ {
+				g.p("VMOVDQU Y%d, %d(SP)", chainReg(q, party, half), 128*q+64*party+32*half)
+			}
+		}
+	}
+}
+
+// genPost returns the correction step for parked key pair q, whose chains
+// are at pOff+64q(SI), α words at 16q(R8) and outputs at DI and DI+stride
+// (DI is advanced past both). It uses Y10–Y15, CX, R9 and R13 only.
+func genPost(q, pOff int, first bool) []string {
+	p, f := pOff+64*q, 128*q
 	lines := []string{
-		// a = bit `shift` of alpha[i].
-		fmt.Sprintf("MOVQ %d(R8), CX", 8*j),
+		// a0, a1: the level's α bits of the two keys; AM their lane masks.
+		fmt.Sprintf("MOVQ %d(R8), CX", 16*q),
 		"SHRXQ R11, CX, CX",
 		"ANDL $1, CX",
-		"MOVL CX, R13",
-		"SHLL $5, R13",
-		// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & (a ? ones : 0).
-		fmt.Sprintf("VMOVDQU %d(SP), Y15", 64*j),
-		fmt.Sprintf("VMOVDQU %d(SP), Y14", 64*j+32),
+		fmt.Sprintf("MOVQ %d(R8), R13", 16*q+8),
+		"SHRXQ R11, R13, R13",
+		"ANDL $1, R13",
+		"LEAL (CX)(R13*2), R9",
+		"LEAL (CX)(R13*4), CX", // a2 = a0 | a1<<2, kept for the bits below
+		"SHLL $5, R9",
+		"VMOVDQU 64(BX)(R9*1), Y10",
+		// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & AM, both parties.
+		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),
+		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32),
 		"VPXOR Y14, Y15, Y11",
-		"VPAND (BX)(R13*1), Y11, Y11",
+		"VPAND Y10, Y11, Y11",
 		"VPXOR Y11, Y15, Y15",
 		"VPXOR Y11, Y14, Y14",
-		// LX = lose0 ^ lose1: sCW with tLoseCW in bit 0.
-		"VEXTRACTI128 $1, Y14, X11",
-		"VPXOR X11, X14, X12",
-		// KX = keep0 ^ keep1; CWk = LX with bit 0 := KX bit 0 ^ 1 = tKeepCW.
-		"VEXTRACTI128 $1, Y15, X11",
-		"VPXOR X11, X15, X13",
-		"VPXOR X12, X13, X13",
-		"VPANDN X13, X9, X13",
-		"VPXOR X12, X13, X13",
-		"VPXOR genOne<>(SB), X13, X13",
-		// sCW out.
-		"VPAND X9, X12, X11",
-		"VMOVDQU X11, (DI)",
-		// l = tLoseCW, k = tKeepCW, x = k ^ l:
-		// (tLCW | tRCW<<1) = x ^ 3·((x & a) ^ l).
-		"VMOVD X12, R13",
-		"VMOVD X13, R9",
-		"ANDL $1, R13",
-		"ANDL $1, R9",
+		fmt.Sprintf("VMOVDQU %d(SP), Y13", f+64),
+		fmt.Sprintf("VMOVDQU %d(SP), Y12", f+96),
+		"VPXOR Y12, Y13, Y11",
+		"VPAND Y10, Y11, Y11",
+		"VPXOR Y11, Y13, Y13",
+		"VPXOR Y11, Y12, Y12",
+		// LX = loseA ^ loseB: each key's sCW with tLoseCW in bit 0.
+		"VPXOR Y14, Y12, Y12",
+		// CWk = LX with bit 0 := (keepA ^ keepB) bit 0 ^ 1 = tKeepCW.
+		"VPXOR Y15, Y13, Y11",
+		"VPXOR Y12, Y11, Y11",
+		"VPANDN Y11, Y9, Y11",
+		"VPXOR Y12, Y11, Y11",
+		"VPXOR genOne<>(SB), Y11, Y11",
+		// sCW of both keys.
+		"VPAND Y9, Y12, Y10",
+		"MOVQ stride+48(FP), R9",
+		"VMOVDQU X10, (DI)",
+		"VEXTRACTI128 $1, Y10, (DI)(R9*1)",
+		// Bits 0 and 2 of l2, k2: each key's tLoseCW, tKeepCW; x2 = k2 ^ l2;
+		// (tLCW | tRCW<<1) per key = x2 ^ 3·((x2 & a2) ^ l2).
+		"VPSLLQ $63, Y12, Y14",
+		"VMOVMSKPD Y14, R13",
+		"VPSLLQ $63, Y11, Y14",
+		"VMOVMSKPD Y14, R9",
+		"ANDL $5, R13",
+		"ANDL $5, R9",
 		"XORL R13, R9",
 		"ANDL R9, CX",
 		"XORL R13, CX",
 		"LEAL (CX)(CX*2), CX",
 		"XORL R9, CX",
+		"MOVL CX, R13",
+		"ANDL $3, CX",
+		"SHRL $2, R13",
 		"SHLXQ R12, CX, CX",
+		"SHLXQ R12, R13, R13",
 		"ORB CL, (DI)(R10*1)",
-		// New folded chains: Keep ^ (CWk & TM), TM from the old t bits.
-	}
-	lines = append(lines, tm...)
-	return append(lines,
-		"VPXOR Y13, Y15, Y15",
-		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
 		"ADDQ stride+48(FP), DI",
-	)
+		"ORB R13B, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+	}
+	// New folded chains: Keep ^ (CWk & TM), TM from each chain's old t.
+	if first { // t = 0 for party 0, 1 for party 1
+		return append(lines,
+			fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
+			"VPXOR Y11, Y13, Y13",
+			fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
+		)
+	}
+	for party, keep := range []string{"Y15", "Y13"} {
+		o := p + 32*party
+		lines = append(lines,
+			fmt.Sprintf("MOVBLZX %d(SI), R13", o),
+			fmt.Sprintf("MOVBLZX %d(SI), R9", o+16),
+			"ANDL $1, R13",
+			"ANDL $1, R9",
+			"LEAL (R13)(R9*2), R13",
+			"SHLL $5, R13",
+			"VPAND 64(BX)(R13*1), Y11, Y14",
+			fmt.Sprintf("VPXOR Y14, %[1]s, %[1]s", keep),
+			fmt.Sprintf("VMOVDQU %s, %d(SI)", keep, o),
+		)
+	}
+	return lines
 }
 
 func main() {
