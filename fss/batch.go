@@ -158,6 +158,15 @@ type groupState struct {
 	v                []uint64    // DCF running value per key
 	stage            []byte      // party-0 key images of the group
 	alpha            []uint64    // the group's α, padded to an even count
+	fused            bool        // chains in the fused kernel's layout
+}
+
+// ci returns the index in s of party b's chain of key i.
+func (st *groupState) ci(b, i int) int {
+	if st.fused {
+		return 4*(i>>1) + 2*b + i&1
+	}
+	return 2*i + b
 }
 
 func newGroupState(p Params) *groupState {
@@ -218,12 +227,11 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	// chains are s[2i] (party 0) and s[2i+1] (party 1); with it, keys pair
 	// up as [0: 2q, 2q+1 | 1: 2q, 2q+1] (see prg.DPFGenLevel).
 	seeds, rs, ts := st.s[:2*m], st.r[:2*m], st.t[:2*m]
-	ci := func(b, i int) int { return 2*i + b }
+	st.fused = fused
 	if fused {
-		ci = func(b, i int) int { return 4*(i/2) + 2*b + i%2 }
 		copy(st.alpha, job.alpha[base:base+n])
 		st.alpha[n] = 0
-		seeds[ci(0, m-1)], seeds[ci(1, m-1)] = prg.Block{}, prg.Block{}
+		seeds[st.ci(0, m-1)], seeds[st.ci(1, m-1)] = prg.Block{}, prg.Block{}
 	}
 	// Headers and roots; seeds and control bits start as the spec says.
 	for i := 0; i < n; i++ {
@@ -232,7 +240,7 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		img[0], img[1], img[2], img[3], img[4], img[5] = magic, version, byte(p.Type), 0, byte(l), byte(p.OutBits)
 		copy(img[headerSize:], job.root0[k][:])
 		clear(img[st.ctrlOff : st.ctrlOff+nc])
-		seeds[ci(0, i)], seeds[ci(1, i)] = job.root0[k], job.root1[k]
+		seeds[st.ci(0, i)], seeds[st.ci(1, i)] = job.root0[k], job.root1[k]
 		ts[2*i], ts[2*i+1] = 0, 1
 		if dcf {
 			st.v[i] = 0
@@ -242,7 +250,7 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		sh := uint(l - j)
 		if fused {
 			if dcf {
-				st.dcfValues(job, base, n, j, seeds, stage, ci)
+				st.dcfValues(job, base, n, j, seeds, stage)
 			}
 			prg.DPFGenLevel(seeds, st.alpha[:m], sh, st.stage[:m*ks], ks,
 				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)), j == 1)
@@ -305,11 +313,11 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	}
 	for i := 0; i < n; i++ {
 		img := stage[i*ks : (i+1)*ks]
-		c0 := prg.Convert(&seeds[ci(0, i)], p.OutBits)
-		c1 := prg.Convert(&seeds[ci(1, i)], p.OutBits)
+		c0 := prg.Convert(&seeds[st.ci(0, i)], p.OutBits)
+		c1 := prg.Convert(&seeds[st.ci(1, i)], p.OutBits)
 		t1 := ts[2*i+1]
 		if fused {
-			t1 = seeds[ci(1, i)][0] & 1
+			t1 = seeds[st.ci(1, i)][0] & 1
 		}
 		var final uint64
 		if dcf {
@@ -341,10 +349,10 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 // the roots as given) under the value lanes, then computes VCW_j and the
 // running value V of each key (spec §4) with t1 the party-1 bit before the
 // level.
-func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte, ci func(b, i int) int) {
+func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte) {
 	in, t1s := st.r[:2*n], st.t[:n]
 	for i := 0; i < n; i++ {
-		in[2*i], in[2*i+1] = seeds[ci(0, i)], seeds[ci(1, i)]
+		in[2*i], in[2*i+1] = seeds[st.ci(0, i)], seeds[st.ci(1, i)]
 		if j == 1 {
 			t1s[i] = 1
 			continue
