@@ -345,23 +345,17 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 
 // dcfValues is the value half of DCF Gen level j for the fused path,
 // applied before the seed half replaces the chains: it hashes the current
-// seeds (folded from level 2 on, so bit 0 is cleared first; level 1 uses
-// the roots as given) under the value lanes, then computes VCW_j and the
+// chains under the value lanes (level 1: the roots as given; later: folded
+// chains with their control bit masked off), then computes VCW_j and the
 // running value V of each key (spec §4) with t1 the party-1 bit before the
 // level.
 func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block, stage []byte) {
-	in, t1s := st.r[:2*n], st.t[:n]
-	for i := 0; i < n; i++ {
-		in[2*i], in[2*i+1] = seeds[st.ci(0, i)], seeds[st.ci(1, i)]
-		if j == 1 {
-			t1s[i] = 1
-			continue
-		}
-		t1s[i] = in[2*i+1][0] & 1
-		in[2*i][0] &^= 1
-		in[2*i+1][0] &^= 1
+	vl, vr := st.vl[:len(seeds)], st.vr[:len(seeds)]
+	if j == 1 {
+		prg.ExpandValues(vl, vr, seeds)
+	} else {
+		prg.ExpandValuesFolded(vl, vr, seeds)
 	}
-	prg.ExpandValues(st.vl[:2*n], st.vr[:2*n], in)
 	mask := prg.Mask(st.p.OutBits)
 	sh := uint(st.p.InBits - j)
 	ks, vb := st.ks, st.vb
@@ -369,11 +363,15 @@ func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block
 	for i := 0; i < n; i++ {
 		a := job.alpha[base+i] >> sh & 1
 		am := -a
-		t1 := t1s[i]
-		v0L := binary.LittleEndian.Uint64(st.vl[2*i][8:])
-		v1L := binary.LittleEndian.Uint64(st.vl[2*i+1][8:])
-		v0R := binary.LittleEndian.Uint64(st.vr[2*i][8:])
-		v1R := binary.LittleEndian.Uint64(st.vr[2*i+1][8:])
+		c0, c1 := st.ci(0, i), st.ci(1, i)
+		t1 := uint8(1)
+		if j > 1 {
+			t1 = seeds[c1][0] & 1
+		}
+		v0L := binary.LittleEndian.Uint64(vl[c0][8:])
+		v1L := binary.LittleEndian.Uint64(vl[c1][8:])
+		v0R := binary.LittleEndian.Uint64(vr[c0][8:])
+		v1R := binary.LittleEndian.Uint64(vr[c1][8:])
 		V := st.v[i]
 		lose0, lose1 := v0R^(v0L^v0R)&am, v1R^(v1L^v1R)&am
 		keep0, keep1 := v0L^(v0L^v0R)&am, v1L^(v1L^v1R)&am
@@ -381,13 +379,19 @@ func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block
 		st.v[i] = V - keep1 + keep0 + neg(t1, vcw, mask)
 		putValue(stage[i*ks+vo:i*ks+vo+vb], vcw)
 	}
-	clear(in)
 }
 
 // putValue writes v little-endian into b (len(b) ≤ 8 bytes).
 func putValue(b []byte, v uint64) {
-	if len(b) == 8 {
+	switch len(b) {
+	case 8:
 		binary.LittleEndian.PutUint64(b, v)
+		return
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+		return
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
 		return
 	}
 	for i := range b {

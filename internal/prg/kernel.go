@@ -23,6 +23,9 @@ type Kernel struct {
 	leaves func(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64)
 	// dpfGen is the fused DPF Gen level (see DPFGenLevel), nil if none.
 	dpfGen func(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool)
+	// hash2f is hash2 (two distinct lanes) on inputs with bit 0 of byte 0
+	// cleared (see ExpandValuesFolded); nil means the portable version.
+	hash2f func(la, lb Lane, a, b, in []Block)
 	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
 	raw func(k *Schedule, out, in []Block)
 	// priority orders the available kernels; the highest is the default.

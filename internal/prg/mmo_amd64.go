@@ -28,6 +28,9 @@ func vaesMMO2(k0, k1 *Schedule, o0, o1, in *Block, n int)
 func vaesMMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
 
 //go:noescape
+func vaesMMO2F(k0, k1 *Schedule, o0, o1, in *Block, n int)
+
+//go:noescape
 func vaesTree(k *pairSchedule, cw *[32]byte, out, in *Block, n int)
 
 //go:noescape
@@ -67,7 +70,7 @@ func init() {
 		register(Kernel{Name: "aesni", hash2: aesniHash2, hash4: aesniHash4, raw: aesniRaw, priority: 10})
 	}
 	if hasVAES() && cpu.X86.HasBMI2 {
-		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, dpfGen: vaesDPFGenGo, priority: 20})
+		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, dpfGen: vaesDPFGenGo, hash2f: vaesHash2F, priority: 20})
 	}
 }
 
@@ -176,4 +179,11 @@ func vaesDPFGenGo(quads []Block, alpha []uint64, shift uint, out []byte, stride,
 	}
 	f((*[2]Schedule)(laneSched[SeedLeft:SeedRight+1]), &quads[0], len(alpha), &alpha[0],
 		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
+}
+
+func vaesHash2F(la, lb Lane, a, b, in []Block) {
+	if len(in) == 0 {
+		return
+	}
+	vaesMMO2F(&laneSched[la], &laneSched[lb], &a[0], &b[0], &in[0], len(in))
 }

@@ -218,6 +218,15 @@ func TestExpandTree(t *testing.T) {
 					t.Fatalf("n=%d parent %d (t=%d) wrong", n, i, in[i][0]&1)
 				}
 			}
+			vl, vr := unaligned(n), unaligned(n)
+			ExpandValuesFolded(vl, vr, in)
+			for i := range in {
+				x := in[i]
+				x[0] &^= 1
+				if vl[i] != reference(ValueLeft, x) || vr[i] != reference(ValueRight, x) {
+					t.Fatalf("n=%d: ExpandValuesFolded wrong at %d", n, i)
+				}
+			}
 			final := r.Uint64()
 			for v := 0; v < 4; v++ {
 				neg := v&1 == 1

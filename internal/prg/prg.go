@@ -162,6 +162,29 @@ func ExpandValues(left, right, in []Block) {
 	active.hash2(ValueLeft, ValueRight, left, right, in)
 }
 
+// ExpandValuesFolded is ExpandValues on folded tree nodes: each input is
+// hashed with bit 0 of byte 0 (its control bit) cleared, the input itself
+// unchanged. left or right may not overlap in.
+func ExpandValuesFolded(left, right, in []Block) {
+	checkLen(len(left), len(in))
+	checkLen(len(right), len(in))
+	if active.hash2f != nil {
+		active.hash2f(ValueLeft, ValueRight, left, right, in)
+		return
+	}
+	const chunk = 128
+	var x [chunk]Block
+	for base := 0; base < len(in); base += chunk {
+		m := min(chunk, len(in)-base)
+		copy(x[:m], in[base:base+m])
+		for i := range x[:m] {
+			x[i][0] &^= 1
+		}
+		active.hash2(ValueLeft, ValueRight, left[base:base+m], right[base:base+m], x[:m])
+	}
+	clear(x[:])
+}
+
 // ExpandAll computes all four lanes of each seed at once, as a DCF level
 // needs: sl, sr, vl, vr [i] = MMO(K_sL, K_sR, K_vL, K_vR; in[i]). One output
 // may be in itself; no other overlap is allowed.

@@ -43,6 +43,9 @@ type kernel struct {
 	lanes int  // L: 1, 2 or 4
 	vaes  bool // YMM VAES (2 blocks per register) instead of SSE AES-NI
 	dregs int  // D: AES states in flight in the main unit
+	// folded: hash each input with bit 0 of byte 0 cleared (tree nodes
+	// that carry their control bit there); the mask lives in register 14.
+	folded bool
 }
 
 type gen struct{ buf bytes.Buffer }
@@ -91,6 +94,12 @@ func (g *gen) kernel(k kernel) {
 			tail = append(tail, u)
 		}
 	}
+	if k.folded {
+		if !k.vaes {
+			log.Fatalf("%s: folded needs VAES", k.name)
+		}
+		g.p("VMOVDQU treeNotOne<>(SB), Y14")
+	}
 	for _, u := range tail {
 		g.unit(k, u)
 	}
@@ -124,7 +133,7 @@ func (g *gen) unit(k kernel, u int) {
 	}
 	keyReg := func(l int) string { return reg(nreg + l) }
 	tmp := reg(15)
-	if nreg+L > 15 {
+	if nreg+L > 15 || (k.folded && nreg+L > 14) {
 		log.Fatalf("%s: %d states and %d keys do not fit", k.name, nreg, L)
 	}
 	loadKey := func(l, r int) {
@@ -149,6 +158,11 @@ func (g *gen) unit(k kernel, u int) {
 	}
 	for l := 0; l < L; l++ {
 		for j := 0; j < rpl; j++ {
+			if k.folded {
+				g.p("VPAND %d(%s), %s, %s", inOff(j), inPtr, reg(14), state(l, j))
+				g.p("VPXOR %s, %s, %s", keyReg(l), state(l, j), state(l, j))
+				continue
+			}
 			if k.vaes {
 				g.p("VPXOR %d(%s), %s, %s", inOff(j), inPtr, keyReg(l), state(l, j))
 			} else {
@@ -178,7 +192,11 @@ func (g *gen) unit(k kernel, u int) {
 	}
 	for j := 0; j < rpl; j++ {
 		for l := 0; l < L; l++ {
-			if k.vaes {
+			if k.folded {
+				g.p("VPAND %d(%s), %s, %s", inOff(j), inPtr, reg(14), tmp)
+				g.p("VPXOR %s, %s, %s", keyReg(l), tmp, tmp)
+				g.p("VAESENCLAST %s, %s, %s", tmp, state(l, j), state(l, j))
+			} else if k.vaes {
 				g.p("VPXOR %d(%s), %s, %s", inOff(j), inPtr, keyReg(l), tmp)
 				g.p("VAESENCLAST %s, %s, %s", tmp, state(l, j), state(l, j))
 			} else {
@@ -659,6 +677,7 @@ TEXT ·cpuid7(SB), NOSPLIT, $0-8
 		{name: "vaesMMO1", lanes: 1, vaes: true, dregs: 12},
 		{name: "vaesMMO2", lanes: 2, vaes: true, dregs: 12},
 		{name: "vaesMMO4", lanes: 4, vaes: true, dregs: 8},
+		{name: "vaesMMO2F", lanes: 2, vaes: true, dregs: 12, folded: true},
 	} {
 		g.kernel(k)
 	}
