@@ -337,22 +337,28 @@ func Mask(n int) uint64 {
 }
 
 // genericHash2 is the portable kernel: crypto/aes one block per call.
+// Each output is hashed in place (the input copied in first, its words
+// kept in registers for the MMO XOR), so any output may alias the input
+// and nothing escapes to the heap.
 func genericHash2(la, lb Lane, a, b, in []Block) {
 	ca, cb := ciphers[la], ciphers[lb]
-	var x, y Block
 	for i := range in {
-		x = in[i]
-		ca.Encrypt(y[:], x[:])
-		xorInto(&y, &x)
-		if la == lb {
-			a[i] = y
-			continue
+		lo := binary.LittleEndian.Uint64(in[i][:8])
+		hi := binary.LittleEndian.Uint64(in[i][8:])
+		mmoInPlace(ca, &a[i], lo, hi)
+		if la != lb {
+			mmoInPlace(cb, &b[i], lo, hi)
 		}
-		var z Block
-		cb.Encrypt(z[:], x[:])
-		xorInto(&z, &x)
-		a[i], b[i] = y, z
 	}
+}
+
+// mmoInPlace sets *dst = AES(c, x) XOR x for the block x = (lo, hi).
+func mmoInPlace(c blockCipher, dst *Block, lo, hi uint64) {
+	binary.LittleEndian.PutUint64(dst[:8], lo)
+	binary.LittleEndian.PutUint64(dst[8:], hi)
+	c.Encrypt(dst[:], dst[:])
+	binary.LittleEndian.PutUint64(dst[:8], binary.LittleEndian.Uint64(dst[:8])^lo)
+	binary.LittleEndian.PutUint64(dst[8:], binary.LittleEndian.Uint64(dst[8:])^hi)
 }
 
 // genericRaw is the portable kernel for an arbitrary schedule. It runs the
@@ -399,15 +405,13 @@ func aesRound(s Block, k *Block, last bool) Block {
 
 // genericHash4 is the portable four-lane kernel.
 func genericHash4(sl, sr, vl, vr, in []Block) {
-	var x Block
-	var o [numLanes]Block
 	for i := range in {
-		x = in[i]
-		for l := range o {
-			ciphers[l].Encrypt(o[l][:], x[:])
-			xorInto(&o[l], &x)
-		}
-		sl[i], sr[i], vl[i], vr[i] = o[0], o[1], o[2], o[3]
+		lo := binary.LittleEndian.Uint64(in[i][:8])
+		hi := binary.LittleEndian.Uint64(in[i][8:])
+		mmoInPlace(ciphers[SeedLeft], &sl[i], lo, hi)
+		mmoInPlace(ciphers[SeedRight], &sr[i], lo, hi)
+		mmoInPlace(ciphers[ValueLeft], &vl[i], lo, hi)
+		mmoInPlace(ciphers[ValueRight], &vr[i], lo, hi)
 	}
 }
 
