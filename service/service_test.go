@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -193,4 +194,68 @@ func TestBoundStreamAllTiers(t *testing.T) {
 			base += 1000
 		}
 	}
+}
+
+// TestAPIBadInput: every malformed request is answered with a clear
+// bad_request error and moves no counter.
+func TestAPIBadInput(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 8})
+	ctx := context.Background()
+	p := fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}
+	bad := []*pb.KeyRequest{
+		{Id: 1, Mode: "sideways", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8},
+		{Id: 2, Mode: "bound", Tier: "rot13", Type: "dpf", InBits: 8, OutBits: 8},
+		{Id: 3, Mode: "bound", Tier: "mac", Type: "xor", InBits: 8, OutBits: 8},
+		{Id: 4, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 0, OutBits: 8},
+		{Id: 5, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 65},
+		client.Bound(6, "mac", p, 1<<8, 0),
+		client.Consume(7, "mac", p, 0, 0, nil),
+		client.Consume(8, "mac", p, 0, 0, []uint64{1 << 9}),
+		client.Derived(9, p, MaxCount+1, 0, false),
+		client.Derived(10, p, 1, 5, true),
+		{Id: 11, Mode: "derived", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8},
+	}
+	for b := 0; b < 2; b++ {
+		before, _ := s[b].app.Status(ctx)
+		for _, r := range bad {
+			rep, err := s[b].app.Get(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var re *client.ReplyError
+			if !errors.As(rep.Err, &re) || re.Class != ErrClassBadRequest {
+				t.Errorf("party %d, request %d: %v, want bad_request", b, r.Id, rep.Err)
+			}
+		}
+		after, _ := s[b].app.Status(ctx)
+		if after.Module.NextCounter != before.Module.NextCounter {
+			t.Errorf("party %d: bad input moved the counter", b)
+		}
+	}
+}
+
+// TestMismatchedRequestsRefused: the two sites ask for different shapes
+// under one id; both get a mismatch error, never keys, and the stream goes on.
+func TestMismatchedRequestsRefused(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 8, MatchTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var reps [2]*client.Reply
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := fss.Params{Type: fss.DPF, InBits: 8 + b, OutBits: 8}
+			reps[b], _ = s[b].app.Get(ctx, client.Bound(77, "mac", p, 0, 0))
+		}()
+	}
+	wg.Wait()
+	for b := 0; b < 2; b++ {
+		var re *client.ReplyError
+		if reps[b] == nil || !errors.As(reps[b].Err, &re) || re.Class != ErrClassMismatch {
+			t.Fatalf("party %d: %+v, want a mismatch error", b, reps[b])
+		}
+	}
+	streamBound(t, s, 1000, 20, "mac", fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8})
 }

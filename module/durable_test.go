@@ -1,0 +1,118 @@
+package module_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/store"
+)
+
+func openDurable(t *testing.T, party int, path string) (*module.Durable, *store.Bolt) {
+	t.Helper()
+	st, err := store.OpenBolt(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := module.OpenDurable(module.Config{Party: party, Secret: []byte("a provisioning secret of 32 byte"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, st
+}
+
+// exchange runs one bound mac key through both modules.
+func exchange(t *testing.T, d [2]*module.Durable) {
+	t.Helper()
+	ctx := context.Background()
+	var fr [2][]byte
+	for b := 0; b < 2; b++ {
+		r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC,
+			Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8, AlphaShare: 3}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr[b] = r.Frames[0]
+	}
+	for b := 0; b < 2; b++ {
+		r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: fr[1-b]})
+		if err != nil || !r.Accepted {
+			t.Fatalf("frame: %v %+v", err, r)
+		}
+	}
+}
+
+func witness(t *testing.T, d [2]*module.Durable) [2]*module.Reconciled {
+	t.Helper()
+	ctx := context.Background()
+	c0, _ := d[0].Challenge(ctx)
+	c1, _ := d[1].Challenge(ctx)
+	w1, err := d[1].Witness(ctx, c0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, err := d[0].Reconcile(ctx, w1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0, _ := d[0].Witness(ctx, c1)
+	r1, err := d[1].Reconcile(ctx, w0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]*module.Reconciled{r0, r1}
+}
+
+// TestDurableRollbackWitness restores a module's state file from an older
+// copy: it restarts locked, refuses key requests, detects the rollback from
+// its peer's witness, moves past every counter its peer has seen, and
+// works again.
+func TestDurableRollbackWitness(t *testing.T) {
+	dir := t.TempDir()
+	p0, p1 := filepath.Join(dir, "m0.db"), filepath.Join(dir, "m1.db")
+	var d [2]*module.Durable
+	var st [2]*store.Bolt
+	d[0], st[0] = openDurable(t, 0, p0)
+	d[1], st[1] = openDurable(t, 1, p1)
+	defer func() { st[1].Close() }()
+	if err := module.Pair(context.Background(), d[0], d[1]); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, d)
+	st[0].Close()
+	old, err := os.ReadFile(p0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d[0], st[0] = openDurable(t, 0, p0)
+	witness(t, d)
+	for range 5 {
+		exchange(t, d)
+	}
+	floor1, _ := d[1].Poll(context.Background(), nil)
+	st[0].Close()
+	os.WriteFile(p0, old, 0o600)
+	d[0], st[0] = openDurable(t, 0, p0)
+	defer func() { st[0].Close() }()
+	if !d[0].Locked() {
+		t.Fatal("a restored module must start locked")
+	}
+	_, err = d[0].Submit(context.Background(), &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC,
+		Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8}}})
+	if !errors.Is(err, module.ErrLocked) {
+		t.Fatalf("locked module accepted shares: %v", err)
+	}
+	rc := witness(t, d)
+	if !rc[0].RolledBack {
+		t.Fatal("rollback not detected")
+	}
+	if rc[0].Next < floor1.PeerFloor || rc[0].Next != rc[1].Next {
+		t.Fatalf("resync to %d/%d, peer floor was %d", rc[0].Next, rc[1].Next, floor1.PeerFloor)
+	}
+	exchange(t, d)
+}

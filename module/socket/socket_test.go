@@ -1,0 +1,133 @@
+package socket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/store"
+	pb "github.com/kord-fss/kord/proto/modulepb"
+)
+
+var secret = []byte("a provisioning secret of 32 byte")
+
+// servedPair starts two durable modules behind sockets and pairs them.
+func servedPair(t *testing.T) ([2]*Client, [2]*module.Durable) {
+	t.Helper()
+	dir := t.TempDir()
+	var cs [2]*Client
+	var ds [2]*module.Durable
+	for b := 0; b < 2; b++ {
+		st, err := store.OpenBolt(filepath.Join(dir, "m"+string(rune('0'+b))+".db"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := module.OpenDurable(module.Config{Party: b, Secret: secret, Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "s"+string(rune('0'+b)))
+		l, err := Listen(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go NewServer(d, ServerOptions{}).Serve(l)
+		cs[b], ds[b] = Dial(path, 0), d
+		t.Cleanup(func() { cs[b].Close(); l.Close(); st.Close() })
+	}
+	if err := module.Pair(context.Background(), cs[0], cs[1]); err != nil {
+		t.Fatal(err)
+	}
+	return cs, ds
+}
+
+func TestSocketRoundTripAndIdempotentCollect(t *testing.T) {
+	cs, _ := servedPair(t)
+	ctx := context.Background()
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
+	var frames [2][][]byte
+	for b := 0; b < 2; b++ {
+		r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC,
+			Shares: []msg.Share{{Mode: msg.Bound, Type: p.Type, InBits: 16, OutBits: 16, AlphaShare: uint64(100 * (b + 1)), BetaShare: 1 - uint64(b)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames[b] = r.Frames
+	}
+	var keys [2]*fss.Key
+	for b := 0; b < 2; b++ {
+		res, err := cs[b].Do(ctx, []Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: frames[1-b][0]}}, {Collect: &msg.CollectRequest{Counter: 0}}}, true)
+		if err != nil || res[0].Err != nil || !res[0].Submit.Accepted || res[1].Err != nil {
+			t.Fatalf("party %d: %v %+v", b, err, res)
+		}
+		again, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: 0})
+		if err != nil || !bytes.Equal(again.Key, res[1].Collect.Key) {
+			t.Fatalf("party %d: repeated Collect gave other bytes (%v)", b, err)
+		}
+		if keys[b], err = fss.ParseKey(res[1].Collect.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y0, _ := keys[0].Eval(300)
+	y1, _ := keys[1].Eval(300)
+	if (y0+y1)&0xffff != 1 {
+		t.Fatalf("pair does not evaluate to β at α")
+	}
+}
+
+func TestSocketBadInput(t *testing.T) {
+	cs, _ := servedPair(t)
+	ctx := context.Background()
+	before, _ := cs[0].Poll(ctx, nil)
+	for _, req := range []*msg.SubmitRequest{
+		{Kind: 9},
+		{Kind: msg.SubmitShares, Tier: msg.MAC},
+		{Kind: msg.SubmitShares, Tier: 7, Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8}}},
+		{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 300, OutBits: 8}}},
+		{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8, AlphaShare: 1 << 9}}},
+	} {
+		if _, err := cs[0].Submit(ctx, req); !errors.Is(err, module.ErrBadRequest) {
+			t.Errorf("%+v: %v, want a bad request", req, err)
+		}
+	}
+	if _, err := cs[0].Collect(ctx, &msg.CollectRequest{Counter: 12345}); !errors.Is(err, module.ErrBadRequest) {
+		t.Errorf("collect of nothing: %v", err)
+	}
+	if _, err := cs[0].Reconcile(ctx, []byte("forged")); !errors.Is(err, module.ErrWitness) {
+		t.Errorf("forged witness: %v", err)
+	}
+	after, _ := cs[0].Poll(ctx, nil)
+	if after.NextCounter != before.NextCounter || after.PeerFloor != before.PeerFloor {
+		t.Fatalf("bad input moved counters: %+v → %+v", before, after)
+	}
+}
+
+// FuzzHandle feeds arbitrary bytes to the socket decoder and dispatcher of a
+// paired module: it must answer with errors, never panic.
+func FuzzHandle(f *testing.F) {
+	good, _ := proto.Marshal(&pb.ModuleRequest{Calls: []*pb.Call{{Op: &pb.Call_Submit{Submit: &pb.SubmitRequest{Kind: 1, Tier: 2,
+		Shares: []*pb.Share{{Mode: 1, Type: 1, InBits: 8, OutBits: 8}}}}}, {Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: 0}}}}})
+	f.Add(good)
+	f.Add([]byte{0x0a, 0x02, 0x2a, 0x00})
+	f.Add([]byte{})
+	dir := f.TempDir()
+	st, err := store.OpenBolt(filepath.Join(dir, "f.db"), 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, _ := module.OpenDurable(module.Config{Party: 0, Secret: secret, Store: st})
+	srv := NewServer(d, ServerOptions{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := srv.Handle(context.Background(), b)
+		if r == nil || len(r.Results) == 0 {
+			t.Fatal("no answer")
+		}
+	})
+}
