@@ -8,11 +8,11 @@ import (
 func BenchmarkKeyGen(b *testing.B) {
 	for _, set := range ParamSets() {
 		b.Run(set.Name(), func(b *testing.B) {
-			for b.Loop() {
+			cpuLoop(b, func() {
 				if _, err := GenerateKey(rand.Reader, set); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
@@ -36,11 +36,11 @@ func BenchmarkEncrypt(b *testing.B) {
 			key, msg, _ := benchKey(b, set)
 			pub := key.Public()
 			r := detRand(10)
-			for b.Loop() {
+			cpuLoop(b, func() {
 				if _, err := pub.Encrypt(r, msg); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
@@ -49,17 +49,19 @@ func BenchmarkDecrypt(b *testing.B) {
 	for _, set := range ParamSets() {
 		b.Run(set.Name(), func(b *testing.B) {
 			key, _, ct := benchKey(b, set)
-			for b.Loop() {
+			cpuLoop(b, func() {
 				if _, err := key.Decrypt(ct); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
 
 // BenchmarkMul measures the products alone: the sparse r·h of encryption
-// and the constant-time dense-masked product of decryption.
+// ("sparse"), the constant-time Kronecker product of decryption ("kron",
+// with packing t as decryption does for r) and the previous constant-time
+// dense masked product ("ct").
 func BenchmarkMul(b *testing.B) {
 	for _, set := range ParamSets() {
 		p, _ := set.params()
@@ -76,14 +78,20 @@ func BenchmarkMul(b *testing.B) {
 		ext, neg := newLaneImage(a, false), newLaneImage(a, true)
 		c := make([]uint16, p.n)
 		b.Run("sparse/"+set.Name(), func(b *testing.B) {
-			for b.Loop() {
-				sparseMul(c, ext, neg, plus, minus)
-			}
+			cpuLoop(b, func() { sparseMul(c, ext, neg, plus, minus) })
+		})
+		m := kronWords(p.n)
+		aw, tw, prod := make([]uint64, m), make([]uint64, m), make([]uint64, kronScratchWords(m))
+		packKron(aw, a)
+		aSum := sumMod(a)
+		b.Run("kron/"+set.Name(), func(b *testing.B) {
+			cpuLoop(b, func() {
+				packKronTernary(tw, tr)
+				ternaryMulKron(c, aw, aSum, tw, prod)
+			})
 		})
 		b.Run("ct/"+set.Name(), func(b *testing.B) {
-			for b.Loop() {
-				ternaryMulCT(c, ext, tr)
-			}
+			cpuLoop(b, func() { ternaryMulCT(c, ext, tr) })
 		})
 	}
 }

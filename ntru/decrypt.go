@@ -37,7 +37,11 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	t := &decTrace{bigA: make([]uint16, n), a: make([]int16, n)}
 
 	// a = f·e = e + 3·(F·e) mod q, centred.
-	ternaryMulCT(t.bigA, newLaneImage(e, false), k.fTrits)
+	m := kronWords(n)
+	eKron := make([]uint64, m)
+	packKron(eKron, e)
+	scratch := make([]uint64, kronScratchWords(m))
+	ternaryMulKron(t.bigA, eKron, sumMod(e), k.fKron, scratch)
 	ci := make([]uint8, n)
 	var cnt [3]int
 	for i := range t.bigA {
@@ -80,7 +84,9 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	bad |= 1 - subtle.ConstantTimeCompare(want, mtrin)
 	_, rt := p.blindingIndices(pub.sData(msg, b))
 	rh := make([]uint16, n)
-	ternaryMulCT(rh, pub.hImg, rt)
+	rKron := make([]uint64, m)
+	packKronTernary(rKron, rt)
+	ternaryMulKron(rh, pub.hKron, pub.hSum, rKron, scratch)
 	var diff uint16
 	for i := range rh {
 		diff |= rh[i] ^ cR[i]

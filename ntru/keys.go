@@ -14,6 +14,8 @@ type PublicKey struct {
 	packedH []byte
 	hImg    *laneImage // image of h (see mult.go)
 	hNeg    *laneImage // image of −h
+	hKron   []uint64   // h packed for ternaryMulKron
+	hSum    uint16     // Σ h_i mod q
 }
 
 // PrivateKey is an NTRUEncrypt private key f = 1 + 3F with its public key.
@@ -22,6 +24,7 @@ type PrivateKey struct {
 	fPlus  []uint16 // indices of F's +1 coefficients, ascending
 	fMinus []uint16 // indices of F's −1 coefficients, ascending
 	fTrits []uint8  // F as trits (0, 1, 2 = −1)
+	fKron  []uint64 // F + 1 packed for ternaryMulKron
 }
 
 // Set returns the key's parameter set.
@@ -37,6 +40,9 @@ func newPublicKey(set ParamSet, p *params, h []uint16) *PublicKey {
 	k := &PublicKey{set: set, p: p, h: h, packedH: packQ(h)}
 	k.hImg = newLaneImage(h, false)
 	k.hNeg = newLaneImage(h, true)
+	k.hKron = make([]uint64, kronWords(p.n))
+	packKron(k.hKron, h)
+	k.hSum = sumMod(h)
 	return k
 }
 
@@ -49,6 +55,8 @@ func newPrivateKey(pub *PublicKey, plus, minus []uint16) *PrivateKey {
 	for _, i := range minus {
 		k.fTrits[i] = 2
 	}
+	k.fKron = make([]uint64, kronWords(pub.p.n))
+	packKronTernary(k.fKron, k.fTrits)
 	return k
 }
 

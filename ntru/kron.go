@@ -1,0 +1,247 @@
+package ntru
+
+import "math/bits"
+
+// The constant-time product of decryption: a public dense polynomial a (e,
+// or h) times a secret ternary t (F, or r), mod x^n − 1 and q.
+//
+// Kronecker substitution on 16-bit slots. A word holds four consecutive
+// coefficients, a0 + a1·2^16 + a2·2^32 + a3·2^48, and one 64×64→128-bit
+// multiplication of a word of a by a word of t' yields their 4×4 polynomial
+// product, slot k (bits 16k…16k+15 of the 128 bits) holding Σ_{i+j=k}
+// a_i·t'_j, provided no slot reaches 2^16: 16 multiply-adds per MULQ.
+//
+// The slot bound holds with a reduced mod q (lanes below 2^11) and t' = t +
+// 1 (lanes 0, 1, 2): a slot sums at most four products, 4·2047·2 < 2^15.
+// The offset is undone at the end: t'·a = t·a + (Σ a_i)·(1 + x + … +
+// x^(n−1)) mod x^n − 1, so every coefficient of t'·a exceeds that of t·a by
+// Σ a_i.
+//
+// Two levels of Karatsuba on word-aligned halves cut the multiplications to
+// (3/4)^depth of the schoolbook's. The dense side's sums are reduced mod
+// q; the ternary side's sums are not (lanes up to 2^(depth+1)) and need no
+// correction, since t' is nonnegative. Up to 8 they stay within the slot
+// bound, 4·2047·8 < 2^16; larger lanes are split into two products.
+// All arithmetic is mod 2^16 per lane, then mod q: exact, as q divides 2^16.
+//
+// Constant time: every loop's trip count and every address depend only on
+// n; t enters only as multiplication and addition operands (MULQ on amd64
+// takes the same time for all operands). Branches depend on the recursion
+// depth and public lengths only.
+
+const (
+	kronDepth = 3                  // Karatsuba levels
+	kronAlign = 1 << kronDepth     // words per polynomial: a multiple of this
+	lanesQ    = 0x0800080008000800 // q in every lane
+)
+
+// kronWords is the number of words of a packed polynomial of n
+// coefficients: ⌈n/4⌉ rounded up to a multiple of kronAlign.
+func kronWords(n int) int { return ((n+3)/4 + kronAlign - 1) &^ (kronAlign - 1) }
+
+// packKron packs a (each coefficient taken mod q) into 4-lane words, zero
+// padded; len(dst) = kronWords(len(a)).
+func packKron(dst []uint64, a []uint16) {
+	clear(dst)
+	for i, v := range a {
+		dst[i/4] |= uint64(v&qMask) << (16 * uint(i%4))
+	}
+}
+
+// packKronTernary packs t' = t + 1 for trits t (0, 1, 2 = −1) into 4-lane
+// words, zero padded beyond len(t). The map 0→1, 1→2, 2→0 is branch-free.
+func packKronTernary(dst []uint64, t []uint8) {
+	clear(dst)
+	for i, v := range t {
+		v &= 3
+		s := uint64(v+1) &^ -uint64(v>>1) // v = 2 gives 0
+		dst[i/4] |= s << (16 * uint(i%4))
+	}
+}
+
+// sumMod returns Σ a_i mod q.
+func sumMod(a []uint16) uint16 {
+	var s uint16
+	for _, v := range a {
+		s += v
+	}
+	return s & qMask
+}
+
+// kronScratchWords is the scratch space ternaryMulKron needs for m words.
+func kronScratchWords(m int) int { return 2*m + 6*m } // product, Karatsuba
+
+// ternaryMulKron computes c = t·a mod (x^n − 1, q), n = len(c), in
+// constant time with respect to t. a is packed by packKron, with aSum =
+// Σ a_i mod q; tw holds t + 1 packed by packKronTernary; both have
+// kronWords(n) words. scratch has at least kronScratchWords(kronWords(n))
+// words.
+func ternaryMulKron(c []uint16, a []uint64, aSum uint16, tw, scratch []uint64) {
+	n := len(c)
+	m := len(a)
+	prod := scratch[:2*m]
+	karatsuba(prod, a, tw[:m], 2, kronDepth, scratch[2*m:])
+	coef := func(k int) uint16 { return uint16(prod[k/4] >> (16 * uint(k%4))) }
+	// Fold the linear product (degree ≤ 2n − 2 < 8m) mod x^n − 1.
+	for k := range c {
+		c[k] = (coef(k) + coef(k+n) - aSum) & qMask
+	}
+}
+
+// karatsuba computes the linear product out = a·s (len(out) = 2·len(a)),
+// every lane reduced mod q, for a with lanes below 2^11 and s with lanes at
+// most sMax (2 · 2^k), with depth levels of Karatsuba; len(a) = len(s) is
+// a multiple of 2^depth. scratch has at least 6·len(a) words: 2·len(a)
+// for this level, less than 2·len(a) for the levels below and 5 leaf
+// lengths for the leaf.
+func karatsuba(out, a, s []uint64, sMax uint64, depth int, scratch []uint64) {
+	l := len(a)
+	if depth == 0 {
+		kronLeaf(out, a, s, sMax, scratch)
+		return
+	}
+	h := l / 2
+	a01, s01, mid, rest := scratch[:h], scratch[h:2*h], scratch[2*h:4*h], scratch[4*h:]
+	a0, a1, s0, s1 := a[:h], a[h:l], s[:h], s[h:l]
+	for i := range a01 {
+		a01[i] = (a0[i] + a1[i]) & lanes11 // lanes below 2^12 before the mask
+		s01[i] = s0[i] + s1[i]             // lanes at most 2·sMax ≤ 8
+	}
+	lo, hi := out[:2*h], out[2*h:4*h]
+	karatsuba(lo, a0, s0, sMax, depth-1, rest)
+	karatsuba(hi, a1, s1, sMax, depth-1, rest)
+	karatsuba(mid, a01, s01, 2*sMax, depth-1, rest)
+	// out += x^h·(mid − lo − hi); adding q twice per lane keeps the lane
+	// subtraction from borrowing (mid + 2q − lo − hi ≥ 2).
+	for i := range mid {
+		mid[i] = mid[i] + 2*lanesQ - lo[i] - hi[i]
+	}
+	o := out[h : 3*h]
+	for i := range o {
+		o[i] = (o[i] + mid[i]) & lanes11
+	}
+}
+
+// kronLeaf computes out = a·s like karatsuba, by product scanning
+// (convKron). Lanes of s above 8 are split, s = s_lo + 8·s_hi with s_lo's
+// lanes at most 7, into two products. scratch has at least 5·len(a) words.
+func kronLeaf(out, a, s []uint64, sMax uint64, scratch []uint64) {
+	l := len(a)
+	if sMax <= 8 {
+		convKron(out, a, s, sMax, scratch)
+		return
+	}
+	const lanes3, lanes13 = 0x0007000700070007, 0x1FFF1FFF1FFF1FFF
+	sLo, sHi, hi := scratch[:l], scratch[l:2*l], scratch[2*l:4*l]
+	for i := range sLo {
+		sLo[i] = s[i] & lanes3
+		sHi[i] = s[i] >> 3 & lanes13
+	}
+	kronLeaf(hi, a, sHi, sMax>>3, scratch[4*l:])
+	convKron(out, a, sLo, 7, scratch[4*l:])
+	for i := range out {
+		out[i] = (out[i] + hi[i]<<3) & lanes11 // hi's lanes < 2^11
+	}
+}
+
+// convKron computes the linear product out = a·s (len(out) = 2·len(a)) by
+// product scanning, each lane reduced mod q; a's lanes are below 2^11 and
+// s's at most sMax ≤ 8. scratch has at least len(a) words.
+//
+// Output word k sums the low halves of the products a_i·s_(k−i) and the
+// high halves of a_i·s_(k−1−i). One product's slots stay below
+// 4·2047·sMax < 2^16 (see the dot functions for the accumulation).
+func convKron(out, a, s []uint64, sMax uint64, scratch []uint64) {
+	l := len(a)
+	s = s[:l]
+	out = out[:2*l]
+	sr := scratch[:l] // s in reverse word order: sr[j] = s[l−1−j]
+	for i, v := range s {
+		sr[l-1-i] = v
+	}
+	var carry uint64 // high halves for word k, from the products for word k−1
+	for k := 0; k < 2*l-1; k++ {
+		i0 := max(0, k-l+1)
+		cnt := min(k, l-1) - i0 + 1
+		j0 := l - 1 - k + i0 // sr[j0+x] = s[k−i0−x]
+		aa, ss := a[i0:i0+cnt], sr[j0:j0+cnt]
+		var lo, hi uint64
+		switch {
+		case sMax <= 2:
+			lo, hi = dot3(aa, ss)
+		case sMax <= 4:
+			lo, hi = dot1(aa, ss)
+		default:
+			lo, hi = dot0(aa, ss)
+		}
+		out[k] = (lo + carry) & lanes11
+		carry = hi
+	}
+	out[2*l-1] = carry & lanes11
+}
+
+// The dot functions return the lane sums mod q of the low and of the high
+// halves of the products a_x·s_x. Products are summed in groups small
+// enough not to carry out of a lane, each group masked to 11 bits before it
+// joins the accumulator, which is masked once per four products (at most
+// 2047 + 4·2047 < 2^16 per lane).
+
+// dot3 serves sMax ≤ 2: a product's slots are below 4·2047·2 = 16376, so
+// four of them make a group.
+func dot3(a, s []uint64) (lo, hi uint64) {
+	s = s[:len(a)]
+	x := 0
+	for ; x+4 <= len(a); x += 4 {
+		av, sv := (*[4]uint64)(a[x:x+4]), (*[4]uint64)(s[x:x+4])
+		h0, l0 := bits.Mul64(av[0], sv[0])
+		h1, l1 := bits.Mul64(av[1], sv[1])
+		h2, l2 := bits.Mul64(av[2], sv[2])
+		h3, l3 := bits.Mul64(av[3], sv[3])
+		lo = (lo + (l0+l1+l2+l3)&lanes11) & lanes11
+		hi = (hi + (h0+h1+h2+h3)&lanes11) & lanes11
+	}
+	return dotTail(lo, hi, a[x:], s[x:])
+}
+
+// dot1 serves sMax ≤ 4: slots below 32752, groups of two.
+func dot1(a, s []uint64) (lo, hi uint64) {
+	s = s[:len(a)]
+	x := 0
+	for ; x+4 <= len(a); x += 4 {
+		av, sv := (*[4]uint64)(a[x:x+4]), (*[4]uint64)(s[x:x+4])
+		h0, l0 := bits.Mul64(av[0], sv[0])
+		h1, l1 := bits.Mul64(av[1], sv[1])
+		h2, l2 := bits.Mul64(av[2], sv[2])
+		h3, l3 := bits.Mul64(av[3], sv[3])
+		lo = (lo + (l0+l1)&lanes11 + (l2+l3)&lanes11) & lanes11
+		hi = (hi + (h0+h1)&lanes11 + (h2+h3)&lanes11) & lanes11
+	}
+	return dotTail(lo, hi, a[x:], s[x:])
+}
+
+// dot0 serves sMax ≤ 8: slots below 65504, groups of one.
+func dot0(a, s []uint64) (lo, hi uint64) {
+	s = s[:len(a)]
+	x := 0
+	for ; x+4 <= len(a); x += 4 {
+		av, sv := (*[4]uint64)(a[x:x+4]), (*[4]uint64)(s[x:x+4])
+		h0, l0 := bits.Mul64(av[0], sv[0])
+		h1, l1 := bits.Mul64(av[1], sv[1])
+		h2, l2 := bits.Mul64(av[2], sv[2])
+		h3, l3 := bits.Mul64(av[3], sv[3])
+		lo = (lo + l0&lanes11 + l1&lanes11 + l2&lanes11 + l3&lanes11) & lanes11
+		hi = (hi + h0&lanes11 + h1&lanes11 + h2&lanes11 + h3&lanes11) & lanes11
+	}
+	return dotTail(lo, hi, a[x:], s[x:])
+}
+
+// dotTail adds the last products (fewer than four) one group each.
+func dotTail(lo, hi uint64, a, s []uint64) (uint64, uint64) {
+	s = s[:len(a)]
+	for x := range a {
+		h, l := bits.Mul64(a[x], s[x])
+		lo = (lo + l&lanes11) & lanes11
+		hi = (hi + h&lanes11) & lanes11
+	}
+	return lo, hi
+}
