@@ -167,7 +167,10 @@ func (h *Host) exchange(ctx context.Context, frames [][]byte, last uint64) error
 		if serr := <-sendErr; serr != nil {
 			err = errors.Join(err, serr)
 		}
-		if _, aerr := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}); aerr != nil {
+		// Abandon even when ctx was cancelled: the batch's shares must not
+		// stay pending in the module.
+		abandon := &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}
+		if _, aerr := h.dev.Submit(context.WithoutCancel(ctx), abandon); aerr != nil {
 			h.log.Warn("abandon failed", "err", aerr)
 		}
 		return err

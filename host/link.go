@@ -63,6 +63,17 @@ func (p *PipeEnd) Recv(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// drain discards frames waiting at this end.
+func (p *PipeEnd) drain() {
+	for {
+		select {
+		case <-p.in:
+		default:
+			return
+		}
+	}
+}
+
 // Close closes both ends.
 func (p *PipeEnd) Close() {
 	if p.closed.CompareAndSwap(false, true) {

@@ -72,6 +72,11 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 	if len(reqs[0]) != len(reqs[1]) {
 		return out, errors.New("host: both parties must make the same number of requests")
 	}
+	// If one host fails before its peer's frames arrive (a request its
+	// module refuses, a rejected frame), the other would wait for frames
+	// that never come: the first failure cancels both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var errs [2]error
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
@@ -79,10 +84,20 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 		go func() {
 			defer wg.Done()
 			out[b], errs[b] = lp.Hosts[b].Generate(ctx, tier, reqs[b])
+			if errs[b] != nil {
+				cancel()
+			}
 		}()
 	}
 	wg.Wait()
-	return out, errors.Join(errs[0], errs[1])
+	err := errors.Join(errs[0], errs[1])
+	if err != nil {
+		// Both hosts have returned, so nothing is in flight: frames left in
+		// the pipe belong to the failed round and must not meet the next.
+		lp.Links[0].drain()
+		lp.Links[1].drain()
+	}
+	return out, err
 }
 
 // BoundKeys is the dealerless key API for bound keys: given both parties'
