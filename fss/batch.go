@@ -85,7 +85,12 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 	defer func() { g.job = batchJob{} }()
 	job := &g.job
 	groups := (k + GroupKeys - 1) / GroupKeys
-	chunks := (groups + chunkGroups - 1) / chunkGroups
+	// Smaller chunks when there are too few to keep every worker busy.
+	cg := chunkGroups
+	if groups < cg*g.workers {
+		cg = max(1, groups/g.workers)
+	}
+	chunks := (groups + cg - 1) / cg
 	w := min(g.workers, chunks)
 	if w <= 1 {
 		if k > 0 {
@@ -95,6 +100,7 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	span := cg * GroupKeys // keys per chunk (a copy the goroutines capture)
 	for i := range w {
 		wg.Add(1)
 		go func(st *groupState) {
@@ -104,8 +110,8 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 				if c >= chunks {
 					return
 				}
-				lo := c * chunkGroups * GroupKeys
-				st.runRange(job, lo, min(k, lo+chunkGroups*GroupKeys))
+				lo := c * span
+				st.runRange(job, lo, min(k, lo+span))
 			}
 		}(g.scratch[i])
 	}

@@ -95,7 +95,7 @@ reached.`,
 	f.StringVar(&o.kernel, "kernel", "", "MMO kernel to use (default: the fastest; see prg kernels)")
 	f.DurationVar(&o.duration, "kernel-time", 250*time.Millisecond, "kernel measurement time before and after the run")
 	if op == "gen" {
-		f.StringVar(&o.plot, "plot", "", "instead of one run, sweep batch sizes and 1..workers and draw keys/s to this PNG")
+		f.StringVar(&o.plot, "plot", "", "instead of one run, sweep batch sizes and 1..workers and draw keys/s to this PNG (best of five runs per point)")
 	}
 	return cmd
 }
@@ -384,40 +384,47 @@ func benchGenSweep(stdout io.Writer, p fss.Params, keys, maxW int, file string) 
 	alpha, beta, root0, root1 := benchInputs(p, keys, 5)
 	ks := p.KeySize()
 	out0, out1 := make([]byte, keys*ks), make([]byte, keys*ks)
-	for w := 1; w <= maxW; w++ {
-		g, err := fss.NewBatchGen(p, w)
+	gens := make([]*fss.BatchGen, maxW)
+	for w := range gens {
+		g, err := fss.NewBatchGen(p, w+1)
 		if err != nil {
 			return err
 		}
-		var xy plotter.XYs
-		for b := 1; b <= keys; b *= 4 {
-			// Best of three runs of at least 100 ms (or all `keys` keys):
-			// the machines are shared, and the best run is the least
-			// disturbed one.
-			rate := 0.0
-			for range 3 {
+		gens[w] = g
+	}
+	xys := make([]plotter.XYs, maxW)
+	for b := 1; b <= keys; b *= 4 {
+		// Best of five runs of at least 100 ms (or all `keys` keys) per
+		// point, the worker counts taking turns so that they see the same
+		// background load: the machines are shared.
+		rates := make([]float64, maxW)
+		for range 5 {
+			for w, g := range gens {
 				done := 0
 				start := time.Now()
 				for done < keys || time.Since(start) < 100*time.Millisecond {
-					m := b
-					if err := g.GenWithRoots(alpha[:m], beta[:m], root0[:m], root1[:m], out0[:m*ks], out1[:m*ks]); err != nil {
+					if err := g.GenWithRoots(alpha[:b], beta[:b], root0[:b], root1[:b], out0[:b*ks], out1[:b*ks]); err != nil {
 						return err
 					}
-					done += m
+					done += b
 				}
-				rate = max(rate, float64(done)/time.Since(start).Seconds())
+				rates[w] = max(rates[w], float64(done)/time.Since(start).Seconds())
 			}
-			fmt.Fprintf(stdout, "workers %d batch %7d: %10.0f keys/s\n", w, b, rate)
-			xy = append(xy, plotter.XY{X: float64(b), Y: rate / 1e6})
 		}
+		for w, rate := range rates {
+			fmt.Fprintf(stdout, "workers %d batch %7d: %10.0f keys/s\n", w+1, b, rate)
+			xys[w] = append(xys[w], plotter.XY{X: float64(b), Y: rate / 1e6})
+		}
+	}
+	for w, xy := range xys {
 		line, points, err := plotter.NewLinePoints(xy)
 		if err != nil {
 			return err
 		}
-		line.Color = plotColor(w)
-		points.Color = plotColor(w)
+		line.Color = plotColor(w + 1)
+		points.Color = plotColor(w + 1)
 		pl.Add(line, points)
-		pl.Legend.Add(fmt.Sprintf("%d worker(s)", w), line, points)
+		pl.Legend.Add(fmt.Sprintf("%d worker(s)", w+1), line, points)
 	}
 	return pl.Save(7*vg.Inch, 4.5*vg.Inch, file)
 }
