@@ -9,17 +9,26 @@ import (
 
 // BatchEval evaluates many keys of one shape, each at its own point:
 // out[i] = keys[i].Eval(xs[i]). Keys walk their paths level by level
-// together; at each level the seeds that go left and those that go right
-// are hashed in one kernel call each, so the PRG sees up to GroupKeys
-// blocks per call. Keys may belong to either party.
+// together, GroupKeys at a time: each group first copies its keys'
+// corrections into a contiguous table (one sequential read per key instead
+// of a scattered one per level), then every level hashes all the group's
+// seeds in one kernel call per lane pair and picks each key's child
+// branch-free. Both children are hashed, twice the AES work of one path,
+// because at these sizes the AES is a small part of the cost and this
+// avoids partitioning keys by their next bit. Keys may belong to either
+// party.
 type BatchEval struct {
-	p    Params
-	s    []prg.Block // current seeds
-	in   []prg.Block // gathered seeds of one side
-	o, v []prg.Block // seed-lane and value-lane outputs of one side
-	idx  []int32     // key slots, left-going first
-	t    []uint8
-	acc  []uint64 // DCF running value
+	p      Params
+	s      []prg.Block // current seeds
+	l, r   []prg.Block // seed-lane children
+	vl, vr []prg.Block // value-lane outputs (DCF)
+	t      []uint8
+	acc    []uint64    // DCF running value
+	cws    []prg.Block // corrections of the group, key-major: cws[i·ℓ + j]
+	vcws   []uint64    // DCF value corrections, same layout
+	tl, tr []uint64    // control-bit corrections per key
+	final  []uint64
+	party  []uint8
 }
 
 // NewBatchEval returns an evaluator for keys with params p.
@@ -28,11 +37,17 @@ func NewBatchEval(p Params) (*BatchEval, error) {
 		return nil, err
 	}
 	const g = GroupKeys
-	return &BatchEval{
-		p: p, s: make([]prg.Block, g), in: make([]prg.Block, g),
-		o: make([]prg.Block, g), v: make([]prg.Block, g),
-		idx: make([]int32, g), t: make([]uint8, g), acc: make([]uint64, g),
-	}, nil
+	e := &BatchEval{
+		p: p, s: make([]prg.Block, g), l: make([]prg.Block, g), r: make([]prg.Block, g),
+		t: make([]uint8, g), acc: make([]uint64, g),
+		cws: make([]prg.Block, g*p.InBits),
+		tl:  make([]uint64, g), tr: make([]uint64, g), final: make([]uint64, g), party: make([]uint8, g),
+	}
+	if p.Type == DCF {
+		e.vl, e.vr = make([]prg.Block, g), make([]prg.Block, g)
+		e.vcws = make([]uint64, g*p.InBits)
+	}
+	return e, nil
 }
 
 // Eval sets out[i] to the share of keys[i] at xs[i]. All keys must have
@@ -54,9 +69,12 @@ func (e *BatchEval) Eval(keys []*Key, xs, out []uint64) error {
 		e.group(keys[base:hi], xs[base:hi], out[base:hi])
 	}
 	clear(e.s)
-	clear(e.in)
-	clear(e.o)
-	clear(e.v)
+	clear(e.l)
+	clear(e.r)
+	clear(e.cws)
+	clear(e.vl)
+	clear(e.vr)
+	clear(e.vcws)
 	return nil
 }
 
@@ -67,72 +85,50 @@ func (e *BatchEval) group(keys []*Key, xs, out []uint64) {
 	dcf := e.p.Type == DCF
 	for i, k := range keys {
 		e.s[i], e.t[i], e.acc[i] = k.root, k.party, 0
+		copy(e.cws[i*l:(i+1)*l], k.seedCW)
+		if dcf {
+			copy(e.vcws[i*l:(i+1)*l], k.valCW)
+		}
+		e.tl[i], e.tr[i], e.final[i], e.party[i] = k.tL, k.tR, k.final, k.party
 	}
-	for j := 1; j <= l; j++ {
-		sh := uint(l - j)
-		// Partition: slots going left fill idx from the front, right from
-		// the back.
-		lo, hi := 0, n
+	s, L, R := e.s[:n], e.l[:n], e.r[:n]
+	for j := 0; j < l; j++ {
+		sh := uint(l - 1 - j)
+		if dcf {
+			prg.ExpandValues(e.vl[:n], e.vr[:n], s)
+		}
+		prg.ExpandSeeds(L, R, s)
 		for i := 0; i < n; i++ {
-			if xs[i]>>sh&1 == 0 {
-				e.idx[lo] = int32(i)
-				lo++
-			} else {
-				hi--
-				e.idx[hi] = int32(i)
-			}
-		}
-		for side := 0; side < 2; side++ {
-			a, b := 0, lo
-			seedLane, valLane := prg.SeedLeft, prg.ValueLeft
-			if side == 1 {
-				a, b = lo, n
-				seedLane, valLane = prg.SeedRight, prg.ValueRight
-			}
-			if a == b {
-				continue
-			}
-			for q := a; q < b; q++ {
-				e.in[q] = e.s[e.idx[q]]
-			}
+			bit := xs[i] >> sh & 1
+			bm := -bit
+			t := e.t[i]
+			tm := -uint64(t)
+			llo, lhi := binary.LittleEndian.Uint64(L[i][:8]), binary.LittleEndian.Uint64(L[i][8:])
+			rlo, rhi := binary.LittleEndian.Uint64(R[i][:8]), binary.LittleEndian.Uint64(R[i][8:])
+			lo := llo ^ (llo^rlo)&bm
+			hi := lhi ^ (lhi^rhi)&bm
+			tcw := e.tl[i] ^ (e.tl[i]^e.tr[i])&bm
+			cw := &e.cws[i*l+j]
+			tc := uint8(lo&1) ^ uint8(tcw>>uint(j)&1)&t
+			lo = (lo &^ 1) ^ binary.LittleEndian.Uint64(cw[:8])&tm
+			hi ^= binary.LittleEndian.Uint64(cw[8:]) & tm
+			binary.LittleEndian.PutUint64(s[i][:8], lo)
+			binary.LittleEndian.PutUint64(s[i][8:], hi)
+			e.t[i] = tc
 			if dcf {
-				prg.HashPair(seedLane, valLane, e.o[a:b], e.v[a:b], e.in[a:b])
-			} else {
-				prg.Hash(seedLane, e.o[a:b], e.in[a:b])
-			}
-			for q := a; q < b; q++ {
-				i := e.idx[q]
-				k := keys[i]
-				t := e.t[i]
-				child := &e.o[q]
-				lo := binary.LittleEndian.Uint64(child[:8])
-				hi := binary.LittleEndian.Uint64(child[8:])
-				tcw := k.tL
-				if side == 1 {
-					tcw = k.tR
-				}
-				// Branch-free correction: XOR sCW and the bit correction when t = 1.
-				tm := -uint64(t)
-				cw := &k.seedCW[j-1]
-				tc := uint8(lo&1) ^ uint8(tcw>>uint(j-1)&1)&t
-				lo = (lo &^ 1) ^ binary.LittleEndian.Uint64(cw[:8])&tm
-				hi ^= binary.LittleEndian.Uint64(cw[8:]) & tm
-				if dcf {
-					c := binary.LittleEndian.Uint64(e.v[q][8:]) + k.valCW[j-1]&tm
-					e.acc[i] += neg(k.party, c, mask)
-				}
-				binary.LittleEndian.PutUint64(e.s[i][:8], lo)
-				binary.LittleEndian.PutUint64(e.s[i][8:], hi)
-				e.t[i] = tc
+				vL := binary.LittleEndian.Uint64(e.vl[i][8:])
+				vR := binary.LittleEndian.Uint64(e.vr[i][8:])
+				c := vL ^ (vL^vR)&bm + e.vcws[i*l+j]&tm
+				e.acc[i] += neg(e.party[i], c, mask)
 			}
 		}
 	}
-	for i, k := range keys {
-		c := prg.Convert(&e.s[i], nb)
+	for i := 0; i < n; i++ {
+		c := prg.Convert(&s[i], nb)
 		if e.t[i] == 1 {
-			c += k.final
+			c += e.final[i]
 		}
-		out[i] = (e.acc[i] + neg(k.party, c, mask)) & mask
+		out[i] = (e.acc[i] + neg(e.party[i], c, mask)) & mask
 	}
 }
 
