@@ -77,47 +77,64 @@ func digestKey(h hash.Hash, key []byte) {
 }
 
 // batchCalls lists the module calls that finish a batch: the peer's
-// frames, then one Collect per key.
-func batchCalls(calls []socket.Call, frames [][]byte, jobs []*job, first uint64) []socket.Call {
-	for _, f := range frames {
-		calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}})
+// frames (one call for all), then one call collecting every key.
+func batchCalls(calls []socket.Call, frames socket.Frames, jobs []*job, first uint64) []socket.Call {
+	if frames.Count() > 0 {
+		calls = append(calls, socket.Call{Frames: &frames})
 	}
-	c := first
+	n := 0
+	consume := false
 	for _, j := range jobs {
-		for range j.shares {
-			calls = append(calls, socket.Call{Collect: &msg.CollectRequest{Counter: c, Points: j.points}})
-			c++
+		n += len(j.shares)
+		consume = consume || j.points != nil
+	}
+	r := &socket.CollectRange{First: first, Count: n}
+	if consume {
+		r.Points = make([][]uint64, 0, n)
+		for _, j := range jobs {
+			for range j.shares {
+				r.Points = append(r.Points, j.points)
+			}
 		}
 	}
-	return calls
+	return append(calls, socket.Call{Range: r})
 }
 
 // outputs checks the frame results and gathers each job's reply and the
-// digest of the keys. It returns a reject reason if a frame was refused.
-func outputs(res []socket.Result, nframes int, jobs []*job) ([]*pb.KeyReply, []byte, error) {
-	for i := 0; i < nframes; i++ {
-		r := res[i]
+// digest of the keys. It returns an error if a frame was refused.
+func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([]*pb.KeyReply, []byte, error) {
+	if frames.Count() > 0 {
+		r := res[0]
+		res = res[1:]
 		if r.Err != nil {
-			return nil, nil, fmt.Errorf("%w: peer frame %d: %v", errDesync, i, r.Err)
+			return nil, nil, fmt.Errorf("%w: peer frames: %v", errDesync, r.Err)
 		}
-		if !r.Submit.Accepted {
-			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, i, r.Submit.Reject)
+		if r.Frames.Accepted != frames.Count() {
+			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, r.Frames.Accepted, r.Frames.Reject)
 		}
 	}
+	if len(res) != 1 {
+		return nil, nil, fmt.Errorf("%w: %d results for the collect", errDesync, len(res))
+	}
+	if res[0].Err != nil {
+		return nil, nil, fmt.Errorf("%w: collect: %v", errDesync, res[0].Err)
+	}
+	outs := res[0].Range
 	h := sha256.New()
 	h.Write([]byte("kord/v1/pair-digest"))
-	k := nframes
+	k := 0
 	out := make([]*pb.KeyReply, len(jobs))
 	for ji, j := range jobs {
 		rep := &pb.KeyReply{Keys: make([]*pb.KeyShare, len(j.shares))}
+		shares := make([]pb.KeyShare, len(j.shares))
 		for i := range j.shares {
-			r := res[k]
-			k++
-			if r.Err != nil {
-				return nil, nil, fmt.Errorf("%w: collect: %v", errDesync, r.Err)
+			if k >= len(outs) {
+				return nil, nil, fmt.Errorf("%w: collect: %d outputs for more keys", errDesync, len(outs))
 			}
-			c := r.Collect
-			rep.Keys[i] = &pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+			c := &outs[k]
+			k++
+			shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+			rep.Keys[i] = &shares[i]
 			if c.Key != nil {
 				digestKey(h, c.Key)
 			}
@@ -127,13 +144,7 @@ func outputs(res []socket.Result, nframes int, jobs []*job) ([]*pb.KeyReply, []b
 	return out, h.Sum(nil), nil
 }
 
-func frameBytes(fs [][]byte) uint64 {
-	n := 0
-	for _, f := range fs {
-		n += len(f)
-	}
-	return uint64(n)
-}
+func frameBytes(f socket.Frames) uint64 { return uint64(len(f.Data)) }
 
 // session runs one party-0 session: handshake with the rollback witness,
 // then the batch pipeline, until anything goes wrong.
@@ -216,8 +227,13 @@ func (p *Party) session(ctx context.Context) (err error) {
 				shares = append(shares, j.shares...)
 				items[i] = j.item
 			}
-			sub, err := p.mod.Submit(sctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares})
+			var sub *msg.SubmitResponse
+			var packed socket.Frames
+			res, err := p.mod.Do(sctx, []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}, true)
 			clear(shares)
+			if err == nil {
+				sub, packed, err = res[0].Submit, res[0].Packed, res[0].Err
+			}
 			if err == nil && sub.FirstCounter != next {
 				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, sub.FirstCounter, next)
 			}
@@ -236,12 +252,12 @@ func (p *Party) session(ctx context.Context) (err error) {
 			p.inFlight.Add(1)
 			p.m.inFlight.Inc()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
-				Items: items, Transcript: transcript, Frames: sub.Frames}}})
+				Items: items, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens}}})
 			if err != nil {
 				errc <- fmt.Errorf("peer: %w", err)
 				return
 			}
-			if n := frameBytes(sub.Frames); n > 0 {
+			if n := frameBytes(packed); n > 0 {
 				p.frameBytes.Add(n)
 				p.m.frameBytes.WithLabelValues(tier.String()).Add(float64(n))
 			}
@@ -286,13 +302,14 @@ func (p *Party) session(ctx context.Context) (err error) {
 			}
 			p.rounds.Add(1)
 			p.m.rounds.Inc()
-			calls := batchCalls(nil, br.Frames, fl.jobs, fl.first)
+			frames := socket.Frames{Data: br.FrameData, Lens: br.FrameLens}
+			calls := batchCalls(nil, frames, fl.jobs, fl.first)
 			res, err := p.mod.Do(sctx, calls, true)
 			if err != nil {
 				errc <- fmt.Errorf("module: %w", err)
 				return
 			}
-			reps, digest, err := outputs(res, len(br.Frames), fl.jobs)
+			reps, digest, err := outputs(res, frames, fl.jobs)
 			if err == nil && !bytes.Equal(digest, br.Digest) {
 				err = fmt.Errorf("%w: the peer's keys do not pair with ours (batch %d)", errDesync, fl.seq)
 				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
@@ -492,7 +509,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			if rep.Error == "" {
 				p.rounds.Add(1)
 				p.m.rounds.Inc()
-				if n := frameBytes(rep.Frames); n > 0 {
+				if n := uint64(len(rep.FrameData)); n > 0 {
 					p.frameBytes.Add(n)
 					p.m.frameBytes.WithLabelValues(msg.Tier(b.Tier).String()).Add(float64(n))
 				}
@@ -542,7 +559,8 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 		shares = append(shares, j.shares...)
 	}
 	calls := []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}
-	calls = batchCalls(calls, b.Frames, js, b.FirstCounter)
+	frames := socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
+	calls = batchCalls(calls, frames, js, b.FirstCounter)
 	res, err := p.mod.Do(ctx, calls, true)
 	clear(shares)
 	if err != nil {
@@ -558,7 +576,7 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 		p.pend.putBack(js)
 		return fail("desync", "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
 	}
-	reps, digest, err := outputs(res[1:], len(b.Frames), js)
+	reps, digest, err := outputs(res[1:], frames, js)
 	if err != nil {
 		p.pend.putBack(js)
 		return fail("desync", "%v", err)
@@ -571,6 +589,6 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 	p.held = append(p.held, &heldBatch{seq: b.Seq, jobs: js, replies: reps})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
-	rep.FirstCounter, rep.Frames, rep.Digest = sub.FirstCounter, sub.Frames, digest
+	rep.FirstCounter, rep.FrameData, rep.FrameLens, rep.Digest = sub.FirstCounter, res[0].Packed.Data, res[0].Packed.Lens, digest
 	return rep, false
 }

@@ -47,14 +47,24 @@ type Call struct {
 	Submit  *msg.SubmitRequest
 	Collect *msg.CollectRequest
 	Poll    bool
+	// Frames submits the peer's frames in order (SubmitPeerFrame each)
+	// and stops at the first the module refuses.
+	Frames *Frames
+	// Range collects a run of counters.
+	Range *CollectRange
 }
 
 // Result is the answer to one Call.
 type Result struct {
-	Submit  *msg.SubmitResponse
+	Submit *msg.SubmitResponse
+	// Packed holds the frames of a Submit packed into one buffer
+	// (Submit.Frames are slices of it).
+	Packed  Frames
 	Collect *msg.CollectResponse
 	Poll    *msg.PollResponse
 	Locked  bool
+	Frames  *FramesResult
+	Range   []msg.CollectResponse
 	Err     error
 }
 
@@ -65,7 +75,7 @@ type Client struct {
 	path    string
 	timeout time.Duration
 	mu      sync.Mutex
-	idle    []net.Conn
+	idle    []*conn
 	closed  bool
 }
 
@@ -95,7 +105,13 @@ func (c *Client) Close() error {
 	return nil
 }
 
-func (c *Client) get(ctx context.Context) (net.Conn, error) {
+// conn is a connection with its reusable buffers.
+type conn struct {
+	net.Conn
+	wbuf, rbuf []byte
+}
+
+func (c *Client) get(ctx context.Context) (*conn, error) {
 	c.mu.Lock()
 	if n := len(c.idle); n > 0 {
 		cn := c.idle[n-1]
@@ -113,10 +129,10 @@ func (c *Client) get(ctx context.Context) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
 	}
-	return cn, nil
+	return &conn{Conn: cn}, nil
 }
 
-func (c *Client) put(cn net.Conn) {
+func (c *Client) put(cn *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.idle) >= 8 {
@@ -128,12 +144,15 @@ func (c *Client) put(cn net.Conn) {
 
 // roundTrip sends one request and reads its response.
 func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.ModuleResponse, error) {
-	b, err := proto.Marshal(req)
+	cn, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cn, err := c.get(ctx)
+	// The request may carry this party's shares: the buffer is wiped
+	// once written.
+	cn.wbuf, err = appendMsg(cn.wbuf[:0], req)
 	if err != nil {
+		c.put(cn)
 		return nil, err
 	}
 	dl, ok := ctx.Deadline()
@@ -142,10 +161,12 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 	}
 	cn.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { cn.SetDeadline(time.Unix(1, 0)) })
-	err = writeMsg(cn, b)
+	_, err = cn.Write(cn.wbuf)
+	clear(cn.wbuf)
 	var out []byte
 	if err == nil {
-		out, err = readMsg(cn)
+		cn.rbuf, err = readMsgInto(cn, cn.rbuf)
+		out = cn.rbuf
 	}
 	if !stop() || err != nil {
 		cn.Close()
@@ -154,9 +175,11 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 		}
 		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
 	}
-	c.put(cn)
 	var resp pb.ModuleResponse
-	if err := proto.Unmarshal(out, &resp); err != nil {
+	err = proto.Unmarshal(out, &resp) // copies what it keeps
+	clear(out)
+	c.put(cn)
+	if err != nil {
 		return nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
 	}
 	if len(resp.Results) != len(req.Calls) {
@@ -166,6 +189,15 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 		return nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
 	}
 	return &resp, nil
+}
+
+// wipeShares clears the packed shares of a sent request.
+func wipeShares(req *pb.ModuleRequest) {
+	for _, c := range req.Calls {
+		if s := c.GetSubmit(); s != nil {
+			clear(s.PackedShares)
+		}
+	}
 }
 
 func remote(r *pb.Result) error {
@@ -188,11 +220,19 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: cl.Collect.Counter, Points: cl.Collect.Points}}}
 		case cl.Poll:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}}
+		case cl.Frames != nil:
+			req.Calls[i] = &pb.Call{Op: &pb.Call_PeerFrames{PeerFrames: &pb.PeerFramesRequest{Data: cl.Frames.Data, Lens: cl.Frames.Lens}}}
+		case cl.Range != nil:
+			if err := checkRange(cl.Range); err != nil {
+				return nil, fmt.Errorf("Call %d: %w", i, err)
+			}
+			req.Calls[i] = &pb.Call{Op: &pb.Call_CollectRange{CollectRange: rangeToPB(cl.Range)}}
 		default:
 			return nil, fmt.Errorf("%w: Call %d sets no operation", module.ErrBadRequest, i)
 		}
 	}
 	resp, err := c.roundTrip(ctx, req)
+	wipeShares(req)
 	if err != nil {
 		return nil, err
 	}
@@ -204,11 +244,19 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 		}
 		switch v := r.Op.(type) {
 		case *pb.Result_Submit:
-			out[i].Submit = submitRespFromPB(v.Submit)
+			out[i].Submit, out[i].Packed, out[i].Err = submitRespFromPB(v.Submit)
 		case *pb.Result_Collect:
 			out[i].Collect = collectRespFromPB(v.Collect)
 		case *pb.Result_Poll:
 			out[i].Poll, out[i].Locked = PollFromPB(v.Poll), v.Poll.GetLocked()
+		case *pb.Result_PeerFrames:
+			out[i].Frames = &FramesResult{Accepted: int(v.PeerFrames.GetAccepted()), Reject: v.PeerFrames.GetReject()}
+		case *pb.Result_CollectRange:
+			if calls[i].Range == nil {
+				out[i].Err = fmt.Errorf("%w: result %d of the wrong kind", ErrTransport, i)
+				continue
+			}
+			out[i].Range, out[i].Err = rangeRespFromPB(v.CollectRange, calls[i].Range.First, calls[i].Range.Count)
 		default:
 			out[i].Err = fmt.Errorf("%w: result %d of the wrong kind", ErrTransport, i)
 		}
@@ -237,11 +285,14 @@ func (c *Client) Provision(ctx context.Context, req *msg.ProvisionRequest) (*msg
 
 // Submit sends shares, a peer frame or an abandon.
 func (c *Client) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
-	r, err := c.one(ctx, &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(req)}})
+	call := &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(req)}}
+	r, err := c.one(ctx, call)
+	clear(call.GetSubmit().PackedShares)
 	if err != nil {
 		return nil, err
 	}
-	return submitRespFromPB(r.GetSubmit()), nil
+	resp, _, err := submitRespFromPB(r.GetSubmit())
+	return resp, err
 }
 
 // Poll reports status.

@@ -1,7 +1,10 @@
 package socket
 
 import (
+	"fmt"
+
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/modulepb"
 )
@@ -35,34 +38,63 @@ func ShareFromPB(s *pb.Share) msg.Share {
 		AlphaShare: s.GetAlphaShare(), BetaShare: s.GetBetaShare(), DeriveBeta: s.GetDeriveBeta(), Beta: s.GetBeta()}
 }
 
+// submitReqToPB converts a submission; shares travel packed, and the
+// frames are asked for packed. The caller wipes PackedShares once sent.
 func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
-	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter}
-	o.Shares = make([]*pb.Share, len(r.Shares))
-	for i, s := range r.Shares {
-		o.Shares[i] = ShareToPB(s)
+	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, PackFrames: true}
+	if len(r.Shares) > 0 {
+		o.PackedShares = PackShares(make([]byte, 0, len(r.Shares)*shareRecord), r.Shares)
 	}
 	return o
 }
 
-func submitReqFromPB(r *pb.SubmitRequest) *msg.SubmitRequest {
+// submitReqFromPB converts a wire submission (shares in either form, not
+// both).
+func submitReqFromPB(r *pb.SubmitRequest) (*msg.SubmitRequest, error) {
 	o := &msg.SubmitRequest{Kind: msg.SubmitKind(u8(r.GetKind())), Tier: msg.Tier(u8(r.GetTier())), Frame: r.GetFrame(), Counter: r.GetCounter()}
-	if len(r.GetShares()) > 0 {
+	switch {
+	case len(r.GetShares()) > 0 && len(r.GetPackedShares()) > 0:
+		return nil, fmt.Errorf("%w: shares and packed_shares are both set", module.ErrBadRequest)
+	case len(r.GetPackedShares()) > 0:
+		sh, err := UnpackShares(r.PackedShares)
+		if err != nil {
+			return nil, err
+		}
+		o.Shares = sh
+	case len(r.GetShares()) > 0:
 		o.Shares = make([]msg.Share, len(r.Shares))
 		for i, s := range r.Shares {
 			o.Shares[i] = ShareFromPB(s)
 		}
 	}
+	return o, nil
+}
+
+func submitRespToPB(r *msg.SubmitResponse, packFrames bool) *pb.SubmitResponse {
+	o := &pb.SubmitResponse{FirstCounter: r.FirstCounter, Count: uint32(r.Count),
+		Accepted: r.Accepted, Counters: r.Counters, Reject: r.Reject}
+	if packFrames {
+		f := PackFrames(r.Frames)
+		o.FrameData, o.FrameLens = f.Data, f.Lens
+	} else {
+		o.Frames = r.Frames
+	}
 	return o
 }
 
-func submitRespToPB(r *msg.SubmitResponse) *pb.SubmitResponse {
-	return &pb.SubmitResponse{FirstCounter: r.FirstCounter, Count: uint32(r.Count), Frames: r.Frames,
-		Accepted: r.Accepted, Counters: r.Counters, Reject: r.Reject}
-}
-
-func submitRespFromPB(r *pb.SubmitResponse) *msg.SubmitResponse {
-	return &msg.SubmitResponse{FirstCounter: r.GetFirstCounter(), Count: int(r.GetCount()), Frames: r.GetFrames(),
+func submitRespFromPB(r *pb.SubmitResponse) (*msg.SubmitResponse, Frames, error) {
+	o := &msg.SubmitResponse{FirstCounter: r.GetFirstCounter(), Count: int(r.GetCount()), Frames: r.GetFrames(),
 		Accepted: r.GetAccepted(), Counters: r.GetCounters(), Reject: r.GetReject()}
+	var f Frames
+	if len(r.GetFrameLens()) > 0 {
+		f = Frames{Data: r.FrameData, Lens: r.FrameLens}
+		if o.Frames = f.Split(); o.Frames == nil {
+			return nil, f, fmt.Errorf("%w: frame lengths do not cover the frame data", ErrTransport)
+		}
+	} else if len(o.Frames) > 0 {
+		f = PackFrames(o.Frames)
+	}
+	return o, f, nil
 }
 
 // PollToPB converts a status report.

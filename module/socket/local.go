@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 // Module is what a host needs of its module: the Device interface, the
@@ -42,6 +43,16 @@ func (l *LocalModule) Do(ctx context.Context, calls []Call, stopOnError bool) ([
 		switch {
 		case c.Submit != nil:
 			out[i].Submit, out[i].Err = l.Submit(ctx, c.Submit)
+			if out[i].Err == nil {
+				out[i].Packed = PackFrames(out[i].Submit.Frames)
+			}
+		case c.Frames != nil:
+			out[i].Frames, out[i].Err = peerFrames(ctx, l.Device, c.Frames)
+		case c.Range != nil:
+			if out[i].Err = checkRange(c.Range); out[i].Err == nil {
+				out[i].Range = make([]msg.CollectResponse, 0, c.Range.Count)
+				out[i].Err = collectRange(ctx, l.Device, c.Range, func(r *msg.CollectResponse) { out[i].Range = append(out[i].Range, *r) })
+			}
 		case c.Collect != nil:
 			out[i].Collect, out[i].Err = l.Collect(ctx, c.Collect)
 		case c.Poll:

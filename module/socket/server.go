@@ -107,21 +107,26 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
 	ctx := context.Background()
+	var rbuf, wbuf []byte
 	for {
-		b, err := readMsg(c)
+		var err error
+		rbuf, err = readMsgInto(c, rbuf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.log.Warn("socket: dropping connection", "err", err)
 			}
 			return
 		}
-		resp := s.Handle(ctx, b)
-		out, err := proto.Marshal(resp)
+		resp := s.Handle(ctx, rbuf)
+		clear(rbuf) // own shares
+		wbuf, err = appendMsg(wbuf[:0], resp)
 		if err != nil {
 			s.log.Error("socket: encoding response", "err", err)
 			return
 		}
-		if err := writeMsg(c, out); err != nil {
+		_, err = c.Write(wbuf)
+		clear(wbuf) // own key shares
+		if err != nil {
 			return
 		}
 	}
@@ -178,15 +183,36 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 		}
 		return &pb.Result{Op: &pb.Result_Provision{Provision: &pb.ProvisionResponse{Message: r.Message, Paired: r.Paired}}}
 	case *pb.Call_Submit:
-		req := submitReqFromPB(op.Submit)
-		r, err := s.dev.Submit(ctx, req)
+		req, err := submitReqFromPB(op.Submit)
 		if err != nil {
 			return fail(err)
 		}
-		if req.Kind == msg.SubmitShares && s.journal != nil && len(r.Frames) > 0 {
+		clear(op.Submit.PackedShares)
+		r, err := s.dev.Submit(ctx, req)
+		if err == nil && req.Kind == msg.SubmitShares && s.journal != nil && len(r.Frames) > 0 {
 			s.record(req, r)
 		}
-		return &pb.Result{Op: &pb.Result_Submit{Submit: submitRespToPB(r)}}
+		clear(req.Shares)
+		if err != nil {
+			return fail(err)
+		}
+		return &pb.Result{Op: &pb.Result_Submit{Submit: submitRespToPB(r, op.Submit.GetPackFrames())}}
+	case *pb.Call_PeerFrames:
+		r, err := peerFrames(ctx, s.dev, &Frames{Data: op.PeerFrames.GetData(), Lens: op.PeerFrames.GetLens()})
+		if err != nil {
+			return fail(err)
+		}
+		return &pb.Result{Op: &pb.Result_PeerFrames{PeerFrames: &pb.PeerFramesResponse{Accepted: uint32(r.Accepted), Reject: r.Reject}}}
+	case *pb.Call_CollectRange:
+		rr, err := rangeFromPB(op.CollectRange)
+		if err != nil {
+			return fail(err)
+		}
+		b := newRangeRespBuilder(rr.Count)
+		if err := collectRange(ctx, s.dev, rr, b.add); err != nil {
+			return fail(err)
+		}
+		return &pb.Result{Op: &pb.Result_CollectRange{CollectRange: b.done()}}
 	case *pb.Call_Poll:
 		r, err := s.dev.Poll(ctx, &msg.PollRequest{})
 		if err != nil {

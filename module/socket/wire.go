@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // MaxMessage bounds one message on the socket.
@@ -48,4 +50,40 @@ func readMsg(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("socket: short message: %w", err)
 	}
 	return b, nil
+}
+
+// appendMsg appends m's length prefix and encoding to dst.
+func appendMsg(dst []byte, m proto.Message) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
+	if err != nil {
+		return dst[:start], err
+	}
+	n := len(dst) - start - 4
+	if n > MaxMessage {
+		return dst[:start], ErrTooLarge
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(n))
+	return dst, nil
+}
+
+// readMsgInto reads one message into buf (grown as needed) and returns it.
+func readMsgInto(r io.Reader, buf []byte) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return buf[:0], err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if n > MaxMessage {
+		return buf[:0], fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, MaxMessage)
+	}
+	if uint32(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return buf[:0], fmt.Errorf("socket: short message: %w", err)
+	}
+	return buf, nil
 }

@@ -948,8 +948,9 @@ type Batch struct {
 	Tier          uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
 	FirstCounter  uint64                 `protobuf:"varint,3,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
 	Items         []*BatchItem           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	Transcript    []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"` // chained SHA-256 over the batch headers of the session
-	Frames        [][]byte               `protobuf:"bytes,6,rep,name=frames,proto3" json:"frames,omitempty"`
+	Transcript    []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
+	FrameData     []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
+	FrameLens     []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1019,9 +1020,16 @@ func (x *Batch) GetTranscript() []byte {
 	return nil
 }
 
-func (x *Batch) GetFrames() [][]byte {
+func (x *Batch) GetFrameData() []byte {
 	if x != nil {
-		return x.Frames
+		return x.FrameData
+	}
+	return nil
+}
+
+func (x *Batch) GetFrameLens() []uint32 {
+	if x != nil {
+		return x.FrameLens
 	}
 	return nil
 }
@@ -1030,11 +1038,12 @@ type BatchReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	FirstCounter  uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Frames        [][]byte               `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
 	Digest        []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 over the public part of party 1's keys
 	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	ErrorClass    string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
-	Missing       []uint64               `protobuf:"varint,7,rep,packed,name=missing,proto3" json:"missing,omitempty"` // ids party 1 has no request for
+	Missing       []uint64               `protobuf:"varint,7,rep,packed,name=missing,proto3" json:"missing,omitempty"`              // ids party 1 has no request for
+	FrameData     []byte                 `protobuf:"bytes,8,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 1's frames, concatenated
+	FrameLens     []uint32               `protobuf:"varint,9,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1083,13 +1092,6 @@ func (x *BatchReply) GetFirstCounter() uint64 {
 	return 0
 }
 
-func (x *BatchReply) GetFrames() [][]byte {
-	if x != nil {
-		return x.Frames
-	}
-	return nil
-}
-
 func (x *BatchReply) GetDigest() []byte {
 	if x != nil {
 		return x.Digest
@@ -1114,6 +1116,20 @@ func (x *BatchReply) GetErrorClass() string {
 func (x *BatchReply) GetMissing() []uint64 {
 	if x != nil {
 		return x.Missing
+	}
+	return nil
+}
+
+func (x *BatchReply) GetFrameData() []byte {
+	if x != nil {
+		return x.FrameData
+	}
+	return nil
+}
+
+func (x *BatchReply) GetFrameLens() []uint32 {
+	if x != nil {
+		return x.FrameLens
 	}
 	return nil
 }
@@ -1465,7 +1481,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xb4\x01\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -1473,18 +1489,24 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05items\x18\x04 \x03(\v2\x12.kord.v1.BatchItemR\x05items\x12\x1e\n" +
 	"\n" +
 	"transcript\x18\x05 \x01(\fR\n" +
-	"transcript\x12\x16\n" +
-	"\x06frames\x18\x06 \x03(\fR\x06frames\"\xc4\x01\n" +
+	"transcript\x12\x1d\n" +
+	"\n" +
+	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
+	"\n" +
+	"frame_lens\x18\b \x03(\rR\tframeLensJ\x04\b\x06\x10\a\"\xf0\x01\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
 	"\rfirst_counter\x18\x02 \x01(\x04R\ffirstCounter\x12\x16\n" +
-	"\x06frames\x18\x03 \x03(\fR\x06frames\x12\x16\n" +
 	"\x06digest\x18\x04 \x01(\fR\x06digest\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x06 \x01(\tR\n" +
 	"errorClass\x12\x18\n" +
-	"\amissing\x18\a \x03(\x04R\amissing\"+\n" +
+	"\amissing\x18\a \x03(\x04R\amissing\x12\x1d\n" +
+	"\n" +
+	"frame_data\x18\b \x01(\fR\tframeData\x12\x1d\n" +
+	"\n" +
+	"frame_lens\x18\t \x03(\rR\tframeLensJ\x04\b\x03\x10\x04\"+\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\"\xdc\x02\n" +

@@ -75,7 +75,7 @@ func (x SyncRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SyncRequest_Op.Descriptor instead.
 func (SyncRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{9, 0}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type Share struct {
@@ -275,12 +275,19 @@ func (x *ProvisionResponse) GetPaired() bool {
 }
 
 type SubmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Tier          uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
-	Shares        []*Share               `protobuf:"bytes,3,rep,name=shares,proto3" json:"shares,omitempty"`
-	Frame         []byte                 `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
-	Counter       uint64                 `protobuf:"varint,5,opt,name=counter,proto3" json:"counter,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Kind    uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Tier    uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
+	Shares  []*Share               `protobuf:"bytes,3,rep,name=shares,proto3" json:"shares,omitempty"`
+	Frame   []byte                 `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
+	Counter uint64                 `protobuf:"varint,5,opt,name=counter,proto3" json:"counter,omitempty"`
+	// packed_shares, when set, replaces shares: one 29-byte record per
+	// share (socket.PackShares): mode, type, in_bits, out_bits, flags (bit 0
+	// derive_beta), then alpha_share, beta_share, beta as little-endian
+	// uint64s. The hot path of a batch sends no message per key.
+	PackedShares []byte `protobuf:"bytes,6,opt,name=packed_shares,json=packedShares,proto3" json:"packed_shares,omitempty"`
+	// pack_frames asks for frame_data/frame_lens instead of frames.
+	PackFrames    bool `protobuf:"varint,7,opt,name=pack_frames,json=packFrames,proto3" json:"pack_frames,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,14 +357,31 @@ func (x *SubmitRequest) GetCounter() uint64 {
 	return 0
 }
 
+func (x *SubmitRequest) GetPackedShares() []byte {
+	if x != nil {
+		return x.PackedShares
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetPackFrames() bool {
+	if x != nil {
+		return x.PackFrames
+	}
+	return false
+}
+
 type SubmitResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FirstCounter  uint64                 `protobuf:"varint,1,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	Frames        [][]byte               `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
-	Accepted      bool                   `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	Counters      []uint64               `protobuf:"varint,5,rep,packed,name=counters,proto3" json:"counters,omitempty"`
-	Reject        string                 `protobuf:"bytes,6,opt,name=reject,proto3" json:"reject,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	FirstCounter uint64                 `protobuf:"varint,1,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Count        uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Frames       [][]byte               `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
+	Accepted     bool                   `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Counters     []uint64               `protobuf:"varint,5,rep,packed,name=counters,proto3" json:"counters,omitempty"`
+	Reject       string                 `protobuf:"bytes,6,opt,name=reject,proto3" json:"reject,omitempty"`
+	// With pack_frames: the frames concatenated, and their lengths.
+	FrameData     []byte   `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"`
+	FrameLens     []uint32 `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -434,6 +458,293 @@ func (x *SubmitResponse) GetReject() string {
 	return ""
 }
 
+func (x *SubmitResponse) GetFrameData() []byte {
+	if x != nil {
+		return x.FrameData
+	}
+	return nil
+}
+
+func (x *SubmitResponse) GetFrameLens() []uint32 {
+	if x != nil {
+		return x.FrameLens
+	}
+	return nil
+}
+
+// PeerFramesRequest submits many peer frames (concatenated in data, with
+// their lengths) in order; the module stops at the first it refuses.
+type PeerFramesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Lens          []uint32               `protobuf:"varint,2,rep,packed,name=lens,proto3" json:"lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerFramesRequest) Reset() {
+	*x = PeerFramesRequest{}
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerFramesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerFramesRequest) ProtoMessage() {}
+
+func (x *PeerFramesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerFramesRequest.ProtoReflect.Descriptor instead.
+func (*PeerFramesRequest) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PeerFramesRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PeerFramesRequest) GetLens() []uint32 {
+	if x != nil {
+		return x.Lens
+	}
+	return nil
+}
+
+// accepted frames were accepted; if fewer than sent, reject is why frame
+// number accepted was refused (the ones after it were not submitted).
+type PeerFramesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accepted      uint32                 `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Reject        string                 `protobuf:"bytes,2,opt,name=reject,proto3" json:"reject,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerFramesResponse) Reset() {
+	*x = PeerFramesResponse{}
+	mi := &file_kord_v1_module_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerFramesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerFramesResponse) ProtoMessage() {}
+
+func (x *PeerFramesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerFramesResponse.ProtoReflect.Descriptor instead.
+func (*PeerFramesResponse) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PeerFramesResponse) GetAccepted() uint32 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
+func (x *PeerFramesResponse) GetReject() string {
+	if x != nil {
+		return x.Reject
+	}
+	return ""
+}
+
+// CollectRangeRequest collects the outputs at counters first ..
+// first+count-1. point_lens is empty or has one entry per counter (0 for
+// keys that are not consume mode); points holds their points in order.
+type CollectRangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Points        []uint64               `protobuf:"varint,3,rep,packed,name=points,proto3" json:"points,omitempty"`
+	PointLens     []uint32               `protobuf:"varint,4,rep,packed,name=point_lens,json=pointLens,proto3" json:"point_lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectRangeRequest) Reset() {
+	*x = CollectRangeRequest{}
+	mi := &file_kord_v1_module_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectRangeRequest) ProtoMessage() {}
+
+func (x *CollectRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectRangeRequest.ProtoReflect.Descriptor instead.
+func (*CollectRangeRequest) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CollectRangeRequest) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *CollectRangeRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *CollectRangeRequest) GetPoints() []uint64 {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+func (x *CollectRangeRequest) GetPointLens() []uint32 {
+	if x != nil {
+		return x.PointLens
+	}
+	return nil
+}
+
+// One entry per counter: modes (one byte each), key_lens into keys,
+// alpha/beta shares, eval_lens into evals.
+type CollectRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Modes         []byte                 `protobuf:"bytes,1,opt,name=modes,proto3" json:"modes,omitempty"`
+	Keys          []byte                 `protobuf:"bytes,2,opt,name=keys,proto3" json:"keys,omitempty"`
+	KeyLens       []uint32               `protobuf:"varint,3,rep,packed,name=key_lens,json=keyLens,proto3" json:"key_lens,omitempty"`
+	AlphaShares   []uint64               `protobuf:"varint,4,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64               `protobuf:"varint,5,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	Evals         []uint64               `protobuf:"varint,6,rep,packed,name=evals,proto3" json:"evals,omitempty"`
+	EvalLens      []uint32               `protobuf:"varint,7,rep,packed,name=eval_lens,json=evalLens,proto3" json:"eval_lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectRangeResponse) Reset() {
+	*x = CollectRangeResponse{}
+	mi := &file_kord_v1_module_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectRangeResponse) ProtoMessage() {}
+
+func (x *CollectRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectRangeResponse.ProtoReflect.Descriptor instead.
+func (*CollectRangeResponse) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CollectRangeResponse) GetModes() []byte {
+	if x != nil {
+		return x.Modes
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetKeyLens() []uint32 {
+	if x != nil {
+		return x.KeyLens
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetEvals() []uint64 {
+	if x != nil {
+		return x.Evals
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetEvalLens() []uint32 {
+	if x != nil {
+		return x.EvalLens
+	}
+	return nil
+}
+
 type PollRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -442,7 +753,7 @@ type PollRequest struct {
 
 func (x *PollRequest) Reset() {
 	*x = PollRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +765,7 @@ func (x *PollRequest) String() string {
 func (*PollRequest) ProtoMessage() {}
 
 func (x *PollRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +778,7 @@ func (x *PollRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollRequest.ProtoReflect.Descriptor instead.
 func (*PollRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
 }
 
 type PollResponse struct {
@@ -489,7 +800,7 @@ type PollResponse struct {
 
 func (x *PollResponse) Reset() {
 	*x = PollResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +812,7 @@ func (x *PollResponse) String() string {
 func (*PollResponse) ProtoMessage() {}
 
 func (x *PollResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +825,7 @@ func (x *PollResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResponse.ProtoReflect.Descriptor instead.
 func (*PollResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PollResponse) GetParty() uint32 {
@@ -604,7 +915,7 @@ type CollectRequest struct {
 
 func (x *CollectRequest) Reset() {
 	*x = CollectRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +927,7 @@ func (x *CollectRequest) String() string {
 func (*CollectRequest) ProtoMessage() {}
 
 func (x *CollectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +940,7 @@ func (x *CollectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRequest.ProtoReflect.Descriptor instead.
 func (*CollectRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CollectRequest) GetCounter() uint64 {
@@ -660,7 +971,7 @@ type CollectResponse struct {
 
 func (x *CollectResponse) Reset() {
 	*x = CollectResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +983,7 @@ func (x *CollectResponse) String() string {
 func (*CollectResponse) ProtoMessage() {}
 
 func (x *CollectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +996,7 @@ func (x *CollectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectResponse.ProtoReflect.Descriptor instead.
 func (*CollectResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CollectResponse) GetCounter() uint64 {
@@ -743,7 +1054,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +1066,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +1079,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SyncRequest) GetOp() SyncRequest_Op {
@@ -798,7 +1109,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +1121,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1134,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SyncResponse) GetData() []byte {
@@ -870,6 +1181,8 @@ type Call struct {
 	//	*Call_Poll
 	//	*Call_Collect
 	//	*Call_Sync
+	//	*Call_PeerFrames
+	//	*Call_CollectRange
 	Op            isCall_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -877,7 +1190,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1202,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1215,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Call) GetOp() isCall_Op {
@@ -957,6 +1270,24 @@ func (x *Call) GetSync() *SyncRequest {
 	return nil
 }
 
+func (x *Call) GetPeerFrames() *PeerFramesRequest {
+	if x != nil {
+		if x, ok := x.Op.(*Call_PeerFrames); ok {
+			return x.PeerFrames
+		}
+	}
+	return nil
+}
+
+func (x *Call) GetCollectRange() *CollectRangeRequest {
+	if x != nil {
+		if x, ok := x.Op.(*Call_CollectRange); ok {
+			return x.CollectRange
+		}
+	}
+	return nil
+}
+
 type isCall_Op interface {
 	isCall_Op()
 }
@@ -981,6 +1312,14 @@ type Call_Sync struct {
 	Sync *SyncRequest `protobuf:"bytes,5,opt,name=sync,proto3,oneof"`
 }
 
+type Call_PeerFrames struct {
+	PeerFrames *PeerFramesRequest `protobuf:"bytes,6,opt,name=peer_frames,json=peerFrames,proto3,oneof"`
+}
+
+type Call_CollectRange struct {
+	CollectRange *CollectRangeRequest `protobuf:"bytes,7,opt,name=collect_range,json=collectRange,proto3,oneof"`
+}
+
 func (*Call_Provision) isCall_Op() {}
 
 func (*Call_Submit) isCall_Op() {}
@@ -990,6 +1329,10 @@ func (*Call_Poll) isCall_Op() {}
 func (*Call_Collect) isCall_Op() {}
 
 func (*Call_Sync) isCall_Op() {}
+
+func (*Call_PeerFrames) isCall_Op() {}
+
+func (*Call_CollectRange) isCall_Op() {}
 
 type Result struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1004,6 +1347,8 @@ type Result struct {
 	//	*Result_Poll
 	//	*Result_Collect
 	//	*Result_Sync
+	//	*Result_PeerFrames
+	//	*Result_CollectRange
 	Op            isResult_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1011,7 +1356,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1023,7 +1368,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1036,7 +1381,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Result) GetErrorClass() uint32 {
@@ -1105,6 +1450,24 @@ func (x *Result) GetSync() *SyncResponse {
 	return nil
 }
 
+func (x *Result) GetPeerFrames() *PeerFramesResponse {
+	if x != nil {
+		if x, ok := x.Op.(*Result_PeerFrames); ok {
+			return x.PeerFrames
+		}
+	}
+	return nil
+}
+
+func (x *Result) GetCollectRange() *CollectRangeResponse {
+	if x != nil {
+		if x, ok := x.Op.(*Result_CollectRange); ok {
+			return x.CollectRange
+		}
+	}
+	return nil
+}
+
 type isResult_Op interface {
 	isResult_Op()
 }
@@ -1129,6 +1492,14 @@ type Result_Sync struct {
 	Sync *SyncResponse `protobuf:"bytes,7,opt,name=sync,proto3,oneof"`
 }
 
+type Result_PeerFrames struct {
+	PeerFrames *PeerFramesResponse `protobuf:"bytes,8,opt,name=peer_frames,json=peerFrames,proto3,oneof"`
+}
+
+type Result_CollectRange struct {
+	CollectRange *CollectRangeResponse `protobuf:"bytes,9,opt,name=collect_range,json=collectRange,proto3,oneof"`
+}
+
 func (*Result_Provision) isResult_Op() {}
 
 func (*Result_Submit) isResult_Op() {}
@@ -1138,6 +1509,10 @@ func (*Result_Poll) isResult_Op() {}
 func (*Result_Collect) isResult_Op() {}
 
 func (*Result_Sync) isResult_Op() {}
+
+func (*Result_PeerFrames) isResult_Op() {}
+
+func (*Result_CollectRange) isResult_Op() {}
 
 type ModuleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1150,7 +1525,7 @@ type ModuleRequest struct {
 
 func (x *ModuleRequest) Reset() {
 	*x = ModuleRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1537,7 @@ func (x *ModuleRequest) String() string {
 func (*ModuleRequest) ProtoMessage() {}
 
 func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1550,7 @@ func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRequest.ProtoReflect.Descriptor instead.
 func (*ModuleRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ModuleRequest) GetCalls() []*Call {
@@ -1201,7 +1576,7 @@ type ModuleResponse struct {
 
 func (x *ModuleResponse) Reset() {
 	*x = ModuleResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1588,7 @@ func (x *ModuleResponse) String() string {
 func (*ModuleResponse) ProtoMessage() {}
 
 func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1601,7 @@ func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleResponse.ProtoReflect.Descriptor instead.
 func (*ModuleResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ModuleResponse) GetResults() []*Result {
@@ -1257,20 +1632,48 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"E\n" +
 	"\x11ProvisionResponse\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
-	"\x06paired\x18\x02 \x01(\bR\x06paired\"\x8f\x01\n" +
+	"\x06paired\x18\x02 \x01(\bR\x06paired\"\xd5\x01\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12&\n" +
 	"\x06shares\x18\x03 \x03(\v2\x0e.kord.v1.ShareR\x06shares\x12\x14\n" +
 	"\x05frame\x18\x04 \x01(\fR\x05frame\x12\x18\n" +
-	"\acounter\x18\x05 \x01(\x04R\acounter\"\xb3\x01\n" +
+	"\acounter\x18\x05 \x01(\x04R\acounter\x12#\n" +
+	"\rpacked_shares\x18\x06 \x01(\fR\fpackedShares\x12\x1f\n" +
+	"\vpack_frames\x18\a \x01(\bR\n" +
+	"packFrames\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
 	"\x06frames\x18\x03 \x03(\fR\x06frames\x12\x1a\n" +
 	"\baccepted\x18\x04 \x01(\bR\baccepted\x12\x1a\n" +
 	"\bcounters\x18\x05 \x03(\x04R\bcounters\x12\x16\n" +
-	"\x06reject\x18\x06 \x01(\tR\x06reject\"\r\n" +
+	"\x06reject\x18\x06 \x01(\tR\x06reject\x12\x1d\n" +
+	"\n" +
+	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
+	"\n" +
+	"frame_lens\x18\b \x03(\rR\tframeLens\";\n" +
+	"\x11PeerFramesRequest\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
+	"\x04lens\x18\x02 \x03(\rR\x04lens\"H\n" +
+	"\x12PeerFramesResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\rR\baccepted\x12\x16\n" +
+	"\x06reject\x18\x02 \x01(\tR\x06reject\"x\n" +
+	"\x13CollectRangeRequest\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
+	"\x06points\x18\x03 \x03(\x04R\x06points\x12\x1d\n" +
+	"\n" +
+	"point_lens\x18\x04 \x03(\rR\tpointLens\"\xd2\x01\n" +
+	"\x14CollectRangeResponse\x12\x14\n" +
+	"\x05modes\x18\x01 \x01(\fR\x05modes\x12\x12\n" +
+	"\x04keys\x18\x02 \x01(\fR\x04keys\x12\x19\n" +
+	"\bkey_lens\x18\x03 \x03(\rR\akeyLens\x12!\n" +
+	"\falpha_shares\x18\x04 \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\x05 \x03(\x04R\n" +
+	"betaShares\x12\x14\n" +
+	"\x05evals\x18\x06 \x03(\x04R\x05evals\x12\x1b\n" +
+	"\teval_lens\x18\a \x03(\rR\bevalLens\"\r\n" +
 	"\vPollRequest\"\x90\x03\n" +
 	"\fPollResponse\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -1318,14 +1721,17 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vrolled_back\x18\x03 \x01(\bR\n" +
 	"rolledBack\x12#\n" +
 	"\radvanced_from\x18\x04 \x01(\x04R\fadvancedFrom\x12\x18\n" +
-	"\adropped\x18\x05 \x01(\x04R\adropped\"\x86\x02\n" +
+	"\adropped\x18\x05 \x01(\x04R\adropped\"\x8a\x03\n" +
 	"\x04Call\x129\n" +
 	"\tprovision\x18\x01 \x01(\v2\x19.kord.v1.ProvisionRequestH\x00R\tprovision\x120\n" +
 	"\x06submit\x18\x02 \x01(\v2\x16.kord.v1.SubmitRequestH\x00R\x06submit\x12*\n" +
 	"\x04poll\x18\x03 \x01(\v2\x14.kord.v1.PollRequestH\x00R\x04poll\x123\n" +
 	"\acollect\x18\x04 \x01(\v2\x17.kord.v1.CollectRequestH\x00R\acollect\x12*\n" +
-	"\x04sync\x18\x05 \x01(\v2\x14.kord.v1.SyncRequestH\x00R\x04syncB\x04\n" +
-	"\x02op\"\xc4\x02\n" +
+	"\x04sync\x18\x05 \x01(\v2\x14.kord.v1.SyncRequestH\x00R\x04sync\x12=\n" +
+	"\vpeer_frames\x18\x06 \x01(\v2\x1a.kord.v1.PeerFramesRequestH\x00R\n" +
+	"peerFrames\x12C\n" +
+	"\rcollect_range\x18\a \x01(\v2\x1c.kord.v1.CollectRangeRequestH\x00R\fcollectRangeB\x04\n" +
+	"\x02op\"\xca\x03\n" +
 	"\x06Result\x12\x1f\n" +
 	"\verror_class\x18\x01 \x01(\rR\n" +
 	"errorClass\x12\x14\n" +
@@ -1334,7 +1740,10 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x06submit\x18\x04 \x01(\v2\x17.kord.v1.SubmitResponseH\x00R\x06submit\x12+\n" +
 	"\x04poll\x18\x05 \x01(\v2\x15.kord.v1.PollResponseH\x00R\x04poll\x124\n" +
 	"\acollect\x18\x06 \x01(\v2\x18.kord.v1.CollectResponseH\x00R\acollect\x12+\n" +
-	"\x04sync\x18\a \x01(\v2\x15.kord.v1.SyncResponseH\x00R\x04syncB\x04\n" +
+	"\x04sync\x18\a \x01(\v2\x15.kord.v1.SyncResponseH\x00R\x04sync\x12>\n" +
+	"\vpeer_frames\x18\b \x01(\v2\x1b.kord.v1.PeerFramesResponseH\x00R\n" +
+	"peerFrames\x12D\n" +
+	"\rcollect_range\x18\t \x01(\v2\x1d.kord.v1.CollectRangeResponseH\x00R\fcollectRangeB\x04\n" +
 	"\x02op\"X\n" +
 	"\rModuleRequest\x12#\n" +
 	"\x05calls\x18\x01 \x03(\v2\r.kord.v1.CallR\x05calls\x12\"\n" +
@@ -1355,47 +1764,55 @@ func file_kord_v1_module_proto_rawDescGZIP() []byte {
 }
 
 var file_kord_v1_module_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kord_v1_module_proto_goTypes = []any{
-	(SyncRequest_Op)(0),       // 0: kord.v1.SyncRequest.Op
-	(*Share)(nil),             // 1: kord.v1.Share
-	(*ProvisionRequest)(nil),  // 2: kord.v1.ProvisionRequest
-	(*ProvisionResponse)(nil), // 3: kord.v1.ProvisionResponse
-	(*SubmitRequest)(nil),     // 4: kord.v1.SubmitRequest
-	(*SubmitResponse)(nil),    // 5: kord.v1.SubmitResponse
-	(*PollRequest)(nil),       // 6: kord.v1.PollRequest
-	(*PollResponse)(nil),      // 7: kord.v1.PollResponse
-	(*CollectRequest)(nil),    // 8: kord.v1.CollectRequest
-	(*CollectResponse)(nil),   // 9: kord.v1.CollectResponse
-	(*SyncRequest)(nil),       // 10: kord.v1.SyncRequest
-	(*SyncResponse)(nil),      // 11: kord.v1.SyncResponse
-	(*Call)(nil),              // 12: kord.v1.Call
-	(*Result)(nil),            // 13: kord.v1.Result
-	(*ModuleRequest)(nil),     // 14: kord.v1.ModuleRequest
-	(*ModuleResponse)(nil),    // 15: kord.v1.ModuleResponse
-	nil,                       // 16: kord.v1.PollResponse.RejectsEntry
+	(SyncRequest_Op)(0),          // 0: kord.v1.SyncRequest.Op
+	(*Share)(nil),                // 1: kord.v1.Share
+	(*ProvisionRequest)(nil),     // 2: kord.v1.ProvisionRequest
+	(*ProvisionResponse)(nil),    // 3: kord.v1.ProvisionResponse
+	(*SubmitRequest)(nil),        // 4: kord.v1.SubmitRequest
+	(*SubmitResponse)(nil),       // 5: kord.v1.SubmitResponse
+	(*PeerFramesRequest)(nil),    // 6: kord.v1.PeerFramesRequest
+	(*PeerFramesResponse)(nil),   // 7: kord.v1.PeerFramesResponse
+	(*CollectRangeRequest)(nil),  // 8: kord.v1.CollectRangeRequest
+	(*CollectRangeResponse)(nil), // 9: kord.v1.CollectRangeResponse
+	(*PollRequest)(nil),          // 10: kord.v1.PollRequest
+	(*PollResponse)(nil),         // 11: kord.v1.PollResponse
+	(*CollectRequest)(nil),       // 12: kord.v1.CollectRequest
+	(*CollectResponse)(nil),      // 13: kord.v1.CollectResponse
+	(*SyncRequest)(nil),          // 14: kord.v1.SyncRequest
+	(*SyncResponse)(nil),         // 15: kord.v1.SyncResponse
+	(*Call)(nil),                 // 16: kord.v1.Call
+	(*Result)(nil),               // 17: kord.v1.Result
+	(*ModuleRequest)(nil),        // 18: kord.v1.ModuleRequest
+	(*ModuleResponse)(nil),       // 19: kord.v1.ModuleResponse
+	nil,                          // 20: kord.v1.PollResponse.RejectsEntry
 }
 var file_kord_v1_module_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.SubmitRequest.shares:type_name -> kord.v1.Share
-	16, // 1: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
+	20, // 1: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
 	0,  // 2: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
 	2,  // 3: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
 	4,  // 4: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
-	6,  // 5: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
-	8,  // 6: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
-	10, // 7: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
-	3,  // 8: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
-	5,  // 9: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
-	7,  // 10: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
-	9,  // 11: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
-	11, // 12: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
-	12, // 13: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
-	13, // 14: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 5: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
+	12, // 6: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
+	14, // 7: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
+	6,  // 8: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
+	8,  // 9: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
+	3,  // 10: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
+	5,  // 11: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
+	11, // 12: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
+	13, // 13: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
+	15, // 14: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
+	7,  // 15: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
+	9,  // 16: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
+	16, // 17: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
+	17, // 18: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_module_proto_init() }
@@ -1403,19 +1820,23 @@ func file_kord_v1_module_proto_init() {
 	if File_kord_v1_module_proto != nil {
 		return
 	}
-	file_kord_v1_module_proto_msgTypes[11].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[15].OneofWrappers = []any{
 		(*Call_Provision)(nil),
 		(*Call_Submit)(nil),
 		(*Call_Poll)(nil),
 		(*Call_Collect)(nil),
 		(*Call_Sync)(nil),
+		(*Call_PeerFrames)(nil),
+		(*Call_CollectRange)(nil),
 	}
-	file_kord_v1_module_proto_msgTypes[12].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[16].OneofWrappers = []any{
 		(*Result_Provision)(nil),
 		(*Result_Submit)(nil),
 		(*Result_Poll)(nil),
 		(*Result_Collect)(nil),
 		(*Result_Sync)(nil),
+		(*Result_PeerFrames)(nil),
+		(*Result_CollectRange)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1423,7 +1844,7 @@ func file_kord_v1_module_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_module_proto_rawDesc), len(file_kord_v1_module_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
