@@ -210,7 +210,7 @@ func TestBatchEvalMatchesEval(t *testing.T) {
 }
 
 // TestEvalAllBatchedMatchesEvalAll compares the batched full-domain
-// evaluation with EvalAll for both parties, both types and widths on both
+// evaluation with the depth-first EvalRange walk for both parties, both types and widths on both
 // sides of the subtree split, and checks that the shares reconstruct f.
 func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
@@ -227,8 +227,10 @@ func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
 				n := 1 << p.InBits
 				want0, want1 := make([]uint64, n), make([]uint64, n)
 				got0, got1 := make([]uint64, n), make([]uint64, n)
-				k0.EvalAll(want0)
-				k1.EvalAll(want1)
+				// EvalRange is the independent reference (EvalAll itself
+				// delegates to EvalAllBatched).
+				k0.EvalRange(0, uint64(n), want0)
+				k1.EvalRange(0, uint64(n), want1)
 				if err := k0.EvalAllBatched(got0); err != nil {
 					t.Fatal(err)
 				}
@@ -237,7 +239,7 @@ func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
 				}
 				for x := range got0 {
 					if got0[x] != want0[x] || got1[x] != want1[x] {
-						t.Fatalf("%v α=%d x=%d: batched (%d,%d), EvalAll (%d,%d)", p, alpha, x, got0[x], got1[x], want0[x], want1[x])
+						t.Fatalf("%v α=%d x=%d: batched (%d,%d), EvalRange (%d,%d)", p, alpha, x, got0[x], got1[x], want0[x], want1[x])
 					}
 					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != truth(p, alpha, beta, uint64(x)) {
 						t.Fatalf("%v α=%d x=%d: shares sum to %d", p, alpha, x, s)

@@ -65,6 +65,9 @@ func (k *Key) EvalAll(out []uint64) error {
 	if k.p.InBits >= 63 || uint64(len(out)) != 1<<uint(k.p.InBits) {
 		return fmt.Errorf("fss: EvalAll needs an output of 2^%d entries, got %d", k.p.InBits, len(out))
 	}
+	if k.p.InBits <= 28 {
+		return k.EvalAllBatched(out) // same outputs, on the batched kernels
+	}
 	return k.EvalRange(0, uint64(len(out)), out)
 }
 
