@@ -39,6 +39,11 @@ type job struct {
 
 	done  chan struct{}
 	reply *pb.KeyReply
+
+	// storage for item and a single share, so that a bound request is
+	// two allocations (the job and its channel)
+	itemv pb.BatchItem
+	one   [1]msg.Share
 }
 
 func (j *job) keys() int { return len(j.shares) }
@@ -98,7 +103,8 @@ func newJob(r *pb.KeyRequest) (*job, error) {
 	}
 	in, out := int(r.InBits), int(r.OutBits)
 	j := &job{id: r.Id, done: make(chan struct{}), enq: time.Now()}
-	j.item = &pb.BatchItem{Id: r.Id, Mode: uint32(mode), Type: uint32(typ), InBits: r.InBits, OutBits: r.OutBits, Count: 1}
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(typ), r.InBits, r.OutBits, 1
+	j.item = &j.itemv
 	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
 	if mode == msg.Derived {
 		if r.Tier != "" {
@@ -154,7 +160,8 @@ func newJob(r *pb.KeyRequest) (*job, error) {
 		return nil, badf("points: only for consume mode")
 	}
 	base.AlphaShare, base.BetaShare = r.AlphaShare, r.BetaShare
-	j.shares = []msg.Share{base}
+	j.one[0] = base
+	j.shares = j.one[:]
 	return j, nil
 }
 

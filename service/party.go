@@ -210,11 +210,20 @@ func (p *Party) submit(j *job) error {
 	return nil
 }
 
-// deliver finishes a job with its outputs.
-func (p *Party) deliver(j *job, r *pb.KeyReply) {
-	p.keysDelivered.Add(uint64(j.keys()))
-	p.m.keys.WithLabelValues(fss.Type(j.item.Type).String(), msg.Mode(j.item.Mode).String()).Add(float64(j.keys()))
-	j.finish(r)
+// deliver finishes the jobs of a batch with their outputs.
+func (p *Party) deliver(jobs []*job, reps []*pb.KeyReply) {
+	type shape struct{ typ, mode uint32 }
+	counts := make(map[shape]int, 2)
+	n := 0
+	for i, j := range jobs {
+		counts[shape{j.item.Type, j.item.Mode}] += j.keys()
+		n += j.keys()
+		j.finish(reps[i])
+	}
+	p.keysDelivered.Add(uint64(n))
+	for s, c := range counts {
+		p.m.keys.WithLabelValues(fss.Type(s.typ).String(), msg.Mode(s.mode).String()).Add(float64(c))
+	}
 }
 
 // request validates and enqueues one request, or answers it at once.

@@ -320,9 +320,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			drop()
-			for i, j := range fl.jobs {
-				p.deliver(j, reps[i])
-			}
+			p.deliver(fl.jobs, reps)
 			p.batches.Add(1)
 			p.m.batches.Inc()
 			p.delivered.Store(fl.seq)
@@ -413,9 +411,7 @@ func (p *Party) settleHeld(run, through uint64) {
 }
 
 func (p *Party) deliverHeld(h *heldBatch) {
-	for i, j := range h.jobs {
-		p.deliver(j, h.replies[i])
-	}
+	p.deliver(h.jobs, h.replies)
 	p.batches.Add(1)
 	p.m.batches.Inc()
 }

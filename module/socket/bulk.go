@@ -243,6 +243,10 @@ func newRangeRespBuilder(n int) *rangeRespBuilder {
 }
 
 func (b *rangeRespBuilder) add(c *msg.CollectResponse) {
+	if b.out.Keys == nil && len(c.Key) > 0 {
+		// Keys of one batch are mostly of one shape: size for all.
+		b.out.Keys = make([]byte, 0, len(c.Key)*cap(b.out.KeyLens))
+	}
 	b.out.Modes = append(b.out.Modes, byte(c.Mode))
 	b.out.Keys = append(b.out.Keys, c.Key...)
 	b.out.KeyLens = append(b.out.KeyLens, uint32(len(c.Key)))

@@ -47,8 +47,9 @@ type Durable struct {
 	wkey      [2][32]byte
 	locked    bool
 	challenge []byte
-	cache     map[uint64]*cached
-	order     []uint64
+	cache     map[uint64]int // counter → index in ring
+	ring      []cached       // the last collectCache outputs handed out
+	next      int            // next slot of ring to fill
 }
 
 // Reconciled reports a witness check.
@@ -81,7 +82,7 @@ func OpenDurable(c Config) (*Durable, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Durable{Engine: e, cache: map[uint64]*cached{}}
+	d := &Durable{Engine: e, cache: map[uint64]int{}}
 	if p == nil {
 		return d, nil
 	}
@@ -177,9 +178,10 @@ func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.Subm
 // returns the same bytes (consume mode: only for the same points).
 func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	d.mu.Lock()
-	if c, ok := d.cache[req.Counter]; ok && slices.Equal(c.points, req.Points) {
+	if i, ok := d.cache[req.Counter]; ok && slices.Equal(d.ring[i].points, req.Points) {
+		r := cloneCollect(&d.ring[i].resp)
 		d.mu.Unlock()
-		return cloneCollect(c.resp), nil
+		return r, nil
 	}
 	d.mu.Unlock()
 	r, err := d.Engine.Collect(ctx, req)
@@ -188,28 +190,42 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.cache[req.Counter] = &cached{resp: cloneCollect(r), points: slices.Clone(req.Points)}
-	d.order = append(d.order, req.Counter)
-	if len(d.order) > collectCache {
-		old := d.order[0]
-		d.order = d.order[1:]
-		if c := d.cache[old]; c != nil {
-			clear(c.resp.Key)
-		}
-		delete(d.cache, old)
+	if d.ring == nil {
+		d.ring = make([]cached, collectCache)
 	}
+	c := &d.ring[d.next]
+	if c.used {
+		delete(d.cache, c.resp.Counter)
+	}
+	// The slot's buffers are reused: wiped, then overwritten.
+	clear(c.resp.Key)
+	clear(c.resp.Evals)
+	key, evals := append(c.resp.Key[:0], r.Key...), append(c.resp.Evals[:0], r.Evals...)
+	c.resp = *r
+	c.resp.Key, c.resp.Evals = key, evals
+	c.points = append(c.points[:0], req.Points...)
+	c.used = true
+	d.cache[req.Counter] = d.next
+	d.next = (d.next + 1) % collectCache
 	return r, nil
 }
 
 type cached struct {
-	resp   *msg.CollectResponse
+	resp   msg.CollectResponse
 	points []uint64
+	used   bool
 }
 
+// cloneCollect copies r; empty keys and evaluations come back nil.
 func cloneCollect(r *msg.CollectResponse) *msg.CollectResponse {
 	c := *r
-	c.Key = slices.Clone(r.Key)
-	c.Evals = slices.Clone(r.Evals)
+	c.Key, c.Evals = nil, nil
+	if len(r.Key) > 0 {
+		c.Key = slices.Clone(r.Key)
+	}
+	if len(r.Evals) > 0 {
+		c.Evals = slices.Clone(r.Evals)
+	}
 	return &c
 }
 
