@@ -1,0 +1,148 @@
+package channel
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"github.com/kord-fss/kord/module/internal/kdf"
+)
+
+func pairOfChannels(t *testing.T) (*Channel, *Channel) {
+	t.Helper()
+	kch := make([]byte, 32)
+	rand.Read(kch)
+	k, err := kdf.Derive(kch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := New(k, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := New(k, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c0, c1
+}
+
+func TestPackUnpack(t *testing.T) {
+	for _, d := range []Desc{{1, 1, 1, 1}, {1, 2, 7, 9}, {1, 1, 16, 16}, {2, 2, 64, 64}, {1, 1, 33, 5}} {
+		a, b := uint64(0x0123456789abcdef), uint64(0xfedcba9876543210)
+		a &= 1<<uint(min(d.InBits, 63)) - 1
+		b &= 1<<uint(min(d.OutBits, 63)) - 1
+		p := Pack(nil, d, a, b)
+		if len(p) != d.Size() {
+			t.Fatalf("%+v: packed %d bytes, Size %d", d, len(p), d.Size())
+		}
+		ga, gb, err := Unpack(p, d)
+		if err != nil || ga != a || gb != b {
+			t.Fatalf("%+v: round trip (%x,%x) -> (%x,%x) %v", d, a, b, ga, gb, err)
+		}
+		if _, _, err := Unpack(p[:len(p)-1], d); !errors.Is(err, ErrLength) {
+			t.Fatalf("%+v: short frame: %v", d, err)
+		}
+		if d.InBits%8 != 0 {
+			bad := bytes.Clone(p)
+			bad[(d.InBits+7)/8-1] |= 0x80
+			if _, _, err := Unpack(bad, d); !errors.Is(err, ErrRange) {
+				t.Fatalf("%+v: bits above ℓ accepted: %v", d, err)
+			}
+		}
+	}
+}
+
+// TestKeystreamDirections: the peer opens a frame to the sender's shares;
+// a reflected frame (opened by its own sender) does not give them back.
+func TestKeystreamDirections(t *testing.T) {
+	c0, c1 := pairOfChannels(t)
+	d := Desc{1, 1, 32, 32}
+	a, b := uint64(0xdeadbeef), uint64(0x12345678)
+	f := c0.SealKeystream(7, d, a, b)
+	if len(f) != 8 {
+		t.Fatalf("frame is %d bytes, want 8", len(f))
+	}
+	ga, gb, err := c1.OpenKeystream(7, d, f)
+	if err != nil || ga != a || gb != b {
+		t.Fatalf("peer opened (%x,%x) %v", ga, gb, err)
+	}
+	ra, rb, err := c0.OpenKeystream(7, d, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra == a && rb == b {
+		t.Fatal("a reflected keystream frame decrypts to the sender's own shares")
+	}
+	if oa, _, _ := c1.OpenKeystream(8, d, f); oa == a {
+		t.Fatal("the keystream does not depend on the counter")
+	}
+	// The two directions' keystreams differ at the same counter.
+	if bytes.Equal(c0.SealKeystream(9, d, 0, 0), c1.SealKeystream(9, d, 0, 0)) {
+		t.Fatal("both directions share a keystream")
+	}
+}
+
+// TestMACFailClosed: every bit flip, a wrong counter, a wrong shape, a
+// reflection and a foreign pairing all fail authentication.
+func TestMACFailClosed(t *testing.T) {
+	c0, c1 := pairOfChannels(t)
+	other, _ := pairOfChannels(t)
+	ds := []Desc{{1, 1, 16, 16}, {1, 2, 8, 8}}
+	plain := Pack(Pack(nil, ds[0], 0xbeef, 0x1234), ds[1], 0x12, 0x34)
+	for _, tier := range []byte{TierMAC, TierBatchMAC} {
+		var nonce [NonceSize]byte
+		rand.Read(nonce[:])
+		f, err := c0.Seal(tier, 42, ds, plain, &nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f) != EnvelopeSize(ds) || len(f) != len(plain)+36 {
+			t.Fatalf("envelope %d bytes, want %d", len(f), len(plain)+36)
+		}
+		got, err := c1.Open(tier, 42, ds, f)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("honest frame: %v", err)
+		}
+		for i := range f {
+			for bit := 0; bit < 8; bit++ {
+				bad := bytes.Clone(f)
+				bad[i] ^= 1 << uint(bit)
+				if _, err := c1.Open(tier, 42, ds, bad); err == nil {
+					t.Fatalf("tier %d: flip of byte %d bit %d accepted", tier, i, bit)
+				}
+			}
+		}
+		if _, err := c1.Open(tier, 43, ds, f); !errors.Is(err, ErrAuth) {
+			t.Fatalf("wrong counter: %v", err)
+		}
+		swapped := []Desc{ds[1], ds[0]}
+		if _, err := c1.Open(tier, 42, swapped, f); !errors.Is(err, ErrAuth) {
+			t.Fatalf("wrong shapes: %v", err)
+		}
+		if _, err := c1.Open(tier, 42, ds[:1], f); !errors.Is(err, ErrLength) {
+			t.Fatalf("wrong batch length: %v", err)
+		}
+		if _, err := c0.Open(tier, 42, ds, f); !errors.Is(err, ErrAuth) {
+			t.Fatalf("reflection: %v", err)
+		}
+		if _, err := other.Open(tier, 42, ds, f); !errors.Is(err, ErrAuth) {
+			t.Fatalf("foreign pairing: %v", err)
+		}
+		other := TierMAC + TierBatchMAC - tier
+		if _, err := c1.Open(other, 42, ds, f); !errors.Is(err, ErrAuth) {
+			t.Fatalf("cross-tier: %v", err)
+		}
+	}
+	if _, err := c0.Seal(TierKeystream, 1, ds, plain, new([NonceSize]byte)); err == nil {
+		t.Fatal("keystream tier has no AEAD but Seal accepted it")
+	}
+}
+
+func TestNewRejectsBadParty(t *testing.T) {
+	k, _ := kdf.Derive(make([]byte, 32))
+	if _, err := New(k, 2); err == nil {
+		t.Fatal("party 2 accepted")
+	}
+}
