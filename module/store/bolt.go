@@ -33,13 +33,20 @@ var ErrPermissions = errors.New("store: state file is accessible to group or oth
 // never reused and never rolled back — it may skip up to Window counters,
 // which the rollback witness then skips on the peer too. Generated is exact
 // only at commits.
+//
+// Once a Save leaves less than half a window of headroom, the next
+// reservation is committed in the background, so that a steady stream of
+// Saves rarely waits for an fsync; a Save past the reserved marks still
+// waits until they are on disk.
 type Bolt struct {
 	db     *bolt.DB
 	window uint64
 
-	mu  sync.Mutex
-	cur Counters // last saved
-	res Counters // reserved (on disk)
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when a background commit ends
+	pending bool       // a background commit is running
+	cur     Counters   // last saved
+	res     Counters   // reserved (on disk)
 }
 
 // OpenBolt opens or creates the state file at path. It refuses a file that
@@ -61,6 +68,7 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}
 	b := &Bolt{db: db, window: window}
+	b.idle = sync.NewCond(&b.mu)
 	err = db.Update(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
@@ -82,8 +90,20 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 	return b, nil
 }
 
-// Close closes the file.
-func (b *Bolt) Close() error { return b.db.Close() }
+// Close waits for a background commit and closes the file.
+func (b *Bolt) Close() error {
+	b.mu.Lock()
+	b.waitIdle()
+	b.mu.Unlock()
+	return b.db.Close()
+}
+
+// waitIdle waits (b.mu held) until no background commit runs.
+func (b *Bolt) waitIdle() {
+	for b.pending {
+		b.idle.Wait()
+	}
+}
 
 // Load returns the counters a module resumes at: the reserved marks.
 func (b *Bolt) Load() (Counters, error) {
@@ -101,19 +121,66 @@ func (b *Bolt) Save(c Counters) error {
 	if c.Next < b.cur.Next || c.PeerFloor < b.cur.PeerFloor {
 		return fmt.Errorf("store: refusing to roll counters back (next %d→%d, peer floor %d→%d)", b.cur.Next, c.Next, b.cur.PeerFloor, c.PeerFloor)
 	}
-	if c.Next <= b.res.Next && c.PeerFloor <= b.res.PeerFloor {
+	if b.within(c) {
 		b.cur = c
+		b.prefetch(c)
 		return nil
 	}
-	res := Counters{Next: max(b.res.Next, c.Next+b.window-1), PeerFloor: max(b.res.PeerFloor, c.PeerFloor+b.window-1), Generated: c.Generated}
-	if b.window == 1 {
-		res = c
+	// Past the reservation: wait for a background commit, which may
+	// already cover c, and commit otherwise.
+	b.waitIdle()
+	if !b.within(c) {
+		res := b.reservation(c)
+		if err := b.commit(res); err != nil {
+			return err
+		}
+		b.res = res
 	}
+	b.cur = c
+	return nil
+}
+
+func (b *Bolt) within(c Counters) bool { return c.Next <= b.res.Next && c.PeerFloor <= b.res.PeerFloor }
+
+// reservation is the marks to commit for c: a window ahead.
+func (b *Bolt) reservation(c Counters) Counters {
+	if b.window == 1 {
+		return c
+	}
+	return Counters{Next: max(b.res.Next, c.Next+b.window-1), PeerFloor: max(b.res.PeerFloor, c.PeerFloor+b.window-1), Generated: c.Generated}
+}
+
+func (b *Bolt) commit(res Counters) error {
 	if err := b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(keyCounters, encCounters(res)) }); err != nil {
 		return fmt.Errorf("store: committing counters: %w", err)
 	}
-	b.res, b.cur = res, c
 	return nil
+}
+
+// prefetch starts a background commit of the next reservation when c
+// (inside the reservation) leaves less than half a window of headroom.
+// A failed background commit is not reported: the Save that needs the
+// reservation commits it itself and reports its error.
+func (b *Bolt) prefetch(c Counters) {
+	if b.window < 4 || b.pending {
+		return
+	}
+	half := b.window / 2
+	if b.res.Next-c.Next >= half && b.res.PeerFloor-c.PeerFloor >= half {
+		return
+	}
+	res := b.reservation(c)
+	b.pending = true
+	go func() {
+		err := b.commit(res)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if err == nil && res.Next >= b.res.Next && res.PeerFloor >= b.res.PeerFloor {
+			b.res = res
+		}
+		b.pending = false
+		b.idle.Broadcast()
+	}()
 }
 
 func encCounters(c Counters) []byte {
@@ -136,6 +203,7 @@ func (b *Bolt) SavePairing(p Pairing) error {
 	defer clear(v)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.waitIdle()
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucket)
 		if err := bk.Put(keyPairing, v); err != nil {
