@@ -235,6 +235,9 @@ type svcDemoReport struct {
 	Batch                   int                `json:"batch"`
 	InFlight                int                `json:"in_flight"`
 	Resyncs                 uint64             `json:"resyncs"`
+	// DaemonCPUPerKey is the CPU time (user + system) of the four daemons
+	// over the whole run, per key they served.
+	DaemonCPUPerKey float64 `json:"daemon_cpu_us_per_key"`
 }
 
 func svcDemoClasses() []svcClass {
@@ -359,6 +362,10 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		say("  [%2d/%d] %-22s %6d keys  %8.0f keys/s  %6.2f B/party/key\n", i+1, len(jobs), j.k.name(), n, float64(n)/el.Seconds(), bytes)
 	}
 	rep.KeysPerSec = float64(rep.Keys) / total.Seconds()
+	c.Close()
+	if served := rep.PairsVerified + rep.PairsFailed; served > 0 {
+		rep.DaemonCPUPerKey = float64(c.cpuTime().Microseconds()) / float64(served)
+	}
 	rep.LatencyP50, rep.LatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
 
 	rep.InProcessKeysPerSec = float64(ipKeys) / ipTotal.Seconds()
@@ -486,7 +493,7 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	svcTuneGC()
+	defer svcProfile("demo")()
 	var progress io.Writer
 	if !asJSON {
 		progress = cmd.ErrOrStderr()

@@ -118,6 +118,8 @@ type clusterOpts struct {
 	MatchTimeout    time.Duration                         // party 1
 	PeerTimeout     time.Duration                         // party 0
 	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
+	PartyArgs       [2][]string                           // extra flags of party 0 and party 1 (e.g. --tls-*)
+	Bin             string                                // the kord binary ("" = this executable)
 }
 
 func (c *svcCluster) modArgs(b int) []string {
@@ -144,9 +146,11 @@ func (c *svcCluster) logPath(name string) string {
 // startCluster starts, connects and pairs the four processes in a fresh
 // temporary directory (or dir, if given).
 func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster, err error) {
-	bin, err := os.Executable()
-	if err != nil {
-		return nil, err
+	bin := o.Bin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "kord-cluster"); err != nil {
@@ -184,7 +188,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 		if o.PeerTimeout > 0 {
 			a = append(a, "--peer-timeout", o.PeerTimeout.String())
 		}
-		return a
+		return append(a, o.PartyArgs[b]...)
 	}
 	p1, err := svcStart(ctx, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
 	if err != nil {
@@ -262,6 +266,18 @@ func (c *svcCluster) Close() {
 	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
 		p.stop()
 	}
+}
+
+// cpuTime is the user and system CPU time of the cluster's processes that
+// have exited (after Close: all four).
+func (c *svcCluster) cpuTime() time.Duration {
+	var t time.Duration
+	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
+		if p != nil && p.cmd.ProcessState != nil {
+			t += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+		}
+	}
+	return t
 }
 
 // Remove closes the cluster and deletes its directory.
