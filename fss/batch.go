@@ -30,30 +30,64 @@ const chunkGroups = 4
 //
 // A BatchGen must not be used by two goroutines at once.
 type BatchGen struct {
-	p       Params
-	workers int
-	scratch []*groupState
-	job     batchJob // the call in progress
+	p        Params
+	workers  int
+	inFlight int // keys per group
+	scratch  []*groupState
+	job      batchJob // the call in progress
 }
 
+// BatchOptions tunes a BatchGen. The zero value is the default.
+type BatchOptions struct {
+	// Workers is the number of goroutines (0 means GOMAXPROCS).
+	Workers int
+	// InFlight is how many keys one worker carries through the levels
+	// together, a group (0 means GroupKeys). Each level of a group is one
+	// kernel call over all its keys, so this is the number of independent
+	// key chains a worker keeps in flight. The output does not depend on
+	// it; only the speed does.
+	InFlight int
+}
+
+// maxInFlight bounds BatchOptions.InFlight: a group's working state grows
+// linearly with it and must stay cache resident to make sense.
+const maxInFlight = 1 << 16
+
 // NewBatchGen returns a generator for keys with params p on `workers`
-// goroutines (0 means GOMAXPROCS).
+// goroutines (0 means GOMAXPROCS), GroupKeys keys in flight per worker.
 func NewBatchGen(p Params, workers int) (*BatchGen, error) {
+	return NewBatchGenOpts(p, BatchOptions{Workers: workers})
+}
+
+// NewBatchGenOpts returns a generator for keys with params p tuned by o.
+func NewBatchGenOpts(p Params, o BatchOptions) (*BatchGen, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	workers := o.Workers
 	if workers < 0 {
 		return nil, fmt.Errorf("fss: negative worker count %d", workers)
 	}
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	g := &BatchGen{p: p, workers: workers}
+	m := o.InFlight
+	if m < 0 || m > maxInFlight {
+		return nil, fmt.Errorf("fss: keys in flight %d, want 0 (default) or 1..%d", m, maxInFlight)
+	}
+	if m == 0 {
+		m = GroupKeys
+	}
+	g := &BatchGen{p: p, workers: workers, inFlight: m}
 	for range workers {
-		g.scratch = append(g.scratch, newGroupState(p))
+		g.scratch = append(g.scratch, newGroupState(p, m))
 	}
 	return g, nil
 }
+
+// InFlight returns the number of keys each worker carries through the
+// levels together.
+func (g *BatchGen) InFlight() int { return g.inFlight }
 
 // Params returns the shape of the keys g generates.
 func (g *BatchGen) Params() Params { return g.p }
@@ -84,7 +118,8 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 	g.job = batchJob{alpha: alpha, beta: beta, root0: root0, root1: root1, out0: out0, out1: out1, ks: ks}
 	defer func() { g.job = batchJob{} }()
 	job := &g.job
-	groups := (k + GroupKeys - 1) / GroupKeys
+	gk := g.inFlight
+	groups := (k + gk - 1) / gk
 	// Smaller chunks when there are too few to keep every worker busy.
 	cg := chunkGroups
 	if groups < cg*g.workers {
@@ -100,7 +135,7 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	span := cg * GroupKeys // keys per chunk (a copy the goroutines capture)
+	span := cg * gk // keys per chunk (a copy the goroutines capture)
 	for i := range w {
 		wg.Add(1)
 		go func(st *groupState) {
@@ -164,6 +199,7 @@ type groupState struct {
 	v                []uint64    // DCF running value per key
 	stage            []byte      // party-0 key images of the group
 	alpha            []uint64    // the group's α, padded to an even count
+	gk               int         // keys per group (keys in flight)
 	fused            bool        // chains in the fused kernel's layout
 }
 
@@ -175,26 +211,26 @@ func (st *groupState) ci(b, i int) int {
 	return 2*i + b
 }
 
-func newGroupState(p Params) *groupState {
-	const g = GroupKeys
+func newGroupState(p Params, g int) *groupState {
 	st := &groupState{
 		p:       p,
+		gk:      g,
 		vb:      valueBytes(p.OutBits),
 		ks:      p.KeySize(),
 		cwOff:   headerSize + 16,
 		ctrlOff: headerSize + 16 + 16*p.InBits,
-		s:       make([]prg.Block, 2*g),
-		r:       make([]prg.Block, 2*g),
-		t:       make([]uint8, 2*g),
+		s:       make([]prg.Block, 2*g+2),
+		r:       make([]prg.Block, 2*g+2),
+		t:       make([]uint8, 2*g+2),
 		alpha:   make([]uint64, g+1),
 	}
-	st.stage = make([]byte, g*st.ks)
+	st.stage = make([]byte, (g+1)*st.ks)
 	st.valOff = st.ctrlOff + (2*p.InBits+7)/8
 	st.finalOff = st.valOff
 	if p.Type == DCF {
 		st.finalOff += p.InBits * st.vb
-		st.vl = make([]prg.Block, 2*g)
-		st.vr = make([]prg.Block, 2*g)
+		st.vl = make([]prg.Block, 2*g+2)
+		st.vr = make([]prg.Block, 2*g+2)
 		st.v = make([]uint64, g)
 	}
 	return st
@@ -202,12 +238,12 @@ func newGroupState(p Params) *groupState {
 
 // runRange generates keys [lo, hi) of the job, a group at a time.
 func (st *groupState) runRange(job *batchJob, lo, hi int) {
-	for base := lo; base < hi; base += GroupKeys {
-		st.runGroup(job, base, min(GroupKeys, hi-base))
+	for base := lo; base < hi; base += st.gk {
+		st.runGroup(job, base, min(st.gk, hi-base))
 	}
 }
 
-// runGroup generates keys [base, base+n), n ≤ GroupKeys, level by level:
+// runGroup generates keys [base, base+n), n ≤ st.gk, level by level:
 // each level hashes all 2n seeds of the group in one kernel call per lane
 // pair, then applies the per-key Gen step of the spec to every key.
 func (st *groupState) runGroup(job *batchJob, base, n int) {

@@ -86,6 +86,56 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 	}
 }
 
+// TestBatchGenInFlight checks that the keys in flight per worker change
+// nothing in the output: every InFlight value, odd ones and ones larger
+// than the batch included, gives the bytes of single-key generation, on
+// every kernel, one and two workers.
+func TestBatchGenInFlight(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	saved := prg.Active()
+	defer prg.Use(saved)
+	for _, kern := range prg.Kernels() {
+		if err := prg.Use(kern); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []Params{{DPF, 32, 32}, {DCF, 19, 64}, {DPF, 5, 3}} {
+			k := 131
+			if kern == "generic" {
+				k = 37
+			}
+			alpha, beta, root0, root1 := batchInputs(r, p, k)
+			for _, m := range []int{1, 3, 64, 200} {
+				for _, w := range []int{1, 2} {
+					g, err := NewBatchGenOpts(p, BatchOptions{Workers: w, InFlight: m})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g.InFlight() != m {
+						t.Fatalf("InFlight() = %d, want %d", g.InFlight(), m)
+					}
+					out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
+					if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+						t.Fatal(err)
+					}
+					checkBatch(t, p, alpha, beta, root0, root1, out0, out1)
+				}
+			}
+		}
+	}
+	for _, m := range []int{-1, maxInFlight + 1} {
+		if _, err := NewBatchGenOpts(Params{DPF, 8, 8}, BatchOptions{InFlight: m}); err == nil {
+			t.Errorf("accepted InFlight = %d", m)
+		}
+	}
+	g, err := NewBatchGen(Params{DPF, 8, 8}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.InFlight() != GroupKeys {
+		t.Errorf("NewBatchGen: InFlight %d, want the default %d", g.InFlight(), GroupKeys)
+	}
+}
+
 // TestBatchGenReuse runs one generator twice over dirty output buffers: the
 // second run must not depend on what the first left behind.
 func TestBatchGenReuse(t *testing.T) {
