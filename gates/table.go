@@ -19,7 +19,8 @@ type Row struct {
 	Keys []string `json:"keys"`
 	// OfflineWireBytes is the module protocol's offline bytes per party per
 	// operation for the keys actually requested (keystream tier: ⌈ℓ/8⌉+⌈n/8⌉
-	// per bound key, 0 per derived key), one module round.
+	// per bound key, 0 per derived key), one module round. When the source
+	// reports what its link carried, a row whose count differs fails.
 	OfflineWireBytes float64 `json:"offline_wire_bytes_per_party"`
 	// OfflineLinkBytes is what the host link actually carried per party per
 	// operation, when the keys came from modules (nil with the dealer).
@@ -37,7 +38,8 @@ type Row struct {
 	// KordPublished is KORD's published per-operation size in bytes, where
 	// it publishes one for this block and width.
 	KordPublished *int `json:"kord_published_bytes,omitempty"`
-	// Verified is true only if this row's check passed in this run.
+	// Verified is true only if this row's check passed in this run, on at
+	// least one input, and the offline bytes matched the link's count.
 	Verified bool   `json:"verified"`
 	Check    string `json:"check"`
 	Source   string `json:"key_source"`
@@ -123,6 +125,9 @@ func measureOne(g Gate, o TableOptions, ops int) Row {
 		in, err = RandomInputs(g, o.Rand, n)
 		row.Check = fmt.Sprintf("random + edges, %d inputs", len(in))
 	}
+	if err == nil && len(in) == 0 {
+		err = fmt.Errorf("gates: %s: no valid input to check", g.Name())
+	}
 	if err != nil {
 		row.Error = err.Error()
 		return row
@@ -156,6 +161,12 @@ func measureOne(g Gate, o TableOptions, ops int) Row {
 	}
 	row.OnlineBytes = float64(max(st.BytesSent[0], st.BytesSent[1])) / float64(len(in))
 	row.OnlineRounds = max(st.Rounds[0], st.Rounds[1])
+	if err == nil && row.OfflineLinkBytes != nil && *row.OfflineLinkBytes != row.OfflineWireBytes {
+		// The offline column comes from the keys requested; where the link
+		// counted what it carried, the two must agree for the row to stand.
+		err = fmt.Errorf("gates: %s: offline bytes %.2f per operation from the keys requested, but the host link carried %.2f",
+			g.Name(), row.OfflineWireBytes, *row.OfflineLinkBytes)
+	}
 	if err != nil {
 		row.Error = err.Error()
 		return row
