@@ -112,6 +112,7 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) ([]Resu
 		c := sub.FirstCounter + uint64(i)
 		cr, err := h.dev.Collect(ctx, &msg.CollectRequest{Counter: c, Points: reqs[i].Points})
 		if err != nil {
+			h.abandon(ctx, last, res[:i])
 			return nil, fmt.Errorf("host: collecting counter %d: %w", c, err)
 		}
 		r := Result{Counter: c, Mode: cr.Mode, AlphaShare: cr.AlphaShare, BetaShare: cr.BetaShare, Evals: cr.Evals}
@@ -119,6 +120,7 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) ([]Resu
 			k, err := fss.ParseKey(cr.Key)
 			clear(cr.Key)
 			if err != nil {
+				h.abandon(ctx, last, res[:i])
 				return nil, fmt.Errorf("host: key at counter %d: %w", c, err)
 			}
 			r.Key = k
@@ -126,6 +128,22 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) ([]Resu
 		res[i] = r
 	}
 	return res, nil
+}
+
+// abandon drops a failed batch: the module wipes what it still holds up to
+// last (even when ctx was cancelled), and the key shares already collected
+// are wiped here, since the caller never receives them.
+func (h *Host) abandon(ctx context.Context, last uint64, collected []Result) {
+	for _, r := range collected {
+		if r.Key != nil {
+			r.Key.Wipe()
+		}
+		clear(r.Evals)
+	}
+	req := &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}
+	if _, err := h.dev.Submit(context.WithoutCancel(ctx), req); err != nil {
+		h.log.Warn("abandon failed", "err", err)
+	}
 }
 
 // exchange sends own frames and feeds the peer's frames to the module: the
@@ -169,11 +187,14 @@ func (h *Host) exchange(ctx context.Context, frames [][]byte, last uint64) error
 		}
 		// Abandon even when ctx was cancelled: the batch's shares must not
 		// stay pending in the module.
-		abandon := &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last}
-		if _, aerr := h.dev.Submit(context.WithoutCancel(ctx), abandon); aerr != nil {
-			h.log.Warn("abandon failed", "err", aerr)
-		}
+		h.abandon(ctx, last, nil)
 		return err
 	}
-	return <-sendErr
+	if err := <-sendErr; err != nil {
+		// Every peer frame was accepted, but the peer never got ours: its
+		// keys will not exist, so ours must not be handed out either.
+		h.abandon(ctx, last, nil)
+		return err
+	}
+	return nil
 }
