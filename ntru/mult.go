@@ -108,20 +108,3 @@ func add4(acc, s0, s1, s2, s3 []uint64) {
 		acc[i] += s0[i] + s1[i] + s2[i] + s3[i]
 	}
 }
-
-// denseMul computes c = a·b mod (x^n − 1) with 16-bit wrap-around
-// arithmetic (so the result is correct mod any power of two up to 2^16).
-// It is a plain schoolbook product, used only in key generation.
-func denseMul(c, a, b []uint16) {
-	n := len(a)
-	t := make([]uint16, 2*n)
-	for i, ai := range a {
-		row := t[i : i+n]
-		for j, bj := range b[:n] {
-			row[j] += ai * bj
-		}
-	}
-	for k := 0; k < n; k++ {
-		c[k] = t[k] + t[k+n]
-	}
-}
