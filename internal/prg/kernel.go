@@ -6,31 +6,28 @@ import (
 )
 
 // A Kernel is one implementation of the batched MMO hash.
+//
+// Kernels are dispatched with a switch over their id and direct calls (see
+// the dispatch functions below and archHash2 & co. in the per-architecture
+// files), not through function values: a call through a function value
+// makes every buffer passed to it escape to the heap, and the single-key
+// paths pass stack buffers on every level.
 type Kernel struct {
 	// Name identifies the kernel, e.g. "generic", "aesni", "vaes256".
 	Name string
-	// hash2 sets a[i] = MMO(K_la, in[i]) and, when la != lb,
-	// b[i] = MMO(K_lb, in[i]). When la == lb only a is written.
-	hash2 func(la, lb Lane, a, b, in []Block)
-	// hash4 sets sl, sr, vl, vr [i] to MMO of in[i] under the four lanes
-	// K_sL, K_sR, K_vL, K_vR. Any one output may alias in.
-	hash4 func(sl, sr, vl, vr, in []Block)
-	// tree expands folded tree nodes (see ExpandTree); nil means the
-	// portable version on hash2.
-	tree func(out, in []Block, cwL, cwR *Block)
-	// leaves is tree for the last level (see ExpandTreeLeaves); nil means
-	// the portable version.
-	leaves func(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64)
-	// dpfGen is the fused DPF Gen level (see DPFGenLevel), nil if none.
-	dpfGen func(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool)
-	// hash2f is hash2 (two distinct lanes) on inputs with bit 0 of byte 0
-	// cleared (see ExpandValuesFolded); nil means the portable version.
-	hash2f func(la, lb Lane, a, b, in []Block)
-	// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
-	raw func(k *Schedule, out, in []Block)
+	id   kernelID
 	// priority orders the available kernels; the highest is the default.
 	priority int
 }
+
+// kernelID names the implementations the dispatch switches know.
+type kernelID uint8
+
+const (
+	kGeneric kernelID = iota // crypto/aes, one block per call
+	kAESNI                   // SSE AES-NI assembly
+	kVAES                    // VAES on YMM assembly, with the fused kernels
+)
 
 var (
 	registry []Kernel
@@ -45,7 +42,7 @@ func register(k Kernel) {
 }
 
 func init() {
-	register(Kernel{Name: "generic", hash2: genericHash2, hash4: genericHash4, raw: genericRaw, priority: 0})
+	register(Kernel{Name: "generic", id: kGeneric, priority: 0})
 }
 
 // Kernels lists the names of the kernels this machine can run, fastest first.
@@ -70,4 +67,30 @@ func Use(name string) error {
 		}
 	}
 	return fmt.Errorf("prg: no kernel %q on this machine (have %v)", name, Kernels())
+}
+
+// The dispatch functions. Each runs the active kernel's implementation of
+// one operation, falling back to the portable one when the architecture
+// file has none (archX reports false).
+
+// hash2 sets a[i] = MMO(K_la, in[i]) and, when la != lb,
+// b[i] = MMO(K_lb, in[i]). When la == lb only a is written.
+func hash2(la, lb Lane, a, b, in []Block) {
+	if !archHash2(active.id, la, lb, a, b, in) {
+		genericHash2(la, lb, a, b, in)
+	}
+}
+
+// hash4 sets sl, sr, vl, vr [i] to MMO of in[i] under the four lanes.
+func hash4(sl, sr, vl, vr, in []Block) {
+	if !archHash4(active.id, sl, sr, vl, vr, in) {
+		genericHash4(sl, sr, vl, vr, in)
+	}
+}
+
+// raw sets out[i] = AES(k, in[i]) XOR in[i] for an arbitrary schedule.
+func raw(k *Schedule, out, in []Block) {
+	if !archRaw(active.id, k, out, in) {
+		genericRaw(k, out, in)
+	}
 }

@@ -67,11 +67,85 @@ func hasVAES() bool {
 
 func init() {
 	if cpu.X86.HasAES && cpu.X86.HasSSE41 {
-		register(Kernel{Name: "aesni", hash2: aesniHash2, hash4: aesniHash4, raw: aesniRaw, priority: 10})
+		register(Kernel{Name: "aesni", id: kAESNI, priority: 10})
 	}
 	if hasVAES() && cpu.X86.HasBMI2 {
-		register(Kernel{Name: "vaes256", hash2: vaesHash2, hash4: vaesHash4, raw: vaesRaw, tree: vaesTreeGo, leaves: vaesLeavesGo, dpfGen: vaesDPFGenGo, hash2f: vaesHash2F, priority: 20})
+		register(Kernel{Name: "vaes256", id: kVAES, priority: 20})
 	}
+}
+
+// The dispatch of package-level operations to the assembly kernels: direct
+// calls to //go:noescape functions, so nothing passed in escapes. Each
+// reports false when kernel id has no implementation of the operation.
+
+func archHash2(id kernelID, la, lb Lane, a, b, in []Block) bool {
+	switch id {
+	case kVAES:
+		vaesHash2(la, lb, a, b, in)
+	case kAESNI:
+		aesniHash2(la, lb, a, b, in)
+	default:
+		return false
+	}
+	return true
+}
+
+func archHash4(id kernelID, sl, sr, vl, vr, in []Block) bool {
+	switch id {
+	case kVAES:
+		vaesHash4(sl, sr, vl, vr, in)
+	case kAESNI:
+		aesniHash4(sl, sr, vl, vr, in)
+	default:
+		return false
+	}
+	return true
+}
+
+func archRaw(id kernelID, k *Schedule, out, in []Block) bool {
+	switch id {
+	case kVAES:
+		vaesRaw(k, out, in)
+	case kAESNI:
+		aesniRaw(k, out, in)
+	default:
+		return false
+	}
+	return true
+}
+
+func archHash2F(id kernelID, la, lb Lane, a, b, in []Block) bool {
+	if id != kVAES {
+		return false
+	}
+	vaesHash2F(la, lb, a, b, in)
+	return true
+}
+
+func archTree(id kernelID, out, in []Block, cwL, cwR *Block) bool {
+	if id != kVAES {
+		return false
+	}
+	vaesTreeGo(out, in, cwL, cwR)
+	return true
+}
+
+func archLeaves(id kernelID, out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64) bool {
+	if id != kVAES {
+		return false
+	}
+	vaesLeavesGo(out, in, cwL, cwR, final, negb, mask)
+	return true
+}
+
+func archHasDPFGen(id kernelID) bool { return id == kVAES }
+
+func archDPFGen(id kernelID, quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) bool {
+	if id != kVAES {
+		return false
+	}
+	vaesDPFGenGo(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	return true
 }
 
 func aesniHash2(la, lb Lane, a, b, in []Block) {
@@ -157,27 +231,29 @@ func vaesLeavesGo(out []uint64, in []Block, cwL, cwR *Block, final, negb, mask u
 		return
 	}
 	cw := treeCW(cwL, cwR)
-	f := vaesTreeLeaves0
 	switch {
-	case negb == 0 && mask != ^uint64(0):
-		f = vaesTreeLeaves0M
-	case negb != 0 && mask == ^uint64(0):
-		f = vaesTreeLeaves1
-	case negb != 0:
-		f = vaesTreeLeaves1M
+	case negb == 0 && mask == ^uint64(0):
+		vaesTreeLeaves0(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
+	case negb == 0:
+		vaesTreeLeaves0M(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
+	case mask == ^uint64(0):
+		vaesTreeLeaves1(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
+	default:
+		vaesTreeLeaves1M(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
 	}
-	f(&seedPair, &cw, &out[0], &in[0], len(in), final, mask)
 }
 
 func vaesDPFGenGo(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	if len(alpha) == 0 {
 		return
 	}
-	f := vaesDPFGenLevel
+	k := (*[2]Schedule)(laneSched[SeedLeft : SeedRight+1])
 	if roots {
-		f = vaesDPFGenFirst
+		vaesDPFGenFirst(k, &quads[0], len(alpha), &alpha[0],
+			uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
+		return
 	}
-	f((*[2]Schedule)(laneSched[SeedLeft:SeedRight+1]), &quads[0], len(alpha), &alpha[0],
+	vaesDPFGenLevel(k, &quads[0], len(alpha), &alpha[0],
 		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -251,4 +252,46 @@ func TestExpandTree(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkDPFGenLevel reports the fused DPF Gen level's block rate as a
+// fraction of ExpandSeeds' ("ratio"), both the fastest of interleaved
+// 10 ms runs on the same blocks-in-flight budget (64 keys: 256 blocks).
+func BenchmarkDPFGenLevel(b *testing.B) {
+	if !HasDPFGenLevel() {
+		b.Skip("no fused kernel")
+	}
+	const n, stride = 64, 546
+	quads := make([]Block, 2*n)
+	alpha := make([]uint64, n)
+	out := make([]byte, n*stride)
+	in, l, r := make([]Block, 256), make([]Block, 256), make([]Block, 256)
+	for i := range alpha {
+		alpha[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	var bestK, bestG float64
+	for b.Loop() {
+		for range 3 {
+			c := 0
+			start := time.Now()
+			for time.Since(start) < 10*time.Millisecond {
+				for range 16 {
+					ExpandSeeds(l, r, in)
+				}
+				c += 16 * 512
+			}
+			bestK = max(bestK, float64(c)/time.Since(start).Seconds())
+			c = 0
+			start = time.Now()
+			for time.Since(start) < 10*time.Millisecond {
+				for j := range 16 {
+					DPFGenLevel(quads, alpha, uint(j), out, stride, 22+16*j, 600-60, 0, false)
+				}
+				c += 16 * 4 * n
+			}
+			bestG = max(bestG, float64(c)/time.Since(start).Seconds())
+		}
+	}
+	b.ReportMetric(bestG/bestK, "ratio")
+	b.ReportMetric(bestK, "kernel-blocks/s")
 }

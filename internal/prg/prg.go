@@ -12,6 +12,7 @@ import (
 	"crypto/aes"
 	"crypto/sha256"
 	"encoding/binary"
+	"sync"
 )
 
 // Block is one 16-byte AES block: a seed, or a PRG output.
@@ -143,7 +144,7 @@ func rotl8(x byte, n uint) byte { return x<<n | x>>(8-n) }
 // same length; out may be in itself, but must not overlap it otherwise.
 func Hash(l Lane, out, in []Block) {
 	checkLen(len(out), len(in))
-	active.hash2(l, l, out, out, in)
+	hash2(l, l, out, out, in)
 }
 
 // ExpandSeeds sets left[i] = MMO(K_sL, in[i]) and right[i] = MMO(K_sR, in[i]):
@@ -152,14 +153,14 @@ func Hash(l Lane, out, in []Block) {
 func ExpandSeeds(left, right, in []Block) {
 	checkLen(len(left), len(in))
 	checkLen(len(right), len(in))
-	active.hash2(SeedLeft, SeedRight, left, right, in)
+	hash2(SeedLeft, SeedRight, left, right, in)
 }
 
 // ExpandValues is ExpandSeeds for the two value lanes (K_vL, K_vR).
 func ExpandValues(left, right, in []Block) {
 	checkLen(len(left), len(in))
 	checkLen(len(right), len(in))
-	active.hash2(ValueLeft, ValueRight, left, right, in)
+	hash2(ValueLeft, ValueRight, left, right, in)
 }
 
 // ExpandValuesFolded is ExpandValues on folded tree nodes: each input is
@@ -168,8 +169,7 @@ func ExpandValues(left, right, in []Block) {
 func ExpandValuesFolded(left, right, in []Block) {
 	checkLen(len(left), len(in))
 	checkLen(len(right), len(in))
-	if active.hash2f != nil {
-		active.hash2f(ValueLeft, ValueRight, left, right, in)
+	if archHash2F(active.id, ValueLeft, ValueRight, left, right, in) {
 		return
 	}
 	const chunk = 128
@@ -180,7 +180,7 @@ func ExpandValuesFolded(left, right, in []Block) {
 		for i := range x[:m] {
 			x[i][0] &^= 1
 		}
-		active.hash2(ValueLeft, ValueRight, left[base:base+m], right[base:base+m], x[:m])
+		hash2(ValueLeft, ValueRight, left[base:base+m], right[base:base+m], x[:m])
 	}
 	clear(x[:])
 }
@@ -193,7 +193,7 @@ func ExpandAll(sl, sr, vl, vr, in []Block) {
 	checkLen(len(sr), len(in))
 	checkLen(len(vl), len(in))
 	checkLen(len(vr), len(in))
-	active.hash4(sl, sr, vl, vr, in)
+	hash4(sl, sr, vl, vr, in)
 }
 
 // pairSchedule holds two schedules interleaved per round, 32 bytes a round.
@@ -212,8 +212,7 @@ type pairSchedule [11][32]byte
 // must hold 2·len(in) blocks and must not overlap in.
 func ExpandTree(out, in []Block, cwL, cwR *Block) {
 	checkLen(len(out), 2*len(in))
-	if active.tree != nil {
-		active.tree(out, in, cwL, cwR)
+	if archTree(active.id, out, in, cwL, cwR) {
 		return
 	}
 	portableTree(out, in, cwL, cwR)
@@ -232,8 +231,7 @@ func ExpandTreeLeaves(out []uint64, in []Block, cwL, cwR *Block, final uint64, n
 	if negate {
 		negb = ^uint64(0)
 	}
-	if active.leaves != nil {
-		active.leaves(out, in, cwL, cwR, final, negb, mask)
+	if archLeaves(active.id, out, in, cwL, cwR, final, negb, mask) {
 		return
 	}
 	const chunk = 64
@@ -251,7 +249,7 @@ func ExpandTreeLeaves(out []uint64, in []Block, cwL, cwR *Block, final uint64, n
 
 // HasDPFGenLevel reports whether the active kernel has a fused DPF Gen
 // level; when it does not, DPFGenLevel must not be called.
-func HasDPFGenLevel() bool { return active.dpfGen != nil }
+func HasDPFGenLevel() bool { return archHasDPFGen(active.id) }
 
 // DPFGenLevel runs one level of kord-v1 DPF Gen (spec §3, steps 1–4) for n
 // = len(alpha) keys at once (n even), with the PRG, the Keep/Lose selection
@@ -270,7 +268,9 @@ func DPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, stride, 
 	if n%2 != 0 || (n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6)) {
 		panic("prg: DPFGenLevel: odd key count or output layout out of range")
 	}
-	active.dpfGen(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	if !archDPFGen(active.id, quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots) {
+		panic("prg: DPFGenLevel without a fused kernel")
+	}
 }
 
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk
@@ -284,7 +284,7 @@ func portableTree(out, in []Block, cwL, cwR *Block) {
 			x[i] = in[base+i]
 			x[i][0] &^= 1
 		}
-		active.hash2(SeedLeft, SeedRight, l[:m], r[:m], x[:m])
+		hash2(SeedLeft, SeedRight, l[:m], r[:m], x[:m])
 		cwLlo, cwLhi := binary.LittleEndian.Uint64(cwL[:8]), binary.LittleEndian.Uint64(cwL[8:])
 		cwRlo, cwRhi := binary.LittleEndian.Uint64(cwR[:8]), binary.LittleEndian.Uint64(cwR[8:])
 		for i := 0; i < m; i++ {
@@ -305,7 +305,7 @@ func portableTree(out, in []Block, cwL, cwR *Block) {
 // in itself, but must not overlap it otherwise.
 func HashWith(k *Schedule, out, in []Block) {
 	checkLen(len(out), len(in))
-	active.raw(k, out, in)
+	raw(k, out, in)
 }
 
 func checkLen(a, b int) {
@@ -337,28 +337,36 @@ func Mask(n int) uint64 {
 }
 
 // genericHash2 is the portable kernel: crypto/aes one block per call.
-// Each output is hashed in place (the input copied in first, its words
-// kept in registers for the MMO XOR), so any output may alias the input
-// and nothing escapes to the heap.
+// crypto/aes is reached through an interface, so whatever it is given
+// escapes to the heap; the blocks therefore go through a pooled scratch
+// block and the caller's buffers (often on its stack) never reach it. The
+// input's words are read first, so any output may alias the input.
 func genericHash2(la, lb Lane, a, b, in []Block) {
 	ca, cb := ciphers[la], ciphers[lb]
+	buf := scratchBlocks.Get().(*Block)
 	for i := range in {
 		lo := binary.LittleEndian.Uint64(in[i][:8])
 		hi := binary.LittleEndian.Uint64(in[i][8:])
-		mmoInPlace(ca, &a[i], lo, hi)
+		a[i] = mmo(ca, buf, lo, hi)
 		if la != lb {
-			mmoInPlace(cb, &b[i], lo, hi)
+			b[i] = mmo(cb, buf, lo, hi)
 		}
 	}
+	*buf = Block{}
+	scratchBlocks.Put(buf)
 }
 
-// mmoInPlace sets *dst = AES(c, x) XOR x for the block x = (lo, hi).
-func mmoInPlace(c blockCipher, dst *Block, lo, hi uint64) {
-	binary.LittleEndian.PutUint64(dst[:8], lo)
-	binary.LittleEndian.PutUint64(dst[8:], hi)
-	c.Encrypt(dst[:], dst[:])
-	binary.LittleEndian.PutUint64(dst[:8], binary.LittleEndian.Uint64(dst[:8])^lo)
-	binary.LittleEndian.PutUint64(dst[8:], binary.LittleEndian.Uint64(dst[8:])^hi)
+// scratchBlocks holds the generic kernel's scratch blocks.
+var scratchBlocks = sync.Pool{New: func() any { return new(Block) }}
+
+// mmo returns AES(c, x) XOR x for the block x = (lo, hi), computed in buf.
+func mmo(c blockCipher, buf *Block, lo, hi uint64) Block {
+	binary.LittleEndian.PutUint64(buf[:8], lo)
+	binary.LittleEndian.PutUint64(buf[8:], hi)
+	c.Encrypt(buf[:], buf[:])
+	binary.LittleEndian.PutUint64(buf[:8], binary.LittleEndian.Uint64(buf[:8])^lo)
+	binary.LittleEndian.PutUint64(buf[8:], binary.LittleEndian.Uint64(buf[8:])^hi)
+	return *buf
 }
 
 // genericRaw is the portable kernel for an arbitrary schedule. It runs the
@@ -405,14 +413,17 @@ func aesRound(s Block, k *Block, last bool) Block {
 
 // genericHash4 is the portable four-lane kernel.
 func genericHash4(sl, sr, vl, vr, in []Block) {
+	buf := scratchBlocks.Get().(*Block)
 	for i := range in {
 		lo := binary.LittleEndian.Uint64(in[i][:8])
 		hi := binary.LittleEndian.Uint64(in[i][8:])
-		mmoInPlace(ciphers[SeedLeft], &sl[i], lo, hi)
-		mmoInPlace(ciphers[SeedRight], &sr[i], lo, hi)
-		mmoInPlace(ciphers[ValueLeft], &vl[i], lo, hi)
-		mmoInPlace(ciphers[ValueRight], &vr[i], lo, hi)
+		sl[i] = mmo(ciphers[SeedLeft], buf, lo, hi)
+		sr[i] = mmo(ciphers[SeedRight], buf, lo, hi)
+		vl[i] = mmo(ciphers[ValueLeft], buf, lo, hi)
+		vr[i] = mmo(ciphers[ValueRight], buf, lo, hi)
 	}
+	*buf = Block{}
+	scratchBlocks.Put(buf)
 }
 
 func xorInto(dst, src *Block) {
@@ -442,5 +453,5 @@ var ciphers = func() (c [numLanes]blockCipher) {
 func HashPair(la, lb Lane, a, b, in []Block) {
 	checkLen(len(a), len(in))
 	checkLen(len(b), len(in))
-	active.hash2(la, lb, a, b, in)
+	hash2(la, lb, a, b, in)
 }
