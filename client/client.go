@@ -34,8 +34,11 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	if creds == nil {
 		creds = insecure.NewCredentials()
 	}
+	// Key replies stream in bulk: a 1 MiB flow-control window keeps the
+	// party from waiting for window updates.
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)),
+		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20))
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,8 @@ func New(c Config) (*Party, error) {
 			creds = insecure.NewCredentials()
 		}
 		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(creds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20))
 		if err != nil {
 			return nil, fmt.Errorf("service: peer %s: %w", c.PeerAddr, err)
 		}

@@ -132,7 +132,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if err != nil {
 				return err
 			}
-			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}
+			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20)}
 			app := grpc.NewServer(opts...)
 			p.Register(app, nil)
 			go app.Serve(appL)
