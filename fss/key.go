@@ -216,27 +216,32 @@ func (k *Key) UnmarshalBinary(data []byte) error {
 	}
 	off += nc
 	vb := valueBytes(n)
-	readValue := func(field string) (uint64, error) {
+	// readValue reads the next value field; level is its 1-based VCW index,
+	// 0 for CW_last (named only when it is malformed).
+	readValue := func(level int) (uint64, error) {
 		var w [8]byte
 		copy(w[:], data[off:off+vb])
 		off += vb
 		v := binary.LittleEndian.Uint64(w[:])
 		if v&^prg.Mask(n) != 0 {
-			return 0, fmt.Errorf("%w: %s", ErrValueBits, field)
+			if level == 0 {
+				return 0, fmt.Errorf("%w: CW_last", ErrValueBits)
+			}
+			return 0, fmt.Errorf("%w: VCW_%d", ErrValueBits, level)
 		}
 		return v, nil
 	}
 	if p.Type == DCF {
 		nk.valCW = make([]uint64, l)
 		for j := range nk.valCW {
-			v, err := readValue(fmt.Sprintf("VCW_%d", j+1))
+			v, err := readValue(j + 1)
 			if err != nil {
 				return err
 			}
 			nk.valCW[j] = v
 		}
 	}
-	v, err := readValue("CW_last")
+	v, err := readValue(0)
 	if err != nil {
 		return err
 	}
