@@ -253,7 +253,6 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	dcf := p.Type == DCF
 	ks := st.ks
 	nc := (2*l + 7) / 8
-	stage := st.stage[:n*ks]
 	// With a fused DPF level kernel every level runs in it, on folded
 	// chains (control bit in bit 0 of the seed) from level 2 on, two keys
 	// per register: the kernel wants an even count, so an odd group gets a
@@ -269,6 +268,16 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	// chains are s[2i] (party 0) and s[2i+1] (party 1); with it, keys pair
 	// up as [0: 2q, 2q+1 | 1: 2q, 2q+1] (see prg.DPFGenLevel).
 	seeds, rs, ts := st.s[:2*m], st.r[:2*m], st.t[:2*m]
+	// Keys are assembled straight in party 0's output, then copied to party
+	// 1's, except for an odd group on the fused path, whose dummy key needs
+	// room past the group: it is assembled in the staging area.
+	direct := m == n
+	var stage []byte
+	if direct {
+		stage = job.out0[base*ks : (base+n)*ks]
+	} else {
+		stage = st.stage[:m*ks]
+	}
 	st.fused = fused
 	if fused {
 		copy(st.alpha, job.alpha[base:base+n])
@@ -294,7 +303,7 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 			if dcf {
 				st.dcfValues(job, base, n, j, seeds, stage)
 			}
-			prg.DPFGenLevel(seeds, st.alpha[:m], sh, st.stage[:m*ks], ks,
+			prg.DPFGenLevel(seeds, st.alpha[:m], sh, stage, ks,
 				st.cwOff+16*(j-1), st.ctrlOff+(j-1)/4, uint(2*((j-1)%4)), j == 1)
 			continue
 		}
@@ -371,8 +380,11 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	}
 	o0 := job.out0[base*ks : (base+n)*ks]
 	o1 := job.out1[base*ks : (base+n)*ks]
-	copy(o0, stage)
-	copy(o1, stage)
+	if !direct {
+		copy(o0, stage[:n*ks])
+		clear(stage)
+	}
+	copy(o1, o0)
 	for i := 0; i < n; i++ {
 		o1[i*ks+3] = 1
 		copy(o1[i*ks+headerSize:i*ks+headerSize+16], job.root1[base+i][:])
@@ -381,7 +393,6 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	clear(st.r)
 	clear(st.vl)
 	clear(st.vr)
-	clear(st.stage)
 	clear(st.alpha)
 }
 
