@@ -28,7 +28,7 @@ func init() {
 		Short: "Two-server private information retrieval over type 0x03 DPF keys",
 	}
 	p.AddCommand(pirServeCmd(), pirQueryCmd(), pirMkdbCmd(), pirInfoCmd())
-	rootCmd.AddCommand(p)
+	rootCmd.AddCommand(rejectUnknownSubcommand(p))
 	benchCmd.AddCommand(benchPIRCmd(), benchDORAMCmd())
 }
 
@@ -46,6 +46,12 @@ func benchDORAMCmd() *cobra.Command {
 		Short: "DORAM key supply vs consumption: key pairs/s the source generates vs key pairs/s the accesses use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stash < 0 {
+				return badInput("--stash %d must not be negative", stash)
+			}
+			if minTime < 0 {
+				return badInput("--min-time %v must not be negative", minTime)
+			}
 			var src doram.KeySource
 			switch source {
 			case "dealer":
@@ -107,6 +113,9 @@ func pirServeCmd() *cobra.Command {
 			if dbPath == "" {
 				return badInput("--db is required")
 			}
+			if workers < 0 || maxBatch < 0 {
+				return badInput("--workers %d and --max-batch %d must not be negative (0: the default)", workers, maxBatch)
+			}
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
@@ -163,6 +172,12 @@ func pirQueryCmd() *cobra.Command {
 			}
 			if len(index) == 0 {
 				return badInput("--index is required")
+			}
+			if h, err := hex.DecodeString(expect); expect != "" && (err != nil || len(h) != 32) {
+				return badInput("--expect-hash %q is not 64 hex digits", expect)
+			}
+			if timeout <= 0 {
+				return badInput("--timeout %v must be positive", timeout)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -297,6 +312,9 @@ multi-threaded streaming read of a 512 MiB buffer.`,
 			}
 			if cfg.Batch < 1 || cfg.Batch > pir.MaxKeysPerRequest {
 				return badInput("--batch %d is outside 1..%d", cfg.Batch, pir.MaxKeysPerRequest)
+			}
+			if minTime < 0 {
+				return badInput("--min-time %v must not be negative", minTime)
 			}
 			cfg.MinTime = minTime
 			res, err := pir.Bench(cmd.Context(), cfg)
