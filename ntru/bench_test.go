@@ -2,6 +2,7 @@ package ntru
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 )
 
@@ -90,6 +91,25 @@ func BenchmarkMul(b *testing.B) {
 				ternaryMulKron(c, aw, aSum, tw, prod)
 			})
 		})
+		// The Karatsuba depths around the chosen one (kronPlan), each with
+		// its own padding to a multiple of 2^depth words.
+		for depth := 3; depth <= 6; depth++ {
+			w := (p.n + 3) / 4
+			md := (w + 1<<depth - 1) >> depth << depth
+			aw, tw, prod := make([]uint64, md), make([]uint64, md), make([]uint64, kronScratchWords(md))
+			for i, v := range a {
+				aw[i/4] |= uint64(v&qMask) << (16 * uint(i%4))
+			}
+			b.Run(fmt.Sprintf("kron-depth%d/%s", depth, set.Name()), func(b *testing.B) {
+				cpuLoop(b, func() {
+					clear(tw)
+					for i, v := range tr {
+						tw[i/4] |= uint64((v+1)%3) << (16 * uint(i%4))
+					}
+					ternaryMulKronDepth(c, aw, aSum, tw, prod, depth)
+				})
+			})
+		}
 		b.Run("ct/"+set.Name(), func(b *testing.B) {
 			cpuLoop(b, func() { ternaryMulCT(c, ext, tr) })
 		})

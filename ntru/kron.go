@@ -29,15 +29,42 @@ import "math/bits"
 // takes the same time for all operands). Branches depend on the recursion
 // depth and public lengths only.
 
-const (
-	kronDepth = 3                  // Karatsuba levels
-	kronAlign = 1 << kronDepth     // words per polynomial: a multiple of this
-	lanesQ    = 0x0800080008000800 // q in every lane
-)
+//go:generate go run kronkernels_gen.go
+
+const lanesQ = 0x0800080008000800 // q in every lane
+
+// kronMaxDepth bounds the Karatsuba levels: at depth d the ternary side's
+// lanes reach 2^(d+1), and leaves above 8 cost two or three products.
+const kronMaxDepth = 5
+
+// kronPlan returns the packed length (words) and the Karatsuba depth of
+// the product for n coefficients: words = L·2^depth for a leaf of L words
+// (at least ⌈n/4⌉), with the leaves small enough for the unrolled kernels
+// (kronkernels.go). ees1087ep1 uses 17·2^4 = 272 words (no padding),
+// ees1499ep1 12·2^5 = 384 (375 needed); both measured best among the
+// depths 3 to 6. Other sizes (tests) take the deepest split with leaves
+// of at least 4 words.
+func kronPlan(n int) (words, depth int) {
+	w := (n + 3) / 4
+	switch n {
+	case 1087:
+		return 272, 4
+	case 1499:
+		return 384, 5
+	}
+	for depth < kronMaxDepth && w>>(depth+1) >= 4 {
+		depth++
+	}
+	l := (w + 1<<depth - 1) >> depth
+	return l << depth, depth
+}
 
 // kronWords is the number of words of a packed polynomial of n
-// coefficients: ⌈n/4⌉ rounded up to a multiple of kronAlign.
-func kronWords(n int) int { return ((n+3)/4 + kronAlign - 1) &^ (kronAlign - 1) }
+// coefficients (see kronPlan).
+func kronWords(n int) int {
+	w, _ := kronPlan(n)
+	return w
+}
 
 // packKron packs a (each coefficient taken mod q) into 4-lane words, zero
 // padded; len(dst) = kronWords(len(a)).
@@ -77,10 +104,17 @@ func kronScratchWords(m int) int { return 2*m + 6*m } // product, Karatsuba
 // kronWords(n) words. scratch has at least kronScratchWords(kronWords(n))
 // words.
 func ternaryMulKron(c []uint16, a []uint64, aSum uint16, tw, scratch []uint64) {
+	_, depth := kronPlan(len(c))
+	ternaryMulKronDepth(c, a, aSum, tw, scratch, depth)
+}
+
+// ternaryMulKronDepth is ternaryMulKron with the Karatsuba depth given
+// (len(a) a multiple of 2^depth); the benchmarks compare depths with it.
+func ternaryMulKronDepth(c []uint16, a []uint64, aSum uint16, tw, scratch []uint64, depth int) {
 	n := len(c)
 	m := len(a)
 	prod := scratch[:2*m]
-	karatsuba(prod, a, tw[:m], 2, kronDepth, scratch[2*m:])
+	karatsuba(prod, a, tw[:m], 2, depth, scratch[2*m:])
 	coef := func(k int) uint16 { return uint16(prod[k/4] >> (16 * uint(k%4))) }
 	// Fold the linear product (degree ≤ 2n − 2 < 8m) mod x^n − 1.
 	for k := range c {
@@ -103,22 +137,27 @@ func karatsuba(out, a, s []uint64, sMax uint64, depth int, scratch []uint64) {
 	h := l / 2
 	a01, s01, mid, rest := scratch[:h], scratch[h:2*h], scratch[2*h:4*h], scratch[4*h:]
 	a0, a1, s0, s1 := a[:h], a[h:l], s[:h], s[h:l]
+	a0, a1, s0, s1 = a0[:len(a01)], a1[:len(a01)], s0[:len(a01)], s1[:len(a01)]
+	s01 = s01[:len(a01)]
 	for i := range a01 {
 		a01[i] = (a0[i] + a1[i]) & lanes11 // lanes below 2^12 before the mask
-		s01[i] = s0[i] + s1[i]             // lanes at most 2·sMax ≤ 8
+		s01[i] = s0[i] + s1[i]             // lanes at most 2·sMax
 	}
-	lo, hi := out[:2*h], out[2*h:4*h]
-	karatsuba(lo, a0, s0, sMax, depth-1, rest)
-	karatsuba(hi, a1, s1, sMax, depth-1, rest)
+	karatsuba(out[:2*h], a0, s0, sMax, depth-1, rest)
+	karatsuba(out[2*h:4*h], a1, s1, sMax, depth-1, rest)
 	karatsuba(mid, a01, s01, 2*sMax, depth-1, rest)
-	// out += x^h·(mid − lo − hi); adding q twice per lane keeps the lane
-	// subtraction from borrowing (mid + 2q − lo − hi ≥ 2).
-	for i := range mid {
-		mid[i] = mid[i] + 2*lanesQ - lo[i] - hi[i]
-	}
-	o := out[h : 3*h]
-	for i := range o {
-		o[i] = (o[i] + mid[i]) & lanes11
+	// out += x^h·(mid − lo − hi) for lo = out[:2h], hi = out[2h:4h], in
+	// place: word h+i needs lo[h+i], lo[i], hi[i] and word 2h+i needs
+	// hi[i], lo[h+i], hi[h+i], so each i reads its four words before
+	// writing two of them. Adding q twice per lane keeps the lane
+	// subtraction from borrowing (every term is below 2^11).
+	q0, q1, q2, q3 := out[:h], out[h:2*h], out[2*h:3*h], out[3*h:4*h]
+	m0, m1 := mid[:h], mid[h:2*h]
+	q1, q2, q3, m0, m1 = q1[:len(q0)], q2[:len(q0)], q3[:len(q0)], m0[:len(q0)], m1[:len(q0)]
+	for i := range q0 {
+		l0, l1, h0, h1 := q0[i], q1[i], q2[i], q3[i]
+		q1[i] = (l1 + m0[i] + 2*lanesQ - l0 - h0) & lanes11
+		q2[i] = (h0 + m1[i] + 2*lanesQ - l1 - h1) & lanes11
 	}
 }
 
@@ -128,7 +167,11 @@ func karatsuba(out, a, s []uint64, sMax uint64, depth int, scratch []uint64) {
 func kronLeaf(out, a, s []uint64, sMax uint64, scratch []uint64) {
 	l := len(a)
 	if sMax <= 8 {
-		convKron(out, a, s, sMax, scratch)
+		if kern := kronKernel(l); kern != nil {
+			kern(out, a, s)
+		} else {
+			convKron(out, a, s, sMax, scratch)
+		}
 		return
 	}
 	const lanes3, lanes13 = 0x0007000700070007, 0x1FFF1FFF1FFF1FFF
@@ -138,7 +181,7 @@ func kronLeaf(out, a, s []uint64, sMax uint64, scratch []uint64) {
 		sHi[i] = s[i] >> 3 & lanes13
 	}
 	kronLeaf(hi, a, sHi, sMax>>3, scratch[4*l:])
-	convKron(out, a, sLo, 7, scratch[4*l:])
+	kronLeaf(out, a, sLo, 7, scratch[4*l:])
 	for i := range out {
 		out[i] = (out[i] + hi[i]<<3) & lanes11 // hi's lanes < 2^11
 	}

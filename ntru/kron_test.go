@@ -112,3 +112,88 @@ func TestPackKronTernary(t *testing.T) {
 		t.Fatalf("got %#x", w)
 	}
 }
+
+// TestKronKernels compares every unrolled leaf with the looped convKron
+// on random operands and on the maximal ones the kernels are used for
+// (dense lanes q − 1, ternary-side lanes 8: every slot at its bound), and
+// checks convKron itself against a lane-by-lane schoolbook.
+func TestKronKernels(t *testing.T) {
+	r := detRand(22)
+	for _, l := range []int{6, 8, 9, 12, 17, 24} {
+		kern := kronKernel(l)
+		if kern == nil {
+			t.Fatalf("no kernel for %d words", l)
+		}
+		for trial := range 6 {
+			a, s := make([]uint64, l), make([]uint64, l)
+			for i := range a {
+				switch trial {
+				case 0:
+					a[i], s[i] = lanes11, 0x0008000800080008
+				case 1:
+					a[i], s[i] = lanes11, 0x0002000200020002
+				default:
+					a[i] = r.Uint64() & lanes11
+					s[i] = r.Uint64() & 0x0007000700070007
+					if trial == 5 {
+						s[i] += 0x0001000000010000 & r.Uint64() // some lanes 8
+					}
+				}
+			}
+			got, want := make([]uint64, 2*l), make([]uint64, 2*l)
+			kern(got, a, s)
+			convKron(want, a, s, 8, make([]uint64, l))
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("l=%d trial %d: word %d = %#x, convKron %#x", l, trial, i, got[i], want[i])
+				}
+			}
+			// Lane-by-lane schoolbook of the 4l-coefficient operands.
+			lane := func(w []uint64, i int) uint64 { return w[i/4] >> (16 * uint(i%4)) & 0xFFFF }
+			for k := 0; k < 8*l; k++ {
+				var sum uint64
+				for i := max(0, k-4*l+1); i <= min(k, 4*l-1); i++ {
+					sum += lane(a, i) * lane(s, k-i)
+				}
+				if lane(want, k) != sum&qMask {
+					t.Fatalf("l=%d trial %d: convKron coefficient %d", l, trial, k)
+				}
+			}
+		}
+	}
+}
+
+// TestKronDepths runs the product at every Karatsuba depth from 0 to 6
+// (leaves looped or unrolled, one to three leaf products) against the
+// schoolbook, for both sets' sizes, on random key-shaped, random dense and
+// slot-bound operands.
+func TestKronDepths(t *testing.T) {
+	r := detRand(23)
+	for _, n := range []int{1087, 1499} {
+		for depth := 0; depth <= 6; depth++ {
+			w := (n + 3) / 4
+			m := (w + 1<<depth - 1) >> depth << depth
+			for trial := range 3 {
+				a, tr := randomPoly(r, n), make([]uint8, n)
+				for i := range tr {
+					switch trial {
+					case 0:
+						if r.Uint64()%8 == 0 {
+							tr[i] = uint8(1 + r.Uint64()%2)
+						}
+					case 1:
+						tr[i] = uint8(r.Uint64() % 3)
+					case 2:
+						a[i], tr[i] = qMask, 1
+					}
+				}
+				aw, tw := make([]uint64, m), make([]uint64, m)
+				packKron(aw, a)
+				packKronTernary(tw, tr)
+				c := make([]uint16, n)
+				ternaryMulKronDepth(c, aw, sumMod(a), tw, make([]uint64, kronScratchWords(m)), depth)
+				eqU16(t, fmt.Sprintf("n=%d depth %d trial %d", n, depth, trial), c, naiveMul(a, tr))
+			}
+		}
+	}
+}
