@@ -64,8 +64,12 @@ type BenchResult struct {
 // every answer against the database, and measures throughput and the
 // machine's streaming memory bandwidth in the same run.
 func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
-	if cfg.Batch < 1 {
-		return nil, fmt.Errorf("pir: batch %d must be at least 1", cfg.Batch)
+	if cfg.Batch < 1 || cfg.Batch > MaxKeysPerRequest {
+		return nil, fmt.Errorf("pir: batch %d is outside 1..%d", cfg.Batch, MaxKeysPerRequest)
+	}
+	// Validate the shape before allocating Records·RecordSize bytes.
+	if err := (Header{RecordSize: cfg.RecordSize, Count: cfg.Records}).validate(); err != nil {
+		return nil, err
 	}
 	workers := cfg.Workers
 	if workers <= 0 {
@@ -152,8 +156,12 @@ func answerLocal(e *Engine, idx []int, serverTime *time.Duration) ([][]byte, err
 			return nil, err
 		}
 		// The servers receive serialized keys; round-trip them as they would.
-		k0, k1 = roundTrip(k0), roundTrip(k1)
-		k0s[i], k1s[i] = k0, k1
+		if k0s[i], err = roundTrip(k0); err != nil {
+			return nil, err
+		}
+		if k1s[i], err = roundTrip(k1); err != nil {
+			return nil, err
+		}
 	}
 	t0 := time.Now()
 	a0, err := e.Answer(k0s)
@@ -171,13 +179,14 @@ func answerLocal(e *Engine, idx []int, serverTime *time.Duration) ([][]byte, err
 	return a0, nil
 }
 
-func roundTrip(k *fss.XorKey) *fss.XorKey {
-	b, _ := k.MarshalBinary()
-	p, err := fss.ParseXorKey(b)
+// roundTrip serializes and parses a key, as the wire does; a failure is an
+// error, never a silent fallback to the unserialized key.
+func roundTrip(k *fss.XorKey) (*fss.XorKey, error) {
+	b, err := k.MarshalBinary()
 	if err != nil {
-		return k
+		return nil, err
 	}
-	return p
+	return fss.ParseXorKey(b)
 }
 
 func xorInto(dst, src []byte) {
