@@ -10,6 +10,32 @@ type decTrace struct {
 	ok   bool
 }
 
+// decWork holds one decryption's buffers; they are reused through the
+// set's pool, so a decryption allocates only what it returns and the hash
+// streams. Every buffer is fully written before it is read.
+type decWork struct {
+	e, cR, rh    []uint16
+	ci, mtrin    []uint8
+	want         []uint8
+	mbin         []byte
+	eKron, rKron []uint64
+	scratch      []uint64
+}
+
+func (p *params) getWork() *decWork {
+	if w, ok := p.work.Get().(*decWork); ok {
+		return w
+	}
+	n, m := p.n, kronWords(p.n)
+	return &decWork{
+		e: make([]uint16, n), cR: make([]uint16, n), rh: make([]uint16, n),
+		ci: make([]uint8, n), mtrin: make([]uint8, n), want: make([]uint8, n),
+		mbin:  make([]byte, p.mbinLen()),
+		eKron: make([]uint64, m), rKron: make([]uint64, m),
+		scratch: make([]uint64, kronScratchWords(m)),
+	}
+}
+
 // Decrypt recovers the message from a ciphertext. Every failure, whatever
 // its cause, returns ErrDecryption.
 func (k *PrivateKey) Decrypt(ct []byte) ([]byte, error) {
@@ -29,7 +55,9 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	if len(ct) != p.ctLen() {
 		return nil
 	}
-	e := make([]uint16, n)
+	w := p.getWork()
+	defer p.work.Put(w)
+	e := w.e
 	bad := 0
 	if !unpackBits(e, ct, qBits) {
 		bad = 1
@@ -37,12 +65,10 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	t := &decTrace{bigA: make([]uint16, n), a: make([]int16, n)}
 
 	// a = f·e = e + 3·(F·e) mod q, centred.
-	m := kronWords(n)
-	eKron := make([]uint64, m)
+	eKron, scratch := w.eKron, w.scratch
 	packKron(eKron, e)
-	scratch := make([]uint64, kronScratchWords(m))
 	ternaryMulKron(t.bigA, eKron, sumMod(e), k.fKron, scratch)
-	ci := make([]uint8, n)
+	ci := w.ci
 	var cnt [3]int
 	for i := range t.bigA {
 		A := (e[i] + 3*t.bigA[i]) & qMask
@@ -56,18 +82,18 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	bad |= lessThan(cnt[0], p.dm0) | lessThan(cnt[1], p.dm0) | lessThan(cnt[2], p.dm0)
 
 	// cR = e − ci; the mask comes from cR mod 4.
-	cR := make([]uint16, n)
+	cR := w.cR
 	for i := range cR {
 		cR[i] = (e[i] - tritToQ(ci[i])) & qMask
 	}
 	mask := p.mask(packMod4(cR))
-	mtrin := make([]uint8, n)
+	mtrin := w.mtrin
 	for i := range mtrin {
 		mtrin[i] = subMod3(ci[i], mask[i])
 	}
 
 	// Trits back to Mbin = b ‖ len ‖ m ‖ padding.
-	mbin := make([]byte, p.mbinLen())
+	mbin := w.mbin
 	bad |= tritsToBits(mbin, mtrin)
 	bLen := p.db / 8
 	b := mbin[:bLen]
@@ -79,12 +105,11 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 
 	// Re-encode (b, m): Mtrin must match exactly (this also checks the zero
 	// padding and the trailing trits), and r·h must equal cR.
-	want := make([]uint8, n)
+	want := w.want
 	bitsToTrits(want, p.buildMbin(b, msg))
 	bad |= 1 - subtle.ConstantTimeCompare(want, mtrin)
 	_, rt := p.blindingIndices(pub.sData(msg, b))
-	rh := make([]uint16, n)
-	rKron := make([]uint64, m)
+	rh, rKron := w.rh, w.rKron
 	packKronTernary(rKron, rt)
 	ternaryMulKron(rh, pub.hKron, pub.hSum, rKron, scratch)
 	var diff uint16

@@ -115,10 +115,22 @@ func ternaryMulKronDepth(c []uint16, a []uint64, aSum uint16, tw, scratch []uint
 	m := len(a)
 	prod := scratch[:2*m]
 	karatsuba(prod, a, tw[:m], 2, depth, scratch[2*m:])
-	coef := func(k int) uint16 { return uint16(prod[k/4] >> (16 * uint(k%4))) }
-	// Fold the linear product (degree ≤ 2n − 2 < 8m) mod x^n − 1.
-	for k := range c {
-		c[k] = (coef(k) + coef(k+n) - aSum) & qMask
+	// Fold the linear product (degree ≤ 2n − 2 < 8m) mod x^n − 1, four
+	// coefficients a word: coefficient k + n lies in words (k+n)/4 and the
+	// next, shifted by (n mod 4) lanes. Lanes are masked to 11 bits before
+	// adding, so no lane carries (2047·2 + 2q < 2^16).
+	base, sh := n/4, 16*uint(n%4)
+	sub := (2*q - uint64(aSum)) * 0x0001000100010001
+	for w := 0; 4*w < n; w++ {
+		hi := prod[w+base] >> sh
+		if sh != 0 {
+			hi |= prod[w+base+1] << (64 - sh)
+		}
+		v := (prod[w]&lanes11 + hi&lanes11 + sub) & lanes11
+		cw := c[4*w : min(4*w+4, n)]
+		for j := range cw {
+			cw[j] = uint16(v >> (16 * uint(j)))
+		}
 	}
 }
 

@@ -52,8 +52,13 @@ func packQ(p []uint16) []byte {
 // top bits of the first byte (the "R4" that seeds MGF-TP-1).
 func packMod4(p []uint16) []byte {
 	out := make([]byte, (len(p)+3)/4)
-	for i, x := range p {
-		out[i/4] |= byte(x&3) << (6 - 2*uint(i%4))
+	full := len(p) / 4
+	for j := range out[:full] {
+		x := p[4*j : 4*j+4 : 4*j+4]
+		out[j] = byte(x[0]&3)<<6 | byte(x[1]&3)<<4 | byte(x[2]&3)<<2 | byte(x[3]&3)
+	}
+	for i, x := range p[4*full:] {
+		out[full] |= byte(x&3) << (6 - 2*uint(i))
 	}
 	return out
 }

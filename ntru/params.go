@@ -3,6 +3,7 @@ package ntru
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 const (
@@ -34,6 +35,8 @@ type params struct {
 	oid       [3]byte // object identifier used in sData and blobs
 	maxMsg    int     // maximum message length in bytes
 	pkLen     int     // bits of packed h included in sData
+
+	work sync.Pool // *decWork buffers for decryption
 }
 
 var paramTable = map[ParamSet]*params{
