@@ -275,6 +275,10 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	var stage []byte
 	if direct {
 		stage = job.out0[base*ks : (base+n)*ks]
+		// One sequential pass brings the group's lines into the cache
+		// (the hardware prefetches it), so that the levels' scattered
+		// writes hit instead of each missing.
+		clear(stage)
 	} else {
 		stage = st.stage[:m*ks]
 	}
@@ -413,24 +417,41 @@ func (st *groupState) dcfValues(job *batchJob, base, n, j int, seeds []prg.Block
 	sh := uint(st.p.InBits - j)
 	ks, vb := st.ks, st.vb
 	vo := st.valOff + (j-1)*vb
-	for i := 0; i < n; i++ {
-		a := job.alpha[base+i] >> sh & 1
-		am := -a
-		c0, c1 := st.ci(0, i), st.ci(1, i)
-		t1 := uint8(1)
-		if j > 1 {
-			t1 = seeds[c1][0] & 1
+	alpha, beta, v := job.alpha[base:base+n], job.beta[base:base+n], st.v[:n]
+	// t1 before level 1 is 1; later it is bit 0 of the folded chain.
+	t1All := uint64(0)
+	if j == 1 {
+		t1All = 1
+	}
+	// The fused layout (see prg.DPFGenLevel): key i's party-0 chain at
+	// 4(i/2) + i%2, its party-1 chain two blocks later.
+	for i := range n {
+		c0 := 4*(i>>1) + i&1
+		c1 := c0 + 2
+		if c1 >= len(seeds) {
+			break // never: seeds holds every key's chains
 		}
+		am := -(alpha[i] >> sh & 1)
+		t1 := t1All | uint64(seeds[c1][0]&1)&^-t1All
 		v0L := binary.LittleEndian.Uint64(vl[c0][8:])
 		v1L := binary.LittleEndian.Uint64(vl[c1][8:])
 		v0R := binary.LittleEndian.Uint64(vr[c0][8:])
 		v1R := binary.LittleEndian.Uint64(vr[c1][8:])
-		V := st.v[i]
-		lose0, lose1 := v0R^(v0L^v0R)&am, v1R^(v1L^v1R)&am
-		keep0, keep1 := v0L^(v0L^v0R)&am, v1L^(v1L^v1R)&am
-		vcw := neg(t1, lose1-lose0-V+job.beta[base+i]&am, mask)
-		st.v[i] = V - keep1 + keep0 + neg(t1, vcw, mask)
-		putValue(stage[i*ks+vo:i*ks+vo+vb], vcw)
+		d0, d1 := (v0L^v0R)&am, (v1L^v1R)&am
+		// Lose = R when a = 0 (no β term), L when a = 1; Keep the other.
+		x := v1R ^ d1 - (v0R ^ d0) - v[i] + beta[i]&am
+		tm := -t1
+		vcw := (x ^ tm + t1) & mask
+		v[i] += v0L ^ d0 - (v1L ^ d1) + (vcw^tm+t1)&mask
+		o := i*ks + vo
+		switch vb {
+		case 4:
+			binary.LittleEndian.PutUint32(stage[o:o+4], uint32(vcw))
+		case 8:
+			binary.LittleEndian.PutUint64(stage[o:o+8], vcw)
+		default:
+			putValue(stage[o:o+vb], vcw)
+		}
 	}
 }
 
