@@ -182,24 +182,13 @@ func (g CMP) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g CMP) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 1)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]uint64, len(in))
 	for i := range in {
-		out[i] = []uint64{pubCmp(m[i].keys[0], g.Bits, o[0][i], g.C, oneShare(p.B)) & mask(g.Out)}
+		out[i] = []uint64{pubCmp(m[i].keys[0], g.Bits, xhat[i], g.C, oneShare(p.B)) & mask(g.Out)}
 	}
 	return out, nil
 }
@@ -361,18 +350,7 @@ func (g Mod) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g Mod) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +359,7 @@ func (g Mod) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
 	for i, x := range in {
 		var q uint64
 		for _, c := range cuts {
-			q += oneShare(p.B) - pubCmp(m[i].keys[0], g.Bits, o[0][i], c, oneShare(p.B))
+			q += oneShare(p.B) - pubCmp(m[i].keys[0], g.Bits, xhat[i], c, oneShare(p.B))
 		}
 		out[i] = []uint64{(x[0] - g.M*q) & mask(g.Bits)}
 	}
@@ -599,18 +577,7 @@ func (g Ctn) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g Ctn) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -620,7 +587,7 @@ func (g Ctn) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
 		c := make([]uint64, nk+2) // c[0] = 0, c[nk+1] = 1
 		c[nk+1] = oneShare(p.B)
 		for j, pk := range g.Knots {
-			c[j+1] = pubCmp(m[i].keys[0], g.Bits, o[0][i], pk, oneShare(p.B))
+			c[j+1] = pubCmp(m[i].keys[0], g.Bits, xhat[i], pk, oneShare(p.B))
 		}
 		out[i] = make([]uint64, nk+1)
 		for j := 0; j <= nk; j++ {

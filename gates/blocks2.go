@@ -49,21 +49,10 @@ func (g PubLUT) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g PubLUT) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
 	if err := g.check(); err != nil {
 		return nil, err
 	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +63,7 @@ func (g PubLUT) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) 
 		if err := m[i].keys[0].EvalAll(d); err != nil {
 			return nil, err
 		}
-		xh := int(o[0][i])
+		xh := int(xhat[i])
 		var y uint64
 		for v := 0; v < n; v++ {
 			y += g.Table[(xh-v)&(n-1)] * d[v]
@@ -147,18 +136,7 @@ func (g PriLUT) Gen(src KeySource, rnd io.Reader, ops int) ([2]Material, error) 
 }
 
 func (g PriLUT) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1<<uint(g.Bits), 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 1<<uint(g.Bits))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +144,7 @@ func (g PriLUT) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) 
 	for i := range in {
 		var y uint64
 		for _, k := range m[i].keys {
-			y += ev(k, o[0][i])
+			y += ev(k, xhat[i])
 		}
 		out[i] = []uint64{y & mask(g.Out)}
 	}
@@ -217,25 +195,14 @@ func (g ReLU) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g ReLU) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 2, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, 2)
 	if err != nil {
 		return nil, err
 	}
 	half := uint64(1) << uint(g.Bits-1)
 	out := make([][]uint64, len(in))
 	for i := range in {
-		xh := o[0][i]
+		xh := xhat[i]
 		d := pubCmp(m[i].keys[0], g.Bits, xh, half, oneShare(p.B))
 		dr := pubCmp(m[i].keys[1], g.Bits, xh, half, m[i].r[0])
 		out[i] = []uint64{(xh*d - dr) & mask(g.Bits)}
@@ -402,22 +369,11 @@ func pow(x uint64, e int) uint64 {
 }
 
 func (g Approx) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
 	if err := g.check(); err != nil {
 		return nil, err
 	}
 	d := g.degree()
-	m, err := asBatch(mat, len(in), d+1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, xhat, err := openMasked(g, p, mat, in, d+1)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +401,7 @@ func (g Approx) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) 
 		cr[i] = make([]uint64, d+1)
 	}
 	for op := range in {
-		xh := o[0][op]
+		xh := xhat[op]
 		w := m[op].w
 		if d == 0 {
 			w = []uint64{oneShare(p.B)}

@@ -129,3 +129,27 @@ func checkParty(p *Party) error {
 	}
 	return nil
 }
+
+// openMasked is the online first step of every one-input block that masks
+// its input with the operation's one mask: it checks the call and the
+// material (keys key shares and one mask per operation) and opens
+// x̂ = x + r mod 2^ℓ for every operation in one round.
+func openMasked(g Gate, p *Party, mat Material, in [][]uint64, keys int) (batch, []uint64, error) {
+	if err := evalPre(g, p, mat, in); err != nil {
+		return nil, nil, err
+	}
+	m, err := asBatch(mat, len(in), keys, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	bits := g.InBits()
+	z := make([]uint64, len(in))
+	for i, x := range in {
+		z[i] = (x[0] + m[i].r[0]) & mask(bits)
+	}
+	o, err := p.open([]int{bits}, z)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, o[0], nil
+}
