@@ -69,17 +69,20 @@ func (k *PrivateKey) decrypt(ct []byte) *decTrace {
 	packKron(eKron, e)
 	ternaryMulKron(t.bigA, eKron, sumMod(e), k.fKron, scratch)
 	ci := w.ci
-	var cnt [3]int
+	var cnt0, cnt1, cnt2 int
 	for i := range t.bigA {
 		A := (e[i] + 3*t.bigA[i]) & qMask
 		t.bigA[i] = A
 		a := int16(A) - int16((A>>10)&1)<<11
 		t.a[i] = a
-		c := uint8((int32(a) + 3*342) % 3)
-		ci[i] = c
-		cnt[c]++
+		c := uint32((int32(a) + 3*342) % 3)
+		ci[i] = uint8(c)
+		// Count by arithmetic, not by indexing with the secret trit.
+		cnt0 += int((c - 1) >> 31) // 1 iff c = 0
+		cnt1 += int(c & 1)
+		cnt2 += int(c >> 1)
 	}
-	bad |= lessThan(cnt[0], p.dm0) | lessThan(cnt[1], p.dm0) | lessThan(cnt[2], p.dm0)
+	bad |= lessThan(cnt0, p.dm0) | lessThan(cnt1, p.dm0) | lessThan(cnt2, p.dm0)
 
 	// cR = e − ci; the mask comes from cR mod 4.
 	cR := w.cR
