@@ -13,6 +13,7 @@ type opMat struct {
 	keys []*fss.Key
 	r    []uint64
 	w    []uint64
+	used bool // taken by an Eval: its masks must never be opened again
 }
 
 // batch is a Material: one opMat per operation.
@@ -22,6 +23,9 @@ func (b batch) Ops() int { return len(b) }
 
 func newBatches(ops int) [2]batch { return [2]batch{make(batch, ops), make(batch, ops)} }
 
+// asBatch takes the material of one Eval: it checks its shape and marks it
+// used, so a second Eval on the same material fails instead of opening a
+// second value under the same masks.
 func asBatch(m Material, ops, keys, masks int) (batch, error) {
 	b, ok := m.(batch)
 	if !ok || len(b) != ops {
@@ -31,6 +35,12 @@ func asBatch(m Material, ops, keys, masks int) (batch, error) {
 		if len(b[i].keys) != keys || len(b[i].r) != masks {
 			return nil, fmt.Errorf("%w: operation %d has %d keys and %d masks, want %d and %d", ErrMaterial, i, len(b[i].keys), len(b[i].r), keys, masks)
 		}
+		if b[i].used {
+			return nil, fmt.Errorf("%w: operation %d's material was already used; a reused mask reveals the difference of two inputs", ErrMaterial, i)
+		}
+	}
+	for i := range b {
+		b[i].used = true
 	}
 	return b, nil
 }

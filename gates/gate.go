@@ -12,7 +12,8 @@ import (
 
 // Material is one party's offline key material for a batch of operations
 // of one gate. It is consumed by one Eval of the same gate and must not be
-// reused: reusing a mask reveals the difference of two inputs.
+// reused: reusing a mask reveals the difference of two inputs, so a second
+// Eval on the same material fails with ErrMaterial.
 type Material interface {
 	// Ops is the number of operations the material covers.
 	Ops() int

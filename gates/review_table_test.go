@@ -1,8 +1,10 @@
 package gates
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // noInputs is EQ with an empty domain: nothing can be checked.
@@ -30,5 +32,46 @@ func TestMeasureRefusesVacuousRows(t *testing.T) {
 	o.LinkBytes = func() [2]uint64 { return [2]uint64{7, 7} }
 	if r := measureOne(EQ{Bits: 4, Out: 4}, o, 4); !r.Verified || r.Error != "" {
 		t.Fatalf("honest link: verified=%v error=%q", r.Verified, r.Error)
+	}
+}
+
+// TestMaterialSingleUse: a second Eval on the same material would open a
+// second value under the same masks (revealing the inputs' difference); it
+// must fail with ErrMaterial before anything is sent.
+func TestMaterialSingleUse(t *testing.T) {
+	gs, err := StandardGates(8, newSeeded(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		in := [][]uint64{make([]uint64, g.Arity()), make([]uint64, g.Arity())}
+		mat, err := g.Gen(dealer(4), newSeeded(5), len(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shares, err := Split(newSeeded(6), in, g.InBits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c0, c1, err := TCPPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Online(g, [2]*Conn{c0, c1}, mat, shares); err != nil {
+			t.Fatalf("%s: %v", g.Name(), err)
+		}
+		sent := c0.Sent()
+		_ = c0.c.SetDeadline(time.Now().Add(time.Second)) // fail, not hang, if Eval proceeds
+		for b := 0; b < 2; b++ {
+			_, err := g.Eval(&Party{B: b, Conn: c0}, mat[b], shares[b])
+			if !errors.Is(err, ErrMaterial) {
+				t.Errorf("%s %s: reused material: %v", g.Name(), g.Variant(), err)
+			}
+		}
+		if c0.Sent() != sent {
+			t.Errorf("%s: a refused Eval sent bytes", g.Name())
+		}
+		c0.Close()
+		c1.Close()
 	}
 }
