@@ -86,6 +86,9 @@ func sparseMul(c []uint16, pos, neg *laneImage, plus, minus []uint16) {
 	for len(srcs) > 0 {
 		chunk := min(28, len(srcs))
 		k := 0
+		for ; k+8 <= chunk; k += 8 {
+			add8(acc, srcs[k:k+8])
+		}
 		for ; k+4 <= chunk; k += 4 {
 			add4(acc, srcs[k], srcs[k+1], srcs[k+2], srcs[k+3])
 		}
@@ -99,6 +102,16 @@ func sparseMul(c []uint16, pos, neg *laneImage, plus, minus []uint16) {
 		reduceLanes(acc)
 	}
 	unlane(c, acc, 0)
+}
+
+// add8 adds eight rotations: one load and store of acc per eight terms.
+func add8(acc []uint64, s [][]uint64) {
+	n := len(acc)
+	s0, s1, s2, s3 := s[0][:n], s[1][:n], s[2][:n], s[3][:n]
+	s4, s5, s6, s7 := s[4][:n], s[5][:n], s[6][:n], s[7][:n]
+	for i := range acc {
+		acc[i] += s0[i] + s1[i] + s2[i] + s3[i] + s4[i] + s5[i] + s6[i] + s7[i]
+	}
 }
 
 func add4(acc, s0, s1, s2, s3 []uint64) {

@@ -3,18 +3,25 @@ package ntru
 // packBits writes each value's low `bits` bits, most significant bit first,
 // zero-padding the final byte. dst must hold (len(v)*bits+7)/8 bytes.
 func packBits(dst []byte, v []uint16, bits uint) {
-	var acc uint32
+	var acc uint64 // the low n bits are pending, n < 32 between values
 	var n uint
 	j := 0
 	for _, x := range v {
-		acc = acc<<bits | uint32(x)&(1<<bits-1)
+		acc = acc<<bits | uint64(x)&(1<<bits-1)
 		n += bits
-		for n >= 8 {
-			n -= 8
-			dst[j] = byte(acc >> n)
-			j++
+		if n >= 32 {
+			n -= 32
+			w := uint32(acc >> n)
+			d := dst[j : j+4 : j+4]
+			d[0], d[1], d[2], d[3] = byte(w>>24), byte(w>>16), byte(w>>8), byte(w)
+			j += 4
+			acc &= 1<<n - 1
 		}
-		acc &= 1<<n - 1
+	}
+	for n >= 8 {
+		n -= 8
+		dst[j] = byte(acc >> n)
+		j++
 	}
 	if n > 0 {
 		dst[j] = byte(acc << (8 - n))
@@ -25,14 +32,24 @@ func packBits(dst []byte, v []uint16, bits uint) {
 // first. It reports whether the padding bits after the last value are zero.
 // src must hold exactly (len(v)*bits+7)/8 bytes.
 func unpackBits(v []uint16, src []byte, bits uint) bool {
-	var acc uint32
+	var acc uint64 // the low n bits are unread
 	var n uint
 	j := 0
+	need := (len(v)*int(bits) + 7) / 8 // whole words only within these bytes
 	for i := range v {
-		for n < bits {
-			acc = acc<<8 | uint32(src[j])
-			j++
-			n += 8
+		if n < bits {
+			if j+4 <= need {
+				s := src[j : j+4 : j+4]
+				acc = acc<<32 | uint64(s[0])<<24 | uint64(s[1])<<16 | uint64(s[2])<<8 | uint64(s[3])
+				j += 4
+				n += 32
+			} else {
+				for n < bits {
+					acc = acc<<8 | uint64(src[j])
+					j++
+					n += 8
+				}
+			}
 		}
 		n -= bits
 		v[i] = uint16(acc >> n)
