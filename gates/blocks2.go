@@ -283,11 +283,19 @@ func (g Approx) check() error {
 			return fmt.Errorf("gates: Approx: pieces have different degrees")
 		}
 	}
+	if g.degree() > maxDegree {
+		// binom's exact integer arithmetic overflows well past this.
+		return fmt.Errorf("gates: Approx: degree %d exceeds %d", g.degree(), maxDegree)
+	}
 	if g.degree() >= 2 && g.Bits > maxFullDomain {
 		return fmt.Errorf("gates: Approx: degree %d needs ℓ ≤ %d", g.degree(), maxFullDomain)
 	}
 	return nil
 }
+
+// maxDegree bounds an Approx polynomial's degree: binom is exact for
+// t ≤ 62 (its running product stays below 2^64).
+const maxDegree = 32
 
 func binom(t, k int) uint64 {
 	r := uint64(1)

@@ -75,3 +75,22 @@ func TestMaterialSingleUse(t *testing.T) {
 		c1.Close()
 	}
 }
+
+// TestApproxDegreeBound: binom is exact up to t = 62; a degree past the
+// bound is refused instead of producing wrong coefficients.
+func TestApproxDegreeBound(t *testing.T) {
+	const want = 465428353255261088 // C(62, 31)
+	if got := binom(62, 31); got != want || binom(maxDegree, maxDegree/2) != 601080390 {
+		t.Fatalf("binom(62, 31) = %d, want %d", got, want)
+	}
+	g := Approx{Bits: 4, Out: 4, Coeffs: [][]uint64{make([]uint64, maxDegree+2)}}
+	if _, err := g.Gen(dealer(1), nil, 1); err == nil || !strings.Contains(err.Error(), "degree") {
+		t.Fatalf("degree %d: %v", maxDegree+1, err)
+	}
+	g.Coeffs[0] = make([]uint64, maxDegree+1)
+	g.Coeffs[0][maxDegree] = 1
+	in := AllInputs(g)
+	if _, err := Check(g, dealer(2), newSeeded(3), in); err != nil {
+		t.Fatal(err)
+	}
+}
