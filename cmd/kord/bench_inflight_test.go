@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestBenchInflight runs a tiny sweep: every M is measured, the fit is
+// positive and consistent (knee = W·Leff/C), the PNG is written, and bad
+// input is refused.
+func TestBenchInflight(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "f.png")
+	var out bytes.Buffer
+	o := inflightOpts{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, json: true, png: png}
+	if err := runBenchInflight(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	var res inflightJSON
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != len(inflightM) || res.C != 4 || res.L != 8 {
+		t.Fatalf("%d points, C %d, L %d", len(res.Points), res.C, res.L)
+	}
+	if !(res.W > 0 && res.Leff > 0) || abs(res.Knee-res.W*res.Leff/float64(res.C)) > 1e-9*res.Knee {
+		t.Fatalf("fit W %v Leff %v knee %v", res.W, res.Leff, res.Knee)
+	}
+	for _, bad := range []inflightOpts{{typ: "xor", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond},
+		{typ: "dpf", inBits: 0, outBits: 8, rounds: 1, minTime: time.Millisecond},
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 0, minTime: time.Millisecond}} {
+		if err := runBenchInflight(&out, bad); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
