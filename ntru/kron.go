@@ -17,12 +17,16 @@ import "math/bits"
 // x^(n−1)) mod x^n − 1, so every coefficient of t'·a exceeds that of t·a by
 // Σ a_i.
 //
-// Two levels of Karatsuba on word-aligned halves cut the multiplications to
-// (3/4)^depth of the schoolbook's. The dense side's sums are reduced mod
-// q; the ternary side's sums are not (lanes up to 2^(depth+1)) and need no
-// correction, since t' is nonnegative. Up to 8 they stay within the slot
-// bound, 4·2047·8 < 2^16; larger lanes are split into two products.
+// Karatsuba on word-aligned halves (depth 4 for N = 1087, 5 for N = 1499,
+// see kronPlan) cuts the multiplications to (3/4)^depth of the
+// schoolbook's. The dense side's sums are reduced mod q; the ternary
+// side's sums are not (lanes up to 2^(depth+1)) and need no correction,
+// since t' is nonnegative. Up to 8 they stay within the slot bound,
+// 4·2047·8 < 2^16; larger lanes are split into two (or three) products.
 // All arithmetic is mod 2^16 per lane, then mod q: exact, as q divides 2^16.
+// The leaves are straight-line kernels generated for their sizes
+// (kronkernels.go; 17 and 12 words for the two sets): the looped product
+// scanning (convKron) spent more on loop and slice overhead than on MULQ.
 //
 // Constant time: every loop's trip count and every address depend only on
 // n; t enters only as multiplication and addition operands (MULQ on amd64
