@@ -258,11 +258,12 @@ func TestReviewSelftestJSON(t *testing.T) {
 		} `json:"kat"`
 		Attacks map[string]map[string]int `json:"attacks"`
 		Honest  *bool                     `json:"honest_after_attacks"`
+		Seed    uint64                    `json:"seed"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.KAT.Failed != 0 || r.KAT.Passed < 100 || r.Honest == nil || !*r.Honest {
+	if r.KAT.Failed != 0 || r.KAT.Passed < 100 || r.Honest == nil || !*r.Honest || r.Seed != 9 {
 		t.Fatalf("%s", out)
 	}
 	classes := []string{"tampered_tag", "tampered_ciphertext", "wrong_channel_key", "replay", "reflection",

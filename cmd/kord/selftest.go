@@ -20,6 +20,9 @@ type selftestReport struct {
 	KAT                kat.Result               `json:"kat"`
 	Attacks            map[string]attack.Result `json:"attacks"`
 	HonestAfterAttacks bool                     `json:"honest_after_attacks"`
+	// Seed is the attack seed used (drawn from the clock when --seed is
+	// 0), so a failing run can be replayed with --seed.
+	Seed uint64 `json:"seed"`
 }
 
 // selftestCmd is `kord selftest`: known answers, then a freshly paired
@@ -41,7 +44,7 @@ func selftestCmd() *cobra.Command {
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())
 			}
-			rep := selftestReport{KAT: kat.Run()}
+			rep := selftestReport{KAT: kat.Run(), Seed: seed}
 			ar, err := attack.Run(cmd.Context(), tries, seed)
 			if err != nil {
 				return err
@@ -65,6 +68,7 @@ func selftestCmd() *cobra.Command {
 						c, r.Tried, r.Accepted, r.CounterMoved, r.Dispatched)
 				}
 				fmt.Fprintf(w, "honest key after attacks: %v\n", rep.HonestAfterAttacks)
+				fmt.Fprintf(w, "attack seed: %d\n", rep.Seed)
 			}
 			if rep.KAT.Failed != 0 {
 				return errors.New("selftest: known-answer checks failed")
