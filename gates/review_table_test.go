@@ -94,3 +94,17 @@ func TestApproxDegreeBound(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// shortRef is Ctn whose reference forgets every output but the first.
+type shortRef struct{ Ctn }
+
+func (g shortRef) Ref(in []uint64) []uint64 { return g.Ctn.Ref(in)[:1] }
+
+// TestCheckComparesEveryOutput: a reference that yields fewer outputs than
+// the gate must not leave the rest unchecked.
+func TestCheckComparesEveryOutput(t *testing.T) {
+	g := shortRef{Ctn{Bits: 4, Out: 4, Knots: []uint64{3, 9}}}
+	if _, err := Check(g, dealer(1), newSeeded(2), AllInputs(g)); err == nil {
+		t.Fatal("outputs 1 and 2 were never compared, yet the check passed")
+	}
+}

@@ -108,6 +108,9 @@ func Check(g Gate, src KeySource, rnd io.Reader, in [][]uint64) (RunStats, error
 	widths := g.OutWidths()
 	for i, x := range in {
 		want := g.Ref(x)
+		if len(want) != len(widths) {
+			return st, fmt.Errorf("gates: %s: reference gives %d outputs for input %v, the gate %d", g.Name(), len(want), x, len(widths))
+		}
 		for j := range want {
 			if out[i][j] != want[j]&mask(widths[j]) {
 				return st, fmt.Errorf("gates: %s (%s) ℓ=%d: input %v output %d = %d, want %d", g.Name(), g.Variant(), g.InBits(), x, j, out[i][j], want[j]&mask(widths[j]))
