@@ -28,7 +28,9 @@ func exercise(t *testing.T, src KeySource, d, ops int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var consumed uint64 // 1 + stash entries per access
 	for op := 0; op < ops; op++ {
+		consumed += uint64(1 + o.StashLen())
 		i := rng.Uint64() & mask(d)
 		if op%3 == 2 { // revisit a recent address
 			i = uint64(op*7) & mask(d)
@@ -55,8 +57,8 @@ func exercise(t *testing.T, src KeySource, d, ops int) {
 			}
 		}
 	}
-	if o.Consumed() == 0 {
-		t.Fatal("no keys consumed")
+	if o.Consumed() != consumed || o.StashLen() == 0 {
+		t.Fatalf("consumed %d key pairs with %d writes in the stash, want %d", o.Consumed(), o.StashLen(), consumed)
 	}
 }
 
