@@ -18,22 +18,7 @@ func init() {
 		Short: "FSS building blocks (gates) on dealerless keys",
 	}
 	blocks.AddCommand(blocksTableCmd())
-	rootCmd.AddCommand(rejectUnknownSubcommand(blocks))
-}
-
-// rejectUnknownSubcommand makes a command group fail with exit status 2 on
-// an unknown subcommand; cobra's default prints the group's help and exits
-// 0, so a typo in a script would pass silently. With no argument the group
-// still prints its help.
-func rejectUnknownSubcommand(c *cobra.Command) *cobra.Command {
-	c.Args = cobra.ArbitraryArgs
-	c.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return badInput("unknown command %q for %q", args[0], cmd.CommandPath())
-		}
-		return cmd.Help()
-	}
-	return c
+	rootCmd.AddCommand(blocks)
 }
 
 // blocksTableCmd is `kord blocks table`: it runs every gate over loopback

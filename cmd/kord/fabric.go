@@ -32,7 +32,7 @@ keys/s = fmax·W/(c·ℓ). See docs/fabric.md.`,
 
 func init() {
 	fabricCmd.AddCommand(newFabricSweepCmd(), newFabricSimulateCmd())
-	rootCmd.AddCommand(rejectUnknownSubcommand(fabricCmd))
+	rootCmd.AddCommand(fabricCmd)
 }
 
 // fabricSweepJSON is the JSON of kord fabric sweep.

@@ -107,3 +107,14 @@ func TestKeygenBadInput(t *testing.T) {
 		t.Errorf("eval x=256 on an 8-bit key: exit %d %q", code, errOut)
 	}
 }
+
+// TestUnknownSubcommandExits2: every command group refuses a typo with exit
+// status 2 instead of printing help and succeeding.
+func TestUnknownSubcommandExits2(t *testing.T) {
+	for _, group := range []string{"bench", "ntru", "blocks", "pir", "fabric"} {
+		_, errOut, code := runKord(t, group, "no-such-command")
+		if code != 2 || !strings.Contains(errOut, "no-such-command") {
+			t.Errorf("kord %s no-such-command: exit %d, %q", group, code, errOut)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func badInput(format string, args ...any) error {
 
 func main() {
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	rejectUnknownSubcommands(rootCmd)
 	err := rootCmd.Execute()
 	if err == nil {
 		return
@@ -55,4 +56,25 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// rejectUnknownSubcommands makes every command group below root (a command
+// with subcommands and no action of its own) fail with exit status 2 on an
+// unknown subcommand. Cobra's default prints the group's help and exits 0,
+// so a typo in a script would pass silently. With no argument a group still
+// prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c == rootCmd || !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return badInput("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return cmd.Help()
+	}
 }

@@ -28,7 +28,7 @@ func init() {
 		Short: "Two-server private information retrieval over type 0x03 DPF keys",
 	}
 	p.AddCommand(pirServeCmd(), pirQueryCmd(), pirMkdbCmd(), pirInfoCmd())
-	rootCmd.AddCommand(rejectUnknownSubcommand(p))
+	rootCmd.AddCommand(p)
 	benchCmd.AddCommand(benchPIRCmd(), benchDORAMCmd())
 }
 
