@@ -30,18 +30,26 @@ func checkPoint(p Params, alpha, beta uint64) error {
 // Gen generates a key pair for (α, β) with fresh root seeds from rnd
 // (crypto/rand when rnd is nil).
 func Gen(rnd io.Reader, p Params, alpha, beta uint64) (k0, k1 *Key, err error) {
+	r0, r1, err := freshRoots(rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return GenWithRoots(p, alpha, beta, r0, r1)
+}
+
+// freshRoots draws two root seeds from rnd (crypto/rand when rnd is nil).
+func freshRoots(rnd io.Reader) (r0, r1 prg.Block, err error) {
 	if rnd == nil {
 		rnd = rand.Reader
 	}
 	var roots [32]byte
 	if _, err := io.ReadFull(rnd, roots[:]); err != nil {
-		return nil, nil, fmt.Errorf("fss: reading root seeds: %w", err)
+		return r0, r1, fmt.Errorf("fss: reading root seeds: %w", err)
 	}
-	var r0, r1 prg.Block
 	copy(r0[:], roots[:16])
 	copy(r1[:], roots[16:])
 	clear(roots[:])
-	return GenWithRoots(p, alpha, beta, r0, r1)
+	return r0, r1, nil
 }
 
 // GenWithRoots generates the key pair for (α, β) from the given root seeds,

@@ -1,7 +1,6 @@
 package fss
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -87,17 +86,10 @@ func (k *XorKey) Wipe() {
 // GenXor generates a type-0x03 key pair for f(x) = β·[x = α] over {0,1}^ℓ
 // with fresh root seeds from rnd (crypto/rand when rnd is nil).
 func GenXor(rnd io.Reader, inBits int, alpha uint64, beta uint8) (k0, k1 *XorKey, err error) {
-	if rnd == nil {
-		rnd = rand.Reader
+	r0, r1, err := freshRoots(rnd)
+	if err != nil {
+		return nil, nil, err
 	}
-	var roots [32]byte
-	if _, err := io.ReadFull(rnd, roots[:]); err != nil {
-		return nil, nil, fmt.Errorf("fss: reading root seeds: %w", err)
-	}
-	var r0, r1 prg.Block
-	copy(r0[:], roots[:16])
-	copy(r1[:], roots[16:])
-	clear(roots[:])
 	return GenXorWithRoots(inBits, alpha, beta, r0, r1)
 }
 

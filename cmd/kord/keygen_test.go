@@ -1,38 +1,17 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-type cliVector struct {
-	Type    string `json:"type"`
-	InBits  int    `json:"in_bits"`
-	OutBits int    `json:"out_bits"`
-	Alpha   uint64 `json:"alpha"`
-	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
-		X  uint64 `json:"x"`
-		Y0 uint64 `json:"y0"`
-		Y1 uint64 `json:"y1"`
-	} `json:"evals"`
-}
+	"github.com/kord-fss/kord/internal/kat"
+)
 
 // TestKeygenEvalVectors reproduces every shared vector through the CLI.
 func TestKeygenEvalVectors(t *testing.T) {
-	data, err := os.ReadFile("../../fss/testdata/kord-v1-vectors.json")
+	vs, err := kat.Vectors()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []cliVector
-	if err := json.Unmarshal(data, &vs); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range vs {
