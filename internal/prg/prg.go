@@ -261,7 +261,9 @@ func HasDPFGenLevel() bool { return archHasDPFGen(active.id) }
 // i's sCW goes to out[i·stride+cwOff:][:16] and (tLCW | tRCW<<1) <<
 // ctrlShift is ORed into out[i·stride+ctrlOff]. With roots set this is
 // level 1: the chains are the root seeds, used as given (bit 0 included),
-// with t0 = 0 and t1 = 1; the output chains are folded as usual.
+// with t0 = 0 and t1 = 1; the output chains are folded as usual. Later
+// levels require what every DPF Gen path keeps: the two chains of a key
+// carry different control bits (t0 XOR t1 = 1); the kernel relies on it.
 func DPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	n := len(alpha)
 	checkLen(len(quads), 2*n)

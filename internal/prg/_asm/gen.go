@@ -536,12 +536,10 @@ func (g *gen) genAES(P int, extra []string, first bool) {
 		for q := 0; q < P; q++ {
 			for party := 0; party < 2; party++ {
 				r, off := chainReg(q, party, half), 64*q+32*party
-				if first {
-					g.p("VPXOR %d(SI), Y8, Y10", off)
-				} else {
-					g.p("VPAND %d(SI), Y9, Y10", off)
-					g.p("VPXOR Y8, Y10, Y10")
-				}
+				// The feed-forward takes the chain as it is, control bit
+				// included: each child then carries its parent's t in bit 0,
+				// which genPost absorbs (the roots have no control bit).
+				g.p("VPXOR %d(SI), Y8, Y10", off)
 				g.p("VAESENCLAST Y10, Y%[1]d, Y%[1]d", r)
 			}
 		}
@@ -564,6 +562,9 @@ func (g *gen) genPark(P int) {
 // are at pOff+64q(SI), α words at 16q(R8) and outputs at DI and DI+stride
 // (DI is advanced past both). It uses Y10–Y15, CX, R9 and R13 only.
 func genPost(q, pOff int, first bool) []string {
+	if !first {
+		return genPostLevel(q, pOff)
+	}
 	p, f := pOff+64*q, 128*q
 	lines := []string{
 		// a0, a1: the level's α bits of the two keys; AM their lane masks.
@@ -649,6 +650,87 @@ func genPost(q, pOff int, first bool) []string {
 		)
 	}
 	return lines
+}
+
+// genPostLevel is genPost after level 1. Its raw children carry their
+// parent's control bit in bit 0 (see genAES): a primed value X' below is X
+// with bit 0 flipped by the t of the chain it came from. On a DPF Gen path
+// the two parties' control bits always differ (t0 ^ t1 = 1), so a primed
+// XOR of both parties' values is the plain one with bit 0 flipped, and
+// exactly one party's chain takes the correction. With XL' = L'A ^ L'B,
+// XR' = R'A ^ R'B, XT' = XL' ^ XR' and AM the α lane masks:
+//
+//	Keep'X = XL' ^ (XT' & AM), Lose'X = XR' ^ (XT' & AM)
+//	sCW = Lose'X & ^1, tLCW = bit0(XL') ^ a, tRCW = bit0(XR') ^ a ^ 1
+//	CW' = Lose'X ^ (^XT' & 1)  (sCW with tKeepCW ^ 1 in bit 0)
+//	new A = Keep'A ^ (CW' & TM), new B = Keep'B ^ CW' ^ (CW' & TM)
+//
+// with TM party 0's old control bits as lane masks and Keep'B = Keep'A ^
+// Keep'X. It uses Y10–Y15, CX, R9 and R13 only.
+func genPostLevel(q, pOff int) []string {
+	p, f := pOff+64*q, 128*q
+	return []string{
+		// a0, a1: the level's α bits of the two keys; AM their lane masks;
+		// CX = 3·(a0 | a1<<2) for the control bits.
+		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
+		"ANDL $1, CX",
+		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
+		"ANDL $1, R13",
+		"LEAL (CX)(R13*2), R9",
+		"SHLL $5, R9",
+		"VMOVDQU 64(BX)(R9*1), Y10",
+		"LEAL (CX)(R13*4), CX",
+		"LEAL (CX)(CX*2), CX",
+		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),    // L'A
+		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32), // R'A
+		fmt.Sprintf("VPXOR %d(SP), Y15, Y13", f+64), // XL'
+		fmt.Sprintf("VPXOR %d(SP), Y14, Y12", f+96), // XR'
+		"VPXOR Y14, Y15, Y11",
+		"VPAND Y10, Y11, Y11",
+		"VPXOR Y11, Y15, Y15", // Keep'A
+		// Control bits: bit0 of XL', XR' of both keys into R9 (k0: bits
+		// 0, 1; k1: bits 2, 3), then tLCW | tRCW<<1 = that ^ 2 ^ 3a.
+		"VPUNPCKLQDQ Y12, Y13, Y11",
+		"VPSLLQ $63, Y11, Y11",
+		"VMOVMSKPD Y11, R9",
+		"XORL R9, CX",
+		"XORL $10, CX",
+		"VPXOR Y12, Y13, Y14", // XT'
+		"VPAND Y10, Y14, Y11",
+		"VPXOR Y11, Y13, Y13", // Keep'X
+		"VPXOR Y11, Y12, Y12", // Lose'X
+		// sCW of both keys.
+		"VPAND Y9, Y12, Y11",
+		"MOVQ stride+48(FP), R9",
+		"VMOVDQU X11, (DI)",
+		"VEXTRACTI128 $1, Y11, (DI)(R9*1)",
+		"VPANDN genOne<>(SB), Y14, Y14",
+		"VPXOR Y12, Y14, Y14", // CW'
+		"VPXOR Y15, Y13, Y13", // Keep'B
+		"VPXOR Y14, Y13, Y13",
+		// TM from party 0's old control bits.
+		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
+		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
+		"ANDL $1, R13",
+		"ANDL $1, R9",
+		"LEAL (R13)(R9*2), R13",
+		"SHLL $5, R13",
+		"VPAND 64(BX)(R13*1), Y14, Y11",
+		"VPXOR Y11, Y15, Y15",
+		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
+		"VPXOR Y11, Y13, Y13",
+		fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
+		// The control bits of both keys.
+		"MOVL CX, R9",
+		"ANDL $3, CX",
+		"SHRL $2, R9",
+		"SHLXQ R12, CX, CX",
+		"SHLXQ R12, R9, R9",
+		"ORB CL, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+		"ORB R9B, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+	}
 }
 
 func main() {
