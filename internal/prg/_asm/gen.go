@@ -681,8 +681,8 @@ func genPostLevel(q, pOff int) []string {
 		"VMOVDQU 64(BX)(R9*1), Y10",
 		"LEAL (CX)(R13*4), CX",
 		"LEAL (CX)(CX*2), CX",
-		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),    // L'A
-		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32), // R'A
+		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),       // L'A
+		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32),    // R'A
 		fmt.Sprintf("VPXOR %d(SP), Y15, Y13", f+64), // XL'
 		fmt.Sprintf("VPXOR %d(SP), Y14, Y12", f+96), // XR'
 		"VPXOR Y14, Y15, Y11",
