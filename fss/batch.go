@@ -199,6 +199,7 @@ type groupState struct {
 	v                []uint64    // DCF running value per key
 	stage            []byte      // party-0 key images of the group
 	alpha            []uint64    // the group's α, padded to an even count
+	beta             []uint64    // the group's β, likewise (fused DCF)
 	gk               int         // keys per group (keys in flight)
 	fused            bool        // chains in the fused kernel's layout
 }
@@ -231,7 +232,8 @@ func newGroupState(p Params, g int) *groupState {
 		st.finalOff += p.InBits * st.vb
 		st.vl = make([]prg.Block, 2*g+2)
 		st.vr = make([]prg.Block, 2*g+2)
-		st.v = make([]uint64, g)
+		st.v = make([]uint64, g+1)
+		st.beta = make([]uint64, g+1)
 	}
 	return st
 }
@@ -286,6 +288,11 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	if fused {
 		copy(st.alpha, job.alpha[base:base+n])
 		st.alpha[n] = 0
+		if dcf {
+			copy(st.beta, job.beta[base:base+n])
+			st.beta[n] = 0
+			st.v[n] = 0
+		}
 		seeds[st.ci(0, m-1)], seeds[st.ci(1, m-1)] = prg.Block{}, prg.Block{}
 	}
 	// Headers and roots; seeds and control bits start as the spec says.
@@ -304,7 +311,10 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	for j := 1; j <= l; j++ {
 		sh := uint(l - j)
 		if fused {
-			if dcf {
+			if dcf && prg.HasDCFValues(st.vb) {
+				prg.DCFValues(seeds, st.alpha[:m], sh, st.beta[:m], st.v[:m], stage[st.valOff+(j-1)*st.vb:],
+					ks, st.vb, mask, j == 1)
+			} else if dcf {
 				st.dcfValues(job, base, n, j, seeds, stage)
 			}
 			prg.DPFGenLevel(seeds, st.alpha[:m], sh, stage, ks,
@@ -398,6 +408,7 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	clear(st.vl)
 	clear(st.vr)
 	clear(st.alpha)
+	clear(st.beta)
 }
 
 // dcfValues is the value half of DCF Gen level j for the fused path,

@@ -53,7 +53,7 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	saved := prg.Active()
 	defer prg.Use(saved)
-	shapes := [][2]int{{1, 1}, {2, 64}, {7, 7}, {16, 9}, {32, 32}, {33, 63}, {64, 64}, {64, 1}, {20, 16}}
+	shapes := [][2]int{{1, 1}, {2, 64}, {7, 7}, {16, 9}, {32, 32}, {33, 63}, {64, 64}, {64, 1}, {20, 16}, {12, 20}, {9, 41}}
 	sizes := []int{0, 1, 3, GroupKeys - 1, GroupKeys, GroupKeys + 1, 5*GroupKeys + 17}
 	for _, kern := range prg.Kernels() {
 		if err := prg.Use(kern); err != nil {

@@ -98,3 +98,92 @@ func TestDPFGenLevel(t *testing.T) {
 		}
 	}
 }
+
+// refDCFValues is DCFValues written from the spec (§4) on crypto/aes, one
+// key at a time.
+func refDCFValues(quads []Block, alpha []uint64, shift uint, beta, v []uint64, out []byte, stride, width int, mask uint64, roots bool) {
+	for i := range alpha {
+		c := [2]int{4*(i>>1) + i&1, 4*(i>>1) + i&1 + 2}
+		var w [2][2]uint64 // [party][L, R]
+		for b := range 2 {
+			s := quads[c[b]]
+			if !roots {
+				SplitControl(&s)
+			}
+			l, r := reference(ValueLeft, s), reference(ValueRight, s)
+			w[b] = [2]uint64{Convert(&l, 64), Convert(&r, 64)}
+		}
+		t1 := uint64(1)
+		if !roots {
+			t1 = uint64(quads[c[1]][0] & 1)
+		}
+		a := alpha[i] >> shift & 1
+		keep, lose := a, 1-a
+		x := w[1][lose] - w[0][lose] - v[i] + a*beta[i]
+		vcw := x & mask
+		if t1 == 1 {
+			vcw = -x & mask
+		}
+		sv := vcw
+		if t1 == 1 {
+			sv = -vcw & mask
+		}
+		v[i] += w[0][keep] - w[1][keep] + sv
+		for j := range width {
+			out[i*stride+j] = byte(vcw >> (8 * j))
+		}
+	}
+}
+
+// TestDCFValues checks the fused DCF value level against refDCFValues on
+// random chains, α, β and running values, for every even key count up to
+// 40, both first and later levels and every field width it serves.
+func TestDCFValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, width := range []int{1, 2, 3, 4, 8} {
+		if !HasDCFValues(width) {
+			continue
+		}
+		for n := 0; n <= 40; n += 2 {
+			for _, roots := range []bool{true, false} {
+				bits := 1 + r.IntN(8*width)
+				if width == 1 {
+					bits = 1 + r.IntN(8)
+				}
+				mask := Mask(bits)
+				quads := make([]Block, 2*n)
+				for i := range quads {
+					for j := range quads[i] {
+						quads[i][j] = byte(r.Uint32())
+					}
+				}
+				alpha, beta, v := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+				for i := range alpha {
+					alpha[i], beta[i], v[i] = r.Uint64(), r.Uint64()&mask, r.Uint64()
+				}
+				const stride = 11
+				out := make([]byte, n*stride)
+				for i := range out {
+					out[i] = byte(r.Uint32())
+				}
+				shift := uint(r.IntN(64))
+				wantQ, wantO, wantV := append([]Block(nil), quads...), append([]byte(nil), out...), append([]uint64(nil), v...)
+				refDCFValues(wantQ, alpha, shift, beta, wantV, wantO, stride, width, mask, roots)
+				DCFValues(quads, alpha, shift, beta, v, out, stride, width, mask, roots)
+				for i := range v {
+					if v[i] != wantV[i] {
+						t.Fatalf("width %d n=%d roots=%v: V[%d] = %#x, want %#x", width, n, roots, i, v[i], wantV[i])
+					}
+				}
+				if !bytes.Equal(out, wantO) {
+					t.Fatalf("width %d n=%d roots=%v: VCWs differ\n got %x\nwant %x", width, n, roots, out, wantO)
+				}
+				for i := range quads {
+					if quads[i] != wantQ[i] {
+						t.Fatalf("width %d n=%d: chain %d changed", width, n, i)
+					}
+				}
+			}
+		}
+	}
+}

@@ -51,6 +51,30 @@ func vaesDPFGenLevel(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift u
 //go:noescape
 func vaesDPFGenFirst(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 
+//go:noescape
+func vaesDCFValues1(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues1F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues2(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues2F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues4(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues4F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues8(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
+//go:noescape
+func vaesDCFValues8F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
+
 // cpuid7 returns EBX and ECX of CPUID leaf 7, sub-leaf 0.
 func cpuid7() (ebx, ecx uint32)
 
@@ -145,6 +169,40 @@ func archDPFGen(id kernelID, quads []Block, alpha []uint64, shift uint, out []by
 		return false
 	}
 	vaesDPFGenGo(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	return true
+}
+
+func archHasDCFValues(id kernelID, width int) bool {
+	return id == kVAES && (width == 1 || width == 2 || width == 4 || width == 8)
+}
+
+func archDCFValues(id kernelID, quads []Block, alpha []uint64, shift uint, beta, v []uint64, out []byte, stride, width int, mask uint64, roots bool) bool {
+	if !archHasDCFValues(id, width) {
+		return false
+	}
+	if len(alpha) == 0 {
+		return true
+	}
+	k := (*[2]Schedule)(laneSched[ValueLeft : ValueRight+1])
+	n, a, b, vv, o, s, sh := len(alpha), &alpha[0], &beta[0], &v[0], &out[0], uint64(stride), uint64(shift)
+	switch {
+	case width == 1 && roots:
+		vaesDCFValues1F(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case width == 1:
+		vaesDCFValues1(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case width == 2 && roots:
+		vaesDCFValues2F(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case width == 2:
+		vaesDCFValues2(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case width == 4 && roots:
+		vaesDCFValues4F(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case width == 4:
+		vaesDCFValues4(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	case roots:
+		vaesDCFValues8F(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	default:
+		vaesDCFValues8(k, &quads[0], n, a, sh, b, vv, o, s, mask)
+	}
 	return true
 }
 

@@ -25,3 +25,9 @@ func archHasDPFGen(kernelID) bool { return false }
 func archDPFGen(kernelID, []Block, []uint64, uint, []byte, int, int, int, uint, bool) bool {
 	return false
 }
+
+func archHasDCFValues(kernelID, int) bool { return false }
+
+func archDCFValues(kernelID, []Block, []uint64, uint, []uint64, []uint64, []byte, int, int, uint64, bool) bool {
+	return false
+}

@@ -275,6 +275,34 @@ func DPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, stride, 
 	}
 }
 
+// HasDCFValues reports whether the active kernel has a fused DCF value
+// level for value fields of width bytes; when it does not, DCFValues must
+// not be called.
+func HasDCFValues(width int) bool { return archHasDCFValues(active.id, width) }
+
+// DCFValues runs the value half of one level of kord-v1 DCF Gen (spec §4)
+// for n = len(alpha) keys (n even) on the chains of DPFGenLevel, before
+// DPFGenLevel replaces them; the chains are only read. Per key i, with a =
+// bit `shift` of alpha[i], t1 its party-1 control bit (1 with roots set,
+// where the chains are the root seeds as given) and Keep/Lose the value
+// words (Convert_64) of its children under K_vL / K_vR chosen by a, it
+// writes
+//
+//	VCW = ±(Lose1 - Lose0 - V + a·beta[i]) mod 2^n  (negated when t1 = 1)
+//
+// masked by mask, little-endian in width bytes at out[i·stride:], and sets
+// v[i] += Keep0 - Keep1 + ±VCW (mod 2^64; callers mask at the end).
+func DCFValues(quads []Block, alpha []uint64, shift uint, beta, v []uint64, out []byte, stride, width int, mask uint64, roots bool) {
+	n := len(alpha)
+	checkLen(len(quads), 2*n)
+	if n%2 != 0 || len(beta) < n || len(v) < n || shift > 63 || (n > 0 && (n-1)*stride+width > len(out)) {
+		panic("prg: DCFValues: odd key count or layout out of range")
+	}
+	if !archDCFValues(active.id, quads, alpha, shift, beta, v, out, stride, width, mask, roots) {
+		panic("prg: DCFValues without a fused kernel")
+	}
+}
+
 // portableTree is ExpandTree on the active kernel's two-lane hash, a chunk
 // at a time.
 func portableTree(out, in []Block, cwL, cwR *Block) {
