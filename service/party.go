@@ -66,6 +66,10 @@ type Config struct {
 	MatchTimeout, PeerTimeout time.Duration
 	Logger                    *slog.Logger
 	Registry                  prometheus.Registerer
+
+	// oneShotReplies (tests): party 0 does not ask for early frames, as
+	// a party 0 that predates them, so party 1 answers in one part.
+	oneShotReplies bool
 }
 
 // Party is one site's host service.

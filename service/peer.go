@@ -159,7 +159,8 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal}}}); err != nil {
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
+		EarlyFrames: !p.cfg.oneShotReplies}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := stream.Recv()
@@ -310,11 +311,32 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			reps, digest, err := outputs(res, frames, fl.jobs)
+			if br.DigestFollows {
+				// Party 1 sent its frames ahead of its keys' digest, so
+				// both modules generated this batch at the same time; the
+				// digest (or party 1's refusal) comes now.
+				br2, rerr := recvDigest(stream, fl.seq)
+				if rerr != nil {
+					wipeReplies(reps)
+					errc <- rerr
+					return
+				}
+				if br2.Error != "" {
+					wipeReplies(reps)
+					drop()
+					p.m.rejects.WithLabelValues(br2.ErrorClass).Inc()
+					p.failBatch(fl.jobs, br2)
+					errc <- fmt.Errorf("%w: peer: %s", errDesync, br2.Error)
+					return
+				}
+				br.Digest = br2.Digest
+			}
 			if err == nil && !bytes.Equal(digest, br.Digest) {
 				err = fmt.Errorf("%w: the peer's keys do not pair with ours (batch %d)", errDesync, fl.seq)
 				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
 			}
 			if err != nil {
+				wipeReplies(reps)
 				send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq}}})
 				errc <- err
 				return
@@ -361,6 +383,31 @@ func (p *Party) session(ctx context.Context) (err error) {
 	p.m.inFlight.Set(0)
 	p.q.requeue(back)
 	return err
+}
+
+// recvDigest reads the second part of a batch reply sent with
+// digest_follows: the digest of party 1's keys, or its refusal.
+func recvDigest(stream pb.PeerLink_SessionClient, seq uint64) (*pb.BatchReply, error) {
+	m, err := stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	br := m.GetBatchReply()
+	if br == nil || br.Seq != seq || br.DigestFollows || len(br.FrameData) != 0 || len(br.FrameLens) != 0 {
+		return nil, fmt.Errorf("%w: expected the digest of batch %d from the peer", errDesync, seq)
+	}
+	return br, nil
+}
+
+// wipeReplies clears the key shares of replies that will not be delivered.
+func wipeReplies(reps []*pb.KeyReply) {
+	for _, r := range reps {
+		for _, k := range r.Keys {
+			clear(k.Key)
+			clear(k.Evals)
+			k.AlphaShare, k.BetaShare = 0, 0
+		}
+	}
 }
 
 // failBatch fails the requests the peer named and requeues the rest.
@@ -498,19 +545,31 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			p.deliverHeld(h)
 		case *pb.PeerMsg_Batch:
 			b := v.Batch
-			rep, done := p.serveBatch(sctx, b, &transcript, &expected, &lastSeq, run)
-			if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: rep}}); err != nil {
+			var sent uint64 // frame bytes sent for this batch
+			reply := func(r *pb.BatchReply) error {
+				sent += uint64(len(r.FrameData))
+				return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			}
+			var early func(*pb.BatchReply) error
+			if hello.EarlyFrames {
+				early = reply
+			}
+			rep, done, err := p.serveBatch(sctx, b, &transcript, &expected, &lastSeq, run, early)
+			if err != nil {
+				return err
+			}
+			if err := reply(rep); err != nil {
 				return err
 			}
 			if rep.Error == "" {
 				p.rounds.Add(1)
 				p.m.rounds.Inc()
-				if n := uint64(len(rep.FrameData)); n > 0 {
-					p.frameBytes.Add(n)
-					p.m.frameBytes.WithLabelValues(msg.Tier(b.Tier).String()).Add(float64(n))
-				}
 			} else {
 				p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
+			}
+			if sent > 0 {
+				p.frameBytes.Add(sent)
+				p.m.frameBytes.WithLabelValues(msg.Tier(b.Tier).String()).Add(float64(sent))
 			}
 			if done {
 				return nil
@@ -521,13 +580,19 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	}
 }
 
-// serveBatch answers one batch; done means the session must end.
-func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, run uint64) (*pb.BatchReply, bool) {
+// serveBatch answers one batch; done means the session must end. With
+// early set (party 0 asked for early_frames), party 1's frames go out
+// through early as soon as its module has them, before the module opens
+// party 0's frames, and the returned reply carries only the digest (or the
+// refusal): the two modules then generate the batch's keys at the same
+// time. err is a failure to send the early part.
+func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, run uint64,
+	early func(*pb.BatchReply) error) (_ *pb.BatchReply, done bool, err error) {
 	rep := &pb.BatchReply{Seq: b.Seq}
-	fail := func(class, format string, args ...any) (*pb.BatchReply, bool) {
+	fail := func(class, format string, args ...any) (*pb.BatchReply, bool, error) {
 		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), class
 		p.log.Warn("batch refused", "seq", b.Seq, "class", class, "reason", rep.Error)
-		return rep, true
+		return rep, true, nil
 	}
 	tier := msg.Tier(b.Tier)
 	if b.Seq <= *lastSeq {
@@ -556,7 +621,9 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 	}
 	calls := []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}
 	frames := socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
-	calls = batchCalls(calls, frames, js, b.FirstCounter)
+	if early == nil {
+		calls = batchCalls(calls, frames, js, b.FirstCounter)
+	}
 	res, err := p.mod.Do(ctx, calls, true)
 	clear(shares)
 	if err != nil {
@@ -567,12 +634,25 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 		p.pend.putBack(js)
 		return fail("desync", "module: %v", res[0].Err)
 	}
-	sub := res[0].Submit
+	sub, packed := res[0].Submit, res[0].Packed
 	if sub.FirstCounter != b.FirstCounter {
 		p.pend.putBack(js)
 		return fail("desync", "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
 	}
-	reps, digest, err := outputs(res[1:], frames, js)
+	if early != nil {
+		if err := early(&pb.BatchReply{Seq: b.Seq, FirstCounter: sub.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
+			DigestFollows: true}); err != nil {
+			p.pend.putBack(js)
+			return nil, true, err
+		}
+		if res, err = p.mod.Do(ctx, batchCalls(nil, frames, js, b.FirstCounter), true); err != nil {
+			p.pend.putBack(js)
+			return fail("desync", "module: %v", err)
+		}
+	} else {
+		res = res[1:]
+	}
+	reps, digest, err := outputs(res, frames, js)
 	if err != nil {
 		p.pend.putBack(js)
 		return fail("desync", "%v", err)
@@ -585,6 +665,9 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 	p.held = append(p.held, &heldBatch{seq: b.Seq, jobs: js, replies: reps})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
-	rep.FirstCounter, rep.FrameData, rep.FrameLens, rep.Digest = sub.FirstCounter, res[0].Packed.Data, res[0].Packed.Lens, digest
-	return rep, false
+	rep.Digest = digest
+	if early == nil {
+		rep.FirstCounter, rep.FrameData, rep.FrameLens = sub.FirstCounter, packed.Data, packed.Lens
+	}
+	return rep, false, nil
 }

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +50,7 @@ func openModule(t *testing.T, party int, path string, secret []byte) (*module.Du
 	return d, st
 }
 
-func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Config) *site {
+func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Config, opts ...grpc.ServerOption) *site {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,7 +64,7 @@ func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	p.Register(srv, srv)
 	go srv.Serve(l)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,14 +79,18 @@ func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Co
 }
 
 // pairOfSites builds two paired parties with durable in-process modules.
-func pairOfSites(t *testing.T, c Config) [2]*site {
+func pairOfSites(t *testing.T, c Config) [2]*site { return pairOfSitesWith(t, c) }
+
+// pairOfSitesWith is pairOfSites with server options for party 1's gRPC
+// server.
+func pairOfSitesWith(t *testing.T, c Config, opts ...grpc.ServerOption) [2]*site {
 	dir := t.TempDir()
 	secret := []byte("provisioning secret for tests!!")
 	var s [2]*site
 	d1, st1 := openModule(t, 1, filepath.Join(dir, "m1.db"), secret)
 	d0, st0 := openModule(t, 0, filepath.Join(dir, "m0.db"), secret)
 	t.Cleanup(func() { st0.Close(); st1.Close() })
-	s[1] = startSite(t, 1, socket.Local(d1), "", c)
+	s[1] = startSite(t, 1, socket.Local(d1), "", c, opts...)
 	s[0] = startSite(t, 0, socket.Local(d0), s[1].addr, c)
 	if err := s[0].app.Pair(context.Background()); err != nil {
 		t.Fatal(err)
@@ -194,6 +200,45 @@ func TestBoundStreamAllTiers(t *testing.T) {
 			base += 1000
 		}
 	}
+}
+
+// TestEarlyFramesBothWays: party 1 answers a batch in two parts (its
+// frames, then its keys' digest) when party 0 asks for it, and in one part
+// otherwise; keys pair either way and every reply takes the form asked for.
+func TestEarlyFramesBothWays(t *testing.T) {
+	for _, oneShot := range []bool{false, true} {
+		var parts [2]atomic.Int64 // BatchReply messages with / without digest_follows
+		count := grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if strings.HasSuffix(info.FullMethod, "/Session") {
+				ss = &countingStream{ServerStream: ss, parts: &parts}
+			}
+			return h(srv, ss)
+		})
+		c := Config{Batch: 16, InFlight: 3, oneShotReplies: oneShot}
+		s := pairOfSitesWith(t, c, count)
+		p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+		streamBound(t, s, 0, 100, "mac", p)
+		early, whole := parts[0].Load(), parts[1].Load()
+		if oneShot && early != 0 || !oneShot && (early == 0 || early != whole) || whole == 0 {
+			t.Fatalf("oneShot=%v: %d early parts, %d digests or whole replies", oneShot, early, whole)
+		}
+	}
+}
+
+type countingStream struct {
+	grpc.ServerStream
+	parts *[2]atomic.Int64
+}
+
+func (s *countingStream) SendMsg(m any) error {
+	if br := m.(*pb.PeerMsg).GetBatchReply(); br != nil {
+		if br.DigestFollows {
+			s.parts[0].Add(1)
+		} else {
+			s.parts[1].Add(1)
+		}
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 // TestAPIBadInput: every malformed request is answered with a clear

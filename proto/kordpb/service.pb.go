@@ -747,8 +747,13 @@ type Hello struct {
 	Run              uint64                 `protobuf:"varint,1,opt,name=run,proto3" json:"run,omitempty"`                                                   // party 0's process run id
 	DeliveredThrough uint64                 `protobuf:"varint,2,opt,name=delivered_through,json=deliveredThrough,proto3" json:"delivered_through,omitempty"` // last batch seq party 0 delivered
 	Challenge        []byte                 `protobuf:"bytes,3,opt,name=challenge,proto3" json:"challenge,omitempty"`                                        // party 0 module's witness challenge
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// early_frames: party 0 accepts a batch reply in two parts (see
+	// BatchReply.digest_follows), so both modules generate a batch's keys at
+	// the same time. A party 1 that does not know the field answers in one
+	// part, which party 0 also accepts.
+	EarlyFrames   bool `protobuf:"varint,4,opt,name=early_frames,json=earlyFrames,proto3" json:"early_frames,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -800,6 +805,13 @@ func (x *Hello) GetChallenge() []byte {
 		return x.Challenge
 	}
 	return nil
+}
+
+func (x *Hello) GetEarlyFrames() bool {
+	if x != nil {
+		return x.EarlyFrames
+	}
+	return false
 }
 
 type HelloReply struct {
@@ -1035,15 +1047,20 @@ func (x *Batch) GetFrameLens() []uint32 {
 }
 
 type BatchReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	FirstCounter  uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Digest        []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 over the public part of party 1's keys
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	ErrorClass    string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
-	Missing       []uint64               `protobuf:"varint,7,rep,packed,name=missing,proto3" json:"missing,omitempty"`              // ids party 1 has no request for
-	FrameData     []byte                 `protobuf:"bytes,8,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 1's frames, concatenated
-	FrameLens     []uint32               `protobuf:"varint,9,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	FirstCounter uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Digest       []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 over the public part of party 1's keys
+	Error        string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	ErrorClass   string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	Missing      []uint64               `protobuf:"varint,7,rep,packed,name=missing,proto3" json:"missing,omitempty"`              // ids party 1 has no request for
+	FrameData    []byte                 `protobuf:"bytes,8,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 1's frames, concatenated
+	FrameLens    []uint32               `protobuf:"varint,9,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
+	// digest_follows: this part carries party 1's frames (and first_counter)
+	// only; a second BatchReply with the same seq follows with the digest or
+	// an error, once party 1's module has opened party 0's frames. Only sent
+	// when the Hello asked for early_frames.
+	DigestFollows bool `protobuf:"varint,10,opt,name=digest_follows,json=digestFollows,proto3" json:"digest_follows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1132,6 +1149,13 @@ func (x *BatchReply) GetFrameLens() []uint32 {
 		return x.FrameLens
 	}
 	return nil
+}
+
+func (x *BatchReply) GetDigestFollows() bool {
+	if x != nil {
+		return x.DigestFollows
+	}
+	return false
 }
 
 type Confirm struct {
@@ -1469,11 +1493,12 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1f\n" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\b \x01(\x04R\x04beta\"d\n" +
+	"\x04beta\x18\b \x01(\x04R\x04beta\"\x87\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
-	"\tchallenge\x18\x03 \x01(\fR\tchallenge\"D\n" +
+	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
+	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\"D\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
@@ -1493,7 +1518,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
 	"\n" +
-	"frame_lens\x18\b \x03(\rR\tframeLensJ\x04\b\x06\x10\a\"\xf0\x01\n" +
+	"frame_lens\x18\b \x03(\rR\tframeLensJ\x04\b\x06\x10\a\"\x97\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -1506,7 +1531,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"frame_data\x18\b \x01(\fR\tframeData\x12\x1d\n" +
 	"\n" +
-	"frame_lens\x18\t \x03(\rR\tframeLensJ\x04\b\x03\x10\x04\"+\n" +
+	"frame_lens\x18\t \x03(\rR\tframeLens\x12%\n" +
+	"\x0edigest_follows\x18\n" +
+	" \x01(\bR\rdigestFollowsJ\x04\b\x03\x10\x04\"+\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\"\xdc\x02\n" +
