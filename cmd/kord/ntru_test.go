@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,41 @@ func TestNtruCLIErrors(t *testing.T) {
 	wantBadInput(t, "truncated ciphertext", stderr, code, "decryption failed")
 	if _, err := os.Stat(out); err == nil {
 		t.Error("failed decryption: an output file was written")
+	}
+}
+
+// TestNtruCLIRefInterop decrypts the reference C implementation's
+// maximum-length ciphertexts with its private key blobs, and encrypts under
+// its public key blobs (data: ntru/testdata/refinterop, see its README).
+func TestNtruCLIRefInterop(t *testing.T) {
+	ref := filepath.Join("..", "..", "ntru", "testdata", "refinterop")
+	for _, tc := range []struct {
+		set    string
+		maxLen int
+	}{{"ees1087ep1", 178}, {"ees1499ep1", 247}} {
+		t.Run(tc.set, func(t *testing.T) {
+			dir := t.TempDir()
+			pub := filepath.Join(ref, tc.set+".pub")
+			priv := filepath.Join(ref, tc.set+".priv")
+			ct := filepath.Join(ref, fmt.Sprintf("%s.ct%d", tc.set, tc.maxLen))
+			want := readFile(t, filepath.Join(ref, fmt.Sprintf("%s.msg%d", tc.set, tc.maxLen)))
+			out := filepath.Join(dir, "out")
+			if _, stderr, code := runKord(t, "ntru", "decrypt", "--key", priv, "--in", ct, "--out", out); code != 0 {
+				t.Fatalf("decrypt reference ciphertext: exit %d: %s", code, stderr)
+			}
+			if got := readFile(t, out); !bytes.Equal(got, want) {
+				t.Fatalf("reference ciphertext decrypts to %d bytes %x, want %x", len(got), got, want)
+			}
+			kct := filepath.Join(dir, "ct")
+			if _, stderr, code := runKord(t, "ntru", "encrypt", "--key", pub, "--in", out, "--out", kct); code != 0 {
+				t.Fatalf("encrypt under reference key: exit %d: %s", code, stderr)
+			}
+			if _, stderr, code := runKord(t, "ntru", "decrypt", "--key", priv, "--in", kct, "--out", out); code != 0 {
+				t.Fatalf("decrypt with reference key: exit %d: %s", code, stderr)
+			}
+			if got := readFile(t, out); !bytes.Equal(got, want) {
+				t.Fatalf("round trip under the reference keys: got %x", got)
+			}
+		})
 	}
 }
