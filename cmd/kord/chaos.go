@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -79,9 +80,11 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 	defer l.mu.Unlock()
 	for i, t := range truth {
 		r0, r1 := reps[0][i], reps[1][i]
-		if r0.Error != "" || r1.Error != "" {
+		// A refusal by a party is counted as refused; a key that does not
+		// parse fails svcVerify (mismatched).
+		if refusal(r0) || refusal(r1) {
 			l.refused++
-			if r0.Error == "" || r1.Error == "" {
+			if !refusal(r0) || !refusal(r1) {
 				// One site got keys and the other a refusal: its keys are
 				// unpaired, but not mismatched; still a problem worth counting.
 				l.refused++
@@ -91,11 +94,18 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 		ok, bad := svcVerify(k, t, r0, r1, l.rng)
 		l.verified += ok
 		l.mismatched += bad
-		for _, s := range r0.Keys {
+		for _, s := range r0.Shares {
 			l.maxCounter = max(l.maxCounter, s.Counter)
 		}
 	}
 	return nil
+}
+
+// refusal reports whether a party refused the request (not a reply whose
+// key failed to parse).
+func refusal(r *client.Reply) bool {
+	var re *client.ReplyError
+	return errors.As(r.Err, &re)
 }
 
 // positions reads a module journal and counts positions and repeats.

@@ -99,10 +99,8 @@ func svcWant(p fss.Params, alpha, beta, x uint64) uint64 {
 }
 
 // svcCheckKeys evaluates a key pair at α, α±1 and a random point.
-func svcCheckKeys(p fss.Params, k0, k1 []byte, alpha, beta uint64, rng *mrand.Rand) bool {
-	key0, err0 := fss.ParseKey(k0)
-	key1, err1 := fss.ParseKey(k1)
-	if err0 != nil || err1 != nil || key0.Params() != p || key1.Params() != p {
+func svcCheckKeys(p fss.Params, key0, key1 *fss.Key, alpha, beta uint64, rng *mrand.Rand) bool {
+	if key0 == nil || key1 == nil || key0.Params() != p || key1.Params() != p {
 		return false
 	}
 	m := prg.Mask(p.InBits)
@@ -118,14 +116,14 @@ func svcCheckKeys(p fss.Params, k0, k1 []byte, alpha, beta uint64, rng *mrand.Ra
 
 // svcVerify checks both sites' replies to one request; it returns how
 // many key pairs verified and failed.
-func svcVerify(k svcClass, t svcTruth, r0, r1 *pb.KeyReply, rng *mrand.Rand) (ok, bad int) {
-	if r0 == nil || r1 == nil || r0.Error != "" || r1.Error != "" || len(r0.Keys) != len(r1.Keys) || len(r0.Keys) == 0 || r0.Id != r1.Id {
+func svcVerify(k svcClass, t svcTruth, r0, r1 *client.Reply, rng *mrand.Rand) (ok, bad int) {
+	if r0 == nil || r1 == nil || r0.Err != nil || r1.Err != nil || len(r0.Shares) != len(r1.Shares) || len(r0.Shares) == 0 || r0.ID != r1.ID {
 		return 0, 1
 	}
 	p := k.params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
-	for i := range r0.Keys {
-		s0, s1 := r0.Keys[i], r1.Keys[i]
+	for i := range r0.Shares {
+		s0, s1 := &r0.Shares[i], &r1.Shares[i]
 		good := s0.Counter == s1.Counter
 		switch k.mode {
 		case "bound":
@@ -149,8 +147,11 @@ func svcVerify(k svcClass, t svcTruth, r0, r1 *pb.KeyReply, rng *mrand.Rand) (ok
 }
 
 // svcStream sends both sites' requests on one stream each and collects the
-// replies in order; lat[i] is request i's latency at site 0.
-func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyRequest) (reps [2][]*pb.KeyReply, lat []time.Duration, err error) {
+// replies in order, with their keys parsed (client.Recv): what an
+// application gets, and what host.LocalPair hands out in the in-process
+// phase, so both timed paths end at parsed key shares. lat[i] is request
+// i's latency at site 0.
+func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyRequest) (reps [2][]*client.Reply, lat []time.Duration, err error) {
 	n := len(reqs[0])
 	sent := make([]time.Time, n)
 	lat = make([]time.Duration, n)
@@ -161,7 +162,7 @@ func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyReq
 		if e != nil {
 			return reps, nil, e
 		}
-		reps[b] = make([]*pb.KeyReply, 0, n)
+		reps[b] = make([]*client.Reply, 0, n)
 		var mu sync.Mutex
 		wg.Add(2)
 		go func() {
@@ -187,7 +188,7 @@ func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyReq
 		go func() {
 			defer wg.Done()
 			for i := 0; i < n; i++ {
-				r, e := st.RecvRaw()
+				r, e := st.Recv()
 				if e != nil {
 					errs[2*b+1] = e
 					return
