@@ -12,6 +12,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -137,9 +138,15 @@ func (c *Client) Pair(ctx context.Context) error {
 type Stream struct {
 	s   pb.KeySource_KeysClient
 	buf []*pb.KeyReply
+	// pk is a packed message being read: reply pr of it next, its keys
+	// from key index pi, key byte ko, evaluation eo.
+	pk             *pb.PackedReplies
+	pr, pi, ko, eo int
 }
 
-// Stream opens a request stream.
+// Stream opens a request stream. It asks the party for packed replies
+// (all keys of a message in one buffer); a party that predates them
+// answers one message per reply, which the stream reads the same way.
 func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 	s, err := c.api.Keys(ctx)
 	if err != nil {
@@ -150,36 +157,160 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 
 // Send sends one request.
 func (s *Stream) Send(r *pb.KeyRequest) error {
-	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
+	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true})
 }
 
 // SendBatch sends several requests in one message.
 func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
-	return s.s.Send(&pb.KeyRequests{Requests: rs})
+	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true})
 }
 
 // CloseSend says no more requests follow.
 func (s *Stream) CloseSend() error { return s.s.CloseSend() }
 
-// Recv returns the next reply, in request order.
+// Recv returns the next reply, in request order, its keys parsed.
 func (s *Stream) Recv() (*Reply, error) {
-	r, err := s.RecvRaw()
-	if err != nil {
+	if err := s.fill(); err != nil {
 		return nil, err
 	}
-	return Parse(r), nil
+	if s.pk == nil {
+		r := s.buf[0]
+		s.buf = s.buf[1:]
+		return Parse(r), nil
+	}
+	id, n := s.nextPacked()
+	out := &Reply{ID: id, Shares: make([]Share, n)}
+	pk := s.pk
+	for i := range out.Shares {
+		k := s.pi + i
+		sh := &out.Shares[i]
+		sh.Counter = pk.Counters[k]
+		if len(pk.AlphaShares) > 0 {
+			sh.AlphaShare, sh.BetaShare = pk.AlphaShares[k], pk.BetaShares[k]
+		}
+		if l := int(pk.KeyLens[k]); l > 0 && out.Err == nil {
+			key, err := fss.ParseKey(pk.Keys[s.ko : s.ko+l : s.ko+l])
+			if err != nil {
+				out.Err = fmt.Errorf("client: key at counter %d: %w", sh.Counter, err)
+			}
+			sh.Key = key
+		}
+		s.ko += int(pk.KeyLens[k])
+		if len(pk.EvalLens) > 0 {
+			if l := int(pk.EvalLens[k]); l > 0 {
+				sh.Evals = pk.Evals[s.eo : s.eo+l : s.eo+l]
+			}
+			s.eo += int(pk.EvalLens[k])
+		}
+	}
+	if out.Err != nil {
+		out.Shares = nil
+	}
+	s.pi += n
+	s.advance()
+	return out, nil
 }
 
 // RecvRaw returns the next wire reply without parsing the keys.
 func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
-	for len(s.buf) == 0 {
+	if err := s.fill(); err != nil {
+		return nil, err
+	}
+	if s.pk == nil {
+		r := s.buf[0]
+		s.buf = s.buf[1:]
+		return r, nil
+	}
+	id, n := s.nextPacked()
+	pk := s.pk
+	out := &pb.KeyReply{Id: id, Keys: make([]*pb.KeyShare, n)}
+	shares := make([]pb.KeyShare, n)
+	for i := range shares {
+		k := s.pi + i
+		sh := &shares[i]
+		sh.Counter = pk.Counters[k]
+		if len(pk.AlphaShares) > 0 {
+			sh.AlphaShare, sh.BetaShare = pk.AlphaShares[k], pk.BetaShares[k]
+		}
+		if l := int(pk.KeyLens[k]); l > 0 {
+			sh.Key = pk.Keys[s.ko : s.ko+l : s.ko+l]
+		}
+		s.ko += int(pk.KeyLens[k])
+		if len(pk.EvalLens) > 0 {
+			if l := int(pk.EvalLens[k]); l > 0 {
+				sh.Evals = pk.Evals[s.eo : s.eo+l : s.eo+l]
+			}
+			s.eo += int(pk.EvalLens[k])
+		}
+		out.Keys[i] = sh
+	}
+	s.pi += n
+	s.advance()
+	return out, nil
+}
+
+// fill reads messages until a reply is buffered.
+func (s *Stream) fill() error {
+	for len(s.buf) == 0 && s.pk == nil {
 		m, err := s.s.Recv()
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if pk := m.GetPacked(); pk != nil && len(pk.Ids) > 0 {
+			if err := checkPacked(pk); err != nil {
+				return err
+			}
+			s.pk, s.pr, s.pi, s.ko, s.eo = pk, 0, 0, 0, 0
 		}
 		s.buf = m.Replies
+		if s.pk != nil && len(s.buf) > 0 {
+			return errors.New("client: a reply message is both packed and not")
+		}
 	}
-	r := s.buf[0]
-	s.buf = s.buf[1:]
-	return r, nil
+	return nil
+}
+
+// nextPacked returns the id and key count of the next packed reply.
+func (s *Stream) nextPacked() (id uint64, n int) {
+	return s.pk.Ids[s.pr], int(s.pk.Counts[s.pr])
+}
+
+// advance moves past the current packed reply.
+func (s *Stream) advance() {
+	s.pr++
+	if s.pr == len(s.pk.Ids) {
+		s.pk = nil
+	}
+}
+
+// checkPacked checks that a packed message's lists agree.
+func checkPacked(pk *pb.PackedReplies) error {
+	bad := func(what string) error { return fmt.Errorf("client: malformed packed replies: %s", what) }
+	if len(pk.Counts) != len(pk.Ids) {
+		return bad("counts")
+	}
+	n := 0
+	for _, c := range pk.Counts {
+		n += int(c)
+	}
+	if len(pk.Counters) != n || len(pk.KeyLens) != n {
+		return bad("counters or key_lens")
+	}
+	if len(pk.AlphaShares) != len(pk.BetaShares) || len(pk.AlphaShares) != 0 && len(pk.AlphaShares) != n {
+		return bad("alpha/beta shares")
+	}
+	if len(pk.EvalLens) != 0 && len(pk.EvalLens) != n {
+		return bad("eval_lens")
+	}
+	kb, eb := 0, 0
+	for i := 0; i < n; i++ {
+		kb += int(pk.KeyLens[i])
+		if len(pk.EvalLens) > 0 {
+			eb += int(pk.EvalLens[i])
+		}
+	}
+	if kb != len(pk.Keys) || eb != len(pk.Evals) {
+		return bad("keys or evals do not match their lengths")
+	}
+	return nil
 }

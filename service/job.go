@@ -37,8 +37,11 @@ type job struct {
 	points []uint64
 	enq    time.Time
 
-	done  chan struct{}
+	done chan struct{}
+	// reply is the error reply; outs the outputs of a successful one (a
+	// slice of its batch's collected outputs, keys in one buffer).
 	reply *pb.KeyReply
+	outs  []msg.CollectResponse
 
 	// storage for item and a single share, so that a bound request is
 	// two allocations (the job and its channel)
@@ -48,9 +51,13 @@ type job struct {
 
 func (j *job) keys() int { return len(j.shares) }
 
-func (j *job) finish(r *pb.KeyReply) {
-	r.Id = j.id
-	j.reply = r
+// finish answers the job with its outputs.
+func (j *job) finish(outs []msg.CollectResponse) {
+	j.outs = outs
+	j.done1()
+}
+
+func (j *job) done1() {
 	for i := range j.shares {
 		j.shares[i].AlphaShare, j.shares[i].BetaShare = 0, 0
 	}
@@ -58,16 +65,75 @@ func (j *job) finish(r *pb.KeyReply) {
 }
 
 func (j *job) fail(class, format string, args ...any) {
-	j.finish(&pb.KeyReply{Error: fmt.Sprintf(format, args...), ErrorClass: class})
+	j.reply = &pb.KeyReply{Id: j.id, Error: fmt.Sprintf(format, args...), ErrorClass: class}
+	j.done1()
 }
 
-func (j *job) wait(ctx context.Context) (*pb.KeyReply, error) {
+// wait waits for the job's answer (pbReply, or outs when reply is nil).
+func (j *job) wait(ctx context.Context) error {
 	select {
 	case <-j.done:
-		return j.reply, nil
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// pbReply is the answer as one KeyReply message.
+func (j *job) pbReply() *pb.KeyReply {
+	if j.reply != nil {
+		return j.reply
+	}
+	rep := &pb.KeyReply{Id: j.id, Keys: make([]*pb.KeyShare, len(j.outs))}
+	shares := make([]pb.KeyShare, len(j.outs))
+	for i := range j.outs {
+		c := &j.outs[i]
+		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+		rep.Keys[i] = &shares[i]
+	}
+	return rep
+}
+
+// pack appends the job's successful answer to a packed message.
+func (j *job) pack(pk *pb.PackedReplies) {
+	if len(pk.Ids) == 0 {
+		pk.AlphaShares, pk.BetaShares, pk.EvalLens = pk.AlphaShares[:0], pk.BetaShares[:0], pk.EvalLens[:0]
+	}
+	pk.Ids = append(pk.Ids, j.id)
+	pk.Counts = append(pk.Counts, uint32(len(j.outs)))
+	for i := range j.outs {
+		c := &j.outs[i]
+		pk.Counters = append(pk.Counters, c.Counter)
+		pk.Keys = append(pk.Keys, c.Key...)
+		pk.KeyLens = append(pk.KeyLens, uint32(len(c.Key)))
+		// The share and evaluation lists start (zero-padded for the keys
+		// before) at the first key that has any.
+		if len(pk.AlphaShares) > 0 || c.AlphaShare != 0 || c.BetaShare != 0 {
+			if len(pk.AlphaShares) == 0 {
+				pk.AlphaShares = append(pk.AlphaShares, make([]uint64, len(pk.Counters)-1)...)
+				pk.BetaShares = append(pk.BetaShares, make([]uint64, len(pk.Counters)-1)...)
+			}
+			pk.AlphaShares = append(pk.AlphaShares, c.AlphaShare)
+			pk.BetaShares = append(pk.BetaShares, c.BetaShare)
+		}
+		if len(pk.EvalLens) > 0 || len(c.Evals) > 0 {
+			if len(pk.EvalLens) == 0 {
+				pk.EvalLens = append(pk.EvalLens, make([]uint32, len(pk.Counters)-1)...)
+			}
+			pk.Evals = append(pk.Evals, c.Evals...)
+			pk.EvalLens = append(pk.EvalLens, uint32(len(c.Evals)))
+		}
+	}
+}
+
+// resetPacked empties pk for reuse, wiping the key shares it held.
+func resetPacked(pk *pb.PackedReplies) {
+	clear(pk.Keys)
+	clear(pk.Evals)
+	clear(pk.AlphaShares)
+	clear(pk.BetaShares)
+	pk.Ids, pk.Counts, pk.Counters, pk.Keys, pk.KeyLens = pk.Ids[:0], pk.Counts[:0], pk.Counters[:0], pk.Keys[:0], pk.KeyLens[:0]
+	pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = pk.AlphaShares[:0], pk.BetaShares[:0], pk.Evals[:0], pk.EvalLens[:0]
 }
 
 // sameShape reports whether the two sites asked for the same thing.

@@ -104,7 +104,7 @@ type Party struct {
 type heldBatch struct {
 	seq     uint64
 	jobs    []*job
-	replies []*pb.KeyReply
+	replies [][]msg.CollectResponse
 }
 
 // New returns a party. Party 0 needs PeerAddr.
@@ -216,7 +216,7 @@ func (p *Party) submit(j *job) error {
 }
 
 // deliver finishes the jobs of a batch with their outputs.
-func (p *Party) deliver(jobs []*job, reps []*pb.KeyReply) {
+func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	n := 0
@@ -251,17 +251,22 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 }
 
 // Keys answers a stream of requests in order. Replies to consecutive
-// requests that are ready together share one message.
+// requests that are ready together share one message; packed (one buffer
+// for all their keys) when the client asked for packed_replies.
 func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
 	order := make(chan *job, 1<<16)
 	errc := make(chan error, 1)
+	var packed atomic.Bool
 	go func() {
 		defer close(order)
 		for {
 			rs, err := stream.Recv()
 			if err != nil {
 				return
+			}
+			if rs.PackedReplies {
+				packed.Store(true)
 			}
 			for _, r := range rs.Requests {
 				select {
@@ -274,31 +279,73 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	}()
 	go func() {
 		var out pb.KeyReplies
+		var pk pb.PackedReplies
+		defer resetPacked(&pk)
+		replies, keys := 0, 0
+		send := func() error {
+			if replies == 0 {
+				return nil
+			}
+			out.Packed = nil
+			if len(pk.Ids) > 0 {
+				out.Packed = &pk
+			}
+			err := stream.Send(&out)
+			clear(out.Replies)
+			out.Replies = out.Replies[:0]
+			resetPacked(&pk)
+			replies, keys = 0, 0
+			return err
+		}
+		add := func(j *job) error {
+			if j.reply == nil && packed.Load() {
+				if len(out.Replies) > 0 {
+					if err := send(); err != nil {
+						return err
+					}
+				}
+				j.pack(&pk)
+			} else {
+				if len(pk.Ids) > 0 {
+					if err := send(); err != nil {
+						return err
+					}
+				}
+				out.Replies = append(out.Replies, j.pbReply())
+			}
+			replies++
+			keys += len(j.outs)
+			return nil
+		}
 		for j := range order {
-			rep, err := j.wait(ctx)
-			if err != nil {
+			if err := j.wait(ctx); err != nil {
 				errc <- err
 				return
 			}
-			out.Replies = append(out.Replies[:0], rep)
+			if err := add(j); err != nil {
+				errc <- err
+				return
+			}
 		more:
-			for len(out.Replies) < 1024 {
+			for replies < 1024 && keys < 16384 {
 				select {
 				case j2, ok := <-order:
 					if !ok {
 						break more
 					}
-					rep, err := j2.wait(ctx)
-					if err != nil {
+					if err := j2.wait(ctx); err != nil {
 						errc <- err
 						return
 					}
-					out.Replies = append(out.Replies, rep)
+					if err := add(j2); err != nil {
+						errc <- err
+						return
+					}
 				default:
 					break more
 				}
 			}
-			if err := stream.Send(&out); err != nil {
+			if err := send(); err != nil {
 				errc <- err
 				return
 			}
@@ -320,14 +367,13 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {
 	j := p.request(r)
-	rep, err := j.wait(ctx)
-	if err != nil {
+	if err := j.wait(ctx); err != nil {
 		if p.cfg.Party == 1 {
 			p.pend.fail([]uint64{j.id}, ErrClassUnavailable, "request cancelled")
 		}
 		return nil, status.FromContextError(err).Err()
 	}
-	return rep, nil
+	return j.pbReply(), nil
 }
 
 // Status reports the party and its module.

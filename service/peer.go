@@ -100,9 +100,10 @@ func batchCalls(calls []socket.Call, frames socket.Frames, jobs []*job, first ui
 	return append(calls, socket.Call{Range: r})
 }
 
-// outputs checks the frame results and gathers each job's reply and the
-// digest of the keys. It returns an error if a frame was refused.
-func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([]*pb.KeyReply, []byte, error) {
+// outputs checks the frame results and gathers each job's outputs (slices
+// of the collect result, no copy) and the digest of the keys. It returns
+// an error if a frame was refused.
+func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([][]msg.CollectResponse, []byte, error) {
 	if frames.Count() > 0 {
 		r := res[0]
 		res = res[1:]
@@ -120,26 +121,25 @@ func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([]*pb.KeyR
 		return nil, nil, fmt.Errorf("%w: collect: %v", errDesync, res[0].Err)
 	}
 	outs := res[0].Range
+	n := 0
+	for _, j := range jobs {
+		n += len(j.shares)
+	}
+	if n != len(outs) {
+		return nil, nil, fmt.Errorf("%w: collect: %d outputs for %d keys", errDesync, len(outs), n)
+	}
 	h := sha256.New()
 	h.Write([]byte("kord/v1/pair-digest"))
-	k := 0
-	out := make([]*pb.KeyReply, len(jobs))
-	for ji, j := range jobs {
-		rep := &pb.KeyReply{Keys: make([]*pb.KeyShare, len(j.shares))}
-		shares := make([]pb.KeyShare, len(j.shares))
-		for i := range j.shares {
-			if k >= len(outs) {
-				return nil, nil, fmt.Errorf("%w: collect: %d outputs for more keys", errDesync, len(outs))
-			}
-			c := &outs[k]
-			k++
-			shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
-			rep.Keys[i] = &shares[i]
-			if c.Key != nil {
-				digestKey(h, c.Key)
-			}
+	for i := range outs {
+		if outs[i].Key != nil {
+			digestKey(h, outs[i].Key)
 		}
-		out[ji] = rep
+	}
+	out := make([][]msg.CollectResponse, len(jobs))
+	k := 0
+	for ji, j := range jobs {
+		out[ji] = outs[k : k+len(j.shares) : k+len(j.shares)]
+		k += len(j.shares)
 	}
 	return out, h.Sum(nil), nil
 }
@@ -399,13 +399,13 @@ func recvDigest(stream pb.PeerLink_SessionClient, seq uint64) (*pb.BatchReply, e
 	return br, nil
 }
 
-// wipeReplies clears the key shares of replies that will not be delivered.
-func wipeReplies(reps []*pb.KeyReply) {
+// wipeReplies clears the outputs of replies that will not be delivered.
+func wipeReplies(reps [][]msg.CollectResponse) {
 	for _, r := range reps {
-		for _, k := range r.Keys {
-			clear(k.Key)
-			clear(k.Evals)
-			k.AlphaShare, k.BetaShare = 0, 0
+		for i := range r {
+			clear(r[i].Key)
+			clear(r[i].Evals)
+			r[i].AlphaShare, r[i].BetaShare = 0, 0
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
@@ -303,4 +304,178 @@ func TestMismatchedRequestsRefused(t *testing.T) {
 		}
 	}
 	streamBound(t, s, 1000, 20, "mac", fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8})
+}
+
+// TestPackedAndPlainReplies: site 0's application reads packed replies
+// (client.Stream), site 1's is an older client that does not ask for them
+// and gets one KeyReply per request; bound, derived and consume keys pair
+// either way, and an error reply between them arrives in order.
+func TestPackedAndPlainReplies(t *testing.T) {
+	var packedMsgs, plainMsgs atomic.Int64
+	count := grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if strings.HasSuffix(info.FullMethod, "/Keys") {
+			ss = &replyCounter{ServerStream: ss, packed: &packedMsgs, plain: &plainMsgs}
+		}
+		return h(srv, ss)
+	})
+	s := pairOfSitesWith(t, Config{Batch: 8, InFlight: 2}, count) // counts site 1's replies
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := fss.Params{Type: fss.DCF, InBits: 12, OutBits: 12}
+	m := prg.Mask(12)
+	type truth struct{ alpha, beta uint64 }
+	var reqs [2][]*pb.KeyRequest
+	var ts []truth
+	for i := 0; i < 30; i++ {
+		id := uint64(i + 1)
+		switch (i + 1) % 3 { // derived first: a packed message whose first key has shares
+		case 0:
+			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
+			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
+			reqs[0] = append(reqs[0], client.Bound(id, "mac", p, a0, b0))
+			reqs[1] = append(reqs[1], client.Bound(id, "mac", p, (tr.alpha-a0)&m, (tr.beta-b0)&m))
+			ts = append(ts, tr)
+		case 1:
+			for b := 0; b < 2; b++ {
+				reqs[b] = append(reqs[b], client.Derived(id, p, 3, 0, true))
+			}
+			ts = append(ts, truth{})
+		case 2:
+			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
+			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
+			pts := []uint64{tr.alpha, (tr.alpha - 1) & m, (tr.alpha + 1) & m}
+			reqs[0] = append(reqs[0], client.Consume(id, "otp", p, a0, b0, pts))
+			reqs[1] = append(reqs[1], client.Consume(id, "otp", p, (tr.alpha-a0)&m, (tr.beta-b0)&m, pts))
+			ts = append(ts, tr)
+		}
+	}
+	// A malformed request in the middle gets an error reply in its place.
+	bad := &pb.KeyRequest{Id: 999, Mode: "bound", Type: "dpf", InBits: 0, OutBits: 8, Tier: "mac"}
+	reqs[0] = append(reqs[0][:15], append([]*pb.KeyRequest{bad}, reqs[0][15:]...)...)
+	reqs[1] = append(reqs[1][:15], append([]*pb.KeyRequest{bad}, reqs[1][15:]...)...)
+
+	var reps [2][]*client.Reply
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // site 1: packed
+		defer wg.Done()
+		st, err := s[1].app.Stream(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := st.SendBatch(reqs[1]); err != nil {
+			t.Error(err)
+			return
+		}
+		for range reqs[1] {
+			r, err := st.Recv()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			reps[1] = append(reps[1], r)
+		}
+	}()
+	go func() { // site 0: an older client, raw stream, no packed_replies
+		defer wg.Done()
+		conn, err := grpc.NewClient(s[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		st, err := pb.NewKeySourceClient(conn).Keys(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := st.Send(&pb.KeyRequests{Requests: reqs[0]}); err != nil {
+			t.Error(err)
+			return
+		}
+		for len(reps[0]) < len(reqs[0]) {
+			msg, err := st.Recv()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if msg.Packed != nil {
+				t.Error("a client that did not ask for packed replies got them")
+				return
+			}
+			for _, r := range msg.Replies {
+				reps[0] = append(reps[0], client.Parse(r))
+			}
+		}
+	}()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if plainMsgs.Load() == 0 || packedMsgs.Load() == 0 {
+		t.Fatalf("site 1 sent %d plain (the error reply) and %d packed messages", plainMsgs.Load(), packedMsgs.Load())
+	}
+	for i := range reqs[0] {
+		r0, r1 := reps[0][i], reps[1][i]
+		if i == 15 {
+			if r0.ID != 999 || r1.ID != 999 || r0.Err == nil || r1.Err == nil {
+				t.Fatalf("reply 15: %+v / %+v, want the bad request's error", r0, r1)
+			}
+			continue
+		}
+		if r0.Err != nil || r1.Err != nil || r0.ID != r1.ID || r0.ID != reqs[0][i].Id || len(r0.Shares) != len(r1.Shares) {
+			t.Fatalf("reply %d: %+v / %+v", i, r0, r1)
+		}
+		tr := ts[i-boolInt(i > 15)]
+		for k := range r0.Shares {
+			s0, s1 := r0.Shares[k], r1.Shares[k]
+			if s0.Counter != s1.Counter {
+				t.Fatalf("reply %d: counters %d / %d", i, s0.Counter, s1.Counter)
+			}
+			switch reqs[0][i].Mode {
+			case "bound":
+				checkPair(t, s0.Key, s1.Key, tr.alpha, tr.beta)
+			case "derived":
+				checkPair(t, s0.Key, s1.Key, (s0.AlphaShare+s1.AlphaShare)&m, (s0.BetaShare+s1.BetaShare)&m)
+			case "consume":
+				if len(s0.Evals) != 3 || len(s1.Evals) != 3 {
+					t.Fatalf("reply %d: %d / %d evaluations", i, len(s0.Evals), len(s1.Evals))
+				}
+				for j, x := range []uint64{tr.alpha, (tr.alpha - 1) & m, (tr.alpha + 1) & m} {
+					want := uint64(0)
+					if x < tr.alpha {
+						want = tr.beta
+					}
+					if got := (s0.Evals[j] + s1.Evals[j]) & m; got != want {
+						t.Fatalf("reply %d: evaluation at %d: got %d want %d", i, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type replyCounter struct {
+	grpc.ServerStream
+	packed, plain *atomic.Int64
+}
+
+func (s *replyCounter) SendMsg(m any) error {
+	if r, ok := m.(*pb.KeyReplies); ok {
+		if r.Packed != nil {
+			s.packed.Add(1)
+		}
+		if len(r.Replies) > 0 {
+			s.plain.Add(1)
+		}
+	}
+	return s.ServerStream.SendMsg(m)
 }

@@ -307,8 +307,11 @@ func (x *KeyReply) GetErrorClass() string {
 // KeyRequests and KeyReplies carry several requests (replies) per stream
 // message, to spare per-message overhead; order is kept across messages.
 type KeyRequests struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Requests      []*KeyRequest          `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Requests []*KeyRequest          `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// packed_replies: this client reads KeyReplies.packed. A party that does
+	// not know the field answers with KeyReplies.replies only.
+	PackedReplies bool `protobuf:"varint,2,opt,name=packed_replies,json=packedReplies,proto3" json:"packed_replies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,9 +353,20 @@ func (x *KeyRequests) GetRequests() []*KeyRequest {
 	return nil
 }
 
+func (x *KeyRequests) GetPackedReplies() bool {
+	if x != nil {
+		return x.PackedReplies
+	}
+	return false
+}
+
+// A KeyReplies message carries its replies either one message each
+// (replies: every error reply, and all replies to clients that did not ask
+// for packed_replies) or packed, never both.
 type KeyReplies struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Replies       []*KeyReply            `protobuf:"bytes,1,rep,name=replies,proto3" json:"replies,omitempty"`
+	Packed        *PackedReplies         `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -394,6 +408,126 @@ func (x *KeyReplies) GetReplies() []*KeyReply {
 	return nil
 }
 
+func (x *KeyReplies) GetPacked() *PackedReplies {
+	if x != nil {
+		return x.Packed
+	}
+	return nil
+}
+
+// PackedReplies is successful replies in order, as parallel lists: reply i
+// has ids[i] and the next counts[i] keys; per key, its counter, its key
+// share (key_lens bytes of keys, 0 = none), its alpha/beta shares (both
+// lists empty when every share is zero) and its evaluation shares
+// (eval_lens of evals; both empty when no key has any).
+type PackedReplies struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Counts        []uint32               `protobuf:"varint,2,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	Counters      []uint64               `protobuf:"varint,3,rep,packed,name=counters,proto3" json:"counters,omitempty"`
+	Keys          []byte                 `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
+	KeyLens       []uint32               `protobuf:"varint,5,rep,packed,name=key_lens,json=keyLens,proto3" json:"key_lens,omitempty"`
+	AlphaShares   []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	Evals         []uint64               `protobuf:"varint,8,rep,packed,name=evals,proto3" json:"evals,omitempty"`
+	EvalLens      []uint32               `protobuf:"varint,9,rep,packed,name=eval_lens,json=evalLens,proto3" json:"eval_lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackedReplies) Reset() {
+	*x = PackedReplies{}
+	mi := &file_kord_v1_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackedReplies) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackedReplies) ProtoMessage() {}
+
+func (x *PackedReplies) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackedReplies.ProtoReflect.Descriptor instead.
+func (*PackedReplies) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PackedReplies) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetCounts() []uint32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetCounters() []uint64 {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetKeyLens() []uint32 {
+	if x != nil {
+		return x.KeyLens
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetEvals() []uint64 {
+	if x != nil {
+		return x.Evals
+	}
+	return nil
+}
+
+func (x *PackedReplies) GetEvalLens() []uint32 {
+	if x != nil {
+		return x.EvalLens
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -402,7 +536,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +548,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +561,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 type StatusReply struct {
@@ -450,7 +584,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +596,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +609,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusReply) GetParty() uint32 {
@@ -570,7 +704,7 @@ type PairRequest struct {
 
 func (x *PairRequest) Reset() {
 	*x = PairRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +716,7 @@ func (x *PairRequest) String() string {
 func (*PairRequest) ProtoMessage() {}
 
 func (x *PairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +729,7 @@ func (x *PairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairRequest.ProtoReflect.Descriptor instead.
 func (*PairRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 type PairReply struct {
@@ -607,7 +741,7 @@ type PairReply struct {
 
 func (x *PairReply) Reset() {
 	*x = PairReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +753,7 @@ func (x *PairReply) String() string {
 func (*PairReply) ProtoMessage() {}
 
 func (x *PairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +766,7 @@ func (x *PairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairReply.ProtoReflect.Descriptor instead.
 func (*PairReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PairReply) GetPaired() bool {
@@ -658,7 +792,7 @@ type BatchItem struct {
 
 func (x *BatchItem) Reset() {
 	*x = BatchItem{}
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +804,7 @@ func (x *BatchItem) String() string {
 func (*BatchItem) ProtoMessage() {}
 
 func (x *BatchItem) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +817,7 @@ func (x *BatchItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchItem.ProtoReflect.Descriptor instead.
 func (*BatchItem) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BatchItem) GetId() uint64 {
@@ -758,7 +892,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +904,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +917,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Hello) GetRun() uint64 {
@@ -824,7 +958,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +970,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +983,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -875,7 +1009,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1021,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1034,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -919,7 +1053,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1065,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1078,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -969,7 +1103,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1115,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1128,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1067,7 +1201,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1213,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1226,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1168,7 +1302,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1314,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1327,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1228,7 +1362,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1374,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1387,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1382,7 +1516,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1528,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1541,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1460,12 +1594,25 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x04 \x01(\tR\n" +
-	"errorClass\">\n" +
+	"errorClass\"e\n" +
 	"\vKeyRequests\x12/\n" +
-	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\"9\n" +
+	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\x12%\n" +
+	"\x0epacked_replies\x18\x02 \x01(\bR\rpackedReplies\"i\n" +
 	"\n" +
 	"KeyReplies\x12+\n" +
-	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\"\x0f\n" +
+	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\x12.\n" +
+	"\x06packed\x18\x02 \x01(\v2\x16.kord.v1.PackedRepliesR\x06packed\"\xfb\x01\n" +
+	"\rPackedReplies\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
+	"\x06counts\x18\x02 \x03(\rR\x06counts\x12\x1a\n" +
+	"\bcounters\x18\x03 \x03(\x04R\bcounters\x12\x12\n" +
+	"\x04keys\x18\x04 \x01(\fR\x04keys\x12\x19\n" +
+	"\bkey_lens\x18\x05 \x03(\rR\akeyLens\x12!\n" +
+	"\falpha_shares\x18\x06 \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\a \x03(\x04R\n" +
+	"betaShares\x12\x14\n" +
+	"\x05evals\x18\b \x03(\x04R\x05evals\x12\x1b\n" +
+	"\teval_lens\x18\t \x03(\rR\bevalLens\"\x0f\n" +
 	"\rStatusRequest\"\xff\x02\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -1572,59 +1719,61 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
 	(*KeyReply)(nil),              // 2: kord.v1.KeyReply
 	(*KeyRequests)(nil),           // 3: kord.v1.KeyRequests
 	(*KeyReplies)(nil),            // 4: kord.v1.KeyReplies
-	(*StatusRequest)(nil),         // 5: kord.v1.StatusRequest
-	(*StatusReply)(nil),           // 6: kord.v1.StatusReply
-	(*PairRequest)(nil),           // 7: kord.v1.PairRequest
-	(*PairReply)(nil),             // 8: kord.v1.PairReply
-	(*BatchItem)(nil),             // 9: kord.v1.BatchItem
-	(*Hello)(nil),                 // 10: kord.v1.Hello
-	(*HelloReply)(nil),            // 11: kord.v1.HelloReply
-	(*Witness)(nil),               // 12: kord.v1.Witness
-	(*SyncDone)(nil),              // 13: kord.v1.SyncDone
-	(*Batch)(nil),                 // 14: kord.v1.Batch
-	(*BatchReply)(nil),            // 15: kord.v1.BatchReply
-	(*Confirm)(nil),               // 16: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 17: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 18: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 19: kord.v1.PollResponse
+	(*PackedReplies)(nil),         // 5: kord.v1.PackedReplies
+	(*StatusRequest)(nil),         // 6: kord.v1.StatusRequest
+	(*StatusReply)(nil),           // 7: kord.v1.StatusReply
+	(*PairRequest)(nil),           // 8: kord.v1.PairRequest
+	(*PairReply)(nil),             // 9: kord.v1.PairReply
+	(*BatchItem)(nil),             // 10: kord.v1.BatchItem
+	(*Hello)(nil),                 // 11: kord.v1.Hello
+	(*HelloReply)(nil),            // 12: kord.v1.HelloReply
+	(*Witness)(nil),               // 13: kord.v1.Witness
+	(*SyncDone)(nil),              // 14: kord.v1.SyncDone
+	(*Batch)(nil),                 // 15: kord.v1.Batch
+	(*BatchReply)(nil),            // 16: kord.v1.BatchReply
+	(*Confirm)(nil),               // 17: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 18: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 19: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 20: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
 	0,  // 1: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
 	2,  // 2: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
-	19, // 3: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	9,  // 4: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	10, // 5: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	11, // 6: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	12, // 7: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	13, // 8: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	14, // 9: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	15, // 10: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	16, // 11: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 12: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 13: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	5,  // 14: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	7,  // 15: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	18, // 16: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	17, // 17: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	4,  // 18: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 19: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	6,  // 20: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	8,  // 21: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	18, // 22: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	17, // 23: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	18, // [18:24] is the sub-list for method output_type
-	12, // [12:18] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 3: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
+	20, // 4: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	10, // 5: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	11, // 6: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	12, // 7: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	13, // 8: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	14, // 9: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	15, // 10: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	16, // 11: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	17, // 12: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 13: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 14: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	6,  // 15: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	8,  // 16: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	19, // 17: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	18, // 18: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	4,  // 19: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 20: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	7,  // 21: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	9,  // 22: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	19, // 23: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	18, // 24: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	19, // [19:25] is the sub-list for method output_type
+	13, // [13:19] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -1632,7 +1781,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[17].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[18].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -1647,7 +1796,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
