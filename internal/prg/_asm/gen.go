@@ -492,7 +492,14 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $32
 			fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/8, $%s\n", 64+32*idx+8*q, v)
 		}
 	}
-	g.buf.WriteString(`GLOBL genTab<>(SB), RODATA|NOPTR, $192
+	// Then, at 192, per b0 | b1<<1 the byte 3·(b0 | b1<<2) ^ 0b1010 that
+	// genPostLevel XORs into the children's bits to get the control-bit
+	// corrections of two keys.
+	for idx := 0; idx < 4; idx++ {
+		b0, b1 := idx&1, idx>>1
+		fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/1, $%d\n", 192+idx, 3*(b0|b1<<2)^10)
+	}
+	g.buf.WriteString(`GLOBL genTab<>(SB), RODATA|NOPTR, $196
 `)
 	g.dpfGenFunc("vaesDPFGenLevel", false)
 	g.dpfGenFunc("vaesDPFGenFirst", true)
@@ -514,6 +521,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $256-72
 	MOVQ ctrlRel+56(FP), R10
 	MOVQ ctrlShift+64(FP), R12
 	LEAQ genTab<>(SB), BX
+	MOVL $0x0303, R14
 	VMOVDQU treeNotOne<>(SB), Y9
 `, name)
 	// The main loop is software pipelined: while the AES rounds of block b
@@ -737,21 +745,21 @@ func genPost(q, pOff int, first bool) []string {
 //	new A = Keep'A ^ (CW' & TM), new B = Keep'B ^ CW' ^ (CW' & TM)
 //
 // with TM party 0's old control bits as lane masks and Keep'B = Keep'A ^
-// Keep'X. It uses Y10–Y15, CX, R9 and R13 only.
+// Keep'X. It uses Y10–Y15, CX, R9 and R13 only (R14 = 0x0303 is set by the
+// caller).
 func genPostLevel(q, pOff int) []string {
 	p, f := pOff+64*q, 128*q
 	return []string{
 		// a0, a1: the level's α bits of the two keys; AM their lane masks;
-		// CX = 3·(a0 | a1<<2) for the control bits.
+		// CX = 3·(a0 | a1<<2) ^ 0b1010 for the control bits.
 		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
 		"ANDL $1, CX",
 		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
 		"ANDL $1, R13",
 		"LEAL (CX)(R13*2), R9",
+		"MOVBLZX 192(BX)(R9*1), CX",
 		"SHLL $5, R9",
 		"VMOVDQU 64(BX)(R9*1), Y10",
-		"LEAL (CX)(R13*4), CX",
-		"LEAL (CX)(CX*2), CX",
 		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),       // L'A
 		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32),    // R'A
 		fmt.Sprintf("VPXOR %d(SP), Y15, Y13", f+64), // XL'
@@ -765,7 +773,6 @@ func genPostLevel(q, pOff int) []string {
 		"VPSLLQ $63, Y11, Y11",
 		"VMOVMSKPD Y11, R9",
 		"XORL R9, CX",
-		"XORL $10, CX",
 		"VPXOR Y12, Y13, Y14", // XT'
 		"VPAND Y10, Y14, Y11",
 		"VPXOR Y11, Y13, Y13", // Keep'X
@@ -791,15 +798,14 @@ func genPostLevel(q, pOff int) []string {
 		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
 		"VPXOR Y11, Y13, Y13",
 		fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
-		// The control bits of both keys.
-		"MOVL CX, R9",
-		"ANDL $3, CX",
-		"SHRL $2, R9",
-		"SHLXQ R12, CX, CX",
-		"SHLXQ R12, R9, R9",
+		// The control bits of both keys: key 2q's to byte 0, key 2q+1's
+		// to byte 1 (R14 = 0x0303), both shifted into place.
+		"PDEPL R14, CX, CX",
+		"SHLXL R12, CX, CX",
 		"ORB CL, (DI)(R10*1)",
 		"ADDQ stride+48(FP), DI",
-		"ORB R9B, (DI)(R10*1)",
+		"SHRL $8, CX",
+		"ORB CL, (DI)(R10*1)",
 		"ADDQ stride+48(FP), DI",
 	}
 }
