@@ -88,6 +88,14 @@ func (m *Durable) Collect(ctx context.Context, r *msg.CollectRequest) (*msg.Coll
 	return m.d.Collect(ctx, r)
 }
 
+// CollectRange hands emit the outputs at counters first … first+count-1 in
+// order, as Collect would (repeats return the same bytes), without a copy
+// per key: each output is valid only during emit. points is nil or one
+// list per counter; it stops at the first error.
+func (m *Durable) CollectRange(_ context.Context, first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error {
+	return m.d.CollectRange(first, count, points, emit)
+}
+
 // Challenge draws a fresh nonce for the peer's witness.
 func (m *Durable) Challenge(context.Context) ([]byte, error) { return m.d.Challenge() }
 

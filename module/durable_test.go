@@ -1,10 +1,13 @@
 package module_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/kord-fss/kord/fss"
@@ -115,4 +118,96 @@ func TestDurableRollbackWitness(t *testing.T) {
 		t.Fatalf("resync to %d/%d, peer floor was %d", rc[0].Next, rc[1].Next, floor1.PeerFloor)
 	}
 	exchange(t, d)
+}
+
+// TestCollectRangeRepeats: CollectRange hands out the same outputs as
+// Collect, in order; repeating it, or a Collect of one of its counters,
+// returns the same bytes; a counter with no output stops it with an error.
+func TestCollectRangeRepeats(t *testing.T) {
+	dir := t.TempDir()
+	var d [2]*module.Durable
+	for b := 0; b < 2; b++ {
+		var st *store.Bolt
+		d[b], st = openDurable(t, b, filepath.Join(dir, fmt.Sprintf("m%d.db", b)))
+		defer st.Close()
+	}
+	ctx := context.Background()
+	if err := module.Pair(ctx, d[0], d[1]); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	alpha, beta := uint64(77), uint64(9)
+	var first uint64
+	var fr [2][][]byte
+	for b := 0; b < 2; b++ {
+		var shares []msg.Share
+		for range n {
+			s := msg.Share{Mode: msg.Bound, Type: fss.DCF, InBits: 8, OutBits: 8}
+			if b == 1 {
+				s.AlphaShare, s.BetaShare = alpha, beta
+			}
+			shares = append(shares, s)
+		}
+		r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.Keystream, Shares: shares})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr[b], first = r.Frames, r.FirstCounter
+	}
+	for b := 0; b < 2; b++ {
+		for _, f := range fr[1-b] {
+			if r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}); err != nil || !r.Accepted {
+				t.Fatalf("frame: %v %+v", err, r)
+			}
+		}
+	}
+	var keys [2][][]byte
+	for b := 0; b < 2; b++ {
+		for rep := 0; rep < 2; rep++ {
+			var got [][]byte
+			err := d[b].CollectRange(ctx, first, n, nil, func(r *msg.CollectResponse) {
+				if r.Counter != first+uint64(len(got)) {
+					t.Errorf("counter %d out of order", r.Counter)
+				}
+				got = append(got, slices.Clone(r.Key))
+			})
+			if err != nil || len(got) != n {
+				t.Fatalf("party %d, pass %d: %d outputs, %v", b, rep, len(got), err)
+			}
+			if rep == 0 {
+				keys[b] = got
+			} else {
+				for i := range got {
+					if !bytes.Equal(got[i], keys[b][i]) {
+						t.Fatalf("party %d: a repeated CollectRange returned other bytes at %d", b, i)
+					}
+				}
+			}
+		}
+		one, err := d[b].Collect(ctx, &msg.CollectRequest{Counter: first + 2})
+		if err != nil || !bytes.Equal(one.Key, keys[b][2]) {
+			t.Fatalf("party %d: Collect after CollectRange: %v", b, err)
+		}
+		if err := d[b].CollectRange(ctx, first+n-1, 2, nil, func(*msg.CollectResponse) {}); err == nil {
+			t.Fatalf("party %d: a counter with no output was collected", b)
+		}
+	}
+	for i := range n {
+		k0, err0 := fss.ParseKey(keys[0][i])
+		k1, err1 := fss.ParseKey(keys[1][i])
+		if err0 != nil || err1 != nil {
+			t.Fatal(err0, err1)
+		}
+		for _, x := range []uint64{alpha - 1, alpha, alpha + 1} {
+			y0, _ := k0.Eval(x)
+			y1, _ := k1.Eval(x)
+			want := uint64(0)
+			if x < alpha {
+				want = beta
+			}
+			if (y0+y1)&0xff != want {
+				t.Fatalf("key %d at %d: %d, want %d", i, x, (y0+y1)&0xff, want)
+			}
+		}
+	}
 }

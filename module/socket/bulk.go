@@ -160,11 +160,20 @@ func checkRange(r *CollectRange) error {
 	return nil
 }
 
+// RangeCollector is a module that collects a run of counters in one call
+// (module.Durable); emit gets each output, valid only during the call.
+type RangeCollector interface {
+	CollectRange(ctx context.Context, first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error
+}
+
 // collectRange collects each counter of r in order and hands each output
 // to emit; it stops at the first error.
 func collectRange(ctx context.Context, dev module.Device, r *CollectRange, emit func(*msg.CollectResponse)) error {
 	if err := checkRange(r); err != nil {
 		return err
+	}
+	if rc, ok := dev.(RangeCollector); ok {
+		return rc.CollectRange(ctx, r.First, r.Count, r.Points, emit)
 	}
 	req := msg.CollectRequest{}
 	for i := 0; i < r.Count; i++ {

@@ -2,6 +2,7 @@ package socket
 
 import (
 	"context"
+	"slices"
 
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
@@ -51,7 +52,12 @@ func (l *LocalModule) Do(ctx context.Context, calls []Call, stopOnError bool) ([
 		case c.Range != nil:
 			if out[i].Err = checkRange(c.Range); out[i].Err == nil {
 				out[i].Range = make([]msg.CollectResponse, 0, c.Range.Count)
-				out[i].Err = collectRange(ctx, l.Device, c.Range, func(r *msg.CollectResponse) { out[i].Range = append(out[i].Range, *r) })
+				// emit's output is only valid during the call: copy it.
+				out[i].Err = collectRange(ctx, l.Device, c.Range, func(r *msg.CollectResponse) {
+					o := *r
+					o.Key, o.Evals = slices.Clone(r.Key), slices.Clone(r.Evals)
+					out[i].Range = append(out[i].Range, o)
+				})
 			}
 		case c.Collect != nil:
 			out[i].Collect, out[i].Err = l.Collect(ctx, c.Collect)

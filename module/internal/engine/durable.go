@@ -210,6 +210,50 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	return r, nil
 }
 
+// CollectRange hands emit the outputs at counters first … first+count-1 in
+// order, under one lock, as Collect would (repeats of recent counters
+// return the same bytes); points is nil or one list per counter. Each
+// output is written straight into its cache slot and is valid only during
+// emit. It stops at the first error.
+func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ring == nil {
+		d.ring = make([]cached, collectCache)
+	}
+	for i := 0; i < count; i++ {
+		counter := first + uint64(i)
+		var pts []uint64
+		if points != nil {
+			pts = points[i]
+		}
+		if j, ok := d.cache[counter]; ok && slices.Equal(d.ring[j].points, pts) {
+			emit(&d.ring[j].resp)
+			continue
+		}
+		c := &d.ring[d.next]
+		if c.used {
+			delete(d.cache, c.resp.Counter)
+			c.used = false
+		}
+		// The slot's buffers are reused: wiped, then overwritten.
+		clear(c.resp.Key)
+		clear(c.resp.Evals)
+		key := c.resp.Key[:0]
+		r, err := d.Engine.collectLocked(counter, pts, key)
+		if err != nil {
+			return err
+		}
+		c.resp = r
+		c.points = append(c.points[:0], pts...)
+		c.used = true
+		d.cache[counter] = d.next
+		d.next = (d.next + 1) % collectCache
+		emit(&c.resp)
+	}
+	return nil
+}
+
 type cached struct {
 	resp   msg.CollectResponse
 	points []uint64

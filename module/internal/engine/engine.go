@@ -688,41 +688,53 @@ func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
 func (e *Engine) Collect(_ context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	o, ok := e.ready[req.Counter]
-	if !ok {
-		return nil, bad("Counter: no output ready at counter %d", req.Counter)
+	resp, err := e.collectLocked(req.Counter, req.Points, nil)
+	if err != nil {
+		return nil, err
 	}
-	resp := &msg.CollectResponse{Counter: req.Counter, Mode: o.mode}
+	return &resp, nil
+}
+
+// collectLocked is Collect under e.mu; the key is appended to keyBuf.
+func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (msg.CollectResponse, error) {
+	o, ok := e.ready[counter]
+	if !ok {
+		return msg.CollectResponse{}, bad("Counter: no output ready at counter %d", counter)
+	}
+	resp := msg.CollectResponse{Counter: counter, Mode: o.mode}
 	if o.mode == msg.Consume {
-		if len(req.Points) == 0 || len(req.Points) > MaxPoints {
-			return nil, bad("Points: %d points, want 1..%d in consume mode", len(req.Points), MaxPoints)
+		if len(points) == 0 || len(points) > MaxPoints {
+			return msg.CollectResponse{}, bad("Points: %d points, want 1..%d in consume mode", len(points), MaxPoints)
 		}
 		mask := prg.Mask(o.key.Params().InBits)
-		for i, x := range req.Points {
+		for i, x := range points {
 			if x&^mask != 0 {
-				return nil, bad("Points[%d]: does not fit in %d input bits", i, o.key.Params().InBits)
+				return msg.CollectResponse{}, bad("Points[%d]: does not fit in %d input bits", i, o.key.Params().InBits)
 			}
 		}
-		resp.Evals = make([]uint64, len(req.Points))
-		for i, x := range req.Points {
+		resp.Evals = make([]uint64, len(points))
+		for i, x := range points {
 			y, err := o.key.Eval(x)
 			if err != nil {
-				return nil, fmt.Errorf("module: Eval at counter %d: %w", req.Counter, err)
+				return msg.CollectResponse{}, fmt.Errorf("module: Eval at counter %d: %w", counter, err)
 			}
 			resp.Evals[i] = y
 		}
 	} else {
-		if len(req.Points) != 0 {
-			return nil, bad("Points: only for consume mode (counter %d is %v)", req.Counter, o.mode)
+		if len(points) != 0 {
+			return msg.CollectResponse{}, bad("Points: only for consume mode (counter %d is %v)", counter, o.mode)
 		}
-		raw, err := o.key.MarshalBinary()
+		if keyBuf == nil {
+			keyBuf = make([]byte, 0, o.key.Params().KeySize())
+		}
+		raw, err := o.key.AppendBinary(keyBuf)
 		if err != nil {
-			return nil, fmt.Errorf("module: serializing key at counter %d: %w", req.Counter, err)
+			return msg.CollectResponse{}, fmt.Errorf("module: serializing key at counter %d: %w", counter, err)
 		}
 		resp.Key = raw
 		resp.AlphaShare, resp.BetaShare = o.alphaShare, o.betaShare
 	}
 	o.wipe()
-	delete(e.ready, req.Counter)
+	delete(e.ready, counter)
 	return resp, nil
 }
