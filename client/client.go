@@ -14,12 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -27,6 +29,8 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	api  pb.KeySourceClient
+	// packedReq: 0 unknown, 1 the party reads packed requests, 2 it does not.
+	packedReq atomic.Int32
 }
 
 // Dial connects to a party's application address ("host:port" or
@@ -136,8 +140,9 @@ func (c *Client) Pair(ctx context.Context) error {
 
 // Stream is a stream of requests answered in order.
 type Stream struct {
-	s   pb.KeySource_KeysClient
-	buf []*pb.KeyReply
+	s      pb.KeySource_KeysClient
+	packed bool // the party reads packed requests
+	buf    []*pb.KeyReply
 	// pk is a packed message being read: reply pr of it next, its keys
 	// from key index pi, key byte ko, evaluation eo.
 	pk             *pb.PackedReplies
@@ -147,12 +152,26 @@ type Stream struct {
 // Stream opens a request stream. It asks the party for packed replies
 // (all keys of a message in one buffer); a party that predates them
 // answers one message per reply, which the stream reads the same way.
+//
+// Requests go packed (KeyRequests.packed) when the party says it reads
+// them (StatusReply.packed_requests, asked once per Client).
 func (c *Client) Stream(ctx context.Context) (*Stream, error) {
+	if c.packedReq.Load() == 0 {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.PackedRequests {
+			c.packedReq.Store(1)
+		} else {
+			c.packedReq.Store(2)
+		}
+	}
 	s, err := c.api.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{s: s}, nil
+	return &Stream{s: s, packed: c.packedReq.Load() == 1}, nil
 }
 
 // Send sends one request.
@@ -162,7 +181,51 @@ func (s *Stream) Send(r *pb.KeyRequest) error {
 
 // SendBatch sends several requests in one message.
 func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
+	if s.packed {
+		if pk, ok := packRequests(rs); ok {
+			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true})
+		}
+	}
 	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true})
+}
+
+// packRequests packs rs (PackedRequests); ok is false when one does not
+// fit the packed form (an unknown mode, tier or type, a width over 255),
+// which then goes as it is, for the party to answer with its error.
+func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
+	n := len(rs)
+	pk := &pb.PackedRequests{Ids: make([]uint64, n), Shapes: make([]byte, 0, 6*n), AlphaShares: make([]uint64, n),
+		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
+	for i, r := range rs {
+		mode, err := msg.ParseMode(r.Mode)
+		if err != nil || r.InBits > 255 || r.OutBits > 255 {
+			return nil, false
+		}
+		var tier msg.Tier
+		if r.Tier != "" {
+			if tier, err = msg.ParseTier(r.Tier); err != nil {
+				return nil, false
+			}
+		}
+		typ, err := fss.ParseType(r.Type)
+		if err != nil {
+			return nil, false
+		}
+		var db byte
+		if r.DeriveBeta {
+			db = 1
+		}
+		pk.Ids[i], pk.AlphaShares[i], pk.BetaShares[i], pk.Counts[i], pk.Betas[i] = r.Id, r.AlphaShare, r.BetaShare, r.Count, r.Beta
+		pk.Shapes = append(pk.Shapes, byte(mode), byte(tier), byte(typ), byte(r.InBits), byte(r.OutBits), db)
+		if len(r.Points) > 0 {
+			if pk.PointLens == nil {
+				pk.PointLens = make([]uint32, n)
+			}
+			pk.PointLens[i] = uint32(len(r.Points))
+			pk.Points = append(pk.Points, r.Points...)
+		}
+	}
+	return pk, true
 }
 
 // CloseSend says no more requests follow.

@@ -409,3 +409,48 @@ func (p *pending) fail(ids []uint64, class, format string, args ...any) {
 		}
 	}
 }
+
+// packedShape is the size of one request's shape in PackedRequests.
+const packedShape = 6
+
+// eachPacked hands fn each packed request in order, as a KeyRequest that is
+// only valid during the call (newJob copies what it keeps); it stops when
+// fn returns false. A malformed packed message yields one request that
+// newJob refuses, so the application gets a bad_request reply.
+func eachPacked(pk *pb.PackedRequests, fn func(*pb.KeyRequest) bool) bool {
+	n := len(pk.Ids)
+	var r pb.KeyRequest
+	if len(pk.Shapes) != n*packedShape || len(pk.AlphaShares) != n || len(pk.BetaShares) != n || len(pk.Counts) != n ||
+		len(pk.Betas) != n || (len(pk.PointLens) != 0 && len(pk.PointLens) != n) {
+		r.Mode = "malformed packed requests"
+		return fn(&r)
+	}
+	off := 0
+	for i := 0; i < n; i++ {
+		sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
+		r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
+			InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
+			AlphaShare: pk.AlphaShares[i], BetaShare: pk.BetaShares[i], Count: pk.Counts[i], Beta: pk.Betas[i]}
+		if sh[1] != 0 {
+			r.Tier = msg.Tier(sh[1]).String()
+		}
+		if sh[5] > 1 {
+			r.Mode = "malformed packed request"
+		}
+		if len(pk.PointLens) > 0 {
+			l := int(pk.PointLens[i])
+			if l > len(pk.Points)-off {
+				r.Mode = "malformed packed request"
+				return fn(&r)
+			}
+			if l > 0 {
+				r.Points = pk.Points[off : off+l : off+l]
+			}
+			off += l
+		}
+		if !fn(&r) {
+			return false
+		}
+	}
+	return true
+}

@@ -275,6 +275,18 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					return
 				}
 			}
+			if pk := rs.Packed; pk != nil {
+				if !eachPacked(pk, func(r *pb.KeyRequest) bool {
+					select {
+					case order <- p.request(r):
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				}) {
+					return
+				}
+			}
 		}
 	}()
 	go func() {
@@ -380,7 +392,7 @@ func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error)
 func (p *Party) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusReply, error) {
 	s := &pb.StatusReply{Party: uint32(p.cfg.Party), PeerConnected: p.peerUp.Load(), KeysDelivered: p.keysDelivered.Load(),
 		Batches: p.batches.Load(), Resyncs: p.resyncs.Load(), FrameBytesSent: p.frameBytes.Load(), Rounds: p.rounds.Load(),
-		InFlight: p.inFlight.Load(), Session: p.sessions.Load()}
+		InFlight: p.inFlight.Load(), Session: p.sessions.Load(), PackedRequests: true}
 	if p.cfg.Party == 0 {
 		s.Pending = uint64(p.q.size())
 	} else {

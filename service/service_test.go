@@ -479,3 +479,91 @@ func (s *replyCounter) SendMsg(m any) error {
 	}
 	return s.ServerStream.SendMsg(m)
 }
+
+// TestPackedRequestsMalformed: a packed request message whose lists do not
+// agree is answered with one bad_request reply and moves nothing; the
+// stream then still serves packed requests.
+func TestPackedRequestsMalformed(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 8})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s[0].app.Status(ctx)
+	if err != nil || !st.PackedRequests {
+		t.Fatalf("party does not say it reads packed requests: %v", err)
+	}
+	conn, err := grpc.NewClient(s[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ks, err := pb.NewKeySourceClient(conn).Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &pb.PackedRequests{Ids: []uint64{5, 6}, Shapes: make([]byte, 6)} // one shape for two ids
+	if err := ks.Send(&pb.KeyRequests{Packed: bad}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ks.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Replies) != 1 || m.Replies[0].ErrorClass != ErrClassBadRequest {
+		t.Fatalf("malformed packed requests: %+v, want one bad_request reply", m)
+	}
+	after, err := s[0].app.Status(ctx)
+	if err != nil || after.Module.GetNextCounter() != st.Module.GetNextCounter() || after.KeysDelivered != st.KeysDelivered {
+		t.Fatalf("a malformed packed message moved counters: %v → %v (%v)", st.Module, after.Module, err)
+	}
+	streamBoundBatched(t, s, 100, 40, "otp", fss.Params{Type: fss.DPF, InBits: 10, OutBits: 10})
+}
+
+// streamBoundBatched is streamBound with SendBatch (packed requests).
+func streamBoundBatched(t *testing.T, s [2]*site, base uint64, n int, tier string, p fss.Params) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := make([]want, n)
+	var reqs [2][]*pb.KeyRequest
+	for i := range ws {
+		ws[i] = want{rand.Uint64() & prg.Mask(p.InBits), rand.Uint64() & prg.Mask(p.OutBits)}
+		a0, b0 := rand.Uint64()&prg.Mask(p.InBits), rand.Uint64()&prg.Mask(p.OutBits)
+		reqs[0] = append(reqs[0], client.Bound(base+uint64(i), tier, p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(base+uint64(i), tier, p, (ws[i].alpha-a0)&prg.Mask(p.InBits), (ws[i].beta-b0)&prg.Mask(p.OutBits)))
+	}
+	var reps [2][]*client.Reply
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		st, err := s[b].app.Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := st.SendBatch(reqs[b]); err != nil {
+				t.Error(err)
+				return
+			}
+			for range n {
+				r, err := st.Recv()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				reps[b] = append(reps[b], r)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i := range n {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.Err != nil || r1.Err != nil || r0.ID != base+uint64(i) || r1.ID != r0.ID {
+			t.Fatalf("request %d: %+v / %+v", i, r0, r1)
+		}
+		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+	}
+}

@@ -312,6 +312,8 @@ type KeyRequests struct {
 	// packed_replies: this client reads KeyReplies.packed. A party that does
 	// not know the field answers with KeyReplies.replies only.
 	PackedReplies bool `protobuf:"varint,2,opt,name=packed_replies,json=packedReplies,proto3" json:"packed_replies,omitempty"`
+	// packed: more requests, after those in requests, as parallel lists.
+	Packed        *PackedRequests `protobuf:"bytes,3,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -360,6 +362,120 @@ func (x *KeyRequests) GetPackedReplies() bool {
 	return false
 }
 
+func (x *KeyRequests) GetPacked() *PackedRequests {
+	if x != nil {
+		return x.Packed
+	}
+	return nil
+}
+
+// PackedRequests is requests as parallel lists: request i has ids[i], the
+// 6 bytes shapes[6i:6i+6] (mode, tier, type as module.proto / kord key
+// codes — tier 0 = none —, in_bits, out_bits, derive_beta 0/1), its
+// alpha/beta shares, count and beta, and point_lens[i] points of points
+// (point_lens empty when no request has any). A party that does not know
+// the field would ignore it: clients send it only to a party whose
+// StatusReply.packed_requests says it reads it.
+type PackedRequests struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Shapes        []byte                 `protobuf:"bytes,2,opt,name=shapes,proto3" json:"shapes,omitempty"`
+	AlphaShares   []uint64               `protobuf:"varint,3,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64               `protobuf:"varint,4,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	Counts        []uint32               `protobuf:"varint,5,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	Betas         []uint64               `protobuf:"varint,6,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	Points        []uint64               `protobuf:"varint,7,rep,packed,name=points,proto3" json:"points,omitempty"`
+	PointLens     []uint32               `protobuf:"varint,8,rep,packed,name=point_lens,json=pointLens,proto3" json:"point_lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackedRequests) Reset() {
+	*x = PackedRequests{}
+	mi := &file_kord_v1_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackedRequests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackedRequests) ProtoMessage() {}
+
+func (x *PackedRequests) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackedRequests.ProtoReflect.Descriptor instead.
+func (*PackedRequests) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PackedRequests) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetShapes() []byte {
+	if x != nil {
+		return x.Shapes
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetCounts() []uint32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetBetas() []uint64 {
+	if x != nil {
+		return x.Betas
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetPoints() []uint64 {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+func (x *PackedRequests) GetPointLens() []uint32 {
+	if x != nil {
+		return x.PointLens
+	}
+	return nil
+}
+
 // A KeyReplies message carries its replies either one message each
 // (replies: every error reply, and all replies to clients that did not ask
 // for packed_replies) or packed, never both.
@@ -373,7 +489,7 @@ type KeyReplies struct {
 
 func (x *KeyReplies) Reset() {
 	*x = KeyReplies{}
-	mi := &file_kord_v1_service_proto_msgTypes[4]
+	mi := &file_kord_v1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +501,7 @@ func (x *KeyReplies) String() string {
 func (*KeyReplies) ProtoMessage() {}
 
 func (x *KeyReplies) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[4]
+	mi := &file_kord_v1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +514,7 @@ func (x *KeyReplies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyReplies.ProtoReflect.Descriptor instead.
 func (*KeyReplies) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *KeyReplies) GetReplies() []*KeyReply {
@@ -437,7 +553,7 @@ type PackedReplies struct {
 
 func (x *PackedReplies) Reset() {
 	*x = PackedReplies{}
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -449,7 +565,7 @@ func (x *PackedReplies) String() string {
 func (*PackedReplies) ProtoMessage() {}
 
 func (x *PackedReplies) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[5]
+	mi := &file_kord_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -462,7 +578,7 @@ func (x *PackedReplies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedReplies.ProtoReflect.Descriptor instead.
 func (*PackedReplies) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PackedReplies) GetIds() []uint64 {
@@ -536,7 +652,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +664,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[6]
+	mi := &file_kord_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +677,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 type StatusReply struct {
@@ -578,13 +694,14 @@ type StatusReply struct {
 	Pending        uint64                 `protobuf:"varint,10,opt,name=pending,proto3" json:"pending,omitempty"`
 	InFlight       uint64                 `protobuf:"varint,11,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Session        uint64                 `protobuf:"varint,12,opt,name=session,proto3" json:"session,omitempty"`
+	PackedRequests bool                   `protobuf:"varint,13,opt,name=packed_requests,json=packedRequests,proto3" json:"packed_requests,omitempty"` // this party reads KeyRequests.packed
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +713,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +726,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StatusReply) GetParty() uint32 {
@@ -696,6 +813,13 @@ func (x *StatusReply) GetSession() uint64 {
 	return 0
 }
 
+func (x *StatusReply) GetPackedRequests() bool {
+	if x != nil {
+		return x.PackedRequests
+	}
+	return false
+}
+
 type PairRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -704,7 +828,7 @@ type PairRequest struct {
 
 func (x *PairRequest) Reset() {
 	*x = PairRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +840,7 @@ func (x *PairRequest) String() string {
 func (*PairRequest) ProtoMessage() {}
 
 func (x *PairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +853,7 @@ func (x *PairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairRequest.ProtoReflect.Descriptor instead.
 func (*PairRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 type PairReply struct {
@@ -741,7 +865,7 @@ type PairReply struct {
 
 func (x *PairReply) Reset() {
 	*x = PairReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +877,7 @@ func (x *PairReply) String() string {
 func (*PairReply) ProtoMessage() {}
 
 func (x *PairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +890,7 @@ func (x *PairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairReply.ProtoReflect.Descriptor instead.
 func (*PairReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PairReply) GetPaired() bool {
@@ -792,7 +916,7 @@ type BatchItem struct {
 
 func (x *BatchItem) Reset() {
 	*x = BatchItem{}
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +928,7 @@ func (x *BatchItem) String() string {
 func (*BatchItem) ProtoMessage() {}
 
 func (x *BatchItem) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +941,7 @@ func (x *BatchItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchItem.ProtoReflect.Descriptor instead.
 func (*BatchItem) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BatchItem) GetId() uint64 {
@@ -892,7 +1016,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1028,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1041,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Hello) GetRun() uint64 {
@@ -958,7 +1082,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1094,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1107,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -1009,7 +1133,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1145,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1158,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -1053,7 +1177,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1189,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1202,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -1103,7 +1227,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1239,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1252,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1201,7 +1325,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1337,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1350,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1302,7 +1426,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1438,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1451,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1362,7 +1486,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1498,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1511,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1516,7 +1640,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1652,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1665,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1594,10 +1718,22 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x04 \x01(\tR\n" +
-	"errorClass\"e\n" +
+	"errorClass\"\x96\x01\n" +
 	"\vKeyRequests\x12/\n" +
 	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\x12%\n" +
-	"\x0epacked_replies\x18\x02 \x01(\bR\rpackedReplies\"i\n" +
+	"\x0epacked_replies\x18\x02 \x01(\bR\rpackedReplies\x12/\n" +
+	"\x06packed\x18\x03 \x01(\v2\x17.kord.v1.PackedRequestsR\x06packed\"\xe3\x01\n" +
+	"\x0ePackedRequests\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
+	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12!\n" +
+	"\falpha_shares\x18\x03 \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\x04 \x03(\x04R\n" +
+	"betaShares\x12\x16\n" +
+	"\x06counts\x18\x05 \x03(\rR\x06counts\x12\x14\n" +
+	"\x05betas\x18\x06 \x03(\x04R\x05betas\x12\x16\n" +
+	"\x06points\x18\a \x03(\x04R\x06points\x12\x1d\n" +
+	"\n" +
+	"point_lens\x18\b \x03(\rR\tpointLens\"i\n" +
 	"\n" +
 	"KeyReplies\x12+\n" +
 	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\x12.\n" +
@@ -1613,7 +1749,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"betaShares\x12\x14\n" +
 	"\x05evals\x18\b \x03(\x04R\x05evals\x12\x1b\n" +
 	"\teval_lens\x18\t \x03(\rR\bevalLens\"\x0f\n" +
-	"\rStatusRequest\"\xff\x02\n" +
+	"\rStatusRequest\"\xa8\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired\x12%\n" +
@@ -1627,7 +1763,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\apending\x18\n" +
 	" \x01(\x04R\apending\x12\x1b\n" +
 	"\tin_flight\x18\v \x01(\x04R\binFlight\x12\x18\n" +
-	"\asession\x18\f \x01(\x04R\asession\"\r\n" +
+	"\asession\x18\f \x01(\x04R\asession\x12'\n" +
+	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
 	"\x06paired\x18\x01 \x01(\bR\x06paired\"\xc2\x01\n" +
@@ -1719,61 +1856,63 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
 	(*KeyReply)(nil),              // 2: kord.v1.KeyReply
 	(*KeyRequests)(nil),           // 3: kord.v1.KeyRequests
-	(*KeyReplies)(nil),            // 4: kord.v1.KeyReplies
-	(*PackedReplies)(nil),         // 5: kord.v1.PackedReplies
-	(*StatusRequest)(nil),         // 6: kord.v1.StatusRequest
-	(*StatusReply)(nil),           // 7: kord.v1.StatusReply
-	(*PairRequest)(nil),           // 8: kord.v1.PairRequest
-	(*PairReply)(nil),             // 9: kord.v1.PairReply
-	(*BatchItem)(nil),             // 10: kord.v1.BatchItem
-	(*Hello)(nil),                 // 11: kord.v1.Hello
-	(*HelloReply)(nil),            // 12: kord.v1.HelloReply
-	(*Witness)(nil),               // 13: kord.v1.Witness
-	(*SyncDone)(nil),              // 14: kord.v1.SyncDone
-	(*Batch)(nil),                 // 15: kord.v1.Batch
-	(*BatchReply)(nil),            // 16: kord.v1.BatchReply
-	(*Confirm)(nil),               // 17: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 18: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 19: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 20: kord.v1.PollResponse
+	(*PackedRequests)(nil),        // 4: kord.v1.PackedRequests
+	(*KeyReplies)(nil),            // 5: kord.v1.KeyReplies
+	(*PackedReplies)(nil),         // 6: kord.v1.PackedReplies
+	(*StatusRequest)(nil),         // 7: kord.v1.StatusRequest
+	(*StatusReply)(nil),           // 8: kord.v1.StatusReply
+	(*PairRequest)(nil),           // 9: kord.v1.PairRequest
+	(*PairReply)(nil),             // 10: kord.v1.PairReply
+	(*BatchItem)(nil),             // 11: kord.v1.BatchItem
+	(*Hello)(nil),                 // 12: kord.v1.Hello
+	(*HelloReply)(nil),            // 13: kord.v1.HelloReply
+	(*Witness)(nil),               // 14: kord.v1.Witness
+	(*SyncDone)(nil),              // 15: kord.v1.SyncDone
+	(*Batch)(nil),                 // 16: kord.v1.Batch
+	(*BatchReply)(nil),            // 17: kord.v1.BatchReply
+	(*Confirm)(nil),               // 18: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 19: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 20: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 21: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
 	0,  // 1: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
-	2,  // 2: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
-	5,  // 3: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	20, // 4: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	10, // 5: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	11, // 6: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	12, // 7: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	13, // 8: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	14, // 9: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	15, // 10: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	16, // 11: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	17, // 12: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 13: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 14: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	6,  // 15: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	8,  // 16: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	19, // 17: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	18, // 18: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	4,  // 19: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 20: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	7,  // 21: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	9,  // 22: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	19, // 23: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	18, // 24: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 2: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
+	2,  // 3: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
+	6,  // 4: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
+	21, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	11, // 6: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	12, // 7: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	13, // 8: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	14, // 9: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	15, // 10: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	16, // 11: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	17, // 12: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	18, // 13: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 14: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 15: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 16: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 17: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	20, // 18: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	19, // 19: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 20: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 21: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 22: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 23: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	20, // 24: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	19, // 25: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	20, // [20:26] is the sub-list for method output_type
+	14, // [14:20] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -1781,7 +1920,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[18].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[19].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -1796,7 +1935,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
