@@ -520,6 +520,24 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	expected := rc.Next
 	lastSeq := hello.DeliveredThrough
 	run := hello.Run
+	// Batches go through two stages: this loop checks, claims and submits
+	// batch k+1 (its frames ready in the module) while the finisher has
+	// the module open party 0's frames of batch k, so that party 1's frames
+	// of k+1 leave as soon as the digest of k has. The finisher sends every
+	// batch reply, in order.
+	work := make(chan *prepared, 1)
+	fin := make(chan error, 1)
+	stop := make(chan struct{}) // closed when the finisher fails
+	go func() {
+		fin <- p.finishBatches(sctx, stream, work, stop, run, hello.EarlyFrames)
+	}()
+	defer func() {
+		close(work)
+		err := <-fin
+		if err != nil && !errors.Is(err, errSessionDone) {
+			p.log.Warn("peer session: finishing batches", "err", err)
+		}
+	}()
 	for {
 		m, err := stream.Recv()
 		if err != nil {
@@ -544,35 +562,15 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			}
 			p.deliverHeld(h)
 		case *pb.PeerMsg_Batch:
-			b := v.Batch
-			var sent uint64 // frame bytes sent for this batch
-			reply := func(r *pb.BatchReply) error {
-				sent += uint64(len(r.FrameData))
-				return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			select {
+			case <-stop:
+				return nil // the finisher failed; the session ends
+			default:
 			}
-			var early func(*pb.BatchReply) error
-			if hello.EarlyFrames {
-				early = reply
-			}
-			rep, done, err := p.serveBatch(sctx, b, &transcript, &expected, &lastSeq, run, early)
-			if err != nil {
-				return err
-			}
-			if err := reply(rep); err != nil {
-				return err
-			}
-			if rep.Error == "" {
-				p.rounds.Add(1)
-				p.m.rounds.Inc()
-			} else {
-				p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
-			}
-			if sent > 0 {
-				p.frameBytes.Add(sent)
-				p.m.frameBytes.WithLabelValues(msg.Tier(b.Tier).String()).Add(float64(sent))
-			}
-			if done {
-				return nil
+			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, hello.EarlyFrames)
+			work <- pr
+			if pr.rep != nil {
+				return nil // refused: the finisher sends the refusal and stops
 			}
 		default:
 			return fmt.Errorf("%w: unexpected message", errDesync)
@@ -580,19 +578,32 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	}
 }
 
-// serveBatch answers one batch; done means the session must end. With
-// early set (party 0 asked for early_frames), party 1's frames go out
-// through early as soon as its module has them, before the module opens
-// party 0's frames, and the returned reply carries only the digest (or the
-// refusal): the two modules then generate the batch's keys at the same
-// time. err is a failure to send the early part.
-func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, run uint64,
-	early func(*pb.BatchReply) error) (_ *pb.BatchReply, done bool, err error) {
-	rep := &pb.BatchReply{Seq: b.Seq}
-	fail := func(class, format string, args ...any) (*pb.BatchReply, bool, error) {
-		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), class
+// errSessionDone: the finisher sent a refusal and the session ends.
+var errSessionDone = errors.New("service: batch refused; session ends")
+
+// prepared is a batch party 1 has checked, claimed and submitted (its
+// frames are ready), or refused (rep set).
+type prepared struct {
+	b      *pb.Batch
+	rep    *pb.BatchReply // refusal, sent as is; the session ends
+	js     []*job
+	frames socket.Frames // party 0's frames
+	res    []socket.Result
+}
+
+// prepareBatch checks a batch against the session, claims its requests
+// and submits them to the module (with party 0's frames and the collect
+// too when not early). On success it advances the session state, as the
+// batch will be answered before any later one.
+func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, early bool) *prepared {
+	pr := &prepared{b: b}
+	fail := func(class, format string, args ...any) *prepared {
+		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf(format, args...), ErrorClass: class}
 		p.log.Warn("batch refused", "seq", b.Seq, "class", class, "reason", rep.Error)
-		return rep, true, nil
+		if pr.js != nil {
+			p.pend.putBack(pr.js)
+		}
+		return &prepared{b: b, rep: rep}
 	}
 	tier := msg.Tier(b.Tier)
 	if b.Seq <= *lastSeq {
@@ -608,66 +619,135 @@ func (p *Party) serveBatch(ctx context.Context, b *pb.Batch, transcript *[]byte,
 	js, missing, differ := p.pend.claim(ctx, b.Items, tier, time.Now().Add(p.cfg.MatchTimeout))
 	if len(differ) > 0 {
 		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
-		rep.Missing = differ
-		return fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
+		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
+		r.rep.Missing = differ
+		return r
 	}
 	if len(missing) > 0 {
-		rep.Missing = missing
-		return fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
+		r := fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
+		r.rep.Missing = missing
+		return r
 	}
+	pr.js = js
 	var shares []msg.Share
 	for _, j := range js {
 		shares = append(shares, j.shares...)
 	}
 	calls := []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}
-	frames := socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
-	if early == nil {
-		calls = batchCalls(calls, frames, js, b.FirstCounter)
+	pr.frames = socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
+	if !early {
+		calls = batchCalls(calls, pr.frames, js, b.FirstCounter)
 	}
 	res, err := p.mod.Do(ctx, calls, true)
 	clear(shares)
 	if err != nil {
-		p.pend.putBack(js)
 		return fail("desync", "module: %v", err)
 	}
 	if res[0].Err != nil {
-		p.pend.putBack(js)
 		return fail("desync", "module: %v", res[0].Err)
 	}
-	sub, packed := res[0].Submit, res[0].Packed
-	if sub.FirstCounter != b.FirstCounter {
-		p.pend.putBack(js)
+	if sub := res[0].Submit; sub.FirstCounter != b.FirstCounter {
 		return fail("desync", "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
 	}
-	if early != nil {
-		if err := early(&pb.BatchReply{Seq: b.Seq, FirstCounter: sub.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
+	pr.res = res
+	*transcript = t
+	*expected += uint64(res[0].Submit.Count)
+	*lastSeq = b.Seq
+	return pr
+}
+
+// finishBatches answers the prepared batches in order until work closes
+// or one fails; the prepared batches it does not answer go back to the
+// pending set.
+func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionServer, work <-chan *prepared, stop chan<- struct{},
+	run uint64, early bool) error {
+	var err error
+	defer func() {
+		if err == nil {
+			close(stop)
+		}
+	}()
+	for pr := range work {
+		if err != nil {
+			if pr.js != nil {
+				p.pend.putBack(pr.js)
+			}
+			continue
+		}
+		var sent uint64 // frame bytes sent for this batch
+		reply := func(r *pb.BatchReply) error {
+			sent += uint64(len(r.FrameData))
+			return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+		}
+		rep, serr := pr.rep, error(nil)
+		if rep == nil {
+			rep, serr = p.finishBatch(ctx, pr, run, early, reply)
+		}
+		if serr == nil {
+			serr = reply(rep)
+		}
+		if rep != nil && rep.Error == "" {
+			p.rounds.Add(1)
+			p.m.rounds.Inc()
+		} else if rep != nil {
+			p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
+		}
+		if sent > 0 {
+			p.frameBytes.Add(sent)
+			p.m.frameBytes.WithLabelValues(msg.Tier(pr.b.Tier).String()).Add(float64(sent))
+		}
+		switch {
+		case serr != nil:
+			err = serr
+		case rep.Error != "":
+			err = errSessionDone
+		}
+		if err != nil {
+			close(stop)
+		}
+	}
+	return err
+}
+
+// finishBatch completes a prepared batch: with early, it sends party 1's
+// frames first, then has the module open party 0's frames and collects;
+// it holds the outputs for party 0's confirmation and returns the reply
+// carrying the digest (the whole reply without early), or a refusal. err
+// is a failure to send the early part.
+func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early bool, send func(*pb.BatchReply) error) (*pb.BatchReply, error) {
+	b, js := pr.b, pr.js
+	rep := &pb.BatchReply{Seq: b.Seq}
+	fail := func(format string, args ...any) *pb.BatchReply {
+		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), "desync"
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		p.pend.putBack(js)
+		return rep
+	}
+	sub, packed := pr.res[0].Submit, pr.res[0].Packed
+	res := pr.res[1:]
+	if early {
+		if err := send(&pb.BatchReply{Seq: b.Seq, FirstCounter: sub.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
 			DigestFollows: true}); err != nil {
 			p.pend.putBack(js)
-			return nil, true, err
+			return nil, err
 		}
-		if res, err = p.mod.Do(ctx, batchCalls(nil, frames, js, b.FirstCounter), true); err != nil {
-			p.pend.putBack(js)
-			return fail("desync", "module: %v", err)
+		var err error
+		if res, err = p.mod.Do(ctx, batchCalls(nil, pr.frames, js, b.FirstCounter), true); err != nil {
+			return fail("module: %v", err), nil
 		}
-	} else {
-		res = res[1:]
 	}
-	reps, digest, err := outputs(res, frames, js)
+	reps, digest, err := outputs(res, pr.frames, js)
 	if err != nil {
-		p.pend.putBack(js)
-		return fail("desync", "%v", err)
+		return fail("%v", err), nil
 	}
-	*transcript = t
-	*expected += uint64(sub.Count)
-	*lastSeq = b.Seq
 	p.heldMu.Lock()
 	p.heldRun = run
 	p.held = append(p.held, &heldBatch{seq: b.Seq, jobs: js, replies: reps})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
 	rep.Digest = digest
-	if early == nil {
+	if !early {
 		rep.FirstCounter, rep.FrameData, rep.FrameLens = sub.FirstCounter, packed.Data, packed.Lens
 	}
-	return rep, false, nil
+	return rep, nil
 }
