@@ -291,8 +291,10 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	}()
 	go func() {
 		var out pb.KeyReplies
-		var pk pb.PackedReplies
-		defer resetPacked(&pk)
+		// The packed buffers outlive the stream (a stream often carries a
+		// few batches): they grow once per process, not once per stream.
+		pk := packedPool.Get().(*pb.PackedReplies)
+		defer func() { resetPacked(pk); packedPool.Put(pk) }()
 		replies, keys := 0, 0
 		send := func() error {
 			if replies == 0 {
@@ -300,12 +302,12 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			out.Packed = nil
 			if len(pk.Ids) > 0 {
-				out.Packed = &pk
+				out.Packed = pk
 			}
 			err := stream.Send(&out)
 			clear(out.Replies)
 			out.Replies = out.Replies[:0]
-			resetPacked(&pk)
+			resetPacked(pk)
 			replies, keys = 0, 0
 			return err
 		}
@@ -316,7 +318,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 						return err
 					}
 				}
-				j.pack(&pk)
+				j.pack(pk)
 			} else {
 				if len(pk.Ids) > 0 {
 					if err := send(); err != nil {
@@ -375,6 +377,8 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	}
 	return err
 }
+
+var packedPool = sync.Pool{New: func() any { return new(pb.PackedReplies) }}
 
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {

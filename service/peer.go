@@ -222,7 +222,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			p.m.pending.Set(float64(p.q.size()))
-			var shares []msg.Share
+			n := 0
+			for _, j := range jobs {
+				n += len(j.shares)
+			}
+			shares := make([]msg.Share, 0, n)
 			items := make([]*pb.BatchItem, len(jobs))
 			for i, j := range jobs {
 				shares = append(shares, j.shares...)
@@ -629,7 +633,11 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 		return r
 	}
 	pr.js = js
-	var shares []msg.Share
+	n := 0
+	for _, j := range js {
+		n += len(j.shares)
+	}
+	shares := make([]msg.Share, 0, n)
 	for _, j := range js {
 		shares = append(shares, j.shares...)
 	}
