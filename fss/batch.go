@@ -259,8 +259,9 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	// chains (control bit in bit 0 of the seed) from level 2 on, two keys
 	// per register: the kernel wants an even count, so an odd group gets a
 	// dummy key (α = 0, zero roots) whose output lands in spare staging.
-	// A DCF runs its seed part there too; its value lanes are hashed from
-	// the unfolded seeds and applied here (dcfValues).
+	// A DCF runs its seed part there too, its value half just before it in
+	// prg.DCFValues (value fields of 1, 2, 4 or 8 bytes) or, for other
+	// widths, in dcfValues here.
 	fused := prg.HasDPFGenLevel()
 	m := n
 	if fused && n%2 == 1 {
