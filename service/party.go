@@ -146,7 +146,8 @@ func New(c Config) (*Party, error) {
 		}
 		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
-			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20))
+			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
+			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
 		if err != nil {
 			return nil, fmt.Errorf("service: peer %s: %w", c.PeerAddr, err)
 		}

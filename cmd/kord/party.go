@@ -132,7 +132,11 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if err != nil {
 				return err
 			}
-			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20)}
+			// A batch's keys travel as one message of up to a few hundred
+			// KiB: 256 KiB transport buffers move it in one write and few
+			// reads instead of one syscall per 32 KiB.
+			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
+				grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10)}
 			app := grpc.NewServer(opts...)
 			p.Register(app, nil)
 			go app.Serve(appL)
