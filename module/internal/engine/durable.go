@@ -47,9 +47,10 @@ type Durable struct {
 	wkey      [2][32]byte
 	locked    bool
 	challenge []byte
-	cache     map[uint64]int // counter → index in ring
-	ring      []cached       // the last collectCache outputs handed out
-	next      int            // next slot of ring to fill
+	// ring remembers the outputs handed out, the one at counter c in slot
+	// c mod collectCache (counters are handed out in order, so: the last
+	// collectCache of them), with no index to maintain.
+	ring []cached
 }
 
 // Reconciled reports a witness check.
@@ -82,7 +83,7 @@ func OpenDurable(c Config) (*Durable, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Durable{Engine: e, cache: map[uint64]int{}}
+	d := &Durable{Engine: e}
 	if p == nil {
 		return d, nil
 	}
@@ -178,8 +179,8 @@ func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.Subm
 // returns the same bytes (consume mode: only for the same points).
 func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	d.mu.Lock()
-	if i, ok := d.cache[req.Counter]; ok && slices.Equal(d.ring[i].points, req.Points) {
-		r := cloneCollect(&d.ring[i].resp)
+	if c := d.cached(req.Counter, req.Points); c != nil {
+		r := cloneCollect(&c.resp)
 		d.mu.Unlock()
 		return r, nil
 	}
@@ -190,24 +191,38 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ring == nil {
-		d.ring = make([]cached, collectCache)
-	}
-	c := &d.ring[d.next]
-	if c.used {
-		delete(d.cache, c.resp.Counter)
-	}
-	// The slot's buffers are reused: wiped, then overwritten.
-	clear(c.resp.Key)
-	clear(c.resp.Evals)
+	c := d.slot(req.Counter)
 	key, evals := append(c.resp.Key[:0], r.Key...), append(c.resp.Evals[:0], r.Evals...)
 	c.resp = *r
 	c.resp.Key, c.resp.Evals = key, evals
 	c.points = append(c.points[:0], req.Points...)
 	c.used = true
-	d.cache[req.Counter] = d.next
-	d.next = (d.next + 1) % collectCache
 	return r, nil
+}
+
+// cached returns the remembered output at counter for these points, or nil.
+func (d *Durable) cached(counter uint64, points []uint64) *cached {
+	if d.ring == nil {
+		return nil
+	}
+	c := &d.ring[counter%collectCache]
+	if !c.used || c.resp.Counter != counter || !slices.Equal(c.points, points) {
+		return nil
+	}
+	return c
+}
+
+// slot empties and returns the cache slot of counter; its buffers are
+// reused: wiped, then overwritten.
+func (d *Durable) slot(counter uint64) *cached {
+	if d.ring == nil {
+		d.ring = make([]cached, collectCache)
+	}
+	c := &d.ring[counter%collectCache]
+	c.used = false
+	clear(c.resp.Key)
+	clear(c.resp.Evals)
+	return c
 }
 
 // CollectRange hands emit the outputs at counters first … first+count-1 in
@@ -218,37 +233,24 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ring == nil {
-		d.ring = make([]cached, collectCache)
-	}
 	for i := 0; i < count; i++ {
 		counter := first + uint64(i)
 		var pts []uint64
 		if points != nil {
 			pts = points[i]
 		}
-		if j, ok := d.cache[counter]; ok && slices.Equal(d.ring[j].points, pts) {
-			emit(&d.ring[j].resp)
+		if c := d.cached(counter, pts); c != nil {
+			emit(&c.resp)
 			continue
 		}
-		c := &d.ring[d.next]
-		if c.used {
-			delete(d.cache, c.resp.Counter)
-			c.used = false
-		}
-		// The slot's buffers are reused: wiped, then overwritten.
-		clear(c.resp.Key)
-		clear(c.resp.Evals)
-		key := c.resp.Key[:0]
-		r, err := d.Engine.collectLocked(counter, pts, key)
+		c := d.slot(counter)
+		r, err := d.Engine.collectLocked(counter, pts, c.resp.Key[:0])
 		if err != nil {
 			return err
 		}
 		c.resp = r
 		c.points = append(c.points[:0], pts...)
 		c.used = true
-		d.cache[counter] = d.next
-		d.next = (d.next + 1) % collectCache
 		emit(&c.resp)
 	}
 	return nil
