@@ -79,6 +79,16 @@ func (j *job) wait(ctx context.Context) error {
 	}
 }
 
+// answered reports, without waiting, whether the job has its answer.
+func (j *job) answered() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // pbReply is the answer as one KeyReply message.
 func (j *job) pbReply() *pb.KeyReply {
 	if j.reply != nil {

@@ -258,6 +258,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
 	order := make(chan *job, 1<<16)
 	errc := make(chan error, 1)
+	stashed := make(chan *job, 1) // the job the reply loop held when it ended
 	var packed atomic.Bool
 	go func() {
 		defer close(order)
@@ -332,8 +333,22 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			keys += len(j.outs)
 			return nil
 		}
-		for j := range order {
+		// next is a job taken from order that was not answered yet: the
+		// message goes out with the replies that are ready, without waiting
+		// for it (replies of one batch go out as soon as it is delivered).
+		var next *job
+		defer func() { stashed <- next }()
+		for {
+			j := next
+			next = nil
+			if j == nil {
+				var ok bool
+				if j, ok = <-order; !ok {
+					break
+				}
+			}
 			if err := j.wait(ctx); err != nil {
+				next = j
 				errc <- err
 				return
 			}
@@ -348,9 +363,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					if !ok {
 						break more
 					}
-					if err := j2.wait(ctx); err != nil {
-						errc <- err
-						return
+					if !j2.answered() {
+						next = j2
+						break more
 					}
 					if err := add(j2); err != nil {
 						errc <- err
@@ -368,9 +383,13 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		errc <- nil
 	}()
 	err := <-errc
+	left := <-stashed
 	if ctx.Err() != nil && p.cfg.Party == 1 {
 		// The application went away: drop its unclaimed requests.
 		var ids []uint64
+		if left != nil {
+			ids = append(ids, left.id)
+		}
 		for j := range order {
 			ids = append(ids, j.id)
 		}
