@@ -567,3 +567,70 @@ func streamBoundBatched(t *testing.T, s [2]*site, base uint64, n int, tier strin
 		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
 	}
 }
+
+// TestRepliesNotHeldForLaterRequests: the replies of a delivered batch
+// reach the application while its later requests are still unanswered.
+// Site 1's application sends requests 9..16 only after site 0's has read
+// replies 1..8; a party that held replies back until later ones were ready
+// would stall until the match timeout refused the second batch.
+func TestRepliesNotHeldForLaterRequests(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 8, InFlight: 2, MatchTimeout: 20 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12}
+	m := prg.Mask(12)
+	const n = 16
+	ws := make([]want, n)
+	var reqs [2][]*pb.KeyRequest
+	for i := range ws {
+		ws[i] = want{rand.Uint64() & m, rand.Uint64()&m | 1}
+		a0, b0 := rand.Uint64()&m, rand.Uint64()&m
+		reqs[0] = append(reqs[0], client.Bound(uint64(i+1), "mac", p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(uint64(i+1), "mac", p, (ws[i].alpha-a0)&m, (ws[i].beta-b0)&m))
+	}
+	var st [2]*client.Stream
+	for b := 0; b < 2; b++ {
+		var err error
+		if st[b], err = s[b].app.Stream(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st[0].SendBatch(reqs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st[1].SendBatch(reqs[1][:n/2]); err != nil {
+		t.Fatal(err)
+	}
+	var reps [2][]*client.Reply
+	for range n / 2 {
+		r, err := st[0].Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[0] = append(reps[0], r)
+	}
+	if err := st[1].SendBatch(reqs[1][n/2:]); err != nil {
+		t.Fatal(err)
+	}
+	for len(reps[0]) < n {
+		r, err := st[0].Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[0] = append(reps[0], r)
+	}
+	for range n {
+		r, err := st[1].Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[1] = append(reps[1], r)
+	}
+	for i := range n {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.Err != nil || r1.Err != nil || r0.ID != uint64(i+1) || r1.ID != r0.ID {
+			t.Fatalf("request %d: %v / %v", i+1, r0.Err, r1.Err)
+		}
+		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+	}
+}
