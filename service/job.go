@@ -330,12 +330,21 @@ func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
 
 // pending is party 1's requests by id, waiting for party 0's order.
 type pending struct {
-	mu   sync.Mutex
-	jobs map[uint64]*job
-	wake chan struct{} // closed and replaced when jobs arrive
+	mu      sync.Mutex
+	jobs    map[uint64]*job
+	wake    chan struct{} // closed and replaced when jobs arrive while a claim waits
+	waiting int           // claims waiting on wake
 }
 
 func newPending() *pending { return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{})} }
+
+// notify wakes waiting claims; p.mu held.
+func (p *pending) notify() {
+	if p.waiting > 0 {
+		close(p.wake)
+		p.wake = make(chan struct{})
+	}
+}
 
 func (p *pending) add(j *job) error {
 	p.mu.Lock()
@@ -344,8 +353,7 @@ func (p *pending) add(j *job) error {
 		return badf("id: request %d is already pending at this site", j.id)
 	}
 	p.jobs[j.id] = j
-	close(p.wake)
-	p.wake = make(chan struct{})
+	p.notify()
 	return nil
 }
 
@@ -357,34 +365,67 @@ func (p *pending) size() int {
 
 // putBack returns taken jobs to the pending set.
 func (p *pending) putBack(js []*job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, j := range js {
-		p.mu.Lock()
 		p.jobs[j.id] = j
-		close(p.wake)
-		p.wake = make(chan struct{})
-		p.mu.Unlock()
 	}
+	p.notify()
 }
 
 // claim takes the jobs for items, waiting up to the deadline for ids that
 // have not arrived. It returns the ids still missing and the ids whose
-// request differs; on any of those it takes nothing.
+// request differs; on any of those it takes nothing. Each wake-up looks
+// only at the ids still missing.
 func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tier, deadline time.Time) (js []*job, missing, differ []uint64) {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	todo := make([]int, len(items)) // indices of items not seen yet
+	for i := range todo {
+		todo[i] = i
+	}
 	for {
 		p.mu.Lock()
-		missing, differ = nil, nil
-		for _, it := range items {
+		left := todo[:0]
+		for _, i := range todo {
+			it := items[i]
 			j, ok := p.jobs[it.Id]
 			switch {
 			case !ok:
-				missing = append(missing, it.Id)
+				left = append(left, i)
 			case !sameShape(j.item, it) || (j.tier != 0 && j.tier != tier):
 				differ = append(differ, it.Id)
 			}
 		}
-		if len(missing) == 0 && len(differ) == 0 {
+		todo = left
+		if len(differ) > 0 {
+			for _, i := range todo {
+				missing = append(missing, items[i].Id)
+			}
+			p.mu.Unlock()
+			return nil, missing, differ
+		}
+		if len(todo) == 0 {
+			// A request seen earlier may have been failed since (its
+			// application went away): look again before taking any.
+			for i, it := range items {
+				switch j, ok := p.jobs[it.Id]; {
+				case !ok:
+					todo = append(todo, i)
+				case !sameShape(j.item, it) || (j.tier != 0 && j.tier != tier):
+					differ = append(differ, it.Id)
+				}
+			}
+			if len(differ) > 0 {
+				p.mu.Unlock()
+				return nil, nil, differ
+			}
+		}
+		if len(todo) == 0 {
 			js = make([]*job, len(items))
 			for i, it := range items {
 				js[i] = p.jobs[it.Id]
@@ -393,16 +434,27 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			p.mu.Unlock()
 			return js, nil, nil
 		}
+		p.waiting++
 		wake := p.wake
 		p.mu.Unlock()
-		if len(differ) > 0 {
-			return nil, missing, differ
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
 		}
+		var stop bool
 		select {
 		case <-wake:
 		case <-timer.C:
-			return nil, missing, nil
+			stop = true
 		case <-ctx.Done():
+			stop = true
+		}
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+		if stop {
+			for _, i := range todo {
+				missing = append(missing, items[i].Id)
+			}
 			return nil, missing, nil
 		}
 	}
