@@ -452,9 +452,18 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	// Consume-mode classes run only between the processes (their keys
+	// never leave the modules, so there is nothing to time in process or
+	// to hand out as a dealer): print "-" rather than a measured 0.
+	cell := func(m map[string]float64, k, format string) string {
+		if v, ok := m[k]; ok {
+			return fmt.Sprintf(format, v)
+		}
+		return "-"
+	}
 	for _, k := range names {
-		fmt.Fprintf(w, "%-24s %14.3f %14.3f %14.0f %8.0f\n", k, rep.WireBytesPerPartyPerKey[k], rep.InProcessBytesPerKey[k],
-			rep.DealerBytesPerPartyKey[k], rep.RoundsPerKey[k])
+		fmt.Fprintf(w, "%-24s %14.3f %14s %14s %8.0f\n", k, rep.WireBytesPerPartyPerKey[k],
+			cell(rep.InProcessBytesPerKey, k, "%.3f"), cell(rep.DealerBytesPerPartyKey, k, "%.0f"), rep.RoundsPerKey[k])
 	}
 	return nil
 }
