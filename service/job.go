@@ -25,6 +25,7 @@ const (
 	ErrClassMismatch    = "mismatch"    // the two sites' requests (or keys) differ
 	ErrClassPeer        = "peer"        // the peer site has no such request
 	ErrClassUnavailable = "unavailable" // shutting down
+	ErrClassDesync      = "desync"      // peer link: the two sites disagree on a batch (not sent to applications)
 	ErrClassInternal    = "internal"
 )
 

@@ -296,7 +296,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 			}
 			if br.Error != "" {
 				drop()
-				p.m.rejects.WithLabelValues(br.ErrorClass).Inc()
+				p.m.rejects.WithLabelValues(peerClass(br.ErrorClass)).Inc()
 				p.failBatch(fl.jobs, br)
 				errc <- fmt.Errorf("%w: peer: %s", errDesync, br.Error)
 				return
@@ -328,7 +328,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				if br2.Error != "" {
 					wipeReplies(reps)
 					drop()
-					p.m.rejects.WithLabelValues(br2.ErrorClass).Inc()
+					p.m.rejects.WithLabelValues(peerClass(br2.ErrorClass)).Inc()
 					p.failBatch(fl.jobs, br2)
 					errc <- fmt.Errorf("%w: peer: %s", errDesync, br2.Error)
 					return
@@ -418,7 +418,7 @@ func wipeReplies(reps [][]msg.CollectResponse) {
 func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 	bad := map[uint64]string{}
 	for _, id := range br.Missing {
-		bad[id] = br.ErrorClass
+		bad[id] = peerClass(br.ErrorClass)
 	}
 	var back []*job
 	for _, j := range jobs {
@@ -611,14 +611,23 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	}
 	tier := msg.Tier(b.Tier)
 	if b.Seq <= *lastSeq {
-		return fail("desync", "batch %d is a repeat (last %d)", b.Seq, *lastSeq)
+		return fail(ErrClassDesync, "batch %d is a repeat (last %d)", b.Seq, *lastSeq)
 	}
 	t := chain(*transcript, b.Seq, tier, b.FirstCounter, b.Items)
 	if !bytes.Equal(t, b.Transcript) {
-		return fail("desync", "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
+		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
 	}
 	if b.FirstCounter != *expected {
-		return fail("desync", "batch %d starts at counter %d, this module is at %d", b.Seq, b.FirstCounter, *expected)
+		return fail(ErrClassDesync, "batch %d starts at counter %d, this module is at %d", b.Seq, b.FirstCounter, *expected)
+	}
+	// One id twice in a batch would claim one request twice and answer
+	// it twice (a double close): refuse the batch and fail the id at both
+	// sites, since ids must be unique among a site's pending requests.
+	if dup := duplicateIDs(b.Items); len(dup) > 0 {
+		p.pend.fail(dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
+		r := fail(ErrClassBadRequest, "request ids %v appear more than once in one batch", dup)
+		r.rep.Missing = dup
+		return r
 	}
 	js, missing, differ := p.pend.claim(ctx, b.Items, tier, time.Now().Add(p.cfg.MatchTimeout))
 	if len(differ) > 0 {
@@ -649,19 +658,47 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	res, err := p.mod.Do(ctx, calls, true)
 	clear(shares)
 	if err != nil {
-		return fail("desync", "module: %v", err)
+		return fail(ErrClassDesync, "module: %v", err)
 	}
 	if res[0].Err != nil {
-		return fail("desync", "module: %v", res[0].Err)
+		return fail(ErrClassDesync, "module: %v", res[0].Err)
 	}
 	if sub := res[0].Submit; sub.FirstCounter != b.FirstCounter {
-		return fail("desync", "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
+		return fail(ErrClassDesync, "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
 	}
 	pr.res = res
 	*transcript = t
 	*expected += uint64(res[0].Submit.Count)
 	*lastSeq = b.Seq
 	return pr
+}
+
+// duplicateIDs returns the ids that appear more than once in items.
+func duplicateIDs(items []*pb.BatchItem) []uint64 {
+	seen := make(map[uint64]bool, len(items))
+	var dup []uint64
+	for _, it := range items {
+		if done, ok := seen[it.GetId()]; ok {
+			if !done {
+				dup = append(dup, it.GetId())
+				seen[it.GetId()] = true
+			}
+			continue
+		}
+		seen[it.GetId()] = false
+	}
+	return dup
+}
+
+// peerClass is the error class a peer's refusal is counted and reported
+// under: one of the classes party 1 sends, or desync for anything else,
+// so a peer cannot mint metric labels or application error classes.
+func peerClass(c string) string {
+	switch c {
+	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync:
+		return c
+	}
+	return ErrClassDesync
 }
 
 // finishBatches answers the prepared batches in order until work closes
@@ -726,7 +763,7 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	b, js := pr.b, pr.js
 	rep := &pb.BatchReply{Seq: b.Seq}
 	fail := func(format string, args ...any) *pb.BatchReply {
-		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), "desync"
+		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), ErrClassDesync
 		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
 		p.pend.putBack(js)
 		return rep
