@@ -33,10 +33,12 @@ func BenchmarkBatchGen(b *testing.B) {
 }
 
 // kernelBlocksPerSec measures the active kernel on one goroutine for about
-// 50 ms (the best of five 10 ms runs).
+// 50 ms (the best of five 10 ms runs), on the block count of one BatchGen
+// level call: both chains of GroupKeys keys under two lanes, 4·GroupKeys
+// blocks a call.
 func kernelBlocksPerSec(b *testing.B) float64 {
-	in := make([]prg.Block, 256)
-	l, rr := make([]prg.Block, 256), make([]prg.Block, 256)
+	in := make([]prg.Block, 2*GroupKeys)
+	l, rr := make([]prg.Block, len(in)), make([]prg.Block, len(in))
 	best := 0.0
 	for range 5 {
 		n := 0
@@ -45,7 +47,7 @@ func kernelBlocksPerSec(b *testing.B) float64 {
 			for range 16 {
 				prg.ExpandSeeds(l, rr, in)
 			}
-			n += 16 * 512
+			n += 16 * 2 * len(in)
 		}
 		best = max(best, float64(n)/time.Since(start).Seconds())
 	}

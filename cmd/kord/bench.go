@@ -199,9 +199,11 @@ func benchLong(op string, p fss.Params, keys int) bool {
 }
 
 // kernelBlocksPerSec runs ExpandSeeds on w goroutines for about d and
-// returns the MMO blocks hashed per second in total.
+// returns the MMO blocks hashed per second in total. Each call hashes
+// 2·GroupKeys seeds under two lanes, 256 blocks: the block count of one
+// BatchGen level call, as BENCHMARKS.md states.
 func kernelBlocksPerSec(w int, d time.Duration) float64 {
-	const n = 256
+	const n = 2 * fss.GroupKeys
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
