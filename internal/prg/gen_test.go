@@ -187,3 +187,26 @@ func TestDCFValues(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedLayoutChecks checks that the fused Gen kernels refuse, with a
+// panic and before touching memory, layouts that would write outside out:
+// a negative stride passed the bounds check and made the kernels write
+// below the start of out.
+func TestFusedLayoutChecks(t *testing.T) {
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", name)
+			}
+		}()
+		f()
+	}
+	quads := make([]Block, 8)
+	alpha, beta, v := make([]uint64, 4), make([]uint64, 4), make([]uint64, 4)
+	out := make([]byte, 4*40)
+	mustPanic("DPFGenLevel stride -40", func() { DPFGenLevel(quads, alpha, 0, out[120:], -40, 0, 20, 0, true) })
+	mustPanic("DCFValues stride -40", func() { DCFValues(quads, alpha, 0, beta, v, out[120:], -40, 8, Mask(64), true) })
+	mustPanic("DCFValues width 9", func() { DCFValues(quads, alpha, 0, beta, v, out, 40, 9, Mask(64), true) })
+	mustPanic("DPFGenLevel odd count", func() { DPFGenLevel(quads[:6], alpha[:3], 0, out, 40, 0, 20, 0, true) })
+}

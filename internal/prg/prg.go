@@ -267,7 +267,7 @@ func HasDPFGenLevel() bool { return archHasDPFGen(active.id) }
 func DPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
 	n := len(alpha)
 	checkLen(len(quads), 2*n)
-	if n%2 != 0 || (n > 0 && (cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6)) {
+	if n%2 != 0 || (n > 0 && (stride < 0 || cwOff < 0 || ctrlOff < 0 || (n-1)*stride+max(cwOff+16, ctrlOff+1) > len(out) || shift > 63 || ctrlShift > 6)) {
 		panic("prg: DPFGenLevel: odd key count or output layout out of range")
 	}
 	if !archDPFGen(active.id, quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots) {
@@ -295,7 +295,7 @@ func HasDCFValues(width int) bool { return archHasDCFValues(active.id, width) }
 func DCFValues(quads []Block, alpha []uint64, shift uint, beta, v []uint64, out []byte, stride, width int, mask uint64, roots bool) {
 	n := len(alpha)
 	checkLen(len(quads), 2*n)
-	if n%2 != 0 || len(beta) < n || len(v) < n || shift > 63 || (n > 0 && (n-1)*stride+width > len(out)) {
+	if n%2 != 0 || len(beta) < n || len(v) < n || shift > 63 || (n > 0 && (stride < 0 || width < 1 || width > 8 || (n-1)*stride+width > len(out))) {
 		panic("prg: DCFValues: odd key count or layout out of range")
 	}
 	if !archDCFValues(active.id, quads, alpha, shift, beta, v, out, stride, width, mask, roots) {
