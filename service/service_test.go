@@ -38,7 +38,7 @@ type site struct {
 	modPath string
 }
 
-func openModule(t *testing.T, party int, path string, secret []byte) (*module.Durable, *store.Bolt) {
+func openModule(t testing.TB, party int, path string, secret []byte) (*module.Durable, *store.Bolt) {
 	t.Helper()
 	st, err := store.OpenBolt(path, 0)
 	if err != nil {

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// FuzzAppRequests: any KeyRequests message from an application — plain
+// or packed — yields one job per request, each valid or refused, and
+// never panics.
+func FuzzAppRequests(f *testing.F) {
+	seed := &pb.KeyRequests{Requests: []*pb.KeyRequest{{Id: 1, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8}},
+		Packed: &pb.PackedRequests{Ids: []uint64{2}, Shapes: []byte{1, 2, 1, 8, 8, 0}, AlphaShares: []uint64{1}, BetaShares: []uint64{2},
+			Counts: []uint32{1}, Betas: []uint64{0}, PointLens: []uint32{1}, Points: []uint64{3}}}
+	b, _ := proto.Marshal(seed)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var rs pb.KeyRequests
+		if proto.Unmarshal(b, &rs) != nil {
+			return
+		}
+		check := func(r *pb.KeyRequest) bool {
+			j, err := newJob(r)
+			if err != nil {
+				return true
+			}
+			if len(j.shares) < 1 || len(j.shares) > MaxCount || len(j.points) > MaxPoints {
+				t.Fatalf("accepted request with %d keys, %d points", len(j.shares), len(j.points))
+			}
+			for _, s := range j.shares {
+				if s.InBits < 1 || s.InBits > 64 || s.OutBits < 1 || s.OutBits > 64 {
+					t.Fatalf("accepted widths %d/%d", s.InBits, s.OutBits)
+				}
+			}
+			return true
+		}
+		for _, r := range rs.Requests {
+			check(r)
+		}
+		if rs.Packed != nil {
+			eachPacked(rs.Packed, check)
+		}
+	})
+}
+
+// FuzzPeerBatch: any Batch from the peer link is refused or prepared by
+// party 1 without a panic; a refused batch leaves the session state and
+// the module's counter where they were.
+func FuzzPeerBatch(f *testing.F) {
+	d, st := openModule(f, 1, filepath.Join(f.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
+	f.Cleanup(func() { st.Close() })
+	p, err := New(Config{Party: 1, Module: socket.Local(d), MatchTimeout: time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
+	it := &pb.BatchItem{Id: 7, Mode: uint32(msg.Bound), Type: 1, InBits: 8, OutBits: 8, Count: 1}
+	tr := newTranscript(nil, nil)
+	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil} {
+		b, _ := proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items)})
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var b pb.Batch
+		if proto.Unmarshal(raw, &b) != nil {
+			return
+		}
+		// The transcript is unkeyed: an attacker on a plaintext link can
+		// always make it match, so make it match.
+		b.Transcript = chain(tr, b.Seq, msg.Tier(b.Tier), b.FirstCounter, b.Items)
+		j, _ := newJob(&pb.KeyRequest{Id: 7, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8})
+		p.pend.add(j)
+		trc, expected, last := tr, uint64(0), uint64(0)
+		pr := p.prepareBatch(context.Background(), &b, &trc, &expected, &last, true)
+		if pr.rep != nil && (expected != 0 || last != 0) {
+			t.Fatalf("refused batch moved the session: expected %d last %d", expected, last)
+		}
+		p.pend.fail([]uint64{7}, ErrClassUnavailable, "done")
+	})
+}
