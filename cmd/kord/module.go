@@ -19,6 +19,10 @@ import (
 
 func init() { rootCmd.AddCommand(moduleCmd()) }
 
+// minSecret is the shortest provisioning secret a module accepts
+// (module/internal/pairing.MinSecret, which this package cannot import).
+const minSecret = 16
+
 // readSecret reads the provisioning secret from a file (hex or raw bytes;
 // the file must not be accessible to group or others).
 func readSecret(path string) ([]byte, error) {
@@ -67,10 +71,14 @@ environment KORD_SECRET (hex).`,
 				return err
 			}
 			logLvl, _ = cmd.Flags().GetString("log-level")
-			log, err := svcLogger(logLvl, "component", "module", "party", party)
+			// The module's engine names its party in each of its own log
+			// lines; base goes to it, log (with the party) everywhere else,
+			// so no line carries "party" twice.
+			base, err := svcLogger(logLvl, "component", "module")
 			if err != nil {
 				return err
 			}
+			log := base.With("party", party)
 			if party != 0 && party != 1 {
 				return badInput("--party %d: want 0 or 1", party)
 			}
@@ -85,8 +93,18 @@ environment KORD_SECRET (hex).`,
 				}
 			case secretHex != "":
 				if sec, err = hex.DecodeString(secretHex); err != nil {
-					return badInput("KORD_SECRET / --secret-hex: not hex")
+					return badInput("--secret / KORD_SECRET: not hex")
 				}
+			}
+			// An unpaired module needs the secret; refuse a short one before
+			// the state file is created, so a failed start leaves nothing.
+			if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) && len(sec) < minSecret {
+				n := len(sec)
+				clear(sec)
+				if n == 0 {
+					return badInput("an unpaired module needs the provisioning secret: --secret-file FILE or KORD_SECRET (hex, at least %d bytes)", minSecret)
+				}
+				return badInput("provisioning secret is %d bytes (a hex file counts its decoded bytes), want at least %d", n, minSecret)
 			}
 			st, err := store.OpenBolt(state, window)
 			if errors.Is(err, store.ErrPermissions) {
@@ -96,7 +114,7 @@ environment KORD_SECRET (hex).`,
 				return err
 			}
 			defer st.Close()
-			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: log})
+			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: base})
 			clear(sec)
 			if errors.Is(err, module.ErrBadRequest) {
 				return badInput("%v", err)

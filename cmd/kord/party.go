@@ -91,10 +91,13 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 				return err
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
-			log, err := svcLogger(lvl, "component", "party", "party", party)
+			// service.New adds the party to its logger; base goes to it,
+			// log (with the party) to this command's own lines.
+			base, err := svcLogger(lvl, "component", "party")
 			if err != nil {
 				return err
 			}
+			log := base.With("party", party)
 			if party != 0 && party != 1 {
 				return badInput("--party %d: want 0 or 1", party)
 			}
@@ -119,7 +122,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			mod := socket.Dial(modSock, modTimeout)
 			defer mod.Close()
 			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
-				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, Logger: log, Registry: reg})
+				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, Logger: base, Registry: reg})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestModuleBadSecret: a missing, short or non-hex provisioning secret is a
+// one-line error with exit 2 that names the problem, and a failed start
+// leaves no state file behind (so the next start with a good secret is not
+// met by a half-made one).
+func TestModuleBadSecret(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("abcd\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "m.db")
+	base := []string{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "needs the provisioning secret"},
+		{[]string{"--secret-file", short}, "2 bytes"},
+		{[]string{"--secret", "zz"}, "--secret / KORD_SECRET: not hex"},
+	} {
+		_, stderr, code := runKord(t, append(append([]string{}, base...), c.extra...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.extra, code, stderr, c.want)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Fatalf("%v: the failed start left %s behind (%v)", c.extra, state, err)
+		}
+	}
+}
