@@ -565,7 +565,8 @@ func (e *Engine) generateBatch(sl *slot, peer [][2]uint64, p fss.Params, outs []
 	out0, out1, err := fss.GenBatchWithRoots(p, alpha, beta, r0, r1)
 	defer func() { clear(out0); clear(out1) }()
 	if err != nil {
-		return fmt.Errorf("module: batch Gen at counter %d: %w", sl.first(), err)
+		// fss names the offending α or β in its errors: never pass them on.
+		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", sl.first())
 	}
 	own := out0
 	if e.party == 1 {
@@ -647,7 +648,8 @@ func (e *Engine) gen(p fss.Params, counter, alpha, beta uint64) (*fss.Key, error
 	clear(r0[:])
 	clear(r1[:])
 	if err != nil {
-		return nil, fmt.Errorf("module: Gen at counter %d: %w", counter, err)
+		// fss names the offending α or β in its errors: never pass them on.
+		return nil, fmt.Errorf("module: Gen at counter %d failed (parameters withheld)", counter)
 	}
 	if e.party == 0 {
 		k1.Wipe()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -294,5 +295,25 @@ func TestCountersCommittedBeforeFrames(t *testing.T) {
 		Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8}}})
 	if err == nil || state(e[0]).next != 0 {
 		t.Fatal("a frame went out under an uncommitted counter")
+	}
+}
+
+// TestGenErrorCarriesNoSecret: a failing Gen (here α and β too wide for
+// the widths, which the reconstruction's masks normally rule out) must not
+// name α or β in the error the module hands its host.
+func TestGenErrorCarriesNoSecret(t *testing.T) {
+	e := pair(t)[0]
+	const alpha, beta = 0xA1F4A1F4, 0xB3B3B3B3
+	p := fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}
+	_, err := e.gen(p, 7, alpha, beta)
+	if err == nil {
+		t.Fatal("Gen accepted α and β wider than the key")
+	}
+	for _, v := range []uint64{alpha, beta} {
+		for _, f := range []string{"%d", "%x", "%X", "%#x"} {
+			if strings.Contains(err.Error(), fmt.Sprintf(f, v)) {
+				t.Fatalf("error %q names a secret", err)
+			}
+		}
 	}
 }
