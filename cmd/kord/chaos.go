@@ -31,6 +31,7 @@ type chaosReport struct {
 	Trials             int                `json:"trials,omitempty"`
 	PairsVerified      int                `json:"pairs_verified"`
 	PairsMismatched    int                `json:"pairs_mismatched"`
+	OneSided           int                `json:"one_sided_deliveries"`
 	Refused            int                `json:"requests_refused"`
 	PositionsUsed      [2]int             `json:"keystream_positions_used"`
 	PositionsReused    [2]int             `json:"keystream_positions_reused"`
@@ -55,6 +56,7 @@ type chaosLoad struct {
 	mu                            sync.Mutex
 	id                            uint64
 	verified, mismatched, refused int
+	oneSided                      int // keys at one site, a refusal at the other
 	maxCounter                    uint64
 }
 
@@ -85,9 +87,9 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 		if refusal(r0) || refusal(r1) {
 			l.refused++
 			if !refusal(r0) || !refusal(r1) {
-				// One site got keys and the other a refusal: its keys are
-				// unpaired, but not mismatched; still a problem worth counting.
-				l.refused++
+				// One site got keys and the other a refusal: those keys
+				// have no pair, which the parties promise never happens.
+				l.oneSided++
 			}
 			continue
 		}
@@ -135,7 +137,7 @@ func positions(path string) (used, reused int, err error) {
 }
 
 func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
-	r.PairsVerified, r.PairsMismatched, r.Refused = l.verified, l.mismatched, l.refused
+	r.PairsVerified, r.PairsMismatched, r.Refused, r.OneSided = l.verified, l.mismatched, l.refused, l.oneSided
 	for b := 0; b < 2; b++ {
 		u, re, err := positions(c.JournalPath(b))
 		if err != nil {
@@ -149,6 +151,9 @@ func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 	r.Seconds = time.Since(start).Seconds()
 	if r.PairsMismatched > 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d mismatched pairs delivered", r.PairsMismatched))
+	}
+	if r.OneSided > 0 {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d requests got keys at one site and a refusal at the other", r.OneSided))
 	}
 	if r.PositionsReused[0]+r.PositionsReused[1] > 0 {
 		r.Problems = append(r.Problems, "a keystream position was used twice")
