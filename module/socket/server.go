@@ -184,10 +184,14 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 		return &pb.Result{Op: &pb.Result_Provision{Provision: &pb.ProvisionResponse{Message: r.Message, Paired: r.Paired}}}
 	case *pb.Call_Submit:
 		req, err := submitReqFromPB(op.Submit)
+		// Own shares: wipe the decoded copy whether or not it parsed.
+		clear(op.Submit.PackedShares)
+		for _, sh := range op.Submit.Shares {
+			sh.AlphaShare, sh.BetaShare, sh.Beta = 0, 0, 0
+		}
 		if err != nil {
 			return fail(err)
 		}
-		clear(op.Submit.PackedShares)
 		r, err := s.dev.Submit(ctx, req)
 		if err == nil && req.Kind == msg.SubmitShares && s.journal != nil && len(r.Frames) > 0 {
 			s.record(req, r)

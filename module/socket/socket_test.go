@@ -131,3 +131,28 @@ func FuzzHandle(f *testing.F) {
 		}
 	})
 }
+
+// TestSubmitSharesWiped: the module wipes the decoded own shares of a
+// submission, also when the submission is malformed.
+func TestSubmitSharesWiped(t *testing.T) {
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "w.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, _ := module.OpenDurable(module.Config{Party: 0, Secret: secret, Store: st})
+	srv := NewServer(d, ServerOptions{})
+	bad := &pb.SubmitRequest{Kind: 1, Tier: 2, PackedShares: bytes.Repeat([]byte{0xA7}, shareRecord+1)}
+	plain := &pb.SubmitRequest{Kind: 1, Tier: 2, Shares: []*pb.Share{{Mode: 1, Type: 1, InBits: 8, OutBits: 8, AlphaShare: 0xA7, BetaShare: 0xB7}}}
+	for _, sub := range []*pb.SubmitRequest{bad, plain} {
+		if r := srv.call(context.Background(), &pb.Call{Op: &pb.Call_Submit{Submit: sub}}); r.ErrorClass == ClassOK {
+			t.Fatalf("submission to an unpaired module succeeded")
+		}
+	}
+	if bytes.ContainsFunc(bad.PackedShares, func(r rune) bool { return r != 0 }) {
+		t.Fatalf("malformed packed shares left unwiped: %x", bad.PackedShares)
+	}
+	if s := plain.Shares[0]; s.AlphaShare != 0 || s.BetaShare != 0 {
+		t.Fatalf("unpacked shares left unwiped: %+v", s)
+	}
+}
