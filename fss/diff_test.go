@@ -224,4 +224,3 @@ func b2u(c bool) uint8 {
 	}
 	return 0
 }
-
