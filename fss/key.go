@@ -147,16 +147,7 @@ func (k *Key) MarshalBinary() ([]byte, error) {
 func (k *Key) AppendBinary(b []byte) ([]byte, error) {
 	l, n := k.p.InBits, k.p.OutBits
 	b = append(b, magic, version, byte(k.p.Type), k.party, byte(l), byte(n))
-	b = append(b, k.root[:]...)
-	for i := range k.seedCW {
-		b = append(b, k.seedCW[i][:]...)
-	}
-	var ctrl [16]byte
-	for j := 0; j < l; j++ {
-		ctrl[(2*j)/8] |= byte(k.tL>>uint(j)&1) << uint((2*j)%8)
-		ctrl[(2*j+1)/8] |= byte(k.tR>>uint(j)&1) << uint((2*j+1)%8)
-	}
-	b = append(b, ctrl[:(2*l+7)/8]...)
+	b = appendTree(b, &k.root, k.seedCW, k.tL, k.tR)
 	vb := valueBytes(n)
 	var w [8]byte
 	for _, v := range k.valCW {
@@ -198,23 +189,10 @@ func (k *Key) UnmarshalBinary(data []byte) error {
 	}
 	l, n := p.InBits, p.OutBits
 	nk := Key{p: p, party: data[3], seedCW: make([]prg.Block, l)}
-	off := headerSize
-	copy(nk.root[:], data[off:])
-	off += 16
-	for j := range nk.seedCW {
-		copy(nk.seedCW[j][:], data[off:])
-		off += 16
+	off, err := parseTree(data, headerSize, &nk.root, nk.seedCW, &nk.tL, &nk.tR)
+	if err != nil {
+		return err
 	}
-	nc := (2*l + 7) / 8
-	ctrl := data[off : off+nc]
-	for j := 0; j < l; j++ {
-		nk.tL |= uint64(ctrl[(2*j)/8]>>uint((2*j)%8)&1) << uint(j)
-		nk.tR |= uint64(ctrl[(2*j+1)/8]>>uint((2*j+1)%8)&1) << uint(j)
-	}
-	if used := 2 * l; used%8 != 0 && ctrl[nc-1]>>uint(used%8) != 0 {
-		return fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
-	}
-	off += nc
 	vb := valueBytes(n)
 	// readValue reads the next value field; level is its 1-based VCW index,
 	// 0 for CW_last (named only when it is malformed).
@@ -257,4 +235,43 @@ func ParseKey(data []byte) (*Key, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// appendTree appends the part every key type shares: the root seed, the
+// seed corrections sCW_1..sCW_d and the control-bit corrections packed
+// least-significant bit first (tLCW_j at bit 2(j-1), tRCW_j at 2(j-1)+1).
+func appendTree(b []byte, root *prg.Block, seedCW []prg.Block, tL, tR uint64) []byte {
+	b = append(b, root[:]...)
+	for i := range seedCW {
+		b = append(b, seedCW[i][:]...)
+	}
+	var ctrl [16]byte
+	for j := range seedCW {
+		ctrl[(2*j)/8] |= byte(tL>>uint(j)&1) << uint((2*j)%8)
+		ctrl[(2*j+1)/8] |= byte(tR>>uint(j)&1) << uint((2*j+1)%8)
+	}
+	return append(b, ctrl[:(2*len(seedCW)+7)/8]...)
+}
+
+// parseTree reads what appendTree wrote, for len(seedCW) levels, from data
+// at off (the caller has checked the length) and returns the offset after
+// it. Set padding bits in the control-bit field are an error.
+func parseTree(data []byte, off int, root *prg.Block, seedCW []prg.Block, tL, tR *uint64) (int, error) {
+	copy(root[:], data[off:])
+	off += 16
+	for j := range seedCW {
+		copy(seedCW[j][:], data[off:])
+		off += 16
+	}
+	d := len(seedCW)
+	nc := (2*d + 7) / 8
+	ctrl := data[off : off+nc]
+	for j := 0; j < d; j++ {
+		*tL |= uint64(ctrl[(2*j)/8]>>uint((2*j)%8)&1) << uint(j)
+		*tR |= uint64(ctrl[(2*j+1)/8]>>uint((2*j+1)%8)&1) << uint(j)
+	}
+	if used := 2 * d; used%8 != 0 && ctrl[nc-1]>>uint(used%8) != 0 {
+		return 0, fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
+	}
+	return off + nc, nil
 }

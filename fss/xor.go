@@ -168,18 +168,8 @@ func (k *XorKey) MarshalBinary() ([]byte, error) {
 
 // AppendBinary appends the serialization of the key to b.
 func (k *XorKey) AppendBinary(b []byte) ([]byte, error) {
-	d := len(k.seedCW)
 	b = append(b, magic, version, byte(XorDPF), k.party, byte(k.inBits), 1)
-	b = append(b, k.root[:]...)
-	for i := range k.seedCW {
-		b = append(b, k.seedCW[i][:]...)
-	}
-	var ctrl [16]byte
-	for j := 0; j < d; j++ {
-		ctrl[(2*j)/8] |= byte(k.tL>>uint(j)&1) << uint((2*j)%8)
-		ctrl[(2*j+1)/8] |= byte(k.tR>>uint(j)&1) << uint((2*j+1)%8)
-	}
-	b = append(b, ctrl[:(2*d+7)/8]...)
+	b = appendTree(b, &k.root, k.seedCW, k.tL, k.tR)
 	b = append(b, k.leafCW[:]...)
 	return b, nil
 }
@@ -215,23 +205,10 @@ func (k *XorKey) UnmarshalBinary(data []byte) error {
 	}
 	d := l - xorNu(l)
 	nk := XorKey{party: data[3], inBits: l, seedCW: make([]prg.Block, d)}
-	off := headerSize
-	copy(nk.root[:], data[off:])
-	off += 16
-	for j := range nk.seedCW {
-		copy(nk.seedCW[j][:], data[off:])
-		off += 16
+	off, err := parseTree(data, headerSize, &nk.root, nk.seedCW, &nk.tL, &nk.tR)
+	if err != nil {
+		return err
 	}
-	nc := (2*d + 7) / 8
-	ctrl := data[off : off+nc]
-	for j := 0; j < d; j++ {
-		nk.tL |= uint64(ctrl[(2*j)/8]>>uint((2*j)%8)&1) << uint(j)
-		nk.tR |= uint64(ctrl[(2*j+1)/8]>>uint((2*j+1)%8)&1) << uint(j)
-	}
-	if used := 2 * d; used%8 != 0 && ctrl[nc-1]>>uint(used%8) != 0 {
-		return fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
-	}
-	off += nc
 	copy(nk.leafCW[:], data[off:])
 	*k = nk
 	return nil
