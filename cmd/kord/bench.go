@@ -101,13 +101,9 @@ reached.`,
 }
 
 func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
-	typ, err := fss.ParseType(o.typ)
+	p, err := parseParams(o.typ, o.inBits, o.outBits)
 	if err != nil {
-		return badInput("--type: %v", err)
-	}
-	p := fss.Params{Type: typ, InBits: o.inBits, OutBits: o.outBits}
-	if err := p.Validate(); err != nil {
-		return badInput("%v", err)
+		return err
 	}
 	if o.keys < 1 {
 		return badInput("--keys must be at least 1, got %d", o.keys)
@@ -133,7 +129,7 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	if o.plot != "" {
 		return benchGenSweep(stdout, p, o.keys, w, o.plot)
 	}
-	res := benchResult{Op: op, Type: typ.String(), InBits: p.InBits, OutBits: p.OutBits,
+	res := benchResult{Op: op, Type: p.Type.String(), InBits: p.InBits, OutBits: p.OutBits,
 		Keys: o.keys, Workers: w, Kernel: prg.Active()}
 	var bar *progressbar.ProgressBar
 	if !o.json {

@@ -114,13 +114,9 @@ See docs/fabric.md, "The CPU engine under the same law".`,
 }
 
 func runBenchInflight(stdout io.Writer, o inflightOpts) error {
-	typ, err := fss.ParseType(o.typ)
+	p, err := parseParams(o.typ, o.inBits, o.outBits)
 	if err != nil {
-		return badInput("--type: %v", err)
-	}
-	p := fss.Params{Type: typ, InBits: o.inBits, OutBits: o.outBits}
-	if err := p.Validate(); err != nil {
-		return badInput("%v", err)
+		return err
 	}
 	if o.rounds < 1 {
 		return badInput("--rounds must be at least 1, got %d", o.rounds)
@@ -168,7 +164,7 @@ func runBenchInflight(stdout io.Writer, o inflightOpts) error {
 	lat := blockLatency()
 
 	c, l := fss.BlocksPerGenKey(p)/p.InBits, p.InBits
-	res := inflightJSON{Type: typ.String(), InBits: p.InBits, OutBits: p.OutBits, Kernel: prg.Active(),
+	res := inflightJSON{Type: p.Type.String(), InBits: p.InBits, OutBits: p.OutBits, Kernel: prg.Active(),
 		Workers: 1, KernelBlocksPerSec: rk, KernelMedian: median(kernelRuns), BlockLatencyNs: lat.Seconds() * 1e9, C: c, L: l,
 		AESBoundKS: rk / float64(c*l)}
 	pts := make([]fabric.RatePoint, len(inflightM))

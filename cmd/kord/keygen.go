@@ -26,16 +26,9 @@ func keygenCmd() *cobra.Command {
 		Short: "Generate a DPF or DCF key pair as a dealer; prints key0 and key1 as hex, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := fss.ParseType(typ)
+			p, err := parseParams(typ, inBits, outBits)
 			if err != nil {
-				return badInput("--type: unknown key type %q (want dpf or dcf)", typ)
-			}
-			p := fss.Params{Type: t, InBits: inBits, OutBits: outBits}
-			if inBits < 1 || inBits > 64 {
-				return badInput("--in-bits %d is outside 1..64", inBits)
-			}
-			if outBits < 1 || outBits > 64 {
-				return badInput("--out-bits %d is outside 1..64", outBits)
+				return err
 			}
 			alpha, err := parseWord("--alpha", alphaS, inBits)
 			if err != nil {
@@ -125,6 +118,22 @@ func evalCmd() *cobra.Command {
 	cmd.MarkFlagRequired("key")
 	cmd.MarkFlagRequired("x")
 	return cmd
+}
+
+// parseParams checks the --type, --in-bits and --out-bits flags of a
+// command and returns the key shape they name.
+func parseParams(typ string, inBits, outBits int) (fss.Params, error) {
+	t, err := fss.ParseType(typ)
+	if err != nil {
+		return fss.Params{}, badInput("--type: unknown key type %q (want dpf or dcf)", typ)
+	}
+	if inBits < 1 || inBits > 64 {
+		return fss.Params{}, badInput("--in-bits %d is outside 1..64", inBits)
+	}
+	if outBits < 1 || outBits > 64 {
+		return fss.Params{}, badInput("--out-bits %d is outside 1..64", outBits)
+	}
+	return fss.Params{Type: t, InBits: inBits, OutBits: outBits}, nil
 }
 
 // parseWord parses an unsigned integer that must fit in bits bits.
