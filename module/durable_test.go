@@ -211,3 +211,47 @@ func TestCollectRangeRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerRestartIsNoRollback: a module that crashes and restarts resumes at
+// its reserved marks, a window ahead; the module that kept running must not
+// mistake that for a rollback of its own state (it did, and raised the
+// rollback alarm on the healthy site), and the restarted one is no rollback
+// either.
+func TestPeerRestartIsNoRollback(t *testing.T) {
+	dir := t.TempDir()
+	open := func(party int) (*module.Durable, *store.Bolt) {
+		st, err := store.OpenBolt(filepath.Join(dir, fmt.Sprintf("w%d.db", party)), 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := module.OpenDurable(module.Config{Party: party, Secret: []byte("a provisioning secret of 32 byte"), Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, st
+	}
+	var d [2]*module.Durable
+	var st [2]*store.Bolt
+	d[0], st[0] = open(0)
+	d[1], st[1] = open(1)
+	defer func() { st[0].Close(); st[1].Close() }()
+	if err := module.Pair(context.Background(), d[0], d[1]); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		exchange(t, d)
+	}
+	st[1].Close()
+	d[1], st[1] = open(1)
+	if !d[1].Locked() {
+		t.Fatal("a restarted module must start locked")
+	}
+	rc := witness(t, d)
+	if rc[0].RolledBack || rc[1].RolledBack {
+		t.Fatalf("a crash restart was reported as a rollback: %+v %+v", rc[0], rc[1])
+	}
+	if rc[0].Next != rc[1].Next {
+		t.Fatalf("resync to %d and %d", rc[0].Next, rc[1].Next)
+	}
+	exchange(t, d)
+}

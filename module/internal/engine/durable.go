@@ -345,7 +345,11 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	o += 1 + challengeSize
 	pNext := binary.LittleEndian.Uint64(body[o:])
 	pFloor := binary.LittleEndian.Uint64(body[o+8:])
-	res := &Reconciled{From: d.ctr.Next, RolledBack: pFloor > d.ctr.Next}
+	// Only a module that resumed from its state file (still locked) can have
+	// been rolled back. A module that kept running may see a peer floor
+	// above its own next counter after the *peer* restarted: the peer
+	// resumes at its reserved marks, a window ahead, which is no rollback.
+	res := &Reconciled{From: d.ctr.Next, RolledBack: d.locked && pFloor > d.ctr.Next}
 	target := max(d.ctr.Next, d.ctr.PeerFloor, pNext, pFloor)
 	res.Dropped = d.dropAll()
 	next := d.ctr
