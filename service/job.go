@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
@@ -27,6 +29,7 @@ const (
 	ErrClassUnavailable = "unavailable" // shutting down
 	ErrClassDesync      = "desync"      // peer link: the two sites disagree on a batch (not sent to applications)
 	ErrClassInternal    = "internal"
+	ErrClassExhausted   = "resource_exhausted" // the party holds its most pending keys; nothing moved
 )
 
 // job is one application request on its way through the party.
@@ -43,6 +46,12 @@ type job struct {
 	// slice of its batch's collected outputs, keys in one buffer).
 	reply *pb.KeyReply
 	outs  []msg.CollectResponse
+	// code is the gRPC code of a refusal that Get returns as an error
+	// (OK: the reply, if an error, is an error_class reply).
+	code codes.Code
+	// release gives back the job's share of the party's pending bound
+	// once it is answered (nil: it holds none).
+	release func()
 
 	// storage for item and a single share, so that a bound request is
 	// two allocations (the job and its channel)
@@ -61,6 +70,10 @@ func (j *job) finish(outs []msg.CollectResponse) {
 func (j *job) done1() {
 	for i := range j.shares {
 		j.shares[i].AlphaShare, j.shares[i].BetaShare = 0, 0
+	}
+	if r := j.release; r != nil {
+		j.release = nil
+		r()
 	}
 	close(j.done)
 }
@@ -153,7 +166,68 @@ func sameShape(a, b *pb.BatchItem) bool {
 		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta
 }
 
-var errBad = errors.New("bad request")
+var (
+	errBad       = errors.New("bad request")
+	errDupID     = fmt.Errorf("%w: duplicate id", errBad)
+	errExhausted = errors.New("resource exhausted")
+)
+
+// admission bounds the keys a party holds queued and not yet answered and,
+// at party 0, keeps the ids of those requests unique.
+type admission struct {
+	mu   sync.Mutex
+	keys int
+	max  int
+	ids  map[uint64]struct{} // nil: ids not tracked (party 1's pending set does it)
+}
+
+func newAdmission(max int, trackIDs bool) *admission {
+	a := &admission{max: max}
+	if trackIDs {
+		a.ids = map[uint64]struct{}{}
+	}
+	return a
+}
+
+// acquire admits j, or refuses it and changes nothing. An admitted job
+// gives its share back when it is answered.
+func (a *admission) acquire(j *job) error {
+	n := j.keys()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ids != nil {
+		if _, ok := a.ids[j.id]; ok {
+			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
+		}
+	}
+	if n > a.max-a.keys {
+		return fmt.Errorf("%w: request %d: %d keys would pass this party's limit of %d pending keys (--max-pending); %d are pending",
+			errExhausted, j.id, n, a.max, a.keys)
+	}
+	a.keys += n
+	if a.ids != nil {
+		a.ids[j.id] = struct{}{}
+	}
+	j.release = func() { a.release(j) }
+	return nil
+}
+
+// release gives back what acquire took for j.
+func (a *admission) release(j *job) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.keys -= j.keys()
+	if a.ids != nil {
+		delete(a.ids, j.id)
+	}
+	j.release = nil
+}
+
+func (a *admission) pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.keys
+}
 
 func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBad, fmt.Sprintf(format, args...))
@@ -351,7 +425,7 @@ func (p *pending) add(j *job) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.jobs[j.id]; ok {
-		return badf("id: request %d is already pending at this site", j.id)
+		return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 	}
 	p.jobs[j.id] = j
 	p.notify()

@@ -47,6 +47,9 @@ const (
 	DefaultBatch        = 256
 	DefaultInFlight     = 4
 	DefaultMatchTimeout = 5 * time.Second
+	// DefaultMaxPending is the most keys a party holds queued and not yet
+	// answered, over all its applications' streams.
+	DefaultMaxPending = 1 << 20
 )
 
 // Config configures a party.
@@ -64,8 +67,11 @@ type Config struct {
 	// with an id party 0 has batched; PeerTimeout how long party 0 waits
 	// for a batch reply (default MatchTimeout + 5s).
 	MatchTimeout, PeerTimeout time.Duration
-	Logger                    *slog.Logger
-	Registry                  prometheus.Registerer
+	// MaxPending is the most keys the party holds queued and not yet
+	// answered (default DefaultMaxPending); requests beyond it are refused.
+	MaxPending int
+	Logger     *slog.Logger
+	Registry   prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.
@@ -82,6 +88,7 @@ type Party struct {
 	m    *metrics
 	q    *queue   // party 0
 	pend *pending // party 1
+	adm  *admission
 	run  uint64
 
 	peerConn *grpc.ClientConn
@@ -128,11 +135,14 @@ func New(c Config) (*Party, error) {
 	if c.PeerTimeout <= 0 {
 		c.PeerTimeout = c.MatchTimeout + 5*time.Second
 	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
-		q: newQueue(), pend: newPending()}
+		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0)}
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
@@ -203,13 +213,18 @@ func (p *Party) Run(ctx context.Context) error {
 }
 
 // submit hands an application request to the pipeline.
+// Nothing is queued for a request it refuses.
 func (p *Party) submit(j *job) error {
+	if err := p.adm.acquire(j); err != nil {
+		return err
+	}
 	if p.cfg.Party == 0 {
 		p.q.push(j)
 		p.m.pending.Set(float64(p.q.size()))
 		return nil
 	}
 	if err := p.pend.add(j); err != nil {
+		p.adm.release(j)
 		return err
 	}
 	p.m.pending.Set(float64(p.pend.size()))
@@ -239,14 +254,24 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 		err = p.submit(j)
 	}
 	if err != nil {
-		p.m.rejects.WithLabelValues(ErrClassBadRequest).Inc()
+		class := ErrClassBadRequest
+		if errors.Is(err, errExhausted) {
+			class = ErrClassExhausted
+		}
+		p.m.rejects.WithLabelValues(class).Inc()
 		if j == nil {
 			j = &job{done: make(chan struct{})}
 			if r != nil {
 				j.id = r.Id
 			}
 		}
-		j.fail(ErrClassBadRequest, "%v", err)
+		switch {
+		case class == ErrClassExhausted:
+			j.code = codes.ResourceExhausted
+		case errors.Is(err, errDupID):
+			j.code = codes.InvalidArgument
+		}
+		j.fail(class, "%v", err)
 	}
 	return j
 }
@@ -408,6 +433,10 @@ func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error)
 			p.pend.fail([]uint64{j.id}, ErrClassUnavailable, "request cancelled")
 		}
 		return nil, status.FromContextError(err).Err()
+	}
+	if j.code != codes.OK {
+		// Refused before it was queued: a full party or a duplicate id.
+		return nil, status.Error(j.code, j.reply.Error)
 	}
 	return j.pbReply(), nil
 }

@@ -64,7 +64,7 @@ func listenAddr(addr string) (net.Listener, error) {
 
 func partyCmd() *cobra.Command {
 	var (
-		party, batch, inFlight                int
+		party, batch, inFlight, maxPending    int
 		modSock, listen, peerListen, peer     string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
 		matchTimeout, peerTimeout, modTimeout time.Duration
@@ -113,6 +113,9 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if batch < 1 || batch > service.MaxCount || inFlight < 1 || inFlight > 1024 {
 				return badInput("--batch must be 1..%d and --in-flight 1..1024", service.MaxCount)
 			}
+			if maxPending < service.MaxCount {
+				return badInput("--max-pending must be at least %d (the most keys of one request)", service.MaxCount)
+			}
 			creds, err := peerTLS(tlsCert, tlsKey, tlsCA, party == 1)
 			if err != nil {
 				return err
@@ -122,7 +125,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			mod := socket.Dial(modSock, modTimeout)
 			defer mod.Close()
 			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
-				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, Logger: base, Registry: reg})
+				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending, Logger: base, Registry: reg})
 			if err != nil {
 				return err
 			}
@@ -190,6 +193,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics on (empty = off)")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
+	f.IntVar(&maxPending, "max-pending", service.DefaultMaxPending, "most keys queued and not yet answered, over all application streams; requests beyond it are refused (resource_exhausted)")
 	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "party 1: how long to wait for a request id party 0 has batched")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
 	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
