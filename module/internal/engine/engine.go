@@ -33,6 +33,12 @@ const (
 	MaxPoints = 1 << 16
 )
 
+// MaxPendingShares bounds the own shares a module holds waiting for the
+// peer's frames: 64 full batches, 256 times what a party with the default
+// --batch (256) and --in-flight (4) keeps outstanding. A submission that
+// would pass it is refused and moves nothing.
+const MaxPendingShares = 64 * MaxBatch
+
 // ErrBadRequest marks a request that names a field wrongly; nothing moved.
 var ErrBadRequest = errors.New("module: bad request")
 
@@ -261,9 +267,7 @@ func (e *Engine) Poll(context.Context, *msg.PollRequest) (*msg.PollResponse, err
 		NextCounter: e.ctr.Next, PeerFloor: e.ctr.PeerFloor, Generated: e.ctr.Generated,
 		Dispatches: e.dispatches, Ready: len(e.ready), Rejects: map[string]uint64{},
 	}
-	for _, s := range e.slots {
-		r.Pending += len(s.recs)
-	}
+	r.Pending = e.pendingShares()
 	for k, v := range e.rejects {
 		r.Rejects[k] = v
 	}
@@ -354,6 +358,12 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 	if !e.paired {
 		return nil, ErrNotPaired
 	}
+	if framed > 0 {
+		if p := e.pendingShares(); framed > MaxPendingShares-p {
+			return nil, bad("Shares: %d shares already wait for peer frames; %d more would pass the limit of %d pending shares",
+				p, framed, MaxPendingShares)
+		}
+	}
 	// Draw nonces before anything moves, so a failing source moves nothing.
 	nonces := 0
 	switch req.Tier {
@@ -413,6 +423,15 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 		}
 	}
 	return resp, nil
+}
+
+// pendingShares counts the own shares waiting for a peer frame; e.mu held.
+func (e *Engine) pendingShares() int {
+	n := 0
+	for _, s := range e.slots {
+		n += len(s.recs)
+	}
+	return n
 }
 
 // seal builds this party's frame for a slot.
