@@ -104,6 +104,9 @@ type Party struct {
 	held       []*heldBatch // party 1: answered, awaiting confirmation
 	heldRun    uint64
 
+	nextMu  sync.Mutex
+	nextVal uint64 // the last value of the kord_module_next_counter gauge
+
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
 	peerUp                                                                  atomic.Bool
 }
@@ -236,15 +239,33 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	n := 0
+	var next uint64
 	for i, j := range jobs {
 		counts[shape{j.item.Type, j.item.Mode}] += j.keys()
 		n += j.keys()
+		for k := range reps[i] {
+			next = max(next, reps[i][k].Counter+1)
+		}
 		j.finish(reps[i])
 	}
+	// The module is at least past the batch's counters.
+	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
 		p.m.keys.WithLabelValues(fss.Type(s.typ).String(), msg.Mode(s.mode).String()).Add(float64(c))
 	}
+}
+
+// setNext sets the module's next-counter gauge; onlyUp (a batch's counters,
+// which may be behind what the module has assigned since) never lowers it.
+func (p *Party) setNext(n uint64, onlyUp bool) {
+	p.nextMu.Lock()
+	defer p.nextMu.Unlock()
+	if onlyUp && n <= p.nextVal {
+		return
+	}
+	p.nextVal = n
+	p.m.next.Set(float64(n))
 }
 
 // request validates and enqueues one request, or answers it at once.
@@ -455,7 +476,7 @@ func (p *Party) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRepl
 	if err == nil && res[0].Err == nil {
 		s.Module = socket.PollToPB(res[0].Poll, res[0].Locked)
 		s.Paired = res[0].Poll.Paired
-		p.m.next.Set(float64(res[0].Poll.NextCounter))
+		p.setNext(res[0].Poll.NextCounter, false)
 		p.m.floor.Set(float64(res[0].Poll.PeerFloor))
 	}
 	return s, nil

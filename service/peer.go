@@ -435,7 +435,7 @@ func (p *Party) noteSync(next uint64, rolledBack bool) {
 	p.sessions.Add(1)
 	p.resyncs.Add(1)
 	p.m.resyncs.Inc()
-	p.m.next.Set(float64(next))
+	p.setNext(next, false)
 	p.m.floor.Set(float64(next))
 	if rolledBack {
 		p.m.rollbacks.Inc()
