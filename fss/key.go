@@ -162,14 +162,8 @@ func (k *Key) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary parses a kord-v1 key strictly: every byte string is either
 // a valid key or an error that names the field at fault. It never panics.
 func (k *Key) UnmarshalBinary(data []byte) error {
-	if len(data) < headerSize {
-		return fmt.Errorf("%w: %d bytes is shorter than the 6-byte header", ErrLength, len(data))
-	}
-	if data[0] != magic {
-		return fmt.Errorf("%w: got %#02x", ErrMagic, data[0])
-	}
-	if data[1] != version {
-		return fmt.Errorf("%w: got %#02x", ErrVersion, data[1])
+	if err := checkHeader(data); err != nil {
+		return err
 	}
 	p := Params{Type: Type(data[2]), InBits: int(data[4]), OutBits: int(data[5])}
 	if p.Type != DPF && p.Type != DCF {
@@ -274,4 +268,19 @@ func parseTree(data []byte, off int, root *prg.Block, seedCW []prg.Block, tL, tR
 		return 0, fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
 	}
 	return off + nc, nil
+}
+
+// checkHeader checks the length, magic and version every kord-v1 key
+// starts with; the type-specific fields are the caller's.
+func checkHeader(data []byte) error {
+	if len(data) < headerSize {
+		return fmt.Errorf("%w: %d bytes is shorter than the 6-byte header", ErrLength, len(data))
+	}
+	if data[0] != magic {
+		return fmt.Errorf("%w: got %#02x", ErrMagic, data[0])
+	}
+	if data[1] != version {
+		return fmt.Errorf("%w: got %#02x", ErrVersion, data[1])
+	}
+	return nil
 }

@@ -178,14 +178,8 @@ func (k *XorKey) AppendBinary(b []byte) ([]byte, error) {
 // either a valid key or an error that names the field at fault (test with
 // errors.Is). It never panics.
 func (k *XorKey) UnmarshalBinary(data []byte) error {
-	if len(data) < headerSize {
-		return fmt.Errorf("%w: %d bytes is shorter than the 6-byte header", ErrLength, len(data))
-	}
-	if data[0] != magic {
-		return fmt.Errorf("%w: got %#02x", ErrMagic, data[0])
-	}
-	if data[1] != version {
-		return fmt.Errorf("%w: got %#02x", ErrVersion, data[1])
+	if err := checkHeader(data); err != nil {
+		return err
 	}
 	if Type(data[2]) != XorDPF {
 		return fmt.Errorf("%w: got %#02x", ErrXorType, data[2])
