@@ -18,7 +18,14 @@ import (
 
 func openDurable(t *testing.T, party int, path string) (*module.Durable, *store.Bolt) {
 	t.Helper()
-	st, err := store.OpenBolt(path, 1)
+	return openDurableWindow(t, party, path, 1)
+}
+
+// openDurableWindow opens a durable module whose store reserves window
+// counters per commit.
+func openDurableWindow(t *testing.T, party int, path string, window uint64) (*module.Durable, *store.Bolt) {
+	t.Helper()
+	st, err := store.OpenBolt(path, window)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +227,7 @@ func TestCollectRangeRepeats(t *testing.T) {
 func TestPeerRestartIsNoRollback(t *testing.T) {
 	dir := t.TempDir()
 	open := func(party int) (*module.Durable, *store.Bolt) {
-		st, err := store.OpenBolt(filepath.Join(dir, fmt.Sprintf("w%d.db", party)), 16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := module.OpenDurable(module.Config{Party: party, Secret: []byte("a provisioning secret of 32 byte"), Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d, st
+		return openDurableWindow(t, party, filepath.Join(dir, fmt.Sprintf("w%d.db", party)), 16)
 	}
 	var d [2]*module.Durable
 	var st [2]*store.Bolt
