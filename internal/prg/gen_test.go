@@ -56,47 +56,49 @@ func refDPFGenLevel(quads []Block, alpha []uint64, shift uint, out []byte, strid
 // path) and α, for every even key count up to 40 (all main-loop, drain and
 // tail paths), first level and later ones, every control-bit position.
 func TestDPFGenLevel(t *testing.T) {
-	if !HasDPFGenLevel() {
-		t.Skip("no fused DPF Gen kernel on this machine")
-	}
-	r := rand.New(rand.NewPCG(7, 8))
-	const stride = 37
-	for n := 0; n <= 40; n += 2 {
-		for _, roots := range []bool{true, false} {
-			quads := make([]Block, 2*n)
-			for i := range quads {
-				for j := range quads[i] {
-					quads[i][j] = byte(r.Uint32())
+	withEachKernel(t, func(t *testing.T) {
+		if !HasDPFGenLevel() {
+			t.Skip("no fused DPF Gen level in this kernel")
+		}
+		r := rand.New(rand.NewPCG(7, 8))
+		const stride = 37
+		for n := 0; n <= 40; n += 2 {
+			for _, roots := range []bool{true, false} {
+				quads := make([]Block, 2*n)
+				for i := range quads {
+					for j := range quads[i] {
+						quads[i][j] = byte(r.Uint32())
+					}
 				}
-			}
-			for i := 0; i < n && !roots; i++ {
-				t0 := byte(r.Uint32() & 1)
-				c := 4*(i>>1) + i&1
-				quads[c][0] = quads[c][0]&^1 | t0
-				quads[c+2][0] = quads[c+2][0]&^1 | t0 ^ 1
-			}
-			alpha := make([]uint64, n)
-			for i := range alpha {
-				alpha[i] = r.Uint64()
-			}
-			shift, ctrlShift := uint(r.IntN(64)), uint(2*r.IntN(4))
-			out := make([]byte, n*stride)
-			for i := range out {
-				out[i] = byte(r.Uint32())
-			}
-			wantQ, wantO := append([]Block(nil), quads...), append([]byte(nil), out...)
-			refDPFGenLevel(wantQ, alpha, shift, wantO, stride, 3, 20, ctrlShift, roots)
-			DPFGenLevel(quads, alpha, shift, out, stride, 3, 20, ctrlShift, roots)
-			for i := range quads {
-				if quads[i] != wantQ[i] {
-					t.Fatalf("n=%d roots=%v: chain %d = %x, want %x", n, roots, i, quads[i], wantQ[i])
+				for i := 0; i < n && !roots; i++ {
+					t0 := byte(r.Uint32() & 1)
+					c := 4*(i>>1) + i&1
+					quads[c][0] = quads[c][0]&^1 | t0
+					quads[c+2][0] = quads[c+2][0]&^1 | t0 ^ 1
 				}
-			}
-			if !bytes.Equal(out, wantO) {
-				t.Fatalf("n=%d roots=%v: corrections differ\n got %x\nwant %x", n, roots, out, wantO)
+				alpha := make([]uint64, n)
+				for i := range alpha {
+					alpha[i] = r.Uint64()
+				}
+				shift, ctrlShift := uint(r.IntN(64)), uint(2*r.IntN(4))
+				out := make([]byte, n*stride)
+				for i := range out {
+					out[i] = byte(r.Uint32())
+				}
+				wantQ, wantO := append([]Block(nil), quads...), append([]byte(nil), out...)
+				refDPFGenLevel(wantQ, alpha, shift, wantO, stride, 3, 20, ctrlShift, roots)
+				DPFGenLevel(quads, alpha, shift, out, stride, 3, 20, ctrlShift, roots)
+				for i := range quads {
+					if quads[i] != wantQ[i] {
+						t.Fatalf("n=%d roots=%v: chain %d = %x, want %x", n, roots, i, quads[i], wantQ[i])
+					}
+				}
+				if !bytes.Equal(out, wantO) {
+					t.Fatalf("n=%d roots=%v: corrections differ\n got %x\nwant %x", n, roots, out, wantO)
+				}
 			}
 		}
-	}
+	})
 }
 
 // refDCFValues is DCFValues written from the spec (§4) on crypto/aes, one
@@ -139,53 +141,55 @@ func refDCFValues(quads []Block, alpha []uint64, shift uint, beta, v []uint64, o
 // random chains, α, β and running values, for every even key count up to
 // 40, both first and later levels and every field width it serves.
 func TestDCFValues(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, width := range []int{1, 2, 3, 4, 8} {
-		if !HasDCFValues(width) {
-			continue
-		}
-		for n := 0; n <= 40; n += 2 {
-			for _, roots := range []bool{true, false} {
-				bits := 1 + r.IntN(8*width)
-				if width == 1 {
-					bits = 1 + r.IntN(8)
-				}
-				mask := Mask(bits)
-				quads := make([]Block, 2*n)
-				for i := range quads {
-					for j := range quads[i] {
-						quads[i][j] = byte(r.Uint32())
+	withEachKernel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, width := range []int{1, 2, 3, 4, 8} {
+			if !HasDCFValues(width) {
+				continue
+			}
+			for n := 0; n <= 40; n += 2 {
+				for _, roots := range []bool{true, false} {
+					bits := 1 + r.IntN(8*width)
+					if width == 1 {
+						bits = 1 + r.IntN(8)
 					}
-				}
-				alpha, beta, v := make([]uint64, n), make([]uint64, n), make([]uint64, n)
-				for i := range alpha {
-					alpha[i], beta[i], v[i] = r.Uint64(), r.Uint64()&mask, r.Uint64()
-				}
-				const stride = 11
-				out := make([]byte, n*stride)
-				for i := range out {
-					out[i] = byte(r.Uint32())
-				}
-				shift := uint(r.IntN(64))
-				wantQ, wantO, wantV := append([]Block(nil), quads...), append([]byte(nil), out...), append([]uint64(nil), v...)
-				refDCFValues(wantQ, alpha, shift, beta, wantV, wantO, stride, width, mask, roots)
-				DCFValues(quads, alpha, shift, beta, v, out, stride, width, mask, roots)
-				for i := range v {
-					if v[i] != wantV[i] {
-						t.Fatalf("width %d n=%d roots=%v: V[%d] = %#x, want %#x", width, n, roots, i, v[i], wantV[i])
+					mask := Mask(bits)
+					quads := make([]Block, 2*n)
+					for i := range quads {
+						for j := range quads[i] {
+							quads[i][j] = byte(r.Uint32())
+						}
 					}
-				}
-				if !bytes.Equal(out, wantO) {
-					t.Fatalf("width %d n=%d roots=%v: VCWs differ\n got %x\nwant %x", width, n, roots, out, wantO)
-				}
-				for i := range quads {
-					if quads[i] != wantQ[i] {
-						t.Fatalf("width %d n=%d: chain %d changed", width, n, i)
+					alpha, beta, v := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+					for i := range alpha {
+						alpha[i], beta[i], v[i] = r.Uint64(), r.Uint64()&mask, r.Uint64()
+					}
+					const stride = 11
+					out := make([]byte, n*stride)
+					for i := range out {
+						out[i] = byte(r.Uint32())
+					}
+					shift := uint(r.IntN(64))
+					wantQ, wantO, wantV := append([]Block(nil), quads...), append([]byte(nil), out...), append([]uint64(nil), v...)
+					refDCFValues(wantQ, alpha, shift, beta, wantV, wantO, stride, width, mask, roots)
+					DCFValues(quads, alpha, shift, beta, v, out, stride, width, mask, roots)
+					for i := range v {
+						if v[i] != wantV[i] {
+							t.Fatalf("width %d n=%d roots=%v: V[%d] = %#x, want %#x", width, n, roots, i, v[i], wantV[i])
+						}
+					}
+					if !bytes.Equal(out, wantO) {
+						t.Fatalf("width %d n=%d roots=%v: VCWs differ\n got %x\nwant %x", width, n, roots, out, wantO)
+					}
+					for i := range quads {
+						if quads[i] != wantQ[i] {
+							t.Fatalf("width %d n=%d: chain %d changed", width, n, i)
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestFusedLayoutChecks checks that the fused Gen kernels refuse, with a

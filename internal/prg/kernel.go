@@ -27,6 +27,7 @@ const (
 	kGeneric kernelID = iota // crypto/aes, one block per call
 	kAESNI                   // SSE AES-NI assembly
 	kVAES                    // VAES on YMM assembly, with the fused kernels
+	kVAES512                 // VAES on ZMM (AVX-512) assembly
 )
 
 var (

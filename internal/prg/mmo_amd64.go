@@ -28,6 +28,21 @@ func vaesMMO2(k0, k1 *Schedule, o0, o1, in *Block, n int)
 func vaesMMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
 
 //go:noescape
+func vaes512MMO1(k0 *Schedule, o0, in *Block, n int)
+
+//go:noescape
+func vaes512MMO2(k0, k1 *Schedule, o0, o1, in *Block, n int)
+
+//go:noescape
+func vaes512MMO4(k0, k1, k2, k3 *Schedule, o0, o1, o2, o3, in *Block, n int)
+
+//go:noescape
+func vaes512DPFGenLevel(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+
+//go:noescape
+func vaes512DPFGenFirst(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+
+//go:noescape
 func vaesMMO2F(k0, k1 *Schedule, o0, o1, in *Block, n int)
 
 //go:noescape
@@ -89,7 +104,19 @@ func hasVAES() bool {
 	return ecx&(1<<9) != 0
 }
 
+// hasVAES512 reports VAES on ZMM registers: AVX-512 F, VL, DQ and BW with
+// the OS's ZMM state (x/sys/cpu checks that), VAES, and BMI2 for the
+// fused kernels' bit moves.
+func hasVAES512() bool {
+	x := cpu.X86
+	return x.HasAVX512F && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW &&
+		x.HasAVX512VAES && hasVAES() && x.HasBMI2
+}
+
 func init() {
+	if hasVAES512() {
+		register(Kernel{Name: "vaes512", id: kVAES512, priority: 30})
+	}
 	if cpu.X86.HasAES && cpu.X86.HasSSE41 {
 		register(Kernel{Name: "aesni", id: kAESNI, priority: 10})
 	}
@@ -104,6 +131,8 @@ func init() {
 
 func archHash2(id kernelID, la, lb Lane, a, b, in []Block) bool {
 	switch id {
+	case kVAES512:
+		vaes512Hash2(la, lb, a, b, in)
 	case kVAES:
 		vaesHash2(la, lb, a, b, in)
 	case kAESNI:
@@ -116,6 +145,8 @@ func archHash2(id kernelID, la, lb Lane, a, b, in []Block) bool {
 
 func archHash4(id kernelID, sl, sr, vl, vr, in []Block) bool {
 	switch id {
+	case kVAES512:
+		vaes512Hash4(sl, sr, vl, vr, in)
 	case kVAES:
 		vaesHash4(sl, sr, vl, vr, in)
 	case kAESNI:
@@ -128,6 +159,10 @@ func archHash4(id kernelID, sl, sr, vl, vr, in []Block) bool {
 
 func archRaw(id kernelID, k *Schedule, out, in []Block) bool {
 	switch id {
+	case kVAES512:
+		if len(in) > 0 {
+			vaes512MMO1(k, &out[0], &in[0], len(in))
+		}
 	case kVAES:
 		vaesRaw(k, out, in)
 	case kAESNI:
@@ -138,8 +173,15 @@ func archRaw(id kernelID, k *Schedule, out, in []Block) bool {
 	return true
 }
 
+// The fused kernels below exist on YMM only; the ZMM kernel runs them too
+// (their VEX encoding mixes with EVEX code at no cost), except the DPF Gen
+// level, which has a ZMM form.
+
+// hasYMMFused reports whether kernel id runs the YMM fused kernels.
+func hasYMMFused(id kernelID) bool { return id == kVAES || id == kVAES512 }
+
 func archHash2F(id kernelID, la, lb Lane, a, b, in []Block) bool {
-	if id != kVAES {
+	if !hasYMMFused(id) {
 		return false
 	}
 	vaesHash2F(la, lb, a, b, in)
@@ -147,7 +189,7 @@ func archHash2F(id kernelID, la, lb Lane, a, b, in []Block) bool {
 }
 
 func archTree(id kernelID, out, in []Block, cwL, cwR *Block) bool {
-	if id != kVAES {
+	if !hasYMMFused(id) {
 		return false
 	}
 	vaesTreeGo(out, in, cwL, cwR)
@@ -155,25 +197,29 @@ func archTree(id kernelID, out, in []Block, cwL, cwR *Block) bool {
 }
 
 func archLeaves(id kernelID, out []uint64, in []Block, cwL, cwR *Block, final, negb, mask uint64) bool {
-	if id != kVAES {
+	if !hasYMMFused(id) {
 		return false
 	}
 	vaesLeavesGo(out, in, cwL, cwR, final, negb, mask)
 	return true
 }
 
-func archHasDPFGen(id kernelID) bool { return id == kVAES }
+func archHasDPFGen(id kernelID) bool { return hasYMMFused(id) }
 
 func archDPFGen(id kernelID, quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) bool {
-	if id != kVAES {
+	switch id {
+	case kVAES512:
+		vaes512DPFGenGo(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	case kVAES:
+		vaesDPFGenGo(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
+	default:
 		return false
 	}
-	vaesDPFGenGo(quads, alpha, shift, out, stride, cwOff, ctrlOff, ctrlShift, roots)
 	return true
 }
 
 func archHasDCFValues(id kernelID, width int) bool {
-	return id == kVAES && (width == 1 || width == 2 || width == 4 || width == 8)
+	return hasYMMFused(id) && (width == 1 || width == 2 || width == 4 || width == 8)
 }
 
 func archDCFValues(id kernelID, quads []Block, alpha []uint64, shift uint, beta, v []uint64, out []byte, stride, width int, mask uint64, roots bool) bool {
@@ -320,4 +366,56 @@ func vaesHash2F(la, lb Lane, a, b, in []Block) {
 		return
 	}
 	vaesMMO2F(&laneSched[la], &laneSched[lb], &a[0], &b[0], &in[0], len(in))
+}
+
+func vaes512Hash2(la, lb Lane, a, b, in []Block) {
+	if len(in) == 0 {
+		return
+	}
+	if la == lb {
+		vaes512MMO1(&laneSched[la], &a[0], &in[0], len(in))
+		return
+	}
+	vaes512MMO2(&laneSched[la], &laneSched[lb], &a[0], &b[0], &in[0], len(in))
+}
+
+func vaes512Hash4(sl, sr, vl, vr, in []Block) {
+	if len(in) == 0 {
+		return
+	}
+	vaes512MMO4(&laneSched[0], &laneSched[1], &laneSched[2], &laneSched[3],
+		&sl[0], &sr[0], &vl[0], &vr[0], &in[0], len(in))
+}
+
+// zmmSeedSchedule holds K_sL's ([0]) and K_sR's ([1]) round keys, each
+// repeated in the four 128-bit lanes of a ZMM register, for the ZMM DPF
+// Gen level. Entry 11 is round 10 with bit 0 of lanes 2 and 3 (party 1's
+// chains) flipped: at the first level it makes party 1's raw children
+// carry its control bit t1 = 1 in bit 0, as later levels' do.
+type zmmSeedSchedule [2][12][64]byte
+
+var zmmSeeds = func() (z zmmSeedSchedule) {
+	for h, lane := range []Lane{SeedLeft, SeedRight} {
+		for r := 0; r <= 11; r++ {
+			for l := 0; l < 4; l++ {
+				copy(z[h][r][16*l:], laneSched[lane][min(r, 10)][:])
+			}
+		}
+		z[h][11][32] ^= 1
+		z[h][11][48] ^= 1
+	}
+	return
+}()
+
+func vaes512DPFGenGo(quads []Block, alpha []uint64, shift uint, out []byte, stride, cwOff, ctrlOff int, ctrlShift uint, roots bool) {
+	if len(alpha) == 0 {
+		return
+	}
+	if roots {
+		vaes512DPFGenFirst(&zmmSeeds, &quads[0], len(alpha), &alpha[0],
+			uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
+		return
+	}
+	vaes512DPFGenLevel(&zmmSeeds, &quads[0], len(alpha), &alpha[0],
+		uint64(shift), &out[cwOff], uint64(stride), int64(ctrlOff-cwOff), uint64(ctrlShift))
 }

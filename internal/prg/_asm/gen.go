@@ -42,6 +42,7 @@ type kernel struct {
 	name  string
 	lanes int  // L: 1, 2 or 4
 	vaes  bool // YMM VAES (2 blocks per register) instead of SSE AES-NI
+	zmm   bool // with vaes: ZMM (EVEX, AVX-512) registers, 4 blocks each
 	dregs int  // D: AES states in flight in the main unit
 	// folded: hash each input with bit 0 of byte 0 cleared (tree nodes
 	// that carry their control bit there); the mask lives in register 14.
@@ -53,9 +54,12 @@ type gen struct{ buf bytes.Buffer }
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.buf, "\t"+format+"\n", args...) }
 func (g *gen) label(l string)               { fmt.Fprintf(&g.buf, "%s:\n", l) }
 
-// per returns how many blocks each register holds.
+// per returns how many blocks each register of the main unit holds.
 func (k kernel) per() int {
-	if k.vaes {
+	switch {
+	case k.zmm:
+		return 4
+	case k.vaes:
 		return 2
 	}
 	return 1
@@ -115,9 +119,15 @@ func (g *gen) unit(k kernel, u int) {
 	L := k.lanes
 	loop := fmt.Sprintf("%s_u%d", k.name, u)
 	next := fmt.Sprintf("%s_u%d_end", k.name, u)
-	wide := k.vaes && u >= 2
+	// Units of four blocks or more per lane run on ZMM in a zmm kernel,
+	// of two or more on YMM in a VAES kernel; the rest on XMM.
+	zwide := k.zmm && u >= 4
+	wide := k.vaes && u >= 2 && !zwide
 	per := 1
-	if wide {
+	switch {
+	case zwide:
+		per = 4
+	case wide:
 		per = 2
 	}
 	if u%per != 0 {
@@ -126,18 +136,30 @@ func (g *gen) unit(k kernel, u int) {
 	rpl := u / per // registers per lane
 	nreg := rpl * L
 	reg := func(i int) string {
-		if wide {
+		switch {
+		case zwide:
+			return fmt.Sprintf("Z%d", i)
+		case wide:
 			return fmt.Sprintf("Y%d", i)
 		}
 		return fmt.Sprintf("X%d", i)
 	}
 	keyReg := func(l int) string { return reg(nreg + l) }
 	tmp := reg(15)
-	if nreg+L > 15 || (k.folded && nreg+L > 14) {
+	if zwide {
+		tmp = reg(31)
+	}
+	if (!zwide && nreg+L > 15) || nreg+L > 31 || (k.folded && nreg+L > 14) {
 		log.Fatalf("%s: %d states and %d keys do not fit", k.name, nreg, L)
+	}
+	xor := "VPXOR"
+	if zwide {
+		xor = "VPXORQ"
 	}
 	loadKey := func(l, r int) {
 		switch {
+		case zwide:
+			g.p("VBROADCASTI32X4 %d(%s), %s", 16*r, keyPtr[l], keyReg(l))
 		case wide:
 			g.p("VBROADCASTI128 %d(%s), %s", 16*r, keyPtr[l], keyReg(l))
 		case k.vaes:
@@ -164,7 +186,7 @@ func (g *gen) unit(k kernel, u int) {
 				continue
 			}
 			if k.vaes {
-				g.p("VPXOR %d(%s), %s, %s", inOff(j), inPtr, keyReg(l), state(l, j))
+				g.p("%s %d(%s), %s, %s", xor, inOff(j), inPtr, keyReg(l), state(l, j))
 			} else {
 				g.p("MOVOU %d(%s), %s", inOff(j), inPtr, state(l, j))
 				g.p("PXOR %s, %s", keyReg(l), state(l, j))
@@ -197,7 +219,7 @@ func (g *gen) unit(k kernel, u int) {
 				g.p("VPXOR %s, %s, %s", keyReg(l), tmp, tmp)
 				g.p("VAESENCLAST %s, %s, %s", tmp, state(l, j), state(l, j))
 			} else if k.vaes {
-				g.p("VPXOR %d(%s), %s, %s", inOff(j), inPtr, keyReg(l), tmp)
+				g.p("%s %d(%s), %s, %s", xor, inOff(j), inPtr, keyReg(l), tmp)
 				g.p("VAESENCLAST %s, %s, %s", tmp, state(l, j), state(l, j))
 			} else {
 				g.p("MOVOU %d(%s), %s", inOff(j), inPtr, tmp)
@@ -209,7 +231,9 @@ func (g *gen) unit(k kernel, u int) {
 	// Stores only after every read of this unit's input.
 	for l := 0; l < L; l++ {
 		for j := 0; j < rpl; j++ {
-			if k.vaes {
+			if zwide {
+				g.p("VMOVDQU64 %s, %d(%s)", state(l, j), inOff(j), outPtr[l])
+			} else if k.vaes {
 				g.p("VMOVDQU %s, %d(%s)", state(l, j), inOff(j), outPtr[l])
 			} else {
 				g.p("MOVOU %s, %d(%s)", state(l, j), inOff(j), outPtr[l])
@@ -979,13 +1003,264 @@ TEXT ·cpuid7(SB), NOSPLIT, $0-8
 		{name: "vaesMMO2", lanes: 2, vaes: true, dregs: 12},
 		{name: "vaesMMO4", lanes: 4, vaes: true, dregs: 8},
 		{name: "vaesMMO2F", lanes: 2, vaes: true, dregs: 12, folded: true},
+		{name: "vaes512MMO1", lanes: 1, vaes: true, zmm: true, dregs: 8},
+		{name: "vaes512MMO2", lanes: 2, vaes: true, zmm: true, dregs: 8},
+		{name: "vaes512MMO4", lanes: 4, vaes: true, zmm: true, dregs: 8},
 	} {
 		g.kernel(k)
 	}
 	g.tree()
 	g.dpfGen()
+	g.dpfGen512()
 	g.dcfValues()
 	if err := os.WriteFile(*out, g.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// dpfGen512 emits vaes512DPFGenLevel and vaes512DPFGenFirst, the DPF Gen
+// level of vaesDPFGenLevel on ZMM registers (AVX-512 with VAES):
+//
+//	func NAME(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64,
+//		shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+//
+// on the same chain layout: one 64-byte load of key pair q's chains is
+// [A | B] = [party-0 chain of 2q, of 2q+1 | party-1 chain of 2q, of 2q+1],
+// hashed as one register under K_sL and one under K_sR. The round keys come
+// from memory, pre-broadcast to all four lanes (k[h][r] for lane h = 0: K_sL,
+// 1: K_sR; k[h][11] is round 10 with bit 0 of lanes 2 and 3 flipped, the
+// first level's last round key). The correction works on [A | B] directly:
+// a half swap gives each key's XOR of both parties, duplicated in both
+// halves, and the α and control-bit selections are mask-register blends, so
+// one instruction serves both parties of two keys. It uses the same
+// derivation as genPostLevel; at the first level the flipped round key
+// makes party 1's raw children carry t1 = 1 in bit 0, so the same step
+// applies with fixed control bits (t0, t1) = (0, 1).
+func (g *gen) dpfGen512() {
+	g.buf.WriteString(`
+// zmmTab: notOne, the lane-low one, ones in both quadwords (64 bytes each),
+// then per b0 | b1<<1 the α blend mask (k-mask byte, at 192), per t0 | t1<<1
+// of party 0 the correction mask (at 196), and the control-bit byte of
+// genTab<>+192 (at 200).
+`)
+	for l := 0; l < 4; l++ {
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $0xfffffffffffffffe\n", 16*l)
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $0xffffffffffffffff\n", 16*l+8)
+	}
+	for l := 0; l < 4; l++ {
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $1\n", 64+16*l)
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $0\n", 64+16*l+8)
+	}
+	for l := 0; l < 4; l++ {
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $1\n", 128+16*l)
+		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $1\n", 128+16*l+8)
+	}
+	// The assembler wants DATA in increasing offsets.
+	for tab := 0; tab < 3; tab++ {
+		for idx := 0; idx < 4; idx++ {
+			b0, b1 := idx&1, idx>>1
+			v := 3*b0 | 12*b1 | 48*b0 | 192*b1 // α: both parties alike
+			switch tab {
+			case 1: // party 1's control bits are the complement of party 0's
+				v = 3*b0 | 12*b1 | 48*(1-b0) | 192*(1-b1)
+			case 2:
+				v = 3*(b0|b1<<2) ^ 10
+			}
+			fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/1, $%d\n", 192+4*tab+idx, v)
+		}
+	}
+	g.buf.WriteString("GLOBL zmmTab<>(SB), RODATA|NOPTR, $208\n")
+	g.dpfGen512Func("vaes512DPFGenLevel", false)
+	g.dpfGen512Func("vaes512DPFGenFirst", true)
+}
+
+// zP is how many key pairs one main-loop block of dpfGen512 carries: 2·zP
+// AES states of four blocks each.
+const zP = 4
+
+func (g *gen) dpfGen512Func(name string, first bool) {
+	last := 10
+	if first {
+		last = 11
+	}
+	fmt.Fprintf(&g.buf, `
+// func %[1]s(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+TEXT ·%[1]s(SB), NOSPLIT, $%[2]d-72
+	MOVQ k+0(FP), AX
+	MOVQ quads+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ alpha+24(FP), R8
+	MOVQ shift+32(FP), R11
+	MOVQ out+40(FP), DI
+	MOVQ ctrlRel+56(FP), R10
+	MOVQ ctrlShift+64(FP), R12
+	LEAQ zmmTab<>(SB), BX
+	MOVL $0x0303, R14
+	MOVL $0xf0, R13
+	KMOVB R13, K4
+	VMOVDQU64 0(BX), Z29
+	VMOVDQU64 64(BX), Z30
+	VMOVDQU64 128(BX), Z31
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 %[3]d(AX), Z17
+	VMOVDQU64 %[4]d(AX), Z18
+	VMOVDQU64 %[5]d(AX), Z19
+`, name, 128*zP, 12*64, 64*last, 12*64+64*last)
+	keys := 2 * zP
+	g.p("CMPQ DX, $%d", keys)
+	g.p("JB " + name + "_tail")
+	g.genAES512(zP, nil, first)
+	g.genPark512(zP)
+	g.p("ADDQ $%d, SI", 64*zP)
+	g.p("SUBQ $%d, DX", keys)
+	g.label(name + "_loop")
+	g.p("CMPQ DX, $%d", keys)
+	g.p("JB " + name + "_drain")
+	var post []string
+	for q := 0; q < zP; q++ {
+		post = append(post, genPost512(q, -64*zP, first)...)
+	}
+	post = append(post, fmt.Sprintf("ADDQ $%d, R8", 16*zP))
+	g.genAES512(zP, post, first)
+	g.genPark512(zP)
+	g.p("ADDQ $%d, SI", 64*zP)
+	g.p("SUBQ $%d, DX", keys)
+	g.p("JMP " + name + "_loop")
+	g.label(name + "_drain")
+	for _, l := range post {
+		g.p("%s", l)
+	}
+	g.label(name + "_tail")
+	g.p("CMPQ DX, $2")
+	g.p("JB " + name + "_done")
+	g.genAES512(1, nil, first)
+	g.genPark512(1)
+	for _, l := range genPost512(0, 0, first) {
+		g.p("%s", l)
+	}
+	g.p("ADDQ $16, R8")
+	g.p("ADDQ $64, SI")
+	g.p("SUBQ $2, DX")
+	g.p("JMP " + name + "_tail")
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// genAES512 emits the MMO of P key pairs' chains (64 bytes at 64q(SI))
+// under K_sL (into Z2q) and K_sR (into Z2q+1), spreading the lines of extra
+// between rounds 0–9.
+func (g *gen) genAES512(P int, extra []string, first bool) {
+	per := (len(extra) + 9) / 10
+	spill := func() {
+		for i := 0; i < per && len(extra) > 0; i++ {
+			g.p("%s", extra[0])
+			extra = extra[1:]
+		}
+	}
+	for q := 0; q < P; q++ {
+		g.p("VMOVDQU64 %d(SI), Z%d", 64*q, 8+q)
+	}
+	for q := 0; q < P; q++ {
+		for h := 0; h < 2; h++ {
+			st := 2*q + h
+			if first {
+				g.p("VPXORQ Z%d, Z%d, Z%d", 8+q, 16+h, st)
+				continue
+			}
+			// state = k0 ^ (chain & notOne)
+			g.p("VMOVDQA64 Z%d, Z%d", 16+h, st)
+			g.p("VPTERNLOGQ $0x78, Z%d, Z29, Z%d", 8+q, st)
+		}
+	}
+	spill()
+	for r := 1; r <= 9; r++ {
+		for h := 0; h < 2; h++ {
+			for q := 0; q < P; q++ {
+				g.p("VAESENC %d(AX), Z%d, Z%d", (12*h+r)*64, 2*q+h, 2*q+h)
+			}
+		}
+		if r < 9 {
+			spill()
+		}
+	}
+	for len(extra) > 0 {
+		spill()
+	}
+	for q := 0; q < P; q++ {
+		for h := 0; h < 2; h++ {
+			tmp := 12 + h
+			g.p("VPXORQ Z%d, Z%d, Z%d", 8+q, 18+h, tmp)
+			g.p("VAESENCLAST Z%d, Z%d, Z%d", tmp, 2*q+h, 2*q+h)
+		}
+	}
+}
+
+// genPark512 stores P key pairs' raw children: pair q's L at 128q(SP), its
+// R at 128q+64(SP).
+func (g *gen) genPark512(P int) {
+	for q := 0; q < P; q++ {
+		g.p("VMOVDQU64 Z%d, %d(SP)", 2*q, 128*q)
+		g.p("VMOVDQU64 Z%d, %d(SP)", 2*q+1, 128*q+64)
+	}
+}
+
+// genPost512 is genPostLevel for parked key pair q on [A | B] registers:
+// chains at pOff+64q(SI), α words at 16q(R8), outputs at DI and DI+stride
+// (DI is advanced past both). It uses Z20–Z28, K1–K3, CX, R9 and R13.
+func genPost512(q, pOff int, first bool) []string {
+	p, f := pOff+64*q, 128*q
+	lines := []string{
+		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
+		"ANDL $1, CX",
+		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
+		"ANDL $1, R13",
+		"LEAL (CX)(R13*2), R9",
+		"MOVBLZX 200(BX)(R9*1), CX",
+		"KMOVB 192(BX)(R9*1), K1", // α: blend R where set
+	}
+	tm := "K4" // level 1: party 1's lanes
+	if !first {
+		tm = "K2"
+		lines = append(lines,
+			// The correction mask from party 0's old control bits.
+			fmt.Sprintf("MOVBLZX %d(SI), R13", p),
+			fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
+			"ANDL $1, R13",
+			"ANDL $1, R9",
+			"LEAL (R13)(R9*2), R13",
+			"KMOVB 196(BX)(R13*1), K2",
+		)
+	}
+	return append(lines,
+		fmt.Sprintf("VMOVDQU64 %d(SP), Z20", f),    // L' of [A | B]
+		fmt.Sprintf("VMOVDQU64 %d(SP), Z21", f+64), // R'
+		"VSHUFI64X2 $0x4e, Z20, Z20, Z22",
+		"VPXORQ Z20, Z22, Z22", // XL', both halves
+		"VSHUFI64X2 $0x4e, Z21, Z21, Z23",
+		"VPXORQ Z21, Z23, Z23",        // XR'
+		"VPBLENDMQ Z21, Z20, K1, Z24", // Keep' of both parties
+		"VPBLENDMQ Z22, Z23, K1, Z25", // Lose'X
+		"VPXORQ Z23, Z22, Z26",        // XT'
+		"VPANDQ Z29, Z25, Z27",        // sCW
+		"MOVQ stride+48(FP), R9",
+		"VMOVDQU64 X27, (DI)",
+		"VEXTRACTI64X2 $1, Z27, (DI)(R9*1)",
+		"VPTERNLOGQ $0xd2, Z30, Z26, Z25", // CW' = Lose'X ^ (^XT' & 1)
+		fmt.Sprintf("VPXORQ Z25, Z24, %s, Z24", tm),
+		fmt.Sprintf("VMOVDQU64 Z24, %d(SI)", p),
+		// Control bits: bit 0 of XL', XR' of both keys (k0: bits 0, 1;
+		// k1: bits 2, 3), then tLCW | tRCW<<1 = that ^ 2 ^ 3a.
+		"VPUNPCKLQDQ Z23, Z22, Z28",
+		"VPTESTMQ Z31, Z28, K3",
+		"KMOVB K3, R9",
+		"XORL R9, CX",
+		"PDEPL R14, CX, CX",
+		"SHLXL R12, CX, CX",
+		"ORB CL, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+		"SHRL $8, CX",
+		"ORB CL, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+	)
 }
