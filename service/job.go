@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -39,8 +40,12 @@ type job struct {
 	tier   msg.Tier
 	shares []msg.Share // one per key
 	points []uint64
-	enq    time.Time
 
+	// answered: set once the job has its answer (reply or outs). done is
+	// made only when someone has to block for the answer (most jobs are
+	// answered before their stream's reply loop looks at them), under mu.
+	fin  atomic.Bool
+	mu   sync.Mutex
 	done chan struct{}
 	// reply is the error reply; outs the outputs of a successful one (a
 	// slice of its batch's collected outputs, keys in one buffer).
@@ -49,12 +54,12 @@ type job struct {
 	// code is the gRPC code of a refusal that Get returns as an error
 	// (OK: the reply, if an error, is an error_class reply).
 	code codes.Code
-	// release gives back the job's share of the party's pending bound
-	// once it is answered (nil: it holds none).
-	release func()
+	// adm is the admission the job holds its share of the party's
+	// pending bound from, given back once it is answered (nil: none).
+	adm *admission
 
-	// storage for item and a single share, so that a bound request is
-	// two allocations (the job and its channel)
+	// storage for item and a single share, so that a bound request needs
+	// no allocation of its own (jobs of one message share one slab)
 	itemv pb.BatchItem
 	one   [1]msg.Share
 }
@@ -71,11 +76,15 @@ func (j *job) done1() {
 	for i := range j.shares {
 		j.shares[i].AlphaShare, j.shares[i].BetaShare = 0, 0
 	}
-	if r := j.release; r != nil {
-		j.release = nil
-		r()
+	if a := j.adm; a != nil {
+		a.release(j)
 	}
-	close(j.done)
+	j.mu.Lock()
+	j.fin.Store(true)
+	if j.done != nil {
+		close(j.done)
+	}
+	j.mu.Unlock()
 }
 
 func (j *job) fail(class, format string, args ...any) {
@@ -85,8 +94,21 @@ func (j *job) fail(class, format string, args ...any) {
 
 // wait waits for the job's answer (pbReply, or outs when reply is nil).
 func (j *job) wait(ctx context.Context) error {
+	if j.fin.Load() {
+		return nil
+	}
+	j.mu.Lock()
+	if j.fin.Load() {
+		j.mu.Unlock()
+		return nil
+	}
+	if j.done == nil {
+		j.done = make(chan struct{})
+	}
+	done := j.done
+	j.mu.Unlock()
 	select {
-	case <-j.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -94,14 +116,7 @@ func (j *job) wait(ctx context.Context) error {
 }
 
 // answered reports, without waiting, whether the job has its answer.
-func (j *job) answered() bool {
-	select {
-	case <-j.done:
-		return true
-	default:
-		return false
-	}
-}
+func (j *job) answered() bool { return j.fin.Load() }
 
 // pbReply is the answer as one KeyReply message.
 func (j *job) pbReply() *pb.KeyReply {
@@ -192,9 +207,30 @@ func newAdmission(max int, trackIDs bool) *admission {
 // acquire admits j, or refuses it and changes nothing. An admitted job
 // gives its share back when it is answered.
 func (a *admission) acquire(j *job) error {
-	n := j.keys()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.acquireLocked(j)
+}
+
+// acquireAll admits each of js in order under one lock, as acquire does
+// one at a time; errs[i] is nil for an admitted job. errs is nil when all
+// were admitted.
+func (a *admission) acquireAll(js []*job) (errs []error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, j := range js {
+		if err := a.acquireLocked(j); err != nil {
+			if errs == nil {
+				errs = make([]error, len(js))
+			}
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+func (a *admission) acquireLocked(j *job) error {
+	n := j.keys()
 	if a.ids != nil {
 		if _, ok := a.ids[j.id]; ok {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
@@ -208,7 +244,7 @@ func (a *admission) acquire(j *job) error {
 	if a.ids != nil {
 		a.ids[j.id] = struct{}{}
 	}
-	j.release = func() { a.release(j) }
+	j.adm = a
 	return nil
 }
 
@@ -220,7 +256,7 @@ func (a *admission) release(j *job) {
 	if a.ids != nil {
 		delete(a.ids, j.id)
 	}
-	j.release = nil
+	j.adm = nil
 }
 
 func (a *admission) pending() int {
@@ -235,47 +271,56 @@ func badf(format string, args ...any) error {
 
 // newJob validates an application request; the error names the field.
 func newJob(r *pb.KeyRequest) (*job, error) {
+	j := new(job)
+	if err := j.init(r); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// init is newJob into j (a zero job, typically one of a slab).
+func (j *job) init(r *pb.KeyRequest) error {
 	if r == nil {
-		return nil, badf("empty request")
+		return badf("empty request")
 	}
 	mode, err := msg.ParseMode(r.Mode)
 	if err != nil {
-		return nil, badf("mode: %v", err)
+		return badf("mode: %v", err)
 	}
 	typ, err := fss.ParseType(r.Type)
 	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
-		return nil, badf("type: %q is not dpf or dcf", r.Type)
+		return badf("type: %q is not dpf or dcf", r.Type)
 	}
 	if r.InBits < 1 || r.InBits > 64 {
-		return nil, badf("in_bits: %d is outside 1..64", r.InBits)
+		return badf("in_bits: %d is outside 1..64", r.InBits)
 	}
 	if r.OutBits < 1 || r.OutBits > 64 {
-		return nil, badf("out_bits: %d is outside 1..64", r.OutBits)
+		return badf("out_bits: %d is outside 1..64", r.OutBits)
 	}
 	in, out := int(r.InBits), int(r.OutBits)
-	j := &job{id: r.Id, done: make(chan struct{}), enq: time.Now()}
+	j.id = r.Id
 	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(typ), r.InBits, r.OutBits, 1
 	j.item = &j.itemv
 	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
 	if mode == msg.Derived {
 		if r.Tier != "" {
-			return nil, badf("tier: derived keys send no frame; leave tier empty")
+			return badf("tier: derived keys send no frame; leave tier empty")
 		}
 		if r.AlphaShare != 0 || r.BetaShare != 0 || len(r.Points) != 0 {
-			return nil, badf("alpha_share/beta_share/points: not used in derived mode")
+			return badf("alpha_share/beta_share/points: not used in derived mode")
 		}
 		n := r.Count
 		if n == 0 {
 			n = 1
 		}
 		if n > MaxCount {
-			return nil, badf("count: %d is over %d", n, MaxCount)
+			return badf("count: %d is over %d", n, MaxCount)
 		}
 		if r.DeriveBeta && r.Beta != 0 {
-			return nil, badf("beta: must be zero with derive_beta")
+			return badf("beta: must be zero with derive_beta")
 		}
 		if r.Beta&^prg.Mask(out) != 0 {
-			return nil, badf("beta: does not fit in %d output bits", out)
+			return badf("beta: does not fit in %d output bits", out)
 		}
 		base.DeriveBeta, base.Beta = r.DeriveBeta, r.Beta
 		j.item.Count, j.item.DeriveBeta, j.item.Beta = n, r.DeriveBeta, r.Beta
@@ -283,37 +328,37 @@ func newJob(r *pb.KeyRequest) (*job, error) {
 		for i := range j.shares {
 			j.shares[i] = base
 		}
-		return j, nil
+		return nil
 	}
 	if j.tier, err = msg.ParseTier(r.Tier); err != nil {
-		return nil, badf("tier: %v", err)
+		return badf("tier: %v", err)
 	}
 	if r.Count > 1 || r.DeriveBeta || r.Beta != 0 {
-		return nil, badf("count/derive_beta/beta: only for derived mode")
+		return badf("count/derive_beta/beta: only for derived mode")
 	}
 	if r.AlphaShare&^prg.Mask(in) != 0 {
-		return nil, badf("alpha_share: does not fit in %d input bits", in)
+		return badf("alpha_share: does not fit in %d input bits", in)
 	}
 	if r.BetaShare&^prg.Mask(out) != 0 {
-		return nil, badf("beta_share: does not fit in %d output bits", out)
+		return badf("beta_share: does not fit in %d output bits", out)
 	}
 	if mode == msg.Consume {
 		if len(r.Points) == 0 || len(r.Points) > MaxPoints {
-			return nil, badf("points: %d points, want 1..%d in consume mode", len(r.Points), MaxPoints)
+			return badf("points: %d points, want 1..%d in consume mode", len(r.Points), MaxPoints)
 		}
 		for i, x := range r.Points {
 			if x&^prg.Mask(in) != 0 {
-				return nil, badf("points[%d]: does not fit in %d input bits", i, in)
+				return badf("points[%d]: does not fit in %d input bits", i, in)
 			}
 		}
 		j.points = append([]uint64(nil), r.Points...)
 	} else if len(r.Points) != 0 {
-		return nil, badf("points: only for consume mode")
+		return badf("points: only for consume mode")
 	}
 	base.AlphaShare, base.BetaShare = r.AlphaShare, r.BetaShare
 	j.one[0] = base
 	j.shares = j.one[:]
-	return j, nil
+	return nil
 }
 
 // queue is party 0's FIFO of requests waiting for a batch.
@@ -332,6 +377,19 @@ func (q *queue) push(j *job) {
 	q.keys += j.keys()
 	q.mu.Unlock()
 	q.signal()
+}
+
+// pushAll appends js in order and returns the queue's length.
+func (q *queue) pushAll(js []*job) int {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, js...)
+	for _, j := range js {
+		q.keys += j.keys()
+	}
+	n := len(q.jobs)
+	q.mu.Unlock()
+	q.signal()
+	return n
 }
 
 func (q *queue) signal() {
@@ -430,6 +488,25 @@ func (p *pending) add(j *job) error {
 	p.jobs[j.id] = j
 	p.notify()
 	return nil
+}
+
+// addAll adds js as add does one at a time, under one lock; errs (nil if
+// none) holds the refusals, n the pending set's size after.
+func (p *pending) addAll(js []*job) (errs []error, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, j := range js {
+		if _, ok := p.jobs[j.id]; ok {
+			if errs == nil {
+				errs = make([]error, len(js))
+			}
+			errs[i] = fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
+			continue
+		}
+		p.jobs[j.id] = j
+	}
+	p.notify()
+	return errs, len(p.jobs)
 }
 
 func (p *pending) size() int {
@@ -549,6 +626,73 @@ func (p *pending) fail(ids []uint64, class, format string, args ...any) {
 
 // packedShape is the size of one request's shape in PackedRequests.
 const packedShape = 6
+
+// simplePacked reports whether a packed message is well formed and carries
+// no points (consume mode), the shapes initPacked reads directly.
+func simplePacked(pk *pb.PackedRequests) bool {
+	n := len(pk.Ids)
+	return len(pk.Shapes) == n*packedShape && len(pk.AlphaShares) == n && len(pk.BetaShares) == n && len(pk.Counts) == n &&
+		len(pk.Betas) == n && len(pk.PointLens) == 0
+}
+
+// packedRequest sets r to request i of a simplePacked message, as
+// eachPacked hands it on.
+func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
+	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
+	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
+		InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
+		AlphaShare: pk.AlphaShares[i], BetaShare: pk.BetaShares[i], Count: pk.Counts[i], Beta: pk.Betas[i]}
+	if sh[1] != 0 {
+		r.Tier = msg.Tier(sh[1]).String()
+	}
+	if sh[5] > 1 {
+		r.Mode = "malformed packed request"
+	}
+}
+
+// initPacked sets j to request i of a simplePacked message when it is a
+// valid bound or derived request — exactly the job init would make of
+// packedRequest's KeyRequest — without building that request. It returns
+// false, leaving j to be reset, for anything else (every refusal, and
+// consume mode), which then takes the long way for its error message.
+func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
+	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
+	mode, tier, typ, in, out, db := msg.Mode(sh[0]), msg.Tier(sh[1]), fss.Type(sh[2]), int(sh[3]), int(sh[4]), sh[5]
+	if db > 1 || (typ != fss.DPF && typ != fss.DCF) || in < 1 || in > 64 || out < 1 || out > 64 {
+		return false
+	}
+	as, bs, count, beta := pk.AlphaShares[i], pk.BetaShares[i], pk.Counts[i], pk.Betas[i]
+	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	j.itemv.Count = 1
+	switch mode {
+	case msg.Bound:
+		if (tier != msg.Keystream && tier != msg.MAC && tier != msg.BatchMAC) || count > 1 || db != 0 || beta != 0 ||
+			as&^prg.Mask(in) != 0 || bs&^prg.Mask(out) != 0 {
+			return false
+		}
+		j.tier = tier
+		base.AlphaShare, base.BetaShare = as, bs
+		j.one[0] = base
+		j.shares = j.one[:]
+	case msg.Derived:
+		if tier != 0 || as != 0 || bs != 0 || count > MaxCount || (db == 1 && beta != 0) || beta&^prg.Mask(out) != 0 {
+			return false
+		}
+		n := max(count, 1)
+		base.DeriveBeta, base.Beta = db == 1, beta
+		j.itemv.Count, j.itemv.DeriveBeta, j.itemv.Beta = n, db == 1, beta
+		j.shares = make([]msg.Share, n)
+		for k := range j.shares {
+			j.shares[k] = base
+		}
+	default:
+		return false
+	}
+	j.id = pk.Ids[i]
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits = j.id, uint32(mode), uint32(typ), uint32(in), uint32(out)
+	j.item = &j.itemv
+	return true
+}
 
 // eachPacked hands fn each packed request in order, as a KeyRequest that is
 // only valid during the call (newJob copies what it keeps); it stops when

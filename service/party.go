@@ -215,23 +215,64 @@ func (p *Party) Run(ctx context.Context) error {
 	return nil
 }
 
-// submit hands an application request to the pipeline.
-// Nothing is queued for a request it refuses.
-func (p *Party) submit(j *job) error {
-	if err := p.adm.acquire(j); err != nil {
-		return err
+// admit hands the validated jobs of one message to the pipeline, in
+// order, under one lock each for the admission bound and the queue (or
+// pending set); errs[i] (errs may be nil) is job i's validation error. Every job
+// that is refused, now or before, is answered at once.
+func (p *Party) admit(js []*job, errs []error) {
+	ok := js
+	if errs != nil {
+		ok = make([]*job, 0, len(js))
+		for i, j := range js {
+			if errs[i] != nil {
+				p.refuse(j, errs[i])
+			} else {
+				ok = append(ok, j)
+			}
+		}
+	}
+	if aerrs := p.adm.acquireAll(ok); aerrs != nil {
+		in := ok[:0:0]
+		for i, j := range ok {
+			if aerrs[i] != nil {
+				p.refuse(j, aerrs[i])
+			} else {
+				in = append(in, j)
+			}
+		}
+		ok = in
+	}
+	if len(ok) == 0 {
+		return
 	}
 	if p.cfg.Party == 0 {
-		p.q.push(j)
-		p.m.pending.Set(float64(p.q.size()))
-		return nil
+		p.m.pending.Set(float64(p.q.pushAll(ok)))
+		return
 	}
-	if err := p.pend.add(j); err != nil {
-		p.adm.release(j)
-		return err
+	perrs, n := p.pend.addAll(ok)
+	for i, err := range perrs {
+		if err != nil {
+			p.adm.release(ok[i])
+			p.refuse(ok[i], err)
+		}
 	}
-	p.m.pending.Set(float64(p.pend.size()))
-	return nil
+	p.m.pending.Set(float64(n))
+}
+
+// refuse answers a request the party will not queue.
+func (p *Party) refuse(j *job, err error) {
+	class := ErrClassBadRequest
+	if errors.Is(err, errExhausted) {
+		class = ErrClassExhausted
+	}
+	p.m.rejects.WithLabelValues(class).Inc()
+	switch {
+	case class == ErrClassExhausted:
+		j.code = codes.ResourceExhausted
+	case errors.Is(err, errDupID):
+		j.code = codes.InvalidArgument
+	}
+	j.fail(class, "%v", err)
 }
 
 // deliver finishes the jobs of a batch with their outputs.
@@ -270,31 +311,68 @@ func (p *Party) setNext(n uint64, onlyUp bool) {
 
 // request validates and enqueues one request, or answers it at once.
 func (p *Party) request(r *pb.KeyRequest) *job {
-	j, err := newJob(r)
-	if err == nil {
-		err = p.submit(j)
+	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}})[0]
+}
+
+// requests validates and enqueues the requests of one message (the
+// unpacked ones, then the packed ones), or answers them at once; it
+// returns their jobs in that order. The jobs share one allocation.
+func (p *Party) requests(rs *pb.KeyRequests) []*job {
+	most := len(rs.Requests)
+	pk := rs.Packed
+	if pk != nil {
+		most += max(len(pk.Ids), 1) // eachPacked yields at most this many
 	}
-	if err != nil {
-		class := ErrClassBadRequest
-		if errors.Is(err, errExhausted) {
-			class = ErrClassExhausted
+	slab := make([]job, most)
+	js := make([]*job, 0, most)
+	var errs []error
+	next := func() *job {
+		j := &slab[len(js)]
+		js = append(js, j)
+		return j
+	}
+	setErr := func(err error) {
+		if errs == nil {
+			errs = make([]error, most)
 		}
-		p.m.rejects.WithLabelValues(class).Inc()
-		if j == nil {
-			j = &job{done: make(chan struct{})}
+		errs[len(js)-1] = err
+	}
+	slow := func(r *pb.KeyRequest) bool {
+		j := next()
+		if err := j.init(r); err != nil {
+			*j = job{}
 			if r != nil {
 				j.id = r.Id
 			}
+			setErr(err)
 		}
-		switch {
-		case class == ErrClassExhausted:
-			j.code = codes.ResourceExhausted
-		case errors.Is(err, errDupID):
-			j.code = codes.InvalidArgument
-		}
-		j.fail(class, "%v", err)
+		return true
 	}
-	return j
+	for _, r := range rs.Requests {
+		slow(r)
+	}
+	if pk != nil {
+		if simplePacked(pk) {
+			var r pb.KeyRequest
+			for i := range pk.Ids {
+				if j := next(); !j.initPacked(pk, i) {
+					// Anything unusual is checked the long way, for the
+					// same reply as an unpacked request would get.
+					js = js[:len(js)-1]
+					*j = job{}
+					packedRequest(pk, i, &r)
+					slow(&r)
+				}
+			}
+		} else {
+			eachPacked(pk, slow)
+		}
+	}
+	if errs != nil {
+		errs = errs[:len(js)]
+	}
+	p.admit(js, errs)
+	return js
 }
 
 // Keys answers a stream of requests in order. Replies to consecutive
@@ -316,22 +394,19 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.PackedReplies {
 				packed.Store(true)
 			}
-			for _, r := range rs.Requests {
+			js := p.requests(rs)
+			for k, j := range js {
 				select {
-				case order <- p.request(r):
+				case order <- j:
 				case <-ctx.Done():
-					return
-				}
-			}
-			if pk := rs.Packed; pk != nil {
-				if !eachPacked(pk, func(r *pb.KeyRequest) bool {
-					select {
-					case order <- p.request(r):
-						return true
-					case <-ctx.Done():
-						return false
+					if p.cfg.Party == 1 {
+						// Admitted but never to be answered on this stream.
+						ids := make([]uint64, 0, len(js)-k)
+						for _, j := range js[k:] {
+							ids = append(ids, j.id)
+						}
+						p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
 					}
-				}) {
 					return
 				}
 			}
