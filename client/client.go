@@ -43,7 +43,7 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	// party from waiting for window updates, 256 KiB transport buffers read
 	// a batch's reply in few syscalls.
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
 	if err != nil {

@@ -158,7 +158,7 @@ func New(c Config) (*Party, error) {
 			creds = insecure.NewCredentials()
 		}
 		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(creds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodecV2(pb.Codec())),
 			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
 		if err != nil {

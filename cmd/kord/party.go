@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -142,7 +143,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			// KiB: 256 KiB transport buffers move it in one write and few
 			// reads instead of one syscall per 32 KiB.
 			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
-				grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10)}
+				grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec())}
 			app := grpc.NewServer(opts...)
 			p.Register(app, nil)
 			go app.Serve(appL)
