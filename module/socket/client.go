@@ -142,8 +142,11 @@ func (c *Client) put(cn *conn) {
 	c.idle = append(c.idle, cn)
 }
 
-// roundTrip sends one request and reads its response.
-func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.ModuleResponse, error) {
+// roundTrip sends one request and reads its response. With keep (a
+// request that collects), the response is read into a buffer of its own
+// that the collected outputs are slices of, instead of into the
+// connection's buffer and copied out of it.
+func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool) (*pb.ModuleResponse, error) {
 	cn, err := c.get(ctx)
 	if err != nil {
 		return nil, err
@@ -164,7 +167,9 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 	_, err = cn.Write(cn.wbuf)
 	clear(cn.wbuf)
 	var out []byte
-	if err == nil {
+	if err == nil && keep {
+		out, err = readMsgInto(cn, nil)
+	} else if err == nil {
 		cn.rbuf, err = readMsgInto(cn, cn.rbuf)
 		out = cn.rbuf
 	}
@@ -175,11 +180,17 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 		}
 		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
 	}
-	var resp pb.ModuleResponse
-	err = proto.Unmarshal(out, &resp) // copies what it keeps
-	clear(out)
+	var resp *pb.ModuleResponse
+	if keep {
+		resp, err = decodeResponse(out)
+	} else {
+		resp = &pb.ModuleResponse{}
+		err = proto.Unmarshal(out, resp) // copies what it keeps
+		clear(out)
+	}
 	c.put(cn)
 	if err != nil {
+		clear(out)
 		return nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
 	}
 	if len(resp.Results) != len(req.Calls) {
@@ -188,7 +199,7 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest) (*pb.Modu
 		}
 		return nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
 	}
-	return &resp, nil
+	return resp, nil
 }
 
 // wipeShares clears the packed shares of a sent request.
@@ -212,6 +223,7 @@ func remote(r *pb.Result) error {
 // skips the calls after the first failure.
 func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
 	req := &pb.ModuleRequest{Calls: make([]*pb.Call, len(calls)), StopOnError: stopOnError}
+	keep := false
 	for i, cl := range calls {
 		switch {
 		case cl.Submit != nil:
@@ -227,11 +239,12 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 				return nil, fmt.Errorf("Call %d: %w", i, err)
 			}
 			req.Calls[i] = &pb.Call{Op: &pb.Call_CollectRange{CollectRange: rangeToPB(cl.Range)}}
+			keep = true
 		default:
 			return nil, fmt.Errorf("%w: Call %d sets no operation", module.ErrBadRequest, i)
 		}
 	}
-	resp, err := c.roundTrip(ctx, req)
+	resp, err := c.roundTrip(ctx, req, keep)
 	wipeShares(req)
 	if err != nil {
 		return nil, err
@@ -265,7 +278,7 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 }
 
 func (c *Client) one(ctx context.Context, call *pb.Call) (*pb.Result, error) {
-	resp, err := c.roundTrip(ctx, &pb.ModuleRequest{Calls: []*pb.Call{call}})
+	resp, err := c.roundTrip(ctx, &pb.ModuleRequest{Calls: []*pb.Call{call}}, false)
 	if err != nil {
 		return nil, err
 	}

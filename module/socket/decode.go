@@ -1,0 +1,171 @@
+package socket
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/kord-fss/kord/proto/modulepb"
+)
+
+// decodeResponse decodes a ModuleResponse read into b, a buffer of its
+// own: the byte fields of a collect_range result (the batch's keys, all
+// but a few bytes of the message) are slices of b rather than copies, so
+// b must not be reused. A result in the usual shape — error_class and
+// collect_range with its fields once each, integers packed — is read
+// here; any other result, and a response that is not a plain list of
+// results, go through proto.Unmarshal as they are (the same outcome,
+// with copies), so nothing is accepted that proto.Unmarshal would refuse.
+func decodeResponse(b []byte) (*pb.ModuleResponse, error) {
+	resp := &pb.ModuleResponse{}
+	rest := b
+	for len(rest) > 0 {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			return unmarshalResponse(b)
+		}
+		rest = rest[n:]
+		rb, n := protowire.ConsumeBytes(rest)
+		if n < 0 {
+			return unmarshalResponse(b)
+		}
+		rest = rest[n:]
+		r, ok := fastResult(rb)
+		if !ok {
+			r = &pb.Result{}
+			if err := proto.Unmarshal(rb, r); err != nil {
+				return nil, err
+			}
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
+}
+
+func unmarshalResponse(b []byte) (*pb.ModuleResponse, error) {
+	var resp pb.ModuleResponse
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// fastResult reads a Result holding at most error_class and one
+// collect_range; ok is false for anything else.
+func fastResult(b []byte) (*pb.Result, bool) {
+	var class uint64
+	var cr *pb.CollectRangeResponse
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			class, n = protowire.ConsumeVarint(b)
+		case num == 9 && typ == protowire.BytesType && cr == nil:
+			var v []byte
+			v, n = protowire.ConsumeBytes(b)
+			if n >= 0 {
+				var ok bool
+				if cr, ok = fastCollectRange(v); !ok {
+					return nil, false
+				}
+			}
+		default:
+			return nil, false
+		}
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+	}
+	if cr == nil {
+		return nil, false
+	}
+	return &pb.Result{ErrorClass: uint32(class), Op: &pb.Result_CollectRange{CollectRange: cr}}, true
+}
+
+// fastCollectRange reads a CollectRangeResponse whose fields each appear
+// at most once, the repeated integers packed; modes, keys are slices of b.
+func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
+	r := &pb.CollectRangeResponse{}
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || num < 1 || num > 7 || seen&(1<<num) != 0 {
+			return nil, false
+		}
+		seen |= 1 << num
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		ok := true
+		switch num {
+		case 1:
+			r.Modes = v[:len(v):len(v)]
+		case 2:
+			r.Keys = v[:len(v):len(v)]
+		case 3:
+			r.KeyLens, ok = packed32(v)
+		case 4:
+			r.AlphaShares, ok = packed64(v)
+		case 5:
+			r.BetaShares, ok = packed64(v)
+		case 6:
+			r.Evals, ok = packed64(v)
+		case 7:
+			r.EvalLens, ok = packed32(v)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return r, true
+}
+
+// varints counts the varints of a packed field (the bytes that end one).
+func varints(v []byte) int {
+	n := 0
+	for _, c := range v {
+		if c < 0x80 {
+			n++
+		}
+	}
+	return n
+}
+
+func packed64(v []byte) ([]uint64, bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out := make([]uint64, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, x)
+		v = v[n:]
+	}
+	return out, true
+}
+
+func packed32(v []byte) ([]uint32, bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out := make([]uint32, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, uint32(x)) // as proto.Unmarshal reads a uint32
+		v = v[n:]
+	}
+	return out, true
+}

@@ -1,0 +1,54 @@
+package socket
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/kord-fss/kord/proto/modulepb"
+)
+
+// TestDecodeResponseMatchesProto: decodeResponse reads what proto.Unmarshal
+// reads, and refuses what it refuses, also on corrupted messages.
+func TestDecodeResponseMatchesProto(t *testing.T) {
+	cr := &pb.CollectRangeResponse{Modes: []byte{0, 1, 2}, Keys: bytes.Repeat([]byte{7, 8, 9}, 100), KeyLens: []uint32{100, 100, 100},
+		AlphaShares: []uint64{1, 1 << 40, 0}, BetaShares: []uint64{0, 3, 1 << 63}, Evals: []uint64{5}, EvalLens: []uint32{0, 1, 0}}
+	msgs := []*pb.ModuleResponse{
+		{Results: []*pb.Result{{Op: &pb.Result_CollectRange{CollectRange: cr}}}},
+		{Results: []*pb.Result{{Op: &pb.Result_PeerFrames{PeerFrames: &pb.PeerFramesResponse{Accepted: 3}}},
+			{Op: &pb.Result_CollectRange{CollectRange: &pb.CollectRangeResponse{Modes: []byte{0}, Keys: []byte{1}, KeyLens: []uint32{1},
+				AlphaShares: []uint64{0}, BetaShares: []uint64{0}}}}}},
+		{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "no"}}},
+		{Results: []*pb.Result{{ErrorClass: 4, Op: &pb.Result_CollectRange{CollectRange: &pb.CollectRangeResponse{}}}}},
+		{},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it := 0; it < 3000; it++ {
+			c := bytes.Clone(b)
+			if it > 0 && len(c) > 0 {
+				for k := rng.IntN(3) + 1; k > 0; k-- {
+					c[rng.IntN(len(c))] = byte(rng.Uint32())
+				}
+				if rng.IntN(4) == 0 {
+					c = c[:rng.IntN(len(c))]
+				}
+			}
+			var want pb.ModuleResponse
+			werr := proto.Unmarshal(c, &want)
+			got, gerr := decodeResponse(bytes.Clone(c))
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%x: proto.Unmarshal %v, decodeResponse %v", c, werr, gerr)
+			}
+			if werr == nil && !proto.Equal(&want, got) {
+				t.Fatalf("%x: decoded %v, want %v", c, got, &want)
+			}
+		}
+	}
+}
