@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -51,6 +52,20 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("kordpb: cannot unmarshal into %T", v)
+	}
+	if kr, ok := v.(*KeyReplies); ok && data.Len() >= 1<<12 {
+		// A batch's keys: read into a buffer of their own that the keys
+		// are slices of, instead of joining the frames in a pooled
+		// buffer and copying the keys out of it (one copy instead of two,
+		// and no wipe of a second copy).
+		b := data.Materialize()
+		if decodeKeyReplies(b, kr) {
+			return nil
+		}
+		kr.Reset()
+		err := proto.Unmarshal(b, kr)
+		clear(b)
+		return err
 	}
 	buf := data.MaterializeToBuffer(wipePool)
 	defer buf.Free()
@@ -109,4 +124,117 @@ func (p *clearOnPut) Put(b *[]byte) {
 	if idx, want, ok := class(c); ok && want == c {
 		p.pools[idx].Put(b)
 	}
+}
+
+// decodeKeyReplies reads b into m when it is a KeyReplies in the usual
+// shape — only packed, with each of its fields once and its integers
+// packed — with keys a slice of b; it returns false for anything else,
+// which proto.Unmarshal then reads (so nothing is accepted that it would
+// refuse).
+func decodeKeyReplies(b []byte, m *KeyReplies) bool {
+	var pk *PackedReplies
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != 2 || typ != protowire.BytesType || pk != nil {
+			return false
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if pk = decodePacked(v); pk == nil {
+			return false
+		}
+	}
+	m.Reset()
+	m.Packed = pk
+	return true
+}
+
+func decodePacked(b []byte) *PackedReplies {
+	pk := &PackedReplies{}
+	var seen uint16
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || num < 1 || num > 9 || seen&(1<<num) != 0 {
+			return nil
+		}
+		seen |= 1 << num
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		ok := true
+		switch num {
+		case 1:
+			pk.Ids, ok = packed64(v)
+		case 2:
+			pk.Counts, ok = packed32(v)
+		case 3:
+			pk.Counters, ok = packed64(v)
+		case 4:
+			pk.Keys = v[:len(v):len(v)]
+		case 5:
+			pk.KeyLens, ok = packed32(v)
+		case 6:
+			pk.AlphaShares, ok = packed64(v)
+		case 7:
+			pk.BetaShares, ok = packed64(v)
+		case 8:
+			pk.Evals, ok = packed64(v)
+		case 9:
+			pk.EvalLens, ok = packed32(v)
+		}
+		if !ok {
+			return nil
+		}
+	}
+	return pk
+}
+
+// varints counts the varints of a packed field (the bytes that end one).
+func varints(v []byte) int {
+	n := 0
+	for _, c := range v {
+		if c < 0x80 {
+			n++
+		}
+	}
+	return n
+}
+
+func packed64(v []byte) ([]uint64, bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out := make([]uint64, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, x)
+		v = v[n:]
+	}
+	return out, true
+}
+
+func packed32(v []byte) ([]uint32, bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out := make([]uint32, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, uint32(x)) // as proto.Unmarshal reads a uint32
+		v = v[n:]
+	}
+	return out, true
 }

@@ -2,7 +2,10 @@ package kordpb
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto"
@@ -69,5 +72,45 @@ func TestCodecSameBytes(t *testing.T) {
 		}
 		(*buf)[0] = 1
 		mem.NewBuffer(buf, wipePool).Free()
+	}
+}
+
+// TestDecodeKeyRepliesMatchesProto: the in-place reader of key replies
+// reads what proto.Unmarshal reads and refuses what it refuses, also on
+// corrupted messages.
+func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
+	msgs := []*KeyReplies{
+		{Packed: &PackedReplies{Ids: []uint64{1, 2}, Counts: []uint32{1, 2}, Counters: []uint64{7, 8, 1 << 40}, Keys: bytes.Repeat([]byte{3, 4}, 5000),
+			KeyLens: []uint32{4000, 3000, 3000}, AlphaShares: []uint64{0, 5, 6}, BetaShares: []uint64{1, 2, 3}, Evals: []uint64{9}, EvalLens: []uint32{1, 0, 0}}},
+		{Replies: []*KeyReply{{Id: 3, Error: "x"}}, Packed: &PackedReplies{Ids: []uint64{4}, Keys: make([]byte, 5000)}},
+		{Replies: []*KeyReply{{Id: 3, Keys: []*KeyShare{{Key: make([]byte, 5000)}}}}},
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := Codec()
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it := 0; it < 3000; it++ {
+			x := bytes.Clone(b)
+			if it > 0 {
+				for k := rng.IntN(3) + 1; k > 0; k-- {
+					x[rng.IntN(len(x))] = byte(rng.Uint32())
+				}
+				if rng.IntN(4) == 0 {
+					x = x[:rng.IntN(len(x))]
+				}
+			}
+			var want, got KeyReplies
+			werr := proto.Unmarshal(x, &want)
+			gerr := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(x))}, &got)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%x: proto.Unmarshal %v, codec %v", x, werr, gerr)
+			}
+			if werr == nil && !proto.Equal(&want, &got) {
+				t.Fatalf("decoded %v, want %v", &got, &want)
+			}
+		}
 	}
 }
