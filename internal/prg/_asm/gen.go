@@ -535,7 +535,9 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $32
 func (g *gen) dpfGenFunc(name string, first bool) {
 	fmt.Fprintf(&g.buf, `
 // func %[1]s(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
-TEXT ·%[1]s(SB), NOSPLIT, $256-72
+TEXT ·%[1]s(SB), NOSPLIT, $320-72
+	LEAQ 63(SP), R15
+	ANDQ $-64, R15
 	MOVQ k+0(FP), AX
 	MOVQ quads+8(FP), SI
 	MOVQ n+16(FP), DX
@@ -550,7 +552,9 @@ TEXT ·%[1]s(SB), NOSPLIT, $256-72
 `, name)
 	// The main loop is software pipelined: while the AES rounds of block b
 	// (two key pairs, 8 chains) run, the corrections of block b-1 are
-	// computed from its raw children parked in the 256-byte frame.
+	// computed from its raw children parked in the frame (at R15, the
+	// frame rounded up to 64 bytes: a park across cache lines costs split
+	// loads and stores on every block).
 	g.p("CMPQ DX, $4")
 	g.p("JB " + name + "_tail")
 	g.genAES(2, nil, first)
@@ -650,12 +654,12 @@ func (g *gen) genAES(P int, extra []string, first bool) {
 }
 
 // genPark stores P key pairs' raw children to the frame: pair q's chain
-// (party, half) at 128q + 64·party + 32·half (SP).
+// (party, half) at 128q + 64·party + 32·half (R15).
 func (g *gen) genPark(P int) {
 	for q := 0; q < P; q++ {
 		for party := 0; party < 2; party++ {
 			for half := 0; half < 2; half++ {
-				g.p("VMOVDQU Y%d, %d(SP)", chainReg(q, party, half), 128*q+64*party+32*half)
+				g.p("VMOVDQU Y%d, %d(R15)", chainReg(q, party, half), 128*q+64*party+32*half)
 			}
 		}
 	}
@@ -682,14 +686,14 @@ func genPost(q, pOff int, first bool) []string {
 		"SHLL $5, R9",
 		"VMOVDQU 64(BX)(R9*1), Y10",
 		// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & AM, both parties.
-		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),
-		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32),
+		fmt.Sprintf("VMOVDQU %d(R15), Y15", f),
+		fmt.Sprintf("VMOVDQU %d(R15), Y14", f+32),
 		"VPXOR Y14, Y15, Y11",
 		"VPAND Y10, Y11, Y11",
 		"VPXOR Y11, Y15, Y15",
 		"VPXOR Y11, Y14, Y14",
-		fmt.Sprintf("VMOVDQU %d(SP), Y13", f+64),
-		fmt.Sprintf("VMOVDQU %d(SP), Y12", f+96),
+		fmt.Sprintf("VMOVDQU %d(R15), Y13", f+64),
+		fmt.Sprintf("VMOVDQU %d(R15), Y12", f+96),
 		"VPXOR Y12, Y13, Y11",
 		"VPAND Y10, Y11, Y11",
 		"VPXOR Y11, Y13, Y13",
@@ -784,10 +788,10 @@ func genPostLevel(q, pOff int) []string {
 		"MOVBLZX 192(BX)(R9*1), CX",
 		"SHLL $5, R9",
 		"VMOVDQU 64(BX)(R9*1), Y10",
-		fmt.Sprintf("VMOVDQU %d(SP), Y15", f),       // L'A
-		fmt.Sprintf("VMOVDQU %d(SP), Y14", f+32),    // R'A
-		fmt.Sprintf("VPXOR %d(SP), Y15, Y13", f+64), // XL'
-		fmt.Sprintf("VPXOR %d(SP), Y14, Y12", f+96), // XR'
+		fmt.Sprintf("VMOVDQU %d(R15), Y15", f),       // L'A
+		fmt.Sprintf("VMOVDQU %d(R15), Y14", f+32),    // R'A
+		fmt.Sprintf("VPXOR %d(R15), Y15, Y13", f+64), // XL'
+		fmt.Sprintf("VPXOR %d(R15), Y14, Y12", f+96), // XR'
 		"VPXOR Y14, Y15, Y11",
 		"VPAND Y10, Y11, Y11",
 		"VPXOR Y11, Y15, Y15", // Keep'A
@@ -868,7 +872,9 @@ func (g *gen) dcfValues() {
 func (g *gen) dcfValuesFunc(name string, w int, first bool) {
 	fmt.Fprintf(&g.buf, `
 // func %[1]s(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
-TEXT ·%[1]s(SB), NOSPLIT, $256-80
+TEXT ·%[1]s(SB), NOSPLIT, $320-80
+	LEAQ 63(SP), R15
+	ANDQ $-64, R15
 	MOVQ k+0(FP), AX
 	MOVQ quads+8(FP), SI
 	MOVQ n+16(FP), DX
@@ -925,7 +931,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $256-80
 // R10 and DI to the next key and uses CX, R9, R13 and R14 only.
 func valuePost(q, h, pOff, w int, first bool) []string {
 	f := 128*q + 16*h + 8 // + 64·party + 32·half
-	v := func(party, half int) string { return fmt.Sprintf("%d(SP)", f+64*party+32*half) }
+	v := func(party, half int) string { return fmt.Sprintf("%d(R15)", f+64*party+32*half) }
 	lines := []string{
 		"SHRXQ R11, (R8), CX",
 		"ANDL $1, CX",
@@ -1086,6 +1092,8 @@ func (g *gen) dpfGen512Func(name string, first bool) {
 	fmt.Fprintf(&g.buf, `
 // func %[1]s(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
 TEXT ·%[1]s(SB), NOSPLIT, $%[2]d-72
+	LEAQ 63(SP), R15
+	ANDQ $-64, R15
 	MOVQ k+0(FP), AX
 	MOVQ quads+8(FP), SI
 	MOVQ n+16(FP), DX
@@ -1105,7 +1113,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $%[2]d-72
 	VMOVDQU64 %[3]d(AX), Z17
 	VMOVDQU64 %[4]d(AX), Z18
 	VMOVDQU64 %[5]d(AX), Z19
-`, name, 128*zP, 12*64, 64*last, 12*64+64*last)
+`, name, 128*zP+64, 12*64, 64*last, 12*64+64*last)
 	keys := 2 * zP
 	g.p("CMPQ DX, $%d", keys)
 	g.p("JB " + name + "_tail")
@@ -1196,12 +1204,12 @@ func (g *gen) genAES512(P int, extra []string, first bool) {
 	}
 }
 
-// genPark512 stores P key pairs' raw children: pair q's L at 128q(SP), its
-// R at 128q+64(SP).
+// genPark512 stores P key pairs' raw children: pair q's L at 128q(R15), its
+// R at 128q+64(R15).
 func (g *gen) genPark512(P int) {
 	for q := 0; q < P; q++ {
-		g.p("VMOVDQU64 Z%d, %d(SP)", 2*q, 128*q)
-		g.p("VMOVDQU64 Z%d, %d(SP)", 2*q+1, 128*q+64)
+		g.p("VMOVDQU64 Z%d, %d(R15)", 2*q, 128*q)
+		g.p("VMOVDQU64 Z%d, %d(R15)", 2*q+1, 128*q+64)
 	}
 }
 
@@ -1233,8 +1241,8 @@ func genPost512(q, pOff int, first bool) []string {
 		)
 	}
 	return append(lines,
-		fmt.Sprintf("VMOVDQU64 %d(SP), Z20", f),    // L' of [A | B]
-		fmt.Sprintf("VMOVDQU64 %d(SP), Z21", f+64), // R'
+		fmt.Sprintf("VMOVDQU64 %d(R15), Z20", f),    // L' of [A | B]
+		fmt.Sprintf("VMOVDQU64 %d(R15), Z21", f+64), // R'
 		"VSHUFI64X2 $0x4e, Z20, Z20, Z22",
 		"VPXORQ Z20, Z22, Z22", // XL', both halves
 		"VSHUFI64X2 $0x4e, Z21, Z21, Z23",
