@@ -7594,7 +7594,16 @@ vaesDPFGenLevel_tail:
 	ORB CL, (DI)(R10*1)
 	ADDQ stride+48(FP), DI
 vaesDPFGenLevel_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDPFGenFirst(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
@@ -8230,7 +8239,16 @@ vaesDPFGenFirst_tail:
 	VPXOR Y11, Y13, Y13
 	VMOVDQU Y13, 32(SI)
 vaesDPFGenFirst_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // zmmTab: notOne, the lane-low one, ones in both quadwords (64 bytes each),
@@ -8940,7 +8958,25 @@ vaes512DPFGenLevel_tail:
 	SUBQ $2, DX
 	JMP vaes512DPFGenLevel_tail
 vaes512DPFGenLevel_done:
-	VZEROUPPER
+	VPXORQ Z0, Z0, Z0
+	VMOVDQU64 Z0, 0(R15)
+	VMOVDQU64 Z0, 64(R15)
+	VMOVDQU64 Z0, 128(R15)
+	VMOVDQU64 Z0, 192(R15)
+	VMOVDQU64 Z0, 256(R15)
+	VMOVDQU64 Z0, 320(R15)
+	VMOVDQU64 Z0, 384(R15)
+	VMOVDQU64 Z0, 448(R15)
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
+	VPXORQ Z22, Z22, Z22
+	VPXORQ Z23, Z23, Z23
+	VPXORQ Z24, Z24, Z24
+	VPXORQ Z25, Z25, Z25
+	VPXORQ Z26, Z26, Z26
+	VPXORQ Z27, Z27, Z27
+	VPXORQ Z28, Z28, Z28
+	VZEROALL
 	RET
 
 // func vaes512DPFGenFirst(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
@@ -9536,7 +9572,25 @@ vaes512DPFGenFirst_tail:
 	SUBQ $2, DX
 	JMP vaes512DPFGenFirst_tail
 vaes512DPFGenFirst_done:
-	VZEROUPPER
+	VPXORQ Z0, Z0, Z0
+	VMOVDQU64 Z0, 0(R15)
+	VMOVDQU64 Z0, 64(R15)
+	VMOVDQU64 Z0, 128(R15)
+	VMOVDQU64 Z0, 192(R15)
+	VMOVDQU64 Z0, 256(R15)
+	VMOVDQU64 Z0, 320(R15)
+	VMOVDQU64 Z0, 384(R15)
+	VMOVDQU64 Z0, 448(R15)
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
+	VPXORQ Z22, Z22, Z22
+	VPXORQ Z23, Z23, Z23
+	VPXORQ Z24, Z24, Z24
+	VPXORQ Z25, Z25, Z25
+	VPXORQ Z26, Z26, Z26
+	VPXORQ Z27, Z27, Z27
+	VPXORQ Z28, Z28, Z28
+	VZEROALL
 	RET
 
 // func vaesDCFValues1(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -10284,7 +10338,16 @@ vaesDCFValues1_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues1_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues1F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -10992,7 +11055,16 @@ vaesDCFValues1F_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues1F_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues2(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -11740,7 +11812,16 @@ vaesDCFValues2_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues2_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues2F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -12448,7 +12529,16 @@ vaesDCFValues2F_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues2F_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues4(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -13196,7 +13286,16 @@ vaesDCFValues4_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues4_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues4F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -13904,7 +14003,16 @@ vaesDCFValues4F_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues4F_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues8(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -14652,7 +14760,16 @@ vaesDCFValues8_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues8_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET
 
 // func vaesDCFValues8F(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, beta, v *uint64, out *byte, stride uint64, mask uint64)
@@ -15360,5 +15477,14 @@ vaesDCFValues8F_tail:
 	ADDQ $8, R10
 	ADDQ stride+64(FP), DI
 vaesDCFValues8F_done:
-	VZEROUPPER
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(R15)
+	VMOVDQU Y0, 32(R15)
+	VMOVDQU Y0, 64(R15)
+	VMOVDQU Y0, 96(R15)
+	VMOVDQU Y0, 128(R15)
+	VMOVDQU Y0, 160(R15)
+	VMOVDQU Y0, 192(R15)
+	VMOVDQU Y0, 224(R15)
+	VZEROALL
 	RET

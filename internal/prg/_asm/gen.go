@@ -587,7 +587,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $320-72
 		g.p("%s", l)
 	}
 	g.label(name + "_done")
-	g.p("VZEROUPPER")
+	g.wipe256()
 	g.p("RET")
 }
 
@@ -921,7 +921,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $320-80
 		}
 	}
 	g.label(name + "_done")
-	g.p("VZEROUPPER")
+	g.wipe256()
 	g.p("RET")
 }
 
@@ -1151,7 +1151,7 @@ TEXT ·%[1]s(SB), NOSPLIT, $%[2]d-72
 	g.p("SUBQ $2, DX")
 	g.p("JMP " + name + "_tail")
 	g.label(name + "_done")
-	g.p("VZEROUPPER")
+	g.wipe512()
 	g.p("RET")
 }
 
@@ -1271,4 +1271,29 @@ func genPost512(q, pOff int, first bool) []string {
 		"ORB CL, (DI)(R10*1)",
 		"ADDQ stride+48(FP), DI",
 	)
+}
+
+// wipe256 ends a fused YMM kernel: its parked raw children (seed material
+// of the keys being made) are overwritten and every YMM register cleared,
+// so nothing of them outlives the call in the frame or the registers.
+func (g *gen) wipe256() {
+	g.p("VPXOR Y0, Y0, Y0")
+	for off := 0; off < 256; off += 32 {
+		g.p("VMOVDQU Y0, %d(R15)", off)
+	}
+	g.p("VZEROALL")
+}
+
+// wipe512 is wipe256 for the ZMM kernels: the 512-byte park, the
+// correction temporaries Z20–Z28 and, by VZEROALL, Z0–Z15 (Z16–Z19 and
+// Z29–Z31 hold public round keys and constants).
+func (g *gen) wipe512() {
+	g.p("VPXORQ Z0, Z0, Z0")
+	for off := 0; off < 512; off += 64 {
+		g.p("VMOVDQU64 Z0, %d(R15)", off)
+	}
+	for r := 20; r <= 28; r++ {
+		g.p("VPXORQ Z%d, Z%d, Z%d", r, r, r)
+	}
+	g.p("VZEROALL")
 }
