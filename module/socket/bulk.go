@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
@@ -310,3 +314,126 @@ func rangeRespFromPB(r *pb.CollectRangeResponse, first uint64, count int) ([]msg
 	}
 	return out, nil
 }
+
+// appendRangeMsg appends to dst the response message (length prefix
+// included) of head's results followed by the result of collecting r,
+// encoded as proto.Marshal would encode it, the keys copied straight from
+// the module into dst. buf is dst grown, out the message within it (it
+// starts after the room left for the headers, whose size depends on the
+// total). On an error (the collect failed) nothing in buf is the answer.
+func appendRangeMsg(ctx context.Context, dev module.Device, r *CollectRange, head *pb.ModuleResponse, dst []byte) (buf, out []byte, err error) {
+	dst = append(dst[:0], 0, 0, 0, 0)
+	for _, res := range head.Results {
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(proto.Size(res)))
+		if dst, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(dst, res); err != nil {
+			return dst, nil, err
+		}
+	}
+	pre := len(dst)
+	// Room for: results tag+len, collect_range tag+len, modes tag+len+bytes,
+	// keys tag+len.
+	const vmax = binary.MaxVarintLen64
+	gap := 3*(1+vmax) + r.Count + 1 + vmax
+	dst = append(dst, make([]byte, gap)...)
+	keysAt := len(dst)
+	sc := rangeScratchPool.Get().(*rangeScratch)
+	defer func() { sc.reset(); rangeScratchPool.Put(sc) }()
+	err = collectRange(ctx, dev, r, func(c *msg.CollectResponse) {
+		dst = append(dst, c.Key...)
+		sc.modes = append(sc.modes, byte(c.Mode))
+		sc.keyLens = append(sc.keyLens, uint64(len(c.Key)))
+		sc.as = append(sc.as, c.AlphaShare)
+		sc.bs = append(sc.bs, c.BetaShare)
+		sc.evals = append(sc.evals, c.Evals...)
+		sc.evalLens = append(sc.evalLens, uint64(len(c.Evals)))
+		sc.anyEvals = sc.anyEvals || len(c.Evals) > 0
+	})
+	if err != nil {
+		return dst, nil, err
+	}
+	keysLen := len(dst) - keysAt
+	tail := len(dst)
+	dst = appendPacked(dst, 3, sc.keyLens)
+	dst = appendPacked(dst, 4, sc.as)
+	dst = appendPacked(dst, 5, sc.bs)
+	dst = appendPacked(dst, 6, sc.evals)
+	if sc.anyEvals {
+		dst = appendPacked(dst, 7, sc.evalLens)
+	}
+	tailLen := len(dst) - tail
+	// The CollectRangeResponse: modes, keys (both omitted when empty), tail.
+	var hdr [3*(1+vmax) + 1 + vmax]byte
+	keysHdr := hdr[:0]
+	if keysLen > 0 {
+		keysHdr = protowire.AppendTag(keysHdr, 2, protowire.BytesType)
+		keysHdr = protowire.AppendVarint(keysHdr, uint64(keysLen))
+	}
+	modesLen := 0
+	if len(sc.modes) > 0 {
+		modesLen = protowire.SizeTag(1) + protowire.SizeBytes(len(sc.modes))
+	}
+	crLen := modesLen + len(keysHdr) + keysLen + tailLen
+	resLen := protowire.SizeTag(9) + protowire.SizeBytes(crLen)
+	h := protowire.AppendTag(keysHdr[len(keysHdr):], 1, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(resLen))
+	h = protowire.AppendTag(h, 9, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(crLen))
+	if len(sc.modes) > 0 {
+		h = protowire.AppendTag(h, 1, protowire.BytesType)
+		h = protowire.AppendVarint(h, uint64(len(sc.modes)))
+	}
+	// Lay out, right before the keys: the prefix and head's results, the
+	// headers above, the modes and the keys header.
+	at := keysAt - len(keysHdr)
+	copy(dst[at:], keysHdr)
+	at -= len(sc.modes)
+	copy(dst[at:], sc.modes)
+	at -= len(h)
+	copy(dst[at:], h)
+	start := at - pre
+	copy(dst[start:at], dst[:pre])
+	clear(dst[:start])
+	n := len(dst) - start - 4
+	if n > MaxMessage {
+		return dst, nil, ErrTooLarge
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(n))
+	return dst, dst[start:], nil
+}
+
+func appendPacked(dst []byte, num protowire.Number, v []uint64) []byte {
+	if len(v) == 0 {
+		return dst
+	}
+	n := 0
+	for _, x := range v {
+		n += protowire.SizeVarint(x)
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	for _, x := range v {
+		dst = protowire.AppendVarint(dst, x)
+	}
+	return dst
+}
+
+// rangeScratch holds a collect's per-key fields while its keys are
+// written; reset wipes the shares and evaluations.
+type rangeScratch struct {
+	modes             []byte
+	keyLens, evalLens []uint64
+	as, bs, evals     []uint64
+	anyEvals          bool
+}
+
+func (s *rangeScratch) reset() {
+	clear(s.as)
+	clear(s.bs)
+	clear(s.evals)
+	s.modes, s.keyLens, s.evalLens = s.modes[:0], s.keyLens[:0], s.evalLens[:0]
+	s.as, s.bs, s.evals = s.as[:0], s.bs[:0], s.evals[:0]
+	s.anyEvals = false
+}
+
+var rangeScratchPool = sync.Pool{New: func() any { return new(rangeScratch) }}

@@ -117,14 +117,15 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			return
 		}
-		resp := s.Handle(ctx, rbuf)
+		var out []byte
+		wbuf, out, err = s.handleAppend(ctx, rbuf, wbuf[:0])
 		clear(rbuf) // own shares
-		wbuf, err = appendMsg(wbuf[:0], resp)
 		if err != nil {
+			clear(wbuf)
 			s.log.Error("socket: encoding response", "err", err)
 			return
 		}
-		_, err = c.Write(wbuf)
+		_, err = c.Write(out)
 		clear(wbuf) // own key shares
 		if err != nil {
 			return
@@ -135,16 +136,72 @@ func (s *Server) serveConn(c net.Conn) {
 // Handle decodes one request and runs its calls. Malformed input yields a
 // single bad-request result; it never panics and moves nothing.
 func (s *Server) Handle(ctx context.Context, b []byte) *pb.ModuleResponse {
+	req, bad := parseRequest(b)
+	if bad != nil {
+		return bad
+	}
+	return s.handle(ctx, req, req.Calls)
+}
+
+func parseRequest(b []byte) (*pb.ModuleRequest, *pb.ModuleResponse) {
 	var req pb.ModuleRequest
 	if err := proto.Unmarshal(b, &req); err != nil {
-		return &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "socket: malformed request: " + err.Error()}}}
+		return nil, &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "socket: malformed request: " + err.Error()}}}
 	}
 	if len(req.Calls) == 0 || len(req.Calls) > MaxCalls {
-		return &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: fmt.Sprintf("socket: %d calls, want 1..%d", len(req.Calls), MaxCalls)}}}
+		return nil, &pb.ModuleResponse{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: fmt.Sprintf("socket: %d calls, want 1..%d", len(req.Calls), MaxCalls)}}}
 	}
+	return &req, nil
+}
+
+// handleAppend is Handle with the response encoded, length prefix and all,
+// into dst: buf is dst grown, out the message within it. A request that
+// ends with a collect range (a batch's last call) has that result
+// encoded as it is collected — each key copied once, from the module's
+// collect cache into buf, with no CollectRangeResponse built and
+// marshalled — in the bytes proto.Marshal would write.
+func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []byte, err error) {
+	req, bad := parseRequest(b)
+	if bad != nil {
+		buf, err = appendMsg(dst, bad)
+		return buf, buf, err
+	}
+	last := req.Calls[len(req.Calls)-1].GetCollectRange()
+	if last == nil {
+		buf, err = appendMsg(dst, s.handle(ctx, req, req.Calls))
+		return buf, buf, err
+	}
+	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
+	failed := false
+	for _, r := range head.Results {
+		failed = failed || r.ErrorClass != ClassOK
+	}
+	var r *pb.Result
+	switch rr, err := rangeFromPB(last); {
+	case failed && req.StopOnError:
+		r = &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"}
+	case err != nil:
+		r = fail(err)
+	default:
+		buf, out, err := appendRangeMsg(ctx, s.dev, rr, head, dst)
+		if err == nil {
+			return buf, out, nil
+		}
+		clear(buf)
+		if errors.Is(err, ErrTooLarge) {
+			return dst[:0], nil, err
+		}
+		r = fail(err)
+	}
+	head.Results = append(head.Results, r)
+	buf, err = appendMsg(dst[:0], head)
+	return buf, buf, err
+}
+
+func (s *Server) handle(ctx context.Context, req *pb.ModuleRequest, calls []*pb.Call) *pb.ModuleResponse {
 	out := &pb.ModuleResponse{Results: make([]*pb.Result, 0, len(req.Calls))}
 	failed := false
-	for _, c := range req.Calls {
+	for _, c := range calls {
 		if failed && req.StopOnError {
 			out.Results = append(out.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
 			continue
