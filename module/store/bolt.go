@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -63,7 +64,26 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	// The check above gives a clear error before anything is opened; the
+	// one that counts is on the descriptor bbolt will use (the path may be
+	// replaced between the two): a regular file, not a symlink, 0600 or
+	// narrower.
+	open := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err == nil && (!st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0) {
+			err = fmt.Errorf("%w: %s is %v", ErrPermissions, name, st.Mode())
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, OpenFile: open})
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}

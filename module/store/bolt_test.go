@@ -95,3 +95,23 @@ func TestBoltPairing(t *testing.T) {
 		}
 	}
 }
+
+// TestBoltRefusesSymlink: the state file is opened without following
+// links, so a link planted at the path (even to a well-protected file) is
+// refused rather than followed.
+func TestBoltRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "state.db")
+	b, err := OpenBolt(real, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if b, err := OpenBolt(link, 1); err == nil {
+		b.Close()
+		t.Fatal("opened the state file through a symlink")
+	}
+}
