@@ -199,6 +199,8 @@ func codeErr(code string) error {
 		return ErrTooManyKeys
 	case codeBadRequest:
 		return ErrMessage
+	case codeStopping:
+		return ErrStopping
 	}
 	return fmt.Errorf("pir: server error %q", code)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/fss"
@@ -32,6 +33,7 @@ const (
 	codeKeyWidth   = "key-width"
 	codeTooMany    = "too-many-keys"
 	codeInternal   = "internal"
+	codeStopping   = "stopping"
 )
 
 // Server answers PIR requests over HTTP (HTTP/1.1 and unencrypted HTTP/2).
@@ -44,6 +46,8 @@ type Server struct {
 	maxBatch int
 	jobs     chan *job
 	log      *slog.Logger
+	stopped  chan struct{} // closed when the batcher has stopped
+	stopOnce sync.Once
 }
 
 type job struct {
@@ -65,7 +69,7 @@ func NewServer(db *DB, workers, maxBatch int, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{db: db, eng: NewEngine(db, workers), maxBatch: maxBatch, jobs: make(chan *job, 1024), log: log}
+	return &Server{db: db, eng: NewEngine(db, workers), maxBatch: maxBatch, jobs: make(chan *job, 1024), log: log, stopped: make(chan struct{})}
 }
 
 // Info returns the server's database description.
@@ -77,6 +81,7 @@ func (s *Server) Info() Info {
 // run is the batcher: it takes every queued job (up to maxBatch keys) and
 // answers them in one pass.
 func (s *Server) run(ctx context.Context) {
+	defer s.stopOnce.Do(func() { close(s.stopped) })
 	for {
 		var batch []*job
 		select {
@@ -166,14 +171,29 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j := &job{keys: req.Keys, done: make(chan jobResult, 1)}
+	stopping := func() {
+		httpError(w, http.StatusServiceUnavailable, codeStopping, ErrStopping)
+	}
 	select {
 	case s.jobs <- j:
+	case <-s.stopped:
+		stopping()
+		return
 	case <-r.Context().Done():
 		return
 	}
 	var res jobResult
 	select {
 	case res = <-j.done:
+	case <-s.stopped:
+		// The batcher answers every job it takes before it stops, so a
+		// job still unanswered now sits in the queue for good.
+		select {
+		case res = <-j.done:
+		default:
+			stopping()
+			return
+		}
 	case <-r.Context().Done():
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kord-fss/kord/fss"
 )
@@ -259,3 +260,32 @@ func FuzzParseResponse(f *testing.F) {
 }
 
 func writeFile(p string, b []byte) error { return os.WriteFile(p, b, 0o644) }
+
+// TestStoppedBatcherAnswers: once the batcher has stopped, a request gets
+// ErrStopping at once instead of waiting in the queue until the client
+// gives up.
+func TestStoppedBatcherAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	db := randomDB(t, rng, 100, 16)
+	s := NewServer(db, 1, 0, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Start(ctx)
+	cancel()
+	<-s.stopped
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	hs := &http.Server{Handler: s.Handler(), Protocols: &p}
+	go hs.Serve(ln)
+	defer hs.Close()
+	a := ln.Addr().String()
+	qctx, qcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer qcancel()
+	if _, err := NewClient(a, a, nil).Query(qctx, 3); !errors.Is(err, ErrStopping) {
+		t.Fatalf("query to a stopped server: got %v, want ErrStopping", err)
+	}
+}

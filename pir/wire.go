@@ -43,7 +43,9 @@ var (
 	ErrCountMismatch      = errors.New("pir: record count differs from the server's database")
 	ErrIndexRange         = errors.New("pir: record index out of range")
 	ErrTooManyKeys        = errors.New("pir: too many keys in one request")
-	ErrServersDisagree    = errors.New("pir: the two servers hold different databases")
+	// ErrStopping means the server was shutting down and did not answer.
+	ErrStopping        = errors.New("pir: the server is stopping")
+	ErrServersDisagree = errors.New("pir: the two servers hold different databases")
 )
 
 // Request is one batch of keys for one server.
