@@ -244,8 +244,12 @@ func benchInputs(p fss.Params, k int, seed uint64) (alpha, beta []uint64, root0,
 	return
 }
 
-// benchGenBatch is how many keys one BatchGen call makes in the benchmark;
-// the output buffers are reused, as a dealer streaming keys out would.
+// benchGenBatch is how many keys one BatchGen call makes per worker in
+// the benchmark; the output buffers are reused, as a dealer streaming keys
+// out would. Each worker's share (about 1.1 MB of DPF-32 key pairs) stays
+// in its core's L2, and the fork and join of a call amortize over as many
+// keys per worker at every worker count (with a fixed 1024 keys a call,
+// two workers made 4.6–6.2 M DPF-32 keys/s here, with this 6.2–6.7 M).
 const benchGenBatch = 1024
 
 // benchGen times the generation of k key pairs on w workers.
@@ -254,7 +258,7 @@ func benchGen(p fss.Params, k, w int, progress func(int)) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	b := min(k, benchGenBatch)
+	b := min(k, benchGenBatch*g.Workers())
 	alpha, beta, root0, root1 := benchInputs(p, b, 1)
 	out0, out1 := make([]byte, b*p.KeySize()), make([]byte, b*p.KeySize())
 	start := time.Now()
