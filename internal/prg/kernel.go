@@ -13,7 +13,7 @@ import (
 // makes every buffer passed to it escape to the heap, and the single-key
 // paths pass stack buffers on every level.
 type Kernel struct {
-	// Name identifies the kernel, e.g. "generic", "aesni", "vaes256".
+	// Name identifies the kernel: "generic", "aesni", "vaes256", "vaes512".
 	Name string
 	id   kernelID
 	// priority orders the available kernels; the highest is the default.

@@ -3,9 +3,9 @@
 //
 // MMO(K, s) = AES(K, s) XOR s. The API is batched from the start: every call
 // hashes a slice of independent blocks, so a kernel can keep many AES
-// operations in flight. Kernels (pure Go on crypto/aes, AES-NI, VAES) are
-// registered by name and chosen at start-up; all of them produce the same
-// bytes.
+// operations in flight. Kernels (pure Go on crypto/aes, AES-NI, VAES on
+// YMM, VAES on ZMM with AVX-512) are registered by name and chosen at
+// start-up; all of them produce the same bytes.
 package prg
 
 import (
