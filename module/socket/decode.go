@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kord-fss/kord/internal/pbwire"
 	pb "github.com/kord-fss/kord/proto/modulepb"
 )
 
@@ -110,62 +111,19 @@ func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 		case 2:
 			r.Keys = v[:len(v):len(v)]
 		case 3:
-			r.KeyLens, ok = packed32(v)
+			r.KeyLens, ok = pbwire.Packed32(v)
 		case 4:
-			r.AlphaShares, ok = packed64(v)
+			r.AlphaShares, ok = pbwire.Packed64(v)
 		case 5:
-			r.BetaShares, ok = packed64(v)
+			r.BetaShares, ok = pbwire.Packed64(v)
 		case 6:
-			r.Evals, ok = packed64(v)
+			r.Evals, ok = pbwire.Packed64(v)
 		case 7:
-			r.EvalLens, ok = packed32(v)
+			r.EvalLens, ok = pbwire.Packed32(v)
 		}
 		if !ok {
 			return nil, false
 		}
 	}
 	return r, true
-}
-
-// varints counts the varints of a packed field (the bytes that end one).
-func varints(v []byte) int {
-	n := 0
-	for _, c := range v {
-		if c < 0x80 {
-			n++
-		}
-	}
-	return n
-}
-
-func packed64(v []byte) ([]uint64, bool) {
-	if len(v) == 0 {
-		return nil, true
-	}
-	out := make([]uint64, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, x)
-		v = v[n:]
-	}
-	return out, true
-}
-
-func packed32(v []byte) ([]uint32, bool) {
-	if len(v) == 0 {
-		return nil, true
-	}
-	out := make([]uint32, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, uint32(x)) // as proto.Unmarshal reads a uint32
-		v = v[n:]
-	}
-	return out, true
 }

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kord-fss/kord/internal/pbwire"
 )
 
 // Codec is the protobuf codec of the kord services (the same bytes on the
@@ -171,70 +173,27 @@ func decodePacked(b []byte) *PackedReplies {
 		ok := true
 		switch num {
 		case 1:
-			pk.Ids, ok = packed64(v)
+			pk.Ids, ok = pbwire.Packed64(v)
 		case 2:
-			pk.Counts, ok = packed32(v)
+			pk.Counts, ok = pbwire.Packed32(v)
 		case 3:
-			pk.Counters, ok = packed64(v)
+			pk.Counters, ok = pbwire.Packed64(v)
 		case 4:
 			pk.Keys = v[:len(v):len(v)]
 		case 5:
-			pk.KeyLens, ok = packed32(v)
+			pk.KeyLens, ok = pbwire.Packed32(v)
 		case 6:
-			pk.AlphaShares, ok = packed64(v)
+			pk.AlphaShares, ok = pbwire.Packed64(v)
 		case 7:
-			pk.BetaShares, ok = packed64(v)
+			pk.BetaShares, ok = pbwire.Packed64(v)
 		case 8:
-			pk.Evals, ok = packed64(v)
+			pk.Evals, ok = pbwire.Packed64(v)
 		case 9:
-			pk.EvalLens, ok = packed32(v)
+			pk.EvalLens, ok = pbwire.Packed32(v)
 		}
 		if !ok {
 			return nil
 		}
 	}
 	return pk
-}
-
-// varints counts the varints of a packed field (the bytes that end one).
-func varints(v []byte) int {
-	n := 0
-	for _, c := range v {
-		if c < 0x80 {
-			n++
-		}
-	}
-	return n
-}
-
-func packed64(v []byte) ([]uint64, bool) {
-	if len(v) == 0 {
-		return nil, true
-	}
-	out := make([]uint64, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, x)
-		v = v[n:]
-	}
-	return out, true
-}
-
-func packed32(v []byte) ([]uint32, bool) {
-	if len(v) == 0 {
-		return nil, true
-	}
-	out := make([]uint32, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, uint32(x)) // as proto.Unmarshal reads a uint32
-		v = v[n:]
-	}
-	return out, true
 }

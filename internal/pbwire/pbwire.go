@@ -1,0 +1,53 @@
+// Package pbwire reads packed repeated protobuf fields straight from wire
+// bytes, for the hot paths that decode messages in place instead of
+// through proto.Unmarshal.
+package pbwire
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// varints counts the varints of a packed field (the bytes that end one).
+func varints(v []byte) int {
+	n := 0
+	for _, c := range v {
+		if c < 0x80 {
+			n++
+		}
+	}
+	return n
+}
+
+// Packed64 reads the body of a packed repeated uint64 field; ok is false
+// on a truncated or overlong varint.
+func Packed64(v []byte) (out []uint64, ok bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out = make([]uint64, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, x)
+		v = v[n:]
+	}
+	return out, true
+}
+
+// Packed32 reads the body of a packed repeated uint32 field, truncating
+// each value to 32 bits as proto.Unmarshal does.
+func Packed32(v []byte) (out []uint32, ok bool) {
+	if len(v) == 0 {
+		return nil, true
+	}
+	out = make([]uint32, 0, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return nil, false
+		}
+		out = append(out, uint32(x))
+		v = v[n:]
+	}
+	return out, true
+}
