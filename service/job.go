@@ -635,8 +635,9 @@ func simplePacked(pk *pb.PackedRequests) bool {
 		len(pk.Betas) == n && len(pk.PointLens) == 0
 }
 
-// packedRequest sets r to request i of a simplePacked message, as
-// eachPacked hands it on.
+// packedRequest sets r to request i of a packed message whose Shapes, Ids,
+// AlphaShares, BetaShares, Counts and Betas hold at least i+1 entries
+// (points, if any, are the caller's), as eachPacked hands it on.
 func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
 	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
@@ -708,16 +709,7 @@ func eachPacked(pk *pb.PackedRequests, fn func(*pb.KeyRequest) bool) bool {
 	}
 	off := 0
 	for i := 0; i < n; i++ {
-		sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
-		r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
-			InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
-			AlphaShare: pk.AlphaShares[i], BetaShare: pk.BetaShares[i], Count: pk.Counts[i], Beta: pk.Betas[i]}
-		if sh[1] != 0 {
-			r.Tier = msg.Tier(sh[1]).String()
-		}
-		if sh[5] > 1 {
-			r.Mode = "malformed packed request"
-		}
+		packedRequest(pk, i, &r)
 		if len(pk.PointLens) > 0 {
 			l := int(pk.PointLens[i])
 			if l > len(pk.Points)-off {
