@@ -529,13 +529,15 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $32
 	g.dpfGenFunc("vaesDPFGenFirst", true)
 }
 
-// dpfGenFunc emits one DPF Gen level kernel. With first set it is level 1:
-// the chains are the roots, used as given (bit 0 is seed, not control
-// bit), with control bits t0 = 0 and t1 = 1.
-func (g *gen) dpfGenFunc(name string, first bool) {
+// genLevelPrologue starts a fused DPF Gen level kernel: its header, a
+// frame of park bytes (plus 64 to align them; R15 is the aligned base) and
+// the arguments in their registers (AX k, SI quads, DX n, R8 alpha, R11
+// shift, DI out, R10 ctrlRel, R12 ctrlShift), BX the kernel's constant
+// table and R14 the control-bit deposit mask.
+func (g *gen) genLevelPrologue(name, sched string, park int, tab string) {
 	fmt.Fprintf(&g.buf, `
-// func %[1]s(k *[2]Schedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
-TEXT ·%[1]s(SB), NOSPLIT, $320-72
+// func %[1]s(k %[2]s, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
+TEXT ·%[1]s(SB), NOSPLIT, $%[3]d-72
 	LEAQ 63(SP), R15
 	ANDQ $-64, R15
 	MOVQ k+0(FP), AX
@@ -546,10 +548,17 @@ TEXT ·%[1]s(SB), NOSPLIT, $320-72
 	MOVQ out+40(FP), DI
 	MOVQ ctrlRel+56(FP), R10
 	MOVQ ctrlShift+64(FP), R12
-	LEAQ genTab<>(SB), BX
+	LEAQ %[4]s<>(SB), BX
 	MOVL $0x0303, R14
-	VMOVDQU treeNotOne<>(SB), Y9
-`, name)
+`, name, sched, park+64, tab)
+}
+
+// dpfGenFunc emits one DPF Gen level kernel. With first set it is level 1:
+// the chains are the roots, used as given (bit 0 is seed, not control
+// bit), with control bits t0 = 0 and t1 = 1.
+func (g *gen) dpfGenFunc(name string, first bool) {
+	g.genLevelPrologue(name, "*[2]Schedule", 256, "genTab")
+	g.p("VMOVDQU treeNotOne<>(SB), Y9")
 	// The main loop is software pipelined: while the AES rounds of block b
 	// (two key pairs, 8 chains) run, the corrections of block b-1 are
 	// computed from its raw children parked in the frame (at R15, the
@@ -1089,31 +1098,17 @@ func (g *gen) dpfGen512Func(name string, first bool) {
 	if first {
 		last = 11
 	}
-	fmt.Fprintf(&g.buf, `
-// func %[1]s(k *zmmSeedSchedule, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
-TEXT ·%[1]s(SB), NOSPLIT, $%[2]d-72
-	LEAQ 63(SP), R15
-	ANDQ $-64, R15
-	MOVQ k+0(FP), AX
-	MOVQ quads+8(FP), SI
-	MOVQ n+16(FP), DX
-	MOVQ alpha+24(FP), R8
-	MOVQ shift+32(FP), R11
-	MOVQ out+40(FP), DI
-	MOVQ ctrlRel+56(FP), R10
-	MOVQ ctrlShift+64(FP), R12
-	LEAQ zmmTab<>(SB), BX
-	MOVL $0x0303, R14
-	MOVL $0xf0, R13
+	g.genLevelPrologue(name, "*zmmSeedSchedule", 128*zP, "zmmTab")
+	fmt.Fprintf(&g.buf, `	MOVL $0xf0, R13
 	KMOVB R13, K4
 	VMOVDQU64 0(BX), Z29
 	VMOVDQU64 64(BX), Z30
 	VMOVDQU64 128(BX), Z31
 	VMOVDQU64 0(AX), Z16
-	VMOVDQU64 %[3]d(AX), Z17
-	VMOVDQU64 %[4]d(AX), Z18
-	VMOVDQU64 %[5]d(AX), Z19
-`, name, 128*zP+64, 12*64, 64*last, 12*64+64*last)
+	VMOVDQU64 %[1]d(AX), Z17
+	VMOVDQU64 %[2]d(AX), Z18
+	VMOVDQU64 %[3]d(AX), Z19
+`, 12*64, 64*last, 12*64+64*last)
 	keys := 2 * zP
 	g.p("CMPQ DX, $%d", keys)
 	g.p("JB " + name + "_tail")
