@@ -9,12 +9,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -95,16 +97,27 @@ func desc(s msg.Share) channel.Desc {
 	return channel.Desc{Mode: byte(s.Mode), Type: byte(s.Type), InBits: s.InBits, OutBits: s.OutBits}
 }
 
+// output is one accepted key of this party. Its key is generated lazily:
+// until a Collect needs it, the output holds its shape, counter and the
+// reconstructed (α, β), and the first Collect that finds such an output
+// generates every pending one, a batch per shape through the cross-key
+// batch generator (the keys are the same bytes as one-at-a-time Gen).
 type output struct {
 	mode       msg.Mode
-	key        *fss.Key
+	key        *fss.Key // nil while pending
 	alphaShare uint64
 	betaShare  uint64
+
+	params      fss.Params
+	counter     uint64
+	alpha, beta uint64
 }
 
 func (o *output) wipe() {
-	o.key.Wipe()
-	o.alphaShare, o.betaShare = 0, 0
+	if o.key != nil {
+		o.key.Wipe()
+	}
+	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
 }
 
 // Engine is one software module. It is safe for concurrent use; requests
@@ -126,8 +139,12 @@ type Engine struct {
 	ctr        store.Counters
 	slots      []*slot
 	ready      map[uint64]*output
+	pending    int // outputs in ready whose key is not generated yet
 	dispatches uint64
 	rejects    map[string]uint64
+
+	gens       map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
+	gen0, gen1 []byte                       // their output buffers, wiped after use
 }
 
 // New returns an unpaired software module.
@@ -515,11 +532,8 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		}
 		clear(plain)
 	}
-	// Authentic and fresh: reconstruct, derive roots, Gen, commit, assemble.
-	outs, err := e.generateSlot(sl, peer)
-	if err != nil {
-		return nil, err
-	}
+	// Authentic and fresh: reconstruct, commit, queue for generation.
+	outs := e.acceptSlot(sl, peer)
 	next := e.ctr
 	next.PeerFloor = sl.last() + 1
 	next.Generated += uint64(len(outs))
@@ -536,93 +550,30 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		resp.Counters = append(resp.Counters, r.counter)
 		r.wipe()
 	}
+	e.pending += len(outs)
 	e.slots = e.slots[1:]
 	return resp, nil
 }
 
-// generateSlot generates the keys of an accepted slot: a batch whose keys
-// all share one shape goes through the fss batch generator, anything else
-// key by key.
-func (e *Engine) generateSlot(sl *slot, peer [][2]uint64) ([]*output, error) {
+// acceptSlot turns an authenticated slot into pending outputs: (α, β)
+// reconstructed from both parties' shares; the keys are generated when
+// first collected (materialize).
+func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
 	outs := make([]*output, len(sl.recs))
-	p := sl.recs[0].share.Params()
-	same := len(sl.recs) > 1
-	for _, r := range sl.recs {
-		same = same && r.share.Params() == p
-	}
-	if same {
-		if err := e.generateBatch(sl, peer, p, outs); err != nil {
-			return nil, err
-		}
-		return outs, nil
-	}
 	for i, r := range sl.recs {
-		o, err := e.generateBound(r, peer[i][0], peer[i][1])
-		if err != nil {
-			for _, o := range outs[:i] {
-				o.wipe()
-			}
-			return nil, err
-		}
-		outs[i] = o
+		s := r.share
+		p := s.Params()
+		outs[i] = &output{mode: s.Mode, params: p, counter: r.counter,
+			alpha: (s.AlphaShare + peer[i][0]) & prg.Mask(p.InBits),
+			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)}
 	}
-	return outs, nil
+	e.dispatches += uint64(len(outs))
+	return outs
 }
 
-// generateBatch is generateBound for many keys of one shape at once.
-func (e *Engine) generateBatch(sl *slot, peer [][2]uint64, p fss.Params, outs []*output) error {
-	k := len(sl.recs)
-	alpha, beta := make([]uint64, k), make([]uint64, k)
-	r0, r1 := make([]prg.Block, k), make([]prg.Block, k)
-	defer func() { clear(alpha); clear(beta); clear(r0); clear(r1) }()
-	for i, r := range sl.recs {
-		alpha[i] = (r.share.AlphaShare + peer[i][0]) & prg.Mask(p.InBits)
-		beta[i] = (r.share.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)
-		r0[i], r1[i] = e.prf.Roots(r.counter)
-	}
-	e.dispatches += uint64(k)
-	out0, out1, err := fss.GenBatchWithRoots(p, alpha, beta, r0, r1)
-	defer func() { clear(out0); clear(out1) }()
-	if err != nil {
-		// fss names the offending α or β in its errors: never pass them on.
-		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", sl.first())
-	}
-	own := out0
-	if e.party == 1 {
-		own = out1
-	}
-	ks := p.KeySize()
-	for i := range sl.recs {
-		key, err := fss.ParseKey(own[i*ks : (i+1)*ks])
-		if err != nil {
-			for _, o := range outs[:i] {
-				o.wipe()
-			}
-			return fmt.Errorf("module: batch Gen at counter %d: %w", sl.first(), err)
-		}
-		outs[i] = &output{mode: sl.recs[i].share.Mode, key: key}
-	}
-	return nil
-}
-
-// generateBound reconstructs (α, β) from both shares, runs Gen with the
-// derived roots and keeps only this party's key share.
-func (e *Engine) generateBound(r *record, peerA, peerB uint64) (*output, error) {
-	s := r.share
-	p := s.Params()
-	alpha := (s.AlphaShare + peerA) & prg.Mask(p.InBits)
-	beta := (s.BetaShare + peerB) & prg.Mask(p.OutBits)
-	key, err := e.gen(p, r.counter, alpha, beta)
-	alpha, beta = 0, 0
-	_, _ = alpha, beta
-	if err != nil {
-		return nil, err
-	}
-	return &output{mode: s.Mode, key: key}, nil
-}
-
-// generateDerived draws (α, β) from kr and the counter and emits this
-// party's key share and its additive shares of them.
+// generateDerived draws (α, β) from kr and the counter and queues this
+// party's key share (generated when first collected) with its additive
+// shares of them.
 func (e *Engine) generateDerived(r *record) error {
 	s := r.share
 	p := s.Params()
@@ -634,8 +585,8 @@ func (e *Engine) generateDerived(r *record) error {
 	} else {
 		beta, beta0 = s.Beta, s.Beta
 	}
-	key, err := e.gen(p, r.counter, alpha, beta)
-	o := &output{mode: msg.Derived, key: key}
+	o := &output{mode: msg.Derived, params: p, counter: r.counter, alpha: alpha, beta: beta}
+	e.dispatches++
 	if e.party == 0 {
 		o.alphaShare, o.betaShare = alpha0, beta0
 	} else {
@@ -643,9 +594,6 @@ func (e *Engine) generateDerived(r *record) error {
 	}
 	alpha, alpha0, beta, beta0 = 0, 0, 0, 0
 	_, _, _, _ = alpha, alpha0, beta, beta0
-	if err != nil {
-		return err
-	}
 	next := e.ctr
 	next.Generated++
 	if err := e.store.Save(next); err != nil {
@@ -654,28 +602,100 @@ func (e *Engine) generateDerived(r *record) error {
 	}
 	e.ctr = next
 	e.ready[r.counter] = o
+	e.pending++
 	r.wipe()
 	return nil
 }
 
-// gen derives both roots for counter, runs the dealer Gen and returns this
-// party's key share; the other share and the roots are wiped.
-func (e *Engine) gen(p fss.Params, counter, alpha, beta uint64) (*fss.Key, error) {
-	r0, r1 := e.prf.Roots(counter)
-	e.dispatches++
-	k0, k1, err := fss.GenWithRoots(p, alpha, beta, r0, r1)
-	clear(r0[:])
-	clear(r1[:])
-	if err != nil {
+// materialize generates the keys of every pending output: by shape, in
+// counter order, through a one-worker batch generator (each key's roots
+// derived from the shared secret and its counter), keeping this party's
+// share. On failure the pending outputs are wiped and dropped.
+func (e *Engine) materialize() error {
+	if e.pending == 0 {
+		return nil
+	}
+	byShape := map[fss.Params][]*output{}
+	for _, o := range e.ready {
+		if o.key == nil {
+			byShape[o.params] = append(byShape[o.params], o)
+		}
+	}
+	e.pending = 0
+	for p, os := range byShape {
+		slices.SortFunc(os, func(a, b *output) int { return cmp.Compare(a.counter, b.counter) })
+		var err error
+		for lo := 0; lo < len(os) && err == nil; lo += genChunk {
+			err = e.generate(p, os[lo:min(len(os), lo+genChunk)])
+		}
+		if err != nil {
+			for _, l := range byShape {
+				for _, o := range l {
+					if o.key == nil {
+						o.wipe()
+						delete(e.ready, o.counter)
+					}
+				}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// genChunk bounds the keys of one batch generator call, and so the scratch
+// it needs: at most genChunk key pairs of the largest shape (about 3.4 MB).
+const genChunk = 1024
+
+// generate makes the keys of pending outputs of one shape.
+func (e *Engine) generate(p fss.Params, os []*output) error {
+	g := e.gens[p]
+	if g == nil {
+		var err error
+		if g, err = fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: 1}); err != nil {
+			return fmt.Errorf("module: batch Gen for %v: %w", p, err)
+		}
+		if e.gens == nil {
+			e.gens = map[fss.Params]*fss.BatchGen{}
+		}
+		e.gens[p] = g
+	}
+	k, ks := len(os), p.KeySize()
+	alpha, beta := make([]uint64, k), make([]uint64, k)
+	r0, r1 := make([]prg.Block, k), make([]prg.Block, k)
+	if cap(e.gen0) < k*ks {
+		e.gen0, e.gen1 = make([]byte, k*ks), make([]byte, k*ks)
+	}
+	out0, out1 := e.gen0[:k*ks], e.gen1[:k*ks]
+	defer func() {
+		clear(alpha)
+		clear(beta)
+		clear(r0)
+		clear(r1)
+		clear(out0)
+		clear(out1)
+	}()
+	for i, o := range os {
+		alpha[i], beta[i] = o.alpha, o.beta
+		o.alpha, o.beta = 0, 0
+		r0[i], r1[i] = e.prf.Roots(o.counter)
+	}
+	if err := g.GenWithRoots(alpha, beta, r0, r1, out0, out1); err != nil {
 		// fss names the offending α or β in its errors: never pass them on.
-		return nil, fmt.Errorf("module: Gen at counter %d failed (parameters withheld)", counter)
+		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", os[0].counter)
 	}
-	if e.party == 0 {
-		k1.Wipe()
-		return k0, nil
+	own := out0
+	if e.party == 1 {
+		own = out1
 	}
-	k0.Wipe()
-	return k1, nil
+	for i, o := range os {
+		key, err := fss.ParseKey(own[i*ks : (i+1)*ks])
+		if err != nil {
+			return fmt.Errorf("module: batch Gen at counter %d: %w", o.counter, err)
+		}
+		o.key = key
+	}
+	return nil
 }
 
 // abandon drops pending slots and uncollected outputs up to counter and
@@ -697,6 +717,9 @@ func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
 	e.slots = keep
 	for c, o := range e.ready {
 		if c <= counter {
+			if o.key == nil {
+				e.pending--
+			}
 			o.wipe()
 			delete(e.ready, c)
 			dropped++
@@ -721,6 +744,11 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 	o, ok := e.ready[counter]
 	if !ok {
 		return msg.CollectResponse{}, bad("Counter: no output ready at counter %d", counter)
+	}
+	if o.key == nil {
+		if err := e.materialize(); err != nil {
+			return msg.CollectResponse{}, err
+		}
 	}
 	resp := msg.CollectResponse{Counter: counter, Mode: o.mode}
 	if o.mode == msg.Consume {

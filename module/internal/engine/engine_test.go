@@ -305,7 +305,7 @@ func TestGenErrorCarriesNoSecret(t *testing.T) {
 	e := pair(t)[0]
 	const alpha, beta = 0xA1F4A1F4, 0xB3B3B3B3
 	p := fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}
-	_, err := e.gen(p, 7, alpha, beta)
+	err := e.generate(p, []*output{{params: p, counter: 7, alpha: alpha, beta: beta}})
 	if err == nil {
 		t.Fatal("Gen accepted α and β wider than the key")
 	}
@@ -315,5 +315,83 @@ func TestGenErrorCarriesNoSecret(t *testing.T) {
 				t.Fatalf("error %q names a secret", err)
 			}
 		}
+	}
+}
+
+// TestPendingKeysBatched: keys of several shapes, all accepted before any
+// is collected (their generation waits for the first Collect, then runs in
+// one batch per shape, in chunks), collected in a shuffled order, equal
+// dealer Gen with the same roots; an abandon drops pending keys too.
+func TestPendingKeysBatched(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	e := pair(t)
+	type want struct {
+		p           fss.Params
+		alpha, beta uint64
+	}
+	wants := map[uint64]want{}
+	shapes := []fss.Params{{Type: fss.DPF, InBits: 16, OutBits: 16}, {Type: fss.DCF, InBits: 32, OutBits: 7}, {Type: fss.DPF, InBits: 64, OutBits: 64}}
+	for round := 0; round < 3; round++ {
+		for _, tier := range []msg.Tier{msg.MAC, msg.BatchMAC, msg.Keystream} {
+			var s [2][]msg.Share
+			var ws []want
+			k := 1 + rng.IntN(genChunk/2)
+			if tier == msg.Keystream {
+				k = 1 // one share per keystream submission
+			}
+			for range k {
+				p := shapes[rng.IntN(len(shapes))]
+				alpha, beta := rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
+				a0, a1 := split(rng, alpha, p.InBits)
+				b0, b1 := split(rng, beta, p.OutBits)
+				s[0] = append(s[0], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, AlphaShare: a0, BetaShare: b0})
+				s[1] = append(s[1], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, AlphaShare: a1, BetaShare: b1})
+				ws = append(ws, want{p, alpha, beta})
+			}
+			r0, r1 := submit(t, e[0], tier, s[0]...), submit(t, e[1], tier, s[1]...)
+			for i := range r0.Frames {
+				if !frame(t, e[1], r0.Frames[i]).Accepted || !frame(t, e[0], r1.Frames[i]).Accepted {
+					t.Fatal("honest frame rejected")
+				}
+			}
+			for i, w := range ws {
+				wants[r0.FirstCounter+uint64(i)] = w
+			}
+		}
+	}
+	if e[0].pending != len(wants) || e[1].pending != len(wants) {
+		t.Fatalf("pending %d/%d, want %d before any collect", e[0].pending, e[1].pending, len(wants))
+	}
+	// Drop the first two counters, then collect the rest in a random order.
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e[0].Collect(ctx, &msg.CollectRequest{Counter: 1}); err == nil {
+		t.Fatal("collected an abandoned key")
+	}
+	if e[0].pending != len(wants)-2 {
+		t.Fatalf("pending %d after abandoning two, want %d", e[0].pending, len(wants)-2)
+	}
+	counters := make([]uint64, 0, len(wants))
+	for c := range wants {
+		if c > 1 {
+			counters = append(counters, c)
+		}
+	}
+	rng.Shuffle(len(counters), func(i, j int) { counters[i], counters[j] = counters[j], counters[i] })
+	for _, c := range counters {
+		w := wants[c]
+		k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
+		root0, root1 := e[0].prf.Roots(c)
+		d0, d1, err := fss.GenWithRoots(w.p, w.alpha, w.beta, root0, root1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k0.Equal(d0) || !k1.Equal(d1) {
+			t.Fatalf("counter %d (%v): keys differ from dealer Gen", c, w.p)
+		}
+	}
+	if e[0].pending != 0 || len(e[0].ready) != 0 {
+		t.Fatalf("pending %d, ready %d after collecting everything", e[0].pending, len(e[0].ready))
 	}
 }
