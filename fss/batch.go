@@ -101,13 +101,33 @@ func (g *BatchGen) Workers() int { return g.workers }
 // must hold exactly len(alpha)·s bytes. Nothing is written if an argument is
 // invalid.
 func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, out0, out1 []byte) error {
-	k := len(alpha)
-	if len(beta) != k || len(root0) != k || len(root1) != k {
-		return fmt.Errorf("fss: batch of %d alphas has %d betas, %d and %d roots", k, len(beta), len(root0), len(root1))
+	ks := g.p.KeySize()
+	if k := len(alpha); len(out0) != k*ks || len(out1) != k*ks {
+		return fmt.Errorf("fss: batch of %d %v keys needs %d bytes per party, got %d and %d", k, g.p, k*ks, len(out0), len(out1))
+	}
+	return g.run(batchJob{alpha: alpha, beta: beta, root0: root0, root1: root1, out0: out0, out1: out1, ks: ks})
+}
+
+// GenPartyWithRoots is GenWithRoots for one party's keys only: key i of
+// party b (0 or 1) is written to out[i·s : (i+1)·s]. The other party's
+// keys are never written anywhere (a module keeps only its own share).
+func (g *BatchGen) GenPartyWithRoots(b int, alpha, beta []uint64, root0, root1 []prg.Block, out []byte) error {
+	if b != 0 && b != 1 {
+		return fmt.Errorf("fss: party %d, want 0 or 1", b)
 	}
 	ks := g.p.KeySize()
-	if len(out0) != k*ks || len(out1) != k*ks {
-		return fmt.Errorf("fss: batch of %d %v keys needs %d bytes per party, got %d and %d", k, g.p, k*ks, len(out0), len(out1))
+	if k := len(alpha); len(out) != k*ks {
+		return fmt.Errorf("fss: batch of %d %v keys needs %d bytes, got %d", k, g.p, k*ks, len(out))
+	}
+	return g.run(batchJob{alpha: alpha, beta: beta, root0: root0, root1: root1, out0: out, ks: ks, only: b + 1})
+}
+
+// run checks a job's inputs and generates it.
+func (g *BatchGen) run(job batchJob) error {
+	alpha, beta := job.alpha, job.beta
+	k := len(alpha)
+	if len(beta) != k || len(job.root0) != k || len(job.root1) != k {
+		return fmt.Errorf("fss: batch of %d alphas has %d betas, %d and %d roots", k, len(beta), len(job.root0), len(job.root1))
 	}
 	am, bm := prg.Mask(g.p.InBits), prg.Mask(g.p.OutBits)
 	for i := range alpha {
@@ -115,9 +135,9 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 			return checkPoint(g.p, alpha[i], beta[i])
 		}
 	}
-	g.job = batchJob{alpha: alpha, beta: beta, root0: root0, root1: root1, out0: out0, out1: out1, ks: ks}
+	g.job = job // in g, not on the stack: the workers share it
 	defer func() { g.job = batchJob{} }()
-	job := &g.job
+	jp := &g.job
 	gk := g.inFlight
 	groups := (k + gk - 1) / gk
 	// Smaller chunks when there are too few to keep every worker busy.
@@ -129,7 +149,7 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 	w := min(g.workers, chunks)
 	if w <= 1 {
 		if k > 0 {
-			g.scratch[0].runRange(job, 0, k)
+			g.scratch[0].runRange(jp, 0, k)
 		}
 		return nil
 	}
@@ -146,7 +166,7 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 					return
 				}
 				lo := c * span
-				st.runRange(job, lo, min(k, lo+span))
+				st.runRange(jp, lo, min(k, lo+span))
 			}
 		}(g.scratch[i])
 	}
@@ -174,8 +194,9 @@ func GenBatchWithRoots(p Params, alpha, beta []uint64, root0, root1 []prg.Block)
 type batchJob struct {
 	alpha, beta  []uint64
 	root0, root1 []prg.Block
-	out0, out1   []byte
+	out0, out1   []byte // out1 unused when only is set
 	ks           int
+	only         int // 0: both parties; b+1: party b's keys only, in out0
 }
 
 // groupState is the structure-of-arrays working state of one group of keys
@@ -394,13 +415,21 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 		putValue(img[st.finalOff:st.finalOff+st.vb], final)
 	}
 	o0 := job.out0[base*ks : (base+n)*ks]
-	o1 := job.out1[base*ks : (base+n)*ks]
 	if !direct {
 		copy(o0, stage[:n*ks])
 		clear(stage)
 	}
-	copy(o1, o0)
-	for i := 0; i < n; i++ {
+	// The parties' keys differ only in the party byte and the root seed:
+	// party 1's are party 0's patched, in their own buffer or in place.
+	o1 := o0
+	switch job.only {
+	case 0:
+		o1 = job.out1[base*ks : (base+n)*ks]
+		copy(o1, o0)
+	case 1:
+		o1 = nil
+	}
+	for i := 0; i < len(o1)/ks; i++ {
 		o1[i*ks+3] = 1
 		copy(o1[i*ks+headerSize:i*ks+headerSize+16], job.root1[base+i][:])
 	}

@@ -79,6 +79,16 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 							t.Fatal(err)
 						}
 						checkBatch(t, p, alpha, beta, root0, root1, out0, out1)
+						// One party's keys alone are the same bytes.
+						for b, want := range [][]byte{out0, out1} {
+							one := make([]byte, len(want))
+							if err := g.GenPartyWithRoots(b, alpha, beta, root0, root1, one); err != nil {
+								t.Fatal(err)
+							}
+							if !bytes.Equal(one, want) {
+								t.Fatalf("%s %v k=%d: party %d's keys alone differ from the pair's", kern, p, k, b)
+							}
+						}
 					}
 				}
 			}
@@ -189,6 +199,15 @@ func TestBatchGenErrors(t *testing.T) {
 	}
 	if err := g.GenWithRoots([]uint64{1, 2}, []uint64{1, 2}, roots, roots, buf[:3], buf); err == nil {
 		t.Error("accepted a short output")
+	}
+	if err := g.GenPartyWithRoots(2, []uint64{1, 2}, []uint64{1, 2}, roots, roots, buf); err == nil {
+		t.Error("accepted party 2")
+	}
+	if err := g.GenPartyWithRoots(1, []uint64{1, 2}, []uint64{1, 2}, roots, roots, buf[:3]); err == nil {
+		t.Error("one party: accepted a short output")
+	}
+	if err := g.GenPartyWithRoots(0, []uint64{1, 256}, []uint64{1, 1}, roots, roots, buf); err == nil {
+		t.Error("one party: accepted α ≥ 2^ℓ")
 	}
 }
 

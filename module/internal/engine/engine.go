@@ -104,7 +104,7 @@ func desc(s msg.Share) channel.Desc {
 // batch generator (the keys are the same bytes as one-at-a-time Gen).
 type output struct {
 	mode       msg.Mode
-	key        *fss.Key // nil while pending
+	raw        []byte // this party's serialized key share; nil while pending
 	alphaShare uint64
 	betaShare  uint64
 
@@ -114,9 +114,7 @@ type output struct {
 }
 
 func (o *output) wipe() {
-	if o.key != nil {
-		o.key.Wipe()
-	}
+	clear(o.raw)
 	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
 }
 
@@ -143,8 +141,7 @@ type Engine struct {
 	dispatches uint64
 	rejects    map[string]uint64
 
-	gens       map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
-	gen0, gen1 []byte                       // their output buffers, wiped after use
+	gens map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
 }
 
 // New returns an unpaired software module.
@@ -617,7 +614,7 @@ func (e *Engine) materialize() error {
 	}
 	byShape := map[fss.Params][]*output{}
 	for _, o := range e.ready {
-		if o.key == nil {
+		if o.raw == nil {
 			byShape[o.params] = append(byShape[o.params], o)
 		}
 	}
@@ -631,7 +628,7 @@ func (e *Engine) materialize() error {
 		if err != nil {
 			for _, l := range byShape {
 				for _, o := range l {
-					if o.key == nil {
+					if o.raw == nil {
 						o.wipe()
 						delete(e.ready, o.counter)
 					}
@@ -663,37 +660,27 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 	k, ks := len(os), p.KeySize()
 	alpha, beta := make([]uint64, k), make([]uint64, k)
 	r0, r1 := make([]prg.Block, k), make([]prg.Block, k)
-	if cap(e.gen0) < k*ks {
-		e.gen0, e.gen1 = make([]byte, k*ks), make([]byte, k*ks)
-	}
-	out0, out1 := e.gen0[:k*ks], e.gen1[:k*ks]
 	defer func() {
 		clear(alpha)
 		clear(beta)
 		clear(r0)
 		clear(r1)
-		clear(out0)
-		clear(out1)
 	}()
 	for i, o := range os {
 		alpha[i], beta[i] = o.alpha, o.beta
 		o.alpha, o.beta = 0, 0
 		r0[i], r1[i] = e.prf.Roots(o.counter)
 	}
-	if err := g.GenWithRoots(alpha, beta, r0, r1, out0, out1); err != nil {
+	// Only this party's keys are written; each output keeps its slice of
+	// the chunk's buffer and wipes it when collected.
+	buf := make([]byte, k*ks)
+	if err := g.GenPartyWithRoots(e.party, alpha, beta, r0, r1, buf); err != nil {
+		clear(buf)
 		// fss names the offending α or β in its errors: never pass them on.
 		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", os[0].counter)
 	}
-	own := out0
-	if e.party == 1 {
-		own = out1
-	}
 	for i, o := range os {
-		key, err := fss.ParseKey(own[i*ks : (i+1)*ks])
-		if err != nil {
-			return fmt.Errorf("module: batch Gen at counter %d: %w", o.counter, err)
-		}
-		o.key = key
+		o.raw = buf[i*ks : (i+1)*ks : (i+1)*ks]
 	}
 	return nil
 }
@@ -717,7 +704,7 @@ func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
 	e.slots = keep
 	for c, o := range e.ready {
 		if c <= counter {
-			if o.key == nil {
+			if o.raw == nil {
 				e.pending--
 			}
 			o.wipe()
@@ -745,7 +732,7 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 	if !ok {
 		return msg.CollectResponse{}, bad("Counter: no output ready at counter %d", counter)
 	}
-	if o.key == nil {
+	if o.raw == nil {
 		if err := e.materialize(); err != nil {
 			return msg.CollectResponse{}, err
 		}
@@ -755,15 +742,20 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 		if len(points) == 0 || len(points) > MaxPoints {
 			return msg.CollectResponse{}, bad("Points: %d points, want 1..%d in consume mode", len(points), MaxPoints)
 		}
-		mask := prg.Mask(o.key.Params().InBits)
+		mask := prg.Mask(o.params.InBits)
 		for i, x := range points {
 			if x&^mask != 0 {
-				return msg.CollectResponse{}, bad("Points[%d]: does not fit in %d input bits", i, o.key.Params().InBits)
+				return msg.CollectResponse{}, bad("Points[%d]: does not fit in %d input bits", i, o.params.InBits)
 			}
 		}
+		key, err := fss.ParseKey(o.raw)
+		if err != nil {
+			return msg.CollectResponse{}, fmt.Errorf("module: key at counter %d: %w", counter, err)
+		}
+		defer key.Wipe()
 		resp.Evals = make([]uint64, len(points))
 		for i, x := range points {
-			y, err := o.key.Eval(x)
+			y, err := key.Eval(x)
 			if err != nil {
 				return msg.CollectResponse{}, fmt.Errorf("module: Eval at counter %d: %w", counter, err)
 			}
@@ -773,14 +765,7 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 		if len(points) != 0 {
 			return msg.CollectResponse{}, bad("Points: only for consume mode (counter %d is %v)", counter, o.mode)
 		}
-		if keyBuf == nil {
-			keyBuf = make([]byte, 0, o.key.Params().KeySize())
-		}
-		raw, err := o.key.AppendBinary(keyBuf)
-		if err != nil {
-			return msg.CollectResponse{}, fmt.Errorf("module: serializing key at counter %d: %w", counter, err)
-		}
-		resp.Key = raw
+		resp.Key = append(keyBuf, o.raw...)
 		resp.AlphaShare, resp.BetaShare = o.alphaShare, o.betaShare
 	}
 	o.wipe()
