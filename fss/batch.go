@@ -439,6 +439,8 @@ func (st *groupState) runGroup(job *batchJob, base, n int) {
 	clear(st.vr)
 	clear(st.alpha)
 	clear(st.beta)
+	clear(st.t)
+	clear(st.v)
 }
 
 // dcfValues is the value half of DCF Gen level j for the fused path,
