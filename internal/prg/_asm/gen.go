@@ -529,6 +529,35 @@ GLOBL genOne<>(SB), RODATA|NOPTR, $32
 	g.dpfGenFunc("vaesDPFGenFirst", true)
 }
 
+// pipelined emits the main loop shared by the fused level kernels: blocks
+// of P key pairs (64P bytes of chains at SI, 2P keys counted down in DX).
+// While block b's AES rounds run (aes, with the lines of post spread
+// between them), block b-1's post step runs on the children park left in
+// the frame; after the last full block its post step runs alone, and
+// control reaches name_tail with fewer than 2P keys left.
+func (g *gen) pipelined(name string, P int, aes func(P int, extra []string), park func(P int), post []string) {
+	keys := 2 * P
+	g.p("CMPQ DX, $%d", keys)
+	g.p("JB " + name + "_tail")
+	aes(P, nil)
+	park(P)
+	g.p("ADDQ $%d, SI", 64*P)
+	g.p("SUBQ $%d, DX", keys)
+	g.label(name + "_loop")
+	g.p("CMPQ DX, $%d", keys)
+	g.p("JB " + name + "_drain")
+	aes(P, post)
+	park(P)
+	g.p("ADDQ $%d, SI", 64*P)
+	g.p("SUBQ $%d, DX", keys)
+	g.p("JMP " + name + "_loop")
+	g.label(name + "_drain")
+	for _, l := range post {
+		g.p("%s", l)
+	}
+	g.label(name + "_tail")
+}
+
 // genLevelPrologue starts a fused DPF Gen level kernel: its header, a
 // frame of park bytes (plus 64 to align them; R15 is the aligned base) and
 // the arguments in their registers (AX k, SI quads, DX n, R8 alpha, R11
@@ -564,30 +593,13 @@ func (g *gen) dpfGenFunc(name string, first bool) {
 	// computed from its raw children parked in the frame (at R15, the
 	// frame rounded up to 64 bytes: a park across cache lines costs split
 	// loads and stores on every block).
-	g.p("CMPQ DX, $4")
-	g.p("JB " + name + "_tail")
-	g.genAES(2, nil, first)
-	g.genPark(2)
-	g.p("ADDQ $128, SI")
-	g.p("SUBQ $4, DX")
-	g.label(name + "_loop")
-	g.p("CMPQ DX, $4")
-	g.p("JB " + name + "_drain")
 	var post []string
 	for q := 0; q < 2; q++ {
 		post = append(post, genPost(q, -128, first)...)
 	}
 	post = append(post, "ADDQ $32, R8")
-	g.genAES(2, post, first)
-	g.genPark(2)
-	g.p("ADDQ $128, SI")
-	g.p("SUBQ $4, DX")
-	g.p("JMP " + name + "_loop")
-	g.label(name + "_drain")
-	for _, l := range post {
-		g.p("%s", l)
-	}
-	g.label(name + "_tail")
+	aes := func(P int, extra []string) { g.genAES(P, extra, first) }
+	g.pipelined(name, 2, aes, g.genPark, post)
 	g.p("CMPQ DX, $2")
 	g.p("JB " + name + "_done")
 	g.genAES(1, nil, first)
@@ -895,31 +907,14 @@ TEXT ·%[1]s(SB), NOSPLIT, $320-80
 	MOVQ mask+72(FP), R12
 	VMOVDQU treeNotOne<>(SB), Y9
 `, name)
-	g.p("CMPQ DX, $4")
-	g.p("JB " + name + "_tail")
-	g.genAES(2, nil, first)
-	g.genPark(2)
-	g.p("ADDQ $128, SI")
-	g.p("SUBQ $4, DX")
-	g.label(name + "_loop")
-	g.p("CMPQ DX, $4")
-	g.p("JB " + name + "_drain")
 	var post []string
 	for q := 0; q < 2; q++ {
 		for h := 0; h < 2; h++ {
 			post = append(post, valuePost(q, h, -128, w, first)...)
 		}
 	}
-	g.genAES(2, post, first)
-	g.genPark(2)
-	g.p("ADDQ $128, SI")
-	g.p("SUBQ $4, DX")
-	g.p("JMP " + name + "_loop")
-	g.label(name + "_drain")
-	for _, l := range post {
-		g.p("%s", l)
-	}
-	g.label(name + "_tail")
+	aes := func(P int, extra []string) { g.genAES(P, extra, first) }
+	g.pipelined(name, 2, aes, g.genPark, post)
 	g.p("CMPQ DX, $2")
 	g.p("JB " + name + "_done")
 	g.genAES(1, nil, first)
@@ -1109,31 +1104,14 @@ func (g *gen) dpfGen512Func(name string, first bool) {
 	VMOVDQU64 %[2]d(AX), Z18
 	VMOVDQU64 %[3]d(AX), Z19
 `, 12*64, 64*last, 12*64+64*last)
-	keys := 2 * zP
-	g.p("CMPQ DX, $%d", keys)
-	g.p("JB " + name + "_tail")
-	g.genAES512(zP, nil, first)
-	g.genPark512(zP)
-	g.p("ADDQ $%d, SI", 64*zP)
-	g.p("SUBQ $%d, DX", keys)
-	g.label(name + "_loop")
-	g.p("CMPQ DX, $%d", keys)
-	g.p("JB " + name + "_drain")
 	var post []string
 	for q := 0; q < zP; q++ {
 		post = append(post, genPost512(q, -64*zP, first)...)
 	}
 	post = append(post, fmt.Sprintf("ADDQ $%d, R8", 16*zP))
-	g.genAES512(zP, post, first)
-	g.genPark512(zP)
-	g.p("ADDQ $%d, SI", 64*zP)
-	g.p("SUBQ $%d, DX", keys)
-	g.p("JMP " + name + "_loop")
-	g.label(name + "_drain")
-	for _, l := range post {
-		g.p("%s", l)
-	}
-	g.label(name + "_tail")
+	aes := func(P int, extra []string) { g.genAES512(P, extra, first) }
+	g.pipelined(name, zP, aes, g.genPark512, post)
+	// Up to zP-1 key pairs are left: one at a time.
 	g.p("CMPQ DX, $2")
 	g.p("JB " + name + "_done")
 	g.genAES512(1, nil, first)
