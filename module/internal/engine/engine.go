@@ -640,6 +640,10 @@ func (e *Engine) materialize() error {
 	return nil
 }
 
+// maxGens bounds the batch generators a module keeps (each holds one
+// group's scratch, up to about 100 KiB).
+const maxGens = 16
+
 // genChunk bounds the keys of one batch generator call, and so the scratch
 // it needs: at most genChunk key pairs of the largest shape (about 3.4 MB).
 const genChunk = 1024
@@ -652,7 +656,9 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 		if g, err = fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: 1}); err != nil {
 			return fmt.Errorf("module: batch Gen for %v: %w", p, err)
 		}
-		if e.gens == nil {
+		if e.gens == nil || len(e.gens) >= maxGens {
+			// Shapes a host may ask for are many (ℓ, n, type: 8192); keep
+			// the generators of the last few only.
 			e.gens = map[fss.Params]*fss.BatchGen{}
 		}
 		e.gens[p] = g
