@@ -395,3 +395,44 @@ func TestPendingKeysBatched(t *testing.T) {
 		t.Fatalf("pending %d, ready %d after collecting everything", e[0].pending, len(e[0].ready))
 	}
 }
+
+// TestManyShapesBoundedGenerators: keys of more shapes than the module
+// keeps batch generators for are all generated right, and the generator
+// cache stays bounded.
+func TestManyShapesBoundedGenerators(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	e := pair(t)
+	for round := 0; round < 3; round++ {
+		var s [2][]msg.Share
+		var ps []fss.Params
+		var ab [][2]uint64
+		for l := 1; l <= maxGens+4; l++ {
+			p := fss.Params{Type: fss.Type(1 + l%2), InBits: l, OutBits: 1 + (l*7)%64}
+			alpha, beta := rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
+			a0, a1 := split(rng, alpha, p.InBits)
+			b0, b1 := split(rng, beta, p.OutBits)
+			s[0] = append(s[0], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: l, OutBits: p.OutBits, AlphaShare: a0, BetaShare: b0})
+			s[1] = append(s[1], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: l, OutBits: p.OutBits, AlphaShare: a1, BetaShare: b1})
+			ps, ab = append(ps, p), append(ab, [2]uint64{alpha, beta})
+		}
+		r0, r1 := submit(t, e[0], msg.BatchMAC, s[0]...), submit(t, e[1], msg.BatchMAC, s[1]...)
+		if !frame(t, e[1], r0.Frames[0]).Accepted || !frame(t, e[0], r1.Frames[0]).Accepted {
+			t.Fatal("honest frame rejected")
+		}
+		for i, p := range ps {
+			c := r0.FirstCounter + uint64(i)
+			k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
+			root0, root1 := e[0].prf.Roots(c)
+			d0, d1, err := fss.GenWithRoots(p, ab[i][0], ab[i][1], root0, root1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !k0.Equal(d0) || !k1.Equal(d1) {
+				t.Fatalf("%v: keys differ from dealer Gen", p)
+			}
+		}
+		if len(e[0].gens) > maxGens {
+			t.Fatalf("%d batch generators kept, want at most %d", len(e[0].gens), maxGens)
+		}
+	}
+}
