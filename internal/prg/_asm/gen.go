@@ -755,29 +755,13 @@ func genPost(q, pOff int, first bool) []string {
 		"ORB R13B, (DI)(R10*1)",
 		"ADDQ stride+48(FP), DI",
 	}
-	// New folded chains: Keep ^ (CWk & TM), TM from each chain's old t.
-	if first { // t = 0 for party 0, 1 for party 1
-		return append(lines,
-			fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
-			"VPXOR Y11, Y13, Y13",
-			fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
-		)
-	}
-	for party, keep := range []string{"Y15", "Y13"} {
-		o := p + 32*party
-		lines = append(lines,
-			fmt.Sprintf("MOVBLZX %d(SI), R13", o),
-			fmt.Sprintf("MOVBLZX %d(SI), R9", o+16),
-			"ANDL $1, R13",
-			"ANDL $1, R9",
-			"LEAL (R13)(R9*2), R13",
-			"SHLL $5, R13",
-			"VPAND 64(BX)(R13*1), Y11, Y14",
-			fmt.Sprintf("VPXOR Y14, %[1]s, %[1]s", keep),
-			fmt.Sprintf("VMOVDQU %s, %d(SI)", keep, o),
-		)
-	}
-	return lines
+	// New folded chains: Keep ^ (CWk & TM), with t = 0 for party 0 and 1
+	// for party 1 at the first level.
+	return append(lines,
+		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
+		"VPXOR Y11, Y13, Y13",
+		fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
+	)
 }
 
 // genPostLevel is genPost after level 1. Its raw children carry their
