@@ -51,3 +51,28 @@ func Packed32(v []byte) (out []uint32, ok bool) {
 	}
 	return out, true
 }
+
+// EachBytesField walks a message body whose fields are all length-delimited,
+// numbered 1..maxNum (maxNum < 64) and each present at most once, calling
+// fn with every field's number and bytes (a slice of b) in wire order. It
+// returns false, stopping early, on anything else or when fn returns false.
+func EachBytesField(b []byte, maxNum protowire.Number, fn func(num protowire.Number, v []byte) bool) bool {
+	var seen uint64
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || num < 1 || num > maxNum || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if !fn(num, v) {
+			return false
+		}
+	}
+	return true
+}

@@ -91,19 +91,7 @@ func fastResult(b []byte) (*pb.Result, bool) {
 // at most once, the repeated integers packed; modes, keys are slices of b.
 func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 	r := &pb.CollectRangeResponse{}
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || num < 1 || num > 7 || seen&(1<<num) != 0 {
-			return nil, false
-		}
-		seen |= 1 << num
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
+	ok := pbwire.EachBytesField(b, 7, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
@@ -121,9 +109,10 @@ func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 		case 7:
 			r.EvalLens, ok = pbwire.Packed32(v)
 		}
-		if !ok {
-			return nil, false
-		}
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
 	return r, true
 }

@@ -157,19 +157,7 @@ func decodeKeyReplies(b []byte, m *KeyReplies) bool {
 
 func decodePacked(b []byte) *PackedReplies {
 	pk := &PackedReplies{}
-	var seen uint16
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || num < 1 || num > 9 || seen&(1<<num) != 0 {
-			return nil
-		}
-		seen |= 1 << num
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil
-		}
-		b = b[n:]
+	ok := pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
@@ -191,9 +179,10 @@ func decodePacked(b []byte) *PackedReplies {
 		case 9:
 			pk.EvalLens, ok = pbwire.Packed32(v)
 		}
-		if !ok {
-			return nil
-		}
+		return ok
+	})
+	if !ok {
+		return nil
 	}
 	return pk
 }
