@@ -782,7 +782,7 @@ func genPost(q, pOff int, first bool) []string {
 // caller).
 func genPostLevel(q, pOff int) []string {
 	p, f := pOff+64*q, 128*q
-	return []string{
+	return append([]string{
 		// a0, a1: the level's α bits of the two keys; AM their lane masks;
 		// CX = 3·(a0 | a1<<2) ^ 0b1010 for the control bits.
 		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
@@ -831,16 +831,7 @@ func genPostLevel(q, pOff int) []string {
 		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
 		"VPXOR Y11, Y13, Y13",
 		fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
-		// The control bits of both keys: key 2q's to byte 0, key 2q+1's
-		// to byte 1 (R14 = 0x0303), both shifted into place.
-		"PDEPL R14, CX, CX",
-		"SHLXL R12, CX, CX",
-		"ORB CL, (DI)(R10*1)",
-		"ADDQ stride+48(FP), DI",
-		"SHRL $8, CX",
-		"ORB CL, (DI)(R10*1)",
-		"ADDQ stride+48(FP), DI",
-	}
+	}, ctrlDeposit()...)
 }
 
 // dcfValues emits vaesDCFValues{W}[F], the value half of one DCF Gen
@@ -1197,7 +1188,7 @@ func genPost512(q, pOff int, first bool) []string {
 			"KMOVB 196(BX)(R13*1), K2",
 		)
 	}
-	return append(lines,
+	return append(append(lines,
 		fmt.Sprintf("VMOVDQU64 %d(R15), Z20", f),    // L' of [A | B]
 		fmt.Sprintf("VMOVDQU64 %d(R15), Z21", f+64), // R'
 		"VSHUFI64X2 $0x4e, Z20, Z20, Z22",
@@ -1220,14 +1211,7 @@ func genPost512(q, pOff int, first bool) []string {
 		"VPTESTMQ Z31, Z28, K3",
 		"KMOVB K3, R9",
 		"XORL R9, CX",
-		"PDEPL R14, CX, CX",
-		"SHLXL R12, CX, CX",
-		"ORB CL, (DI)(R10*1)",
-		"ADDQ stride+48(FP), DI",
-		"SHRL $8, CX",
-		"ORB CL, (DI)(R10*1)",
-		"ADDQ stride+48(FP), DI",
-	)
+	), ctrlDeposit()...)
 }
 
 // wipe256 ends a fused YMM kernel: its parked raw children (seed material
@@ -1253,4 +1237,21 @@ func (g *gen) wipe512() {
 		g.p("VPXORQ Z%d, Z%d, Z%d", r, r, r)
 	}
 	g.p("VZEROALL")
+}
+
+// ctrlDeposit ends a key pair's correction step: the control-bit
+// corrections of both keys in CX (key 2q's in bits 0–1, key 2q+1's in bits
+// 2–3) go to byte 0 and byte 1 (R14 = 0x0303), shifted into place by R12
+// and ORed into each key's control byte at DI+R10, DI advancing a stride
+// per key.
+func ctrlDeposit() []string {
+	return []string{
+		"PDEPL R14, CX, CX",
+		"SHLXL R12, CX, CX",
+		"ORB CL, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+		"SHRL $8, CX",
+		"ORB CL, (DI)(R10*1)",
+		"ADDQ stride+48(FP), DI",
+	}
 }
