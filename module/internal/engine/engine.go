@@ -432,7 +432,7 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 		e.slots = append(e.slots, sl)
 	}
 	for _, r := range derived {
-		if err := e.generateDerived(r); err != nil {
+		if err := e.acceptDerived(r); err != nil {
 			return nil, err
 		}
 	}
@@ -568,10 +568,10 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
 	return outs
 }
 
-// generateDerived draws (α, β) from kr and the counter and queues this
+// acceptDerived draws (α, β) from kr and the counter and queues this
 // party's key share (generated when first collected) with its additive
 // shares of them.
-func (e *Engine) generateDerived(r *record) error {
+func (e *Engine) acceptDerived(r *record) error {
 	s := r.share
 	p := s.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
