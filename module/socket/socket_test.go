@@ -19,7 +19,7 @@ import (
 var secret = []byte("a provisioning secret of 32 byte")
 
 // servedPair starts two durable modules behind sockets and pairs them.
-func servedPair(t *testing.T) ([2]*Client, [2]*module.Durable) {
+func servedPair(t testing.TB) ([2]*Client, [2]*module.Durable) {
 	t.Helper()
 	dir := t.TempDir()
 	var cs [2]*Client
