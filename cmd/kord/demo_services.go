@@ -239,6 +239,15 @@ type svcDemoReport struct {
 	// DaemonCPUPerKey is the CPU time (user + system) of the four daemons
 	// over the whole run, per key they served.
 	DaemonCPUPerKey float64 `json:"daemon_cpu_us_per_key"`
+	// ClientCPUPerKey is this process's CPU time during the timed
+	// process-path phases (the application's side: two streams, replies
+	// parsed into keys), per key pair.
+	ClientCPUPerKey float64 `json:"client_cpu_us_per_key"`
+	// InProcessCPUPerKey is this process's CPU time during the in-process
+	// phases (both modules, both hosts, keys parsed), per key pair: set
+	// against daemon_cpu_us_per_key + client_cpu_us_per_key, it says how
+	// much of the rate gap is work the process path adds.
+	InProcessCPUPerKey float64 `json:"in_process_cpu_us_per_key"`
 }
 
 func svcDemoClasses() []svcClass {
@@ -313,7 +322,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		return nil, err
 	}
 	defer lp.Close()
-	var total, ipTotal time.Duration
+	var total, ipTotal, clientCPU, ipCPU time.Duration
 	var lats, ipLats []time.Duration
 	ipKeys := 0
 	for i, j := range jobs {
@@ -322,9 +331,13 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		if err0 != nil || err1 != nil {
 			return nil, fmt.Errorf("status: %v %v", err0, err1)
 		}
+		cpu0 := selfCPU()
 		t0 := time.Now()
 		reps, lat, err := svcStream(ctx, c.apps, j.reqs)
 		el := time.Since(t0)
+		if j.k.mode != "consume" {
+			clientCPU += selfCPU() - cpu0
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", j.k.name(), err)
 		}
@@ -353,10 +366,12 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		if j.k.mode != "consume" {
 			// The same class in one process, right after, so that load on
 			// the machine affects both paths alike.
+			cpu0 := selfCPU()
 			el, err := svcInProcessPhase(ctx, lp, j.k, n, batch, rng, rep, &ipLats)
 			if err != nil {
 				return nil, err
 			}
+			ipCPU += selfCPU() - cpu0
 			ipTotal += el
 			ipKeys += n
 		}
@@ -370,6 +385,10 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 	rep.LatencyP50, rep.LatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
 
 	rep.InProcessKeysPerSec = float64(ipKeys) / ipTotal.Seconds()
+	if rep.Keys > 0 && ipKeys > 0 {
+		rep.ClientCPUPerKey = float64(clientCPU.Nanoseconds()) / 1e3 / float64(rep.Keys)
+		rep.InProcessCPUPerKey = float64(ipCPU.Nanoseconds()) / 1e3 / float64(ipKeys)
+	}
 	rep.InProcessLatencyP50, rep.InProcessLatencyP99 = pct(ipLats, 0.5), pct(ipLats, 0.99)
 	say("same workload through a dealer…\n")
 	rep.DealerKeysPerSec = svcDealer(classes, per, rng, rep)
