@@ -118,6 +118,17 @@ func (j *job) wait(ctx context.Context) error {
 // answered reports, without waiting, whether the job has its answer.
 func (j *job) answered() bool { return j.fin.Load() }
 
+// wipeOutputs clears the job's key bytes, evaluations and mask shares once
+// its reply has gone out: the party keeps no copy of what it delivered.
+func (j *job) wipeOutputs() {
+	for i := range j.outs {
+		o := &j.outs[i]
+		clear(o.Key)
+		clear(o.Evals)
+		o.AlphaShare, o.BetaShare = 0, 0
+	}
+}
+
 // pbReply is the answer as one KeyReply message.
 func (j *job) pbReply() *pb.KeyReply {
 	if j.reply != nil {

@@ -50,6 +50,9 @@ const (
 	// DefaultMaxPending is the most keys a party holds queued and not yet
 	// answered, over all its applications' streams.
 	DefaultMaxPending = 1 << 20
+	// DefaultMaxStreamKeys is the most keys one application stream holds
+	// read and not yet sent back.
+	DefaultMaxStreamKeys = 1 << 16
 )
 
 // Config configures a party.
@@ -70,8 +73,14 @@ type Config struct {
 	// MaxPending is the most keys the party holds queued and not yet
 	// answered (default DefaultMaxPending); requests beyond it are refused.
 	MaxPending int
-	Logger     *slog.Logger
-	Registry   prometheus.Registerer
+	// MaxStreamKeys is the most keys one application stream holds read
+	// and not yet sent back (default DefaultMaxStreamKeys); past it the
+	// party stops reading that stream until the application reads its
+	// replies. Answered keys leave MaxPending's count, so without it an
+	// application that sends without reading would pile replies up.
+	MaxStreamKeys int
+	Logger        *slog.Logger
+	Registry      prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.
@@ -140,6 +149,9 @@ func New(c Config) (*Party, error) {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxStreamKeys <= 0 {
+		c.MaxStreamKeys = DefaultMaxStreamKeys
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -380,7 +392,11 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 // for all their keys) when the client asked for packed_replies.
 func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
-	order := make(chan *job, 1<<16)
+	order := make(chan *job, streamOrder)
+	// held bounds the keys of this stream that are admitted but not yet
+	// sent (MaxStreamKeys). When it is full, reading stops and gRPC's flow
+	// control pushes back on the application.
+	held := newWindow(p.cfg.MaxStreamKeys)
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
 	var packed atomic.Bool
@@ -396,19 +412,23 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			js := p.requests(rs)
 			for k, j := range js {
-				select {
-				case order <- j:
-				case <-ctx.Done():
-					if p.cfg.Party == 1 {
-						// Admitted but never to be answered on this stream.
-						ids := make([]uint64, 0, len(js)-k)
-						for _, j := range js[k:] {
-							ids = append(ids, j.id)
-						}
-						p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+				if held.acquire(ctx, j.keys()) == nil {
+					select {
+					case order <- j:
+						continue
+					case <-ctx.Done():
 					}
-					return
 				}
+				// The stream is gone.
+				if p.cfg.Party == 1 {
+					// Admitted but never to be answered on this stream.
+					ids := make([]uint64, 0, len(js)-k)
+					for _, j := range js[k:] {
+						ids = append(ids, j.id)
+					}
+					p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+				}
+				return
 			}
 		}
 	}()
@@ -419,6 +439,10 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		pk := packedPool.Get().(*pb.PackedReplies)
 		defer func() { resetPacked(pk); packedPool.Put(pk) }()
 		replies, keys := 0, 0
+		// inMsg are the jobs in the message being built: once it is sent
+		// (or failed to send), their key bytes are wiped and their keys
+		// leave the stream's window.
+		var inMsg []*job
 		send := func() error {
 			if replies == 0 {
 				return nil
@@ -431,25 +455,33 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			clear(out.Replies)
 			out.Replies = out.Replies[:0]
 			resetPacked(pk)
+			n := 0
+			for _, j := range inMsg {
+				n += j.keys()
+				j.wipeOutputs()
+			}
+			clear(inMsg)
+			inMsg = inMsg[:0]
+			held.release(n)
 			replies, keys = 0, 0
 			return err
 		}
 		add := func(j *job) error {
-			if j.reply == nil && packed.Load() {
-				if len(out.Replies) > 0 {
-					if err := send(); err != nil {
-						return err
-					}
+			// One message carries replies of one form: a reply of the
+			// other form sends what is built first.
+			asPacked := j.reply == nil && packed.Load()
+			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
+				if err := send(); err != nil {
+					j.wipeOutputs()
+					return err
 				}
+			}
+			if asPacked {
 				j.pack(pk)
 			} else {
-				if len(pk.Ids) > 0 {
-					if err := send(); err != nil {
-						return err
-					}
-				}
 				out.Replies = append(out.Replies, j.pbReply())
 			}
+			inMsg = append(inMsg, j)
 			replies++
 			keys += len(j.outs)
 			return nil

@@ -66,6 +66,7 @@ func listenAddr(addr string) (net.Listener, error) {
 func partyCmd() *cobra.Command {
 	var (
 		party, batch, inFlight, maxPending    int
+		maxStreamKeys                         int
 		modSock, listen, peerListen, peer     string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
 		matchTimeout, peerTimeout, modTimeout time.Duration
@@ -117,6 +118,9 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if maxPending < service.MaxCount {
 				return badInput("--max-pending must be at least %d (the most keys of one request)", service.MaxCount)
 			}
+			if maxStreamKeys < 1 {
+				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
+			}
 			creds, err := peerTLS(tlsCert, tlsKey, tlsCA, party == 1)
 			if err != nil {
 				return err
@@ -126,7 +130,8 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			mod := socket.Dial(modSock, modTimeout)
 			defer mod.Close()
 			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
-				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending, Logger: base, Registry: reg})
+				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending,
+				MaxStreamKeys: maxStreamKeys, Logger: base, Registry: reg})
 			if err != nil {
 				return err
 			}
@@ -194,6 +199,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics on (empty = off)")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
+	f.IntVar(&maxStreamKeys, "max-stream-keys", service.DefaultMaxStreamKeys, "most keys one application stream holds read and not yet sent back; past it the party stops reading the stream until the application reads its replies")
 	f.IntVar(&maxPending, "max-pending", service.DefaultMaxPending, "most keys queued and not yet answered, over all application streams; requests beyond it are refused (resource_exhausted)")
 	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "party 1: how long to wait for a request id party 0 has batched")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")

@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+func TestWindow(t *testing.T) {
+	w := newWindow(10)
+	ctx := context.Background()
+	if err := w.acquire(ctx, 25); err != nil { // alone, a request larger than the bound passes
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := w.acquire(short, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire over a full window: %v, want the context's deadline", err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- w.acquire(ctx, 10) }()
+	select {
+	case err := <-got:
+		t.Fatalf("acquire returned (%v) before anything was released", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	w.release(25)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if w.held != 10 {
+		t.Fatalf("held %d, want 10", w.held)
+	}
+}
+
+// An application that sends requests without reading its replies: the
+// party answers no more than its stream bound (plus what gRPC's flow
+// control lets through) and then stops reading, instead of piling up every
+// answer; once the application reads, every pair arrives and evaluates.
+func TestStreamHeldKeysBounded(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 16, InFlight: 2, MaxStreamKeys: 64, MatchTimeout: 20 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := fss.Params{Type: fss.DCF, InBits: 64, OutBits: 64} // about 1.6 KB per key
+	m := prg.Mask(64)
+	const n = 4000
+	ws := make([]want, n)
+	var reqs [2][]*pb.KeyRequest
+	for i := range ws {
+		ws[i] = want{rand.Uint64() & m, rand.Uint64()&m | 1}
+		a0, b0 := rand.Uint64(), rand.Uint64()
+		reqs[0] = append(reqs[0], client.Bound(uint64(i+1), "otp", p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(uint64(i+1), "otp", p, ws[i].alpha-a0, ws[i].beta-b0))
+	}
+	var st [2]*client.Stream
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		var err error
+		if st[b], err = s[b].app.Stream(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < n; i += 100 {
+				if err := st[b].SendBatch(reqs[b][i : i+100]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	// Wait until the parties stop answering.
+	var delivered uint64
+	for still := 0; still < 5; {
+		time.Sleep(100 * time.Millisecond)
+		st0, err := s[0].app.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st0.KeysDelivered == delivered {
+			still++
+		} else {
+			delivered, still = st0.KeysDelivered, 0
+		}
+	}
+	if delivered > n/2 {
+		t.Fatalf("party 0 answered %d of %d requests nobody read; the stream bound is 64 keys", delivered, n)
+	}
+	t.Logf("answered %d of %d before the application read", delivered, n)
+	var reps [2][]*client.Reply
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				r, err := st[b].Recv()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				reps[b] = append(reps[b], r)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i := range n {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.Err != nil || r1.Err != nil || r0.ID != uint64(i+1) || r1.ID != r0.ID {
+			t.Fatalf("request %d: %v / %v", i+1, r0.Err, r1.Err)
+		}
+		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+	}
+}
