@@ -51,7 +51,7 @@ func openModule(t testing.TB, party int, path string, secret []byte) (*module.Du
 	return d, st
 }
 
-func startSite(t *testing.T, party int, mod socket.Module, peerAddr string, c Config, opts ...grpc.ServerOption) *site {
+func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Config, opts ...grpc.ServerOption) *site {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,7 +84,7 @@ func pairOfSites(t *testing.T, c Config) [2]*site { return pairOfSitesWith(t, c)
 
 // pairOfSitesWith is pairOfSites with server options for party 1's gRPC
 // server.
-func pairOfSitesWith(t *testing.T, c Config, opts ...grpc.ServerOption) [2]*site {
+func pairOfSitesWith(t testing.TB, c Config, opts ...grpc.ServerOption) [2]*site {
 	dir := t.TempDir()
 	secret := []byte("provisioning secret for tests!!")
 	var s [2]*site
