@@ -307,3 +307,55 @@ func benchDPFGenLevel(b *testing.B) {
 	b.ReportMetric(bestG/bestK, "ratio")
 	b.ReportMetric(bestK, "kernel-blocks/s")
 }
+
+// BenchmarkDCFValues measures the fused DCF value step of each kernel that
+// has one (4-byte values), as blocks/s (four value blocks per key) and as a
+// fraction of that kernel's ExpandSeeds rate in the same run.
+func BenchmarkDCFValues(b *testing.B) {
+	saved := Active()
+	defer Use(saved)
+	for _, name := range Kernels() {
+		Use(name)
+		if !HasDCFValues(4) {
+			continue
+		}
+		b.Run(name, benchDCFValues)
+	}
+}
+
+func benchDCFValues(b *testing.B) {
+	const n, stride = 64, 674
+	quads := make([]Block, 2*n)
+	alpha, beta, v := make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	out := make([]byte, n*stride)
+	in, l, r := make([]Block, 2*n), make([]Block, 2*n), make([]Block, 2*n)
+	for i := range alpha {
+		alpha[i] = uint64(i) * 0x9e3779b97f4a7c15
+		beta[i] = uint64(i)
+	}
+	var bestK, bestV float64
+	for b.Loop() {
+		for range 3 {
+			c := 0
+			start := time.Now()
+			for time.Since(start) < 2*time.Millisecond {
+				for range 16 {
+					ExpandSeeds(l, r, in)
+				}
+				c += 16 * 2 * len(in)
+			}
+			bestK = max(bestK, float64(c)/time.Since(start).Seconds())
+			c = 0
+			start = time.Now()
+			for time.Since(start) < 2*time.Millisecond {
+				for j := range 16 {
+					DCFValues(quads, alpha, uint(j), beta, v, out[22+4*j:], stride, 4, Mask(32), false)
+				}
+				c += 16 * 4 * n
+			}
+			bestV = max(bestV, float64(c)/time.Since(start).Seconds())
+		}
+	}
+	b.ReportMetric(bestV/bestK, "ratio")
+	b.ReportMetric(bestV, "blocks/s")
+}
