@@ -309,6 +309,28 @@ func bad(format string, args ...any) error {
 
 // Validate checks one share request; the error names the field.
 func Validate(i int, s msg.Share) error {
+	if validShare(s) {
+		return nil
+	}
+	return invalidShare(i, s)
+}
+
+// validShare is Validate's accepting path, without building the field name
+// (a string per share) that only an error needs.
+func validShare(s msg.Share) bool {
+	switch s.Mode {
+	case msg.Bound, msg.Consume:
+		return (s.Type == fss.DPF || s.Type == fss.DCF) && s.InBits >= 1 && s.InBits <= 64 && s.OutBits >= 1 && s.OutBits <= 64 &&
+			!s.DeriveBeta && s.Beta == 0 && s.AlphaShare&^prg.Mask(s.InBits) == 0 && s.BetaShare&^prg.Mask(s.OutBits) == 0
+	case msg.Derived:
+		return (s.Type == fss.DPF || s.Type == fss.DCF) && s.InBits >= 1 && s.InBits <= 64 && s.OutBits >= 1 && s.OutBits <= 64 &&
+			s.AlphaShare == 0 && s.BetaShare == 0 && !(s.DeriveBeta && s.Beta != 0) && s.Beta&^prg.Mask(s.OutBits) == 0
+	}
+	return false
+}
+
+// invalidShare says what is wrong with share i.
+func invalidShare(i int, s msg.Share) error {
 	f := "Shares[" + strconv.Itoa(i) + "]"
 	switch s.Mode {
 	case msg.Bound, msg.Derived, msg.Consume:

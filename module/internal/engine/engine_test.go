@@ -436,3 +436,32 @@ func TestManyShapesBoundedGenerators(t *testing.T) {
 		}
 	}
 }
+
+// Validate's fast accepting path and its error path agree on every share:
+// random fields, biased toward the edges of each range.
+func TestValidateFastPathAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	pick := func(vals ...uint64) uint64 {
+		if r.IntN(4) == 0 {
+			return r.Uint64()
+		}
+		return vals[r.IntN(len(vals))]
+	}
+	for range 200000 {
+		in := int(pick(0, 1, 2, 31, 32, 63, 64, 65))
+		out := int(pick(0, 1, 8, 63, 64, 65))
+		s := msg.Share{
+			Mode:       msg.Mode(pick(0, uint64(msg.Bound), uint64(msg.Derived), uint64(msg.Consume), 9)),
+			Type:       fss.Type(pick(0, uint64(fss.DPF), uint64(fss.DCF), 3)),
+			InBits:     in,
+			OutBits:    out,
+			AlphaShare: pick(0, 1, 1<<31, 1<<32, ^uint64(0)),
+			BetaShare:  pick(0, 1, 255, 256, ^uint64(0)),
+			DeriveBeta: r.IntN(3) == 0,
+			Beta:       pick(0, 0, 1, 256, ^uint64(0)),
+		}
+		if fast, slow := validShare(s), invalidShare(0, s) == nil; fast != slow {
+			t.Fatalf("%+v: fast path says valid=%v, the error path valid=%v", s, fast, slow)
+		}
+	}
+}
