@@ -100,7 +100,7 @@ func pairOfSitesWith(t testing.TB, c Config, opts ...grpc.ServerOption) [2]*site
 }
 
 // checkPair evaluates a key pair at α, α±1 and a random point.
-func checkPair(t *testing.T, k0, k1 *fss.Key, alpha, beta uint64) {
+func checkPair(t testing.TB, k0, k1 *fss.Key, alpha, beta uint64) {
 	t.Helper()
 	p := k0.Params()
 	m := prg.Mask(p.InBits)
@@ -161,7 +161,15 @@ func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fs
 			}
 		}()
 	}
-	var reps [2][]*client.Reply
+	reps := recvBoth(t, streams, n)
+	wg.Wait()
+	checkBoundReplies(t, reps, base, ws)
+}
+
+// recvBoth reads n replies from each site's stream, both at once; a
+// stream error fails t.
+func recvBoth(t testing.TB, streams [2]*client.Stream, n int) (reps [2][]*client.Reply) {
+	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
 		wg.Add(1)
 		go func() {
@@ -180,13 +188,20 @@ func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fs
 	if t.Failed() {
 		t.FailNow()
 	}
-	for i := range n {
+	return reps
+}
+
+// checkBoundReplies checks that reply i of both sites answers request
+// base+i with one key pair, same counter, that evaluates to ws[i].
+func checkBoundReplies(t testing.TB, reps [2][]*client.Reply, base uint64, ws []want) {
+	t.Helper()
+	for i := range ws {
 		r0, r1 := reps[0][i], reps[1][i]
 		if r0.Err != nil || r1.Err != nil {
-			t.Fatalf("request %d: %v / %v", i, r0.Err, r1.Err)
+			t.Fatalf("request %d: %v / %v", base+uint64(i), r0.Err, r1.Err)
 		}
-		if r0.ID != base+uint64(i) || r1.ID != r0.ID || r0.Shares[0].Counter != r1.Shares[0].Counter {
-			t.Fatalf("request %d: ids %d/%d counters %d/%d", i, r0.ID, r1.ID, r0.Shares[0].Counter, r1.Shares[0].Counter)
+		if r0.ID != base+uint64(i) || r1.ID != r0.ID || len(r0.Shares) != 1 || len(r1.Shares) != 1 || r0.Shares[0].Counter != r1.Shares[0].Counter {
+			t.Fatalf("request %d: ids %d/%d, %d/%d keys", base+uint64(i), r0.ID, r1.ID, len(r0.Shares), len(r1.Shares))
 		}
 		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
 	}

@@ -96,30 +96,6 @@ func TestStreamHeldKeysBounded(t *testing.T) {
 		t.Fatalf("party 0 answered %d of %d requests nobody read; the stream bound is 64 keys", delivered, n)
 	}
 	t.Logf("answered %d of %d before the application read", delivered, n)
-	var reps [2][]*client.Reply
-	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				r, err := st[b].Recv()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				reps[b] = append(reps[b], r)
-			}
-		}()
-	}
+	checkBoundReplies(t, recvBoth(t, st, n), 1, ws)
 	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	for i := range n {
-		r0, r1 := reps[0][i], reps[1][i]
-		if r0.Err != nil || r1.Err != nil || r0.ID != uint64(i+1) || r1.ID != r0.ID {
-			t.Fatalf("request %d: %v / %v", i+1, r0.Err, r1.Err)
-		}
-		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
-	}
 }

@@ -281,7 +281,19 @@ func benchDPFGenLevel(b *testing.B) {
 	for i := range alpha {
 		alpha[i] = uint64(i) * 0x9e3779b97f4a7c15
 	}
-	var bestK, bestG float64
+	bestK, bestG := kernelAndStep(b, l, r, in, func() int {
+		for j := range 16 {
+			DPFGenLevel(quads, alpha, uint(j), out, stride, 22+16*j, 600-60, 0, false)
+		}
+		return 16 * 4 * n
+	})
+	b.ReportMetric(bestG/bestK, "ratio")
+	b.ReportMetric(bestK, "kernel-blocks/s")
+}
+
+// kernelAndStep alternates ExpandSeeds(l, r, in) with step (which returns
+// the blocks it hashed) in 2 ms runs and returns the best blocks/s of each.
+func kernelAndStep(b *testing.B, l, r, in []Block, step func() int) (bestK, bestS float64) {
 	for b.Loop() {
 		for range 3 {
 			c := 0
@@ -296,16 +308,12 @@ func benchDPFGenLevel(b *testing.B) {
 			c = 0
 			start = time.Now()
 			for time.Since(start) < 2*time.Millisecond {
-				for j := range 16 {
-					DPFGenLevel(quads, alpha, uint(j), out, stride, 22+16*j, 600-60, 0, false)
-				}
-				c += 16 * 4 * n
+				c += step()
 			}
-			bestG = max(bestG, float64(c)/time.Since(start).Seconds())
+			bestS = max(bestS, float64(c)/time.Since(start).Seconds())
 		}
 	}
-	b.ReportMetric(bestG/bestK, "ratio")
-	b.ReportMetric(bestK, "kernel-blocks/s")
+	return bestK, bestS
 }
 
 // BenchmarkDCFValues measures the fused DCF value step of each kernel that
@@ -333,29 +341,12 @@ func benchDCFValues(b *testing.B) {
 		alpha[i] = uint64(i) * 0x9e3779b97f4a7c15
 		beta[i] = uint64(i)
 	}
-	var bestK, bestV float64
-	for b.Loop() {
-		for range 3 {
-			c := 0
-			start := time.Now()
-			for time.Since(start) < 2*time.Millisecond {
-				for range 16 {
-					ExpandSeeds(l, r, in)
-				}
-				c += 16 * 2 * len(in)
-			}
-			bestK = max(bestK, float64(c)/time.Since(start).Seconds())
-			c = 0
-			start = time.Now()
-			for time.Since(start) < 2*time.Millisecond {
-				for j := range 16 {
-					DCFValues(quads, alpha, uint(j), beta, v, out[22+4*j:], stride, 4, Mask(32), false)
-				}
-				c += 16 * 4 * n
-			}
-			bestV = max(bestV, float64(c)/time.Since(start).Seconds())
+	bestK, bestV := kernelAndStep(b, l, r, in, func() int {
+		for j := range 16 {
+			DCFValues(quads, alpha, uint(j), beta, v, out[22+4*j:], stride, 4, Mask(32), false)
 		}
-	}
+		return 16 * 4 * n
+	})
 	b.ReportMetric(bestV/bestK, "ratio")
 	b.ReportMetric(bestV, "blocks/s")
 }
