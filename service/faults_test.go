@@ -14,7 +14,6 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -176,15 +175,7 @@ func TestPeerMessageFaults(t *testing.T) {
 	defer cancel()
 	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
 	const n = 400
-	ws := make([]want, n)
-	var reqs [2][]*pb.KeyRequest
-	for i := range ws {
-		ws[i] = want{rand.Uint64() & prg.Mask(16), rand.Uint64() & prg.Mask(16)}
-		a0, b0 := rand.Uint64()&prg.Mask(16), rand.Uint64()&prg.Mask(16)
-		tier := []string{"otp", "mac", "batchmac"}[i%3]
-		reqs[0] = append(reqs[0], client.Bound(uint64(i+1), tier, p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(uint64(i+1), tier, p, (ws[i].alpha-a0)&prg.Mask(16), (ws[i].beta-b0)&prg.Mask(16)))
-	}
+	ws, reqs := boundRequests(p, 1, n, "otp", "mac", "batchmac")
 	var reps [2][]*client.Reply
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {

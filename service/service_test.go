@@ -127,6 +127,22 @@ func checkPair(t testing.TB, k0, k1 *fss.Key, alpha, beta uint64) {
 
 type want struct{ alpha, beta uint64 }
 
+// boundRequests draws n pairs (α, β ≠ 0) and both sites' bound requests
+// for them: ids base, base+1, …, request i in tier tiers[i % len(tiers)].
+func boundRequests(p fss.Params, base uint64, n int, tiers ...string) ([]want, [2][]*pb.KeyRequest) {
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	ws := make([]want, n)
+	var reqs [2][]*pb.KeyRequest
+	for i := range ws {
+		ws[i] = want{rand.Uint64() & ma, rand.Uint64()&mb | 1}
+		a0, b0 := rand.Uint64()&ma, rand.Uint64()&mb
+		id, tier := base+uint64(i), tiers[i%len(tiers)]
+		reqs[0] = append(reqs[0], client.Bound(id, tier, p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(id, tier, p, (ws[i].alpha-a0)&ma, (ws[i].beta-b0)&mb))
+	}
+	return ws, reqs
+}
+
 // streamBound streams n bound keys through both sites and checks every pair.
 func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fss.Params) {
 	t.Helper()
@@ -140,14 +156,7 @@ func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fs
 		}
 		streams[b] = st
 	}
-	ws := make([]want, n)
-	reqs := [2][]*pb.KeyRequest{}
-	for i := range ws {
-		ws[i] = want{rand.Uint64() & prg.Mask(p.InBits), rand.Uint64() & prg.Mask(p.OutBits)}
-		a0, b0 := rand.Uint64()&prg.Mask(p.InBits), rand.Uint64()&prg.Mask(p.OutBits)
-		reqs[0] = append(reqs[0], client.Bound(base+uint64(i), tier, p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(base+uint64(i), tier, p, (ws[i].alpha-a0)&prg.Mask(p.InBits), (ws[i].beta-b0)&prg.Mask(p.OutBits)))
-	}
+	ws, reqs := boundRequests(p, base, n, tier)
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
 		wg.Add(1)
@@ -538,14 +547,7 @@ func streamBoundBatched(t *testing.T, s [2]*site, base uint64, n int, tier strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ws := make([]want, n)
-	var reqs [2][]*pb.KeyRequest
-	for i := range ws {
-		ws[i] = want{rand.Uint64() & prg.Mask(p.InBits), rand.Uint64() & prg.Mask(p.OutBits)}
-		a0, b0 := rand.Uint64()&prg.Mask(p.InBits), rand.Uint64()&prg.Mask(p.OutBits)
-		reqs[0] = append(reqs[0], client.Bound(base+uint64(i), tier, p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(base+uint64(i), tier, p, (ws[i].alpha-a0)&prg.Mask(p.InBits), (ws[i].beta-b0)&prg.Mask(p.OutBits)))
-	}
+	ws, reqs := boundRequests(p, base, n, tier)
 	var reps [2][]*client.Reply
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
@@ -593,16 +595,8 @@ func TestRepliesNotHeldForLaterRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12}
-	m := prg.Mask(12)
 	const n = 16
-	ws := make([]want, n)
-	var reqs [2][]*pb.KeyRequest
-	for i := range ws {
-		ws[i] = want{rand.Uint64() & m, rand.Uint64()&m | 1}
-		a0, b0 := rand.Uint64()&m, rand.Uint64()&m
-		reqs[0] = append(reqs[0], client.Bound(uint64(i+1), "mac", p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(uint64(i+1), "mac", p, (ws[i].alpha-a0)&m, (ws[i].beta-b0)&m))
-	}
+	ws, reqs := boundRequests(p, 1, n, "mac")
 	var st [2]*client.Stream
 	for b := 0; b < 2; b++ {
 		var err error

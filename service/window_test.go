@@ -3,15 +3,12 @@ package service
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/prg"
-	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
 func TestWindow(t *testing.T) {
@@ -50,16 +47,8 @@ func TestStreamHeldKeysBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p := fss.Params{Type: fss.DCF, InBits: 64, OutBits: 64} // about 1.6 KB per key
-	m := prg.Mask(64)
 	const n = 4000
-	ws := make([]want, n)
-	var reqs [2][]*pb.KeyRequest
-	for i := range ws {
-		ws[i] = want{rand.Uint64() & m, rand.Uint64()&m | 1}
-		a0, b0 := rand.Uint64(), rand.Uint64()
-		reqs[0] = append(reqs[0], client.Bound(uint64(i+1), "otp", p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(uint64(i+1), "otp", p, ws[i].alpha-a0, ws[i].beta-b0))
-	}
+	ws, reqs := boundRequests(p, 1, n, "otp")
 	var st [2]*client.Stream
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
