@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -132,9 +134,54 @@ func (s *faultyStream) SendMsg(m any) error {
 // every request is answered with keys, and the sessions resynchronise.
 func TestPeerMessageFaults(t *testing.T) {
 	inj := &injector{rng: rand.New(rand.NewPCG(7, 11)), budget: 12, counts: map[string]int{}}
+	s := faultySites(t, func(ss grpc.ServerStream) grpc.ServerStream { return &faultyStream{ServerStream: ss, inj: inj} })
+	resyncs := streamThroughFaults(t, s, 400, "otp", "mac", "batchmac")
+	if inj.total() == 0 || resyncs < 2 {
+		t.Fatalf("%d faults injected (%v), %d sessions: the faults were not exercised", inj.total(), inj.counts, resyncs)
+	}
+	t.Logf("faults %v; %d sessions", inj.counts, resyncs)
+}
+
+// flipStream is party 1's end of a peer session that flips the low bit of
+// party 0's first frame in the first keystream-tier batch it receives: a
+// modification the keystream tier cannot detect, so the two modules
+// reconstruct different (α, β) and generate shares of different pairs.
+type flipStream struct {
+	grpc.ServerStream
+	flipped *atomic.Int32
+}
+
+func (s *flipStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	b := m.(*pb.PeerMsg).GetBatch()
+	if b != nil && msg.Tier(b.Tier) == msg.Keystream && len(b.FrameData) > 0 && s.flipped.CompareAndSwap(0, 1) {
+		b.FrameData[0] ^= 1
+	}
+	return nil
+}
+
+// TestModifiedKeystreamFrameNeverDelivered: a keystream-tier frame modified
+// on the peer link is accepted by party 1's module (nothing in that tier
+// authenticates it), so the batch's pair tags differ between the sites;
+// the digests disagree, no application gets the mismatched pair, and the
+// requests are answered with good pairs after a resync.
+func TestModifiedKeystreamFrameNeverDelivered(t *testing.T) {
+	var flipped atomic.Int32
+	s := faultySites(t, func(ss grpc.ServerStream) grpc.ServerStream { return &flipStream{ServerStream: ss, flipped: &flipped} })
+	resyncs := streamThroughFaults(t, s, 64, "otp")
+	if flipped.Load() != 1 || resyncs < 2 {
+		t.Fatalf("flipped=%d, %d sessions: the modified frame went unnoticed", flipped.Load(), resyncs)
+	}
+}
+
+// faultySites starts two sites whose peer link passes through wrap at
+// party 1's end of the session stream.
+func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [2]*site {
 	faulty := grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
-			ss = &faultyStream{ServerStream: ss, inj: inj}
+			ss = wrap(ss)
 		}
 		return h(srv, ss)
 	})
@@ -169,13 +216,18 @@ func TestPeerMessageFaults(t *testing.T) {
 	if err := s0.app.Pair(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := [2]*site{s0, {party: p1, app: app1}}
+	return [2]*site{s0, {party: p1, app: app1}}
+}
 
+// streamThroughFaults streams n DPF-16 bound requests of the given tiers
+// (in turn) to both sites and checks that every one is answered with a
+// pair that verifies; it returns party 0's session count.
+func streamThroughFaults(t *testing.T, s [2]*site, n int, tiers ...string) uint64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
-	const n = 400
-	ws, reqs := boundRequests(p, 1, n, "otp", "mac", "batchmac")
+	ws, reqs := boundRequests(p, 1, n, tiers...)
 	var reps [2][]*client.Reply
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
@@ -219,12 +271,9 @@ func TestPeerMessageFaults(t *testing.T) {
 		}
 		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
 	}
-	st, err := s0.app.Status(ctx)
+	st, err := s[0].app.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inj.total() == 0 || st.Resyncs < 2 {
-		t.Fatalf("%d faults injected (%v), %d sessions: the faults were not exercised", inj.total(), inj.counts, st.Resyncs)
-	}
-	t.Logf("faults %v; %d sessions; %d keys delivered", inj.counts, st.Resyncs, st.KeysDelivered)
+	return st.Resyncs
 }

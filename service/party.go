@@ -8,8 +8,9 @@
 // a chained transcript hash) with its frames to party 1, keeping up to
 // InFlight batches outstanding. Party 1 claims its own requests with the
 // same ids, submits them in party 0's order, opens party 0's frames, and
-// answers with its frames and a digest of the public part of its key
-// shares. Party 0 opens those frames, compares digests and only then
+// answers with its frames and a digest of its outputs' pair tags (which
+// its module computes from each key's counter, shape, α and β). Party 0
+// opens those frames, compares digests and only then
 // delivers and confirms; party 1 delivers on the confirmation. Any
 // disagreement — counters, transcript, digest, a rejected frame, a lost
 // or late message — ends the session; the next session starts with the

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"sync"
 	"time"
 
@@ -60,22 +59,6 @@ func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.Bat
 	return h.Sum(nil)
 }
 
-// digestKey adds the public part of a key share — everything but the party
-// byte and the root seed, which is all the two shares of a pair have in
-// common — to the batch digest.
-func digestKey(h hash.Hash, key []byte) {
-	if len(key) < 22 {
-		h.Write(key)
-		return
-	}
-	var lenb [4]byte
-	binary.LittleEndian.PutUint32(lenb[:], uint32(len(key)))
-	h.Write(lenb[:])
-	h.Write(key[:3])
-	h.Write(key[4:6])
-	h.Write(key[22:])
-}
-
 // batchCalls lists the module calls that finish a batch: the peer's
 // frames (one call for all), then one call collecting every key.
 func batchCalls(calls []socket.Call, frames socket.Frames, jobs []*job, first uint64) []socket.Call {
@@ -101,8 +84,11 @@ func batchCalls(calls []socket.Call, frames socket.Frames, jobs []*job, first ui
 }
 
 // outputs checks the frame results and gathers each job's outputs (slices
-// of the collect result, no copy) and the digest of the keys. It returns
-// an error if a frame was refused.
+// of the collect result, no copy) and the batch's pair digest: SHA-256
+// over the pair tags of its outputs, in counter order. The peer's modules
+// give the peer the same digest exactly when every output of the batch
+// is one share of the same key pair as the peer's (docs/protocol.md, "Pair
+// tags"). It returns an error if a frame was refused.
 func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([][]msg.CollectResponse, []byte, error) {
 	if frames.Count() > 0 {
 		r := res[0]
@@ -129,11 +115,9 @@ func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([][]msg.Co
 		return nil, nil, fmt.Errorf("%w: collect: %d outputs for %d keys", errDesync, len(outs), n)
 	}
 	h := sha256.New()
-	h.Write([]byte("kord/v1/pair-digest"))
+	h.Write([]byte("kord/v1/pair-tags"))
 	for i := range outs {
-		if outs[i].Key != nil {
-			digestKey(h, outs[i].Key)
-		}
+		h.Write(outs[i].PairTag[:])
 	}
 	out := make([][]msg.CollectResponse, len(jobs))
 	k := 0

@@ -212,4 +212,14 @@ type CollectResponse struct {
 	BetaShare  uint64
 	// Evals are this party's evaluation shares at Points (Consume).
 	Evals []uint64
+	// PairTag is the pair tag of the output, every mode: the peer
+	// module's output at the same counter has the same tag exactly when
+	// the two were generated from the same counter, shape, α and β — when
+	// they are the two shares of one key pair. Hosts compare tags (or a
+	// digest of them) to never hand out a mismatched pair; a tag tells
+	// nothing about α or β. See docs/protocol.md.
+	PairTag [PairTagSize]byte
 }
+
+// PairTagSize is the size of CollectResponse.PairTag.
+const PairTagSize = 16

@@ -252,6 +252,7 @@ func newRangeRespBuilder(n int) *rangeRespBuilder {
 	b.out.AlphaShares = make([]uint64, 0, n)
 	b.out.BetaShares = make([]uint64, 0, n)
 	b.out.EvalLens = make([]uint32, 0, n)
+	b.out.PairTags = make([]byte, 0, n*msg.PairTagSize)
 	return b
 }
 
@@ -267,6 +268,7 @@ func (b *rangeRespBuilder) add(c *msg.CollectResponse) {
 	b.out.BetaShares = append(b.out.BetaShares, c.BetaShare)
 	b.out.Evals = append(b.out.Evals, c.Evals...)
 	b.out.EvalLens = append(b.out.EvalLens, uint32(len(c.Evals)))
+	b.out.PairTags = append(b.out.PairTags, c.PairTag[:]...)
 	if len(c.Evals) > 0 {
 		b.anyEvals = true
 	}
@@ -283,8 +285,9 @@ func (b *rangeRespBuilder) done() *pb.CollectRangeResponse {
 // the keys are slices of one buffer.
 func rangeRespFromPB(r *pb.CollectRangeResponse, first uint64, count int) ([]msg.CollectResponse, error) {
 	modes, keys, klens := r.GetModes(), r.GetKeys(), r.GetKeyLens()
-	as, bs, evals, elens := r.GetAlphaShares(), r.GetBetaShares(), r.GetEvals(), r.GetEvalLens()
-	if len(modes) != count || len(klens) != count || len(as) != count || len(bs) != count || (len(elens) != 0 && len(elens) != count) {
+	as, bs, evals, elens, tags := r.GetAlphaShares(), r.GetBetaShares(), r.GetEvals(), r.GetEvalLens(), r.GetPairTags()
+	if len(modes) != count || len(klens) != count || len(as) != count || len(bs) != count || (len(elens) != 0 && len(elens) != count) ||
+		len(tags) != count*msg.PairTagSize {
 		return nil, fmt.Errorf("%w: collect range: %d outputs for %d counters", ErrTransport, len(klens), count)
 	}
 	out := make([]msg.CollectResponse, count)
@@ -292,6 +295,7 @@ func rangeRespFromPB(r *pb.CollectRangeResponse, first uint64, count int) ([]msg
 	for i := range out {
 		o := &out[i]
 		o.Counter, o.Mode, o.AlphaShare, o.BetaShare = first+uint64(i), msg.Mode(modes[i]), as[i], bs[i]
+		o.PairTag = [msg.PairTagSize]byte(tags[i*msg.PairTagSize:])
 		if l := uint64(klens[i]); l > 0 {
 			if ko+l > uint64(len(keys)) {
 				return nil, fmt.Errorf("%w: collect range: keys overrun", ErrTransport)
@@ -347,6 +351,7 @@ func appendRangeMsg(ctx context.Context, dev module.Device, r *CollectRange, hea
 		sc.bs = append(sc.bs, c.BetaShare)
 		sc.evals = append(sc.evals, c.Evals...)
 		sc.evalLens = append(sc.evalLens, uint64(len(c.Evals)))
+		sc.tags = append(sc.tags, c.PairTag[:]...)
 		sc.anyEvals = sc.anyEvals || len(c.Evals) > 0
 	})
 	if err != nil {
@@ -360,6 +365,10 @@ func appendRangeMsg(ctx context.Context, dev module.Device, r *CollectRange, hea
 	dst = appendPacked(dst, 6, sc.evals)
 	if sc.anyEvals {
 		dst = appendPacked(dst, 7, sc.evalLens)
+	}
+	if len(sc.tags) > 0 {
+		dst = protowire.AppendTag(dst, 8, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, sc.tags)
 	}
 	tailLen := len(dst) - tail
 	// The CollectRangeResponse: modes, keys (both omitted when empty), tail.
@@ -421,7 +430,7 @@ func appendPacked(dst []byte, num protowire.Number, v []uint64) []byte {
 // rangeScratch holds a collect's per-key fields while its keys are
 // written; reset wipes the shares and evaluations.
 type rangeScratch struct {
-	modes             []byte
+	modes, tags       []byte
 	keyLens, evalLens []uint64
 	as, bs, evals     []uint64
 	anyEvals          bool
@@ -431,7 +440,7 @@ func (s *rangeScratch) reset() {
 	clear(s.as)
 	clear(s.bs)
 	clear(s.evals)
-	s.modes, s.keyLens, s.evalLens = s.modes[:0], s.keyLens[:0], s.evalLens[:0]
+	s.modes, s.tags, s.keyLens, s.evalLens = s.modes[:0], s.tags[:0], s.keyLens[:0], s.evalLens[:0]
 	s.as, s.bs, s.evals = s.as[:0], s.bs[:0], s.evals[:0]
 	s.anyEvals = false
 }

@@ -259,7 +259,7 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 		case *pb.Result_Submit:
 			out[i].Submit, out[i].Packed, out[i].Err = submitRespFromPB(v.Submit)
 		case *pb.Result_Collect:
-			out[i].Collect = collectRespFromPB(v.Collect)
+			out[i].Collect, out[i].Err = collectRespFromPB(v.Collect)
 		case *pb.Result_Poll:
 			out[i].Poll, out[i].Locked = PollFromPB(v.Poll), v.Poll.GetLocked()
 		case *pb.Result_PeerFrames:
@@ -335,7 +335,7 @@ func (c *Client) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Col
 	if err != nil {
 		return nil, err
 	}
-	return collectRespFromPB(r.GetCollect()), nil
+	return collectRespFromPB(r.GetCollect())
 }
 
 func (c *Client) sync(ctx context.Context, op pb.SyncRequest_Op, data []byte) (*pb.SyncResponse, error) {

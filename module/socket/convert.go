@@ -112,10 +112,14 @@ func PollFromPB(r *pb.PollResponse) *msg.PollResponse {
 }
 
 func collectRespToPB(r *msg.CollectResponse) *pb.CollectResponse {
-	return &pb.CollectResponse{Counter: r.Counter, Mode: uint32(r.Mode), Key: r.Key, AlphaShare: r.AlphaShare, BetaShare: r.BetaShare, Evals: r.Evals}
+	return &pb.CollectResponse{Counter: r.Counter, Mode: uint32(r.Mode), Key: r.Key, AlphaShare: r.AlphaShare, BetaShare: r.BetaShare,
+		Evals: r.Evals, PairTag: r.PairTag[:]}
 }
 
-func collectRespFromPB(r *pb.CollectResponse) *msg.CollectResponse {
+func collectRespFromPB(r *pb.CollectResponse) (*msg.CollectResponse, error) {
+	if len(r.GetPairTag()) != msg.PairTagSize {
+		return nil, fmt.Errorf("%w: collect: a %d-byte pair tag, want %d", ErrTransport, len(r.GetPairTag()), msg.PairTagSize)
+	}
 	return &msg.CollectResponse{Counter: r.GetCounter(), Mode: msg.Mode(u8(r.GetMode())), Key: r.GetKey(),
-		AlphaShare: r.GetAlphaShare(), BetaShare: r.GetBetaShare(), Evals: r.GetEvals()}
+		AlphaShare: r.GetAlphaShare(), BetaShare: r.GetBetaShare(), Evals: r.GetEvals(), PairTag: [msg.PairTagSize]byte(r.GetPairTag())}, nil
 }

@@ -88,10 +88,11 @@ func fastResult(b []byte) (*pb.Result, bool) {
 }
 
 // fastCollectRange reads a CollectRangeResponse whose fields each appear
-// at most once, the repeated integers packed; modes, keys are slices of b.
+// at most once, the repeated integers packed; modes, keys and pair tags
+// are slices of b.
 func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 	r := &pb.CollectRangeResponse{}
-	ok := pbwire.EachBytesField(b, 7, func(num protowire.Number, v []byte) bool {
+	ok := pbwire.EachBytesField(b, 8, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
@@ -108,6 +109,8 @@ func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 			r.Evals, ok = pbwire.Packed64(v)
 		case 7:
 			r.EvalLens, ok = pbwire.Packed32(v)
+		case 8:
+			r.PairTags = v[:len(v):len(v)]
 		}
 		return ok
 	})

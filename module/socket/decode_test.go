@@ -14,7 +14,8 @@ import (
 // reads, and refuses what it refuses, also on corrupted messages.
 func TestDecodeResponseMatchesProto(t *testing.T) {
 	cr := &pb.CollectRangeResponse{Modes: []byte{0, 1, 2}, Keys: bytes.Repeat([]byte{7, 8, 9}, 100), KeyLens: []uint32{100, 100, 100},
-		AlphaShares: []uint64{1, 1 << 40, 0}, BetaShares: []uint64{0, 3, 1 << 63}, Evals: []uint64{5}, EvalLens: []uint32{0, 1, 0}}
+		AlphaShares: []uint64{1, 1 << 40, 0}, BetaShares: []uint64{0, 3, 1 << 63}, Evals: []uint64{5}, EvalLens: []uint32{0, 1, 0},
+		PairTags: bytes.Repeat([]byte{0xa5, 0x5a}, 24)}
 	msgs := []*pb.ModuleResponse{
 		{Results: []*pb.Result{{Op: &pb.Result_CollectRange{CollectRange: cr}}}},
 		{Results: []*pb.Result{{Op: &pb.Result_PeerFrames{PeerFrames: &pb.PeerFramesResponse{Accepted: 3}}},
@@ -49,6 +50,24 @@ func TestDecodeResponseMatchesProto(t *testing.T) {
 			if werr == nil && !proto.Equal(&want, got) {
 				t.Fatalf("%x: decoded %v, want %v", c, got, &want)
 			}
+		}
+	}
+}
+
+// TestRangeRespPairTags: a collect range's outputs carry their own pair
+// tags, and a response whose tags do not cover every output is refused.
+func TestRangeRespPairTags(t *testing.T) {
+	cr := &pb.CollectRangeResponse{Modes: []byte{0, 0}, KeyLens: []uint32{0, 0}, AlphaShares: []uint64{0, 0}, BetaShares: []uint64{0, 0},
+		PairTags: make([]byte, 32)}
+	cr.PairTags[0], cr.PairTags[16] = 1, 2
+	out, err := rangeRespFromPB(cr, 10, 2)
+	if err != nil || out[0].PairTag[0] != 1 || out[1].PairTag[0] != 2 || out[1].Counter != 11 {
+		t.Fatalf("%v %+v", err, out)
+	}
+	for _, n := range []int{0, 16, 31, 48} {
+		cr.PairTags = make([]byte, n)
+		if _, err := rangeRespFromPB(cr, 10, 2); err == nil {
+			t.Fatalf("%d bytes of pair tags for 2 outputs accepted", n)
 		}
 	}
 }

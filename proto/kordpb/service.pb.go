@@ -1308,7 +1308,7 @@ type BatchReply struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	FirstCounter uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Digest       []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 over the public part of party 1's keys
+	Digest       []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 over the pair tags of party 1's outputs
 	Error        string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	ErrorClass   string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
 	Missing      []uint64               `protobuf:"varint,7,rep,packed,name=missing,proto3" json:"missing,omitempty"`              // ids party 1 has no request for

@@ -662,6 +662,7 @@ type CollectRangeResponse struct {
 	BetaShares    []uint64               `protobuf:"varint,5,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	Evals         []uint64               `protobuf:"varint,6,rep,packed,name=evals,proto3" json:"evals,omitempty"`
 	EvalLens      []uint32               `protobuf:"varint,7,rep,packed,name=eval_lens,json=evalLens,proto3" json:"eval_lens,omitempty"`
+	PairTags      []byte                 `protobuf:"bytes,8,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"` // 16 bytes per output, in counter order
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -741,6 +742,13 @@ func (x *CollectRangeResponse) GetEvals() []uint64 {
 func (x *CollectRangeResponse) GetEvalLens() []uint32 {
 	if x != nil {
 		return x.EvalLens
+	}
+	return nil
+}
+
+func (x *CollectRangeResponse) GetPairTags() []byte {
+	if x != nil {
+		return x.PairTags
 	}
 	return nil
 }
@@ -965,6 +973,7 @@ type CollectResponse struct {
 	AlphaShare    uint64                 `protobuf:"varint,4,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`
 	BetaShare     uint64                 `protobuf:"varint,5,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
 	Evals         []uint64               `protobuf:"varint,6,rep,packed,name=evals,proto3" json:"evals,omitempty"`
+	PairTag       []byte                 `protobuf:"bytes,7,opt,name=pair_tag,json=pairTag,proto3" json:"pair_tag,omitempty"` // 16 bytes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1037,6 +1046,13 @@ func (x *CollectResponse) GetBetaShare() uint64 {
 func (x *CollectResponse) GetEvals() []uint64 {
 	if x != nil {
 		return x.Evals
+	}
+	return nil
+}
+
+func (x *CollectResponse) GetPairTag() []byte {
+	if x != nil {
+		return x.PairTag
 	}
 	return nil
 }
@@ -1664,7 +1680,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
 	"\x06points\x18\x03 \x03(\x04R\x06points\x12\x1d\n" +
 	"\n" +
-	"point_lens\x18\x04 \x03(\rR\tpointLens\"\xd2\x01\n" +
+	"point_lens\x18\x04 \x03(\rR\tpointLens\"\xef\x01\n" +
 	"\x14CollectRangeResponse\x12\x14\n" +
 	"\x05modes\x18\x01 \x01(\fR\x05modes\x12\x12\n" +
 	"\x04keys\x18\x02 \x01(\fR\x04keys\x12\x19\n" +
@@ -1673,7 +1689,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vbeta_shares\x18\x05 \x03(\x04R\n" +
 	"betaShares\x12\x14\n" +
 	"\x05evals\x18\x06 \x03(\x04R\x05evals\x12\x1b\n" +
-	"\teval_lens\x18\a \x03(\rR\bevalLens\"\r\n" +
+	"\teval_lens\x18\a \x03(\rR\bevalLens\x12\x1b\n" +
+	"\tpair_tags\x18\b \x01(\fR\bpairTags\"\r\n" +
 	"\vPollRequest\"\x90\x03\n" +
 	"\fPollResponse\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -1696,7 +1713,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"B\n" +
 	"\x0eCollectRequest\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
-	"\x06points\x18\x02 \x03(\x04R\x06points\"\xa7\x01\n" +
+	"\x06points\x18\x02 \x03(\x04R\x06points\"\xc2\x01\n" +
 	"\x0fCollectResponse\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x10\n" +
@@ -1705,7 +1722,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"alphaShare\x12\x1d\n" +
 	"\n" +
 	"beta_share\x18\x05 \x01(\x04R\tbetaShare\x12\x14\n" +
-	"\x05evals\x18\x06 \x03(\x04R\x05evals\"\x98\x01\n" +
+	"\x05evals\x18\x06 \x03(\x04R\x05evals\x12\x19\n" +
+	"\bpair_tag\x18\a \x01(\fR\apairTag\"\x98\x01\n" +
 	"\vSyncRequest\x12'\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x17.kord.v1.SyncRequest.OpR\x02op\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"L\n" +

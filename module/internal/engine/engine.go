@@ -111,6 +111,14 @@ type output struct {
 	params      fss.Params
 	counter     uint64
 	alpha, beta uint64
+	tag         [kdf.TagSize]byte // the pair tag (kdf.PRF.PairTag)
+}
+
+// setTag computes the output's pair tag from its (α, β); call it before
+// generate consumes them.
+func (o *output) setTag(prf *kdf.PRF) {
+	p := o.params
+	prf.PairTag(o.counter, byte(o.mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), o.alpha, o.beta, &o.tag)
 }
 
 func (o *output) wipe() {
@@ -585,6 +593,7 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
 		outs[i] = &output{mode: s.Mode, params: p, counter: r.counter,
 			alpha: (s.AlphaShare + peer[i][0]) & prg.Mask(p.InBits),
 			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)}
+		outs[i].setTag(e.prf)
 	}
 	e.dispatches += uint64(len(outs))
 	return outs
@@ -605,6 +614,7 @@ func (e *Engine) acceptDerived(r *record) error {
 		beta, beta0 = s.Beta, s.Beta
 	}
 	o := &output{mode: msg.Derived, params: p, counter: r.counter, alpha: alpha, beta: beta}
+	o.setTag(e.prf)
 	e.dispatches++
 	if e.party == 0 {
 		o.alphaShare, o.betaShare = alpha0, beta0
@@ -765,7 +775,7 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 			return msg.CollectResponse{}, err
 		}
 	}
-	resp := msg.CollectResponse{Counter: counter, Mode: o.mode}
+	resp := msg.CollectResponse{Counter: counter, Mode: o.mode, PairTag: o.tag}
 	if o.mode == msg.Consume {
 		if len(points) == 0 || len(points) > MaxPoints {
 			return msg.CollectResponse{}, bad("Points: %d points, want 1..%d in consume mode", len(points), MaxPoints)

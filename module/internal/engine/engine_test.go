@@ -465,3 +465,68 @@ func TestValidateFastPathAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestPairTags: the two shares of one key pair carry the same pair tag in
+// every mode, and a pair whose (α, β) differ between the modules — a
+// keystream-tier frame modified in flight, which no module can detect —
+// carries different tags, so hosts comparing tags never hand it out.
+func TestPairTags(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	e := pair(t)
+	tags := func(c uint64, points []uint64) (t0, t1 [msg.PairTagSize]byte) {
+		for b := 0; b < 2; b++ {
+			r, err := e[b].Collect(ctx, &msg.CollectRequest{Counter: c, Points: points})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b == 0 {
+				t0 = r.PairTag
+			} else {
+				t1 = r.PairTag
+			}
+		}
+		return
+	}
+	seen := map[[msg.PairTagSize]byte]bool{}
+	for _, mode := range []msg.Mode{msg.Bound, msg.Consume} {
+		for _, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+			for _, tamper := range []bool{false, true} {
+				if tamper && tier != msg.Keystream {
+					continue // the mac tiers reject a modified frame (module/attack)
+				}
+				alpha, beta := rng.Uint64()&prg.Mask(16), rng.Uint64()&prg.Mask(16)
+				a0, a1 := split(rng, alpha, 16)
+				b0, b1 := split(rng, beta, 16)
+				s0 := msg.Share{Mode: mode, Type: fss.DPF, InBits: 16, OutBits: 16, AlphaShare: a0, BetaShare: b0}
+				s1 := s0
+				s1.AlphaShare, s1.BetaShare = a1, b1
+				r0, r1 := submit(t, e[0], tier, s0), submit(t, e[1], tier, s1)
+				f := bytes.Clone(r0.Frames[0])
+				if tamper {
+					f[0] ^= 1 // party 0's α share, low bit: still in range
+				}
+				if !frame(t, e[1], f).Accepted || !frame(t, e[0], r1.Frames[0]).Accepted {
+					t.Fatal("frame rejected")
+				}
+				var points []uint64
+				if mode == msg.Consume {
+					points = []uint64{alpha}
+				}
+				t0, t1 := tags(r0.FirstCounter, points)
+				if tamper == (t0 == t1) {
+					t.Fatalf("%v %v tampered=%v: tags equal=%v", mode, tier, tamper, t0 == t1)
+				}
+				if seen[t0] {
+					t.Fatal("a pair tag repeated across counters")
+				}
+				seen[t0] = true
+			}
+		}
+	}
+	s := msg.Share{Mode: msg.Derived, Type: fss.DCF, InBits: 20, OutBits: 12, DeriveBeta: true}
+	c := submit(t, e[0], 0, s).FirstCounter
+	submit(t, e[1], 0, s)
+	if t0, t1 := tags(c, nil); t0 != t1 || seen[t0] {
+		t.Fatal("derived pair: tags differ or repeat")
+	}
+}

@@ -31,6 +31,7 @@ const (
 const (
 	DomainRoots   = 0x01
 	DomainDerived = 0x02
+	DomainPairTag = 0x03 // the pair-tag subkey k_tag (two blocks, index 0 and 1)
 )
 
 // Keys is the expanded schedule of one pairing.
@@ -87,17 +88,56 @@ func Derive(kch []byte) (*Keys, error) {
 // Wipe overwrites the schedule.
 func (k *Keys) Wipe() { *k = Keys{} }
 
-// PRF is AES-256 under kr, used as a PRF on domain-separated blocks. The
-// expanded AES key lives inside crypto/aes and cannot be wiped from Go.
-type PRF struct{ b cipher.Block }
+// PRF is AES-256 under kr, used as a PRF on domain-separated blocks, and
+// the pair-tag MAC under its subkey k_tag. The expanded AES keys live
+// inside crypto/aes and cannot be wiped from Go.
+type PRF struct {
+	b   cipher.Block
+	tag cipher.Block // AES-256 under k_tag = AES_kr(tag domain, 0) ‖ AES_kr(tag domain, 1)
+}
 
-// NewPRF keys the PRF with kr.
+// NewPRF keys the PRF with kr and derives the pair-tag subkey from it.
 func NewPRF(kr *[32]byte) (*PRF, error) {
 	b, err := aes.NewCipher(kr[:])
 	if err != nil {
 		return nil, fmt.Errorf("kdf: keying the root PRF: %w", err)
 	}
-	return &PRF{b: b}, nil
+	p := &PRF{b: b}
+	var kt [32]byte
+	defer clear(kt[:])
+	p.Block(DomainPairTag, 0, 0, (*[16]byte)(kt[:16]))
+	p.Block(DomainPairTag, 0, 1, (*[16]byte)(kt[16:]))
+	if p.tag, err = aes.NewCipher(kt[:]); err != nil {
+		return nil, fmt.Errorf("kdf: keying the pair tag: %w", err)
+	}
+	return p, nil
+}
+
+// TagSize is the size of a pair tag.
+const TagSize = 16
+
+// PairTag is the tag both modules of a pair compute for the key at
+// counter: a two-block CBC-MAC under k_tag (a PRF on these fixed-length
+// inputs) of
+//
+//	counter(8, LE) ‖ mode ‖ type ‖ ℓ ‖ n ‖ 0…   then   α(8, LE) ‖ β(8, LE)
+//
+// — everything the dealer Gen of that key is a function of, its root
+// seeds through the counter. Two modules' tags agree exactly when they
+// generated the two shares of one key pair (up to a 2^-128 chance), and a
+// tag, pseudorandom and never computed twice on one counter, tells a host
+// nothing about α or β.
+func (p *PRF) PairTag(counter uint64, mode, typ, inBits, outBits byte, alpha, beta uint64, out *[TagSize]byte) {
+	var x [16]byte
+	binary.LittleEndian.PutUint64(x[0:8], counter)
+	x[8], x[9], x[10], x[11] = mode, typ, inBits, outBits
+	p.tag.Encrypt(x[:], x[:])
+	lo := binary.LittleEndian.Uint64(x[0:8]) ^ alpha
+	hi := binary.LittleEndian.Uint64(x[8:16]) ^ beta
+	binary.LittleEndian.PutUint64(x[0:8], lo)
+	binary.LittleEndian.PutUint64(x[8:16], hi)
+	p.tag.Encrypt(out[:], x[:])
+	clear(x[:])
 }
 
 // Block computes AES_kr(domain ‖ counter(8, LE) ‖ index ‖ 0…) into out.

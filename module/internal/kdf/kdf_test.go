@@ -2,7 +2,10 @@ package kdf
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
+	"encoding/binary"
 	"testing"
 )
 
@@ -68,5 +71,57 @@ func TestRootsAndDerived(t *testing.T) {
 	a1, s1, b1, t1 := q.Derived(5)
 	if a0 != a1 || s0 != s1 || b0 != b1 || t0 != t1 {
 		t.Fatal("two modules with the same kr derive different masks")
+	}
+}
+
+// TestPairTag: the tag is the CBC-MAC of its two blocks under k_tag,
+// computed here independently with crypto/cipher's CBC mode; it is the
+// same in two modules of a pair and changes with every input it covers.
+func TestPairTag(t *testing.T) {
+	var kr [32]byte
+	rand.Read(kr[:])
+	p, err := NewPRF(&kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// k_tag and the MAC, from the definition in docs/protocol.md.
+	root, _ := aes.NewCipher(kr[:])
+	var kt [32]byte
+	root.Encrypt(kt[:16], []byte{DomainPairTag, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	root.Encrypt(kt[16:], []byte{DomainPairTag, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0})
+	tb, _ := aes.NewCipher(kt[:])
+	want := func(counter uint64, mode, typ, l, n byte, alpha, beta uint64) [TagSize]byte {
+		msg := make([]byte, 32)
+		binary.LittleEndian.PutUint64(msg[0:], counter)
+		msg[8], msg[9], msg[10], msg[11] = mode, typ, l, n
+		binary.LittleEndian.PutUint64(msg[16:], alpha)
+		binary.LittleEndian.PutUint64(msg[24:], beta)
+		cipher.NewCBCEncrypter(tb, make([]byte, 16)).CryptBlocks(msg, msg)
+		return [TagSize]byte(msg[16:])
+	}
+	q, _ := NewPRF(&kr)
+	base := [7]uint64{77, 1, 2, 32, 16, 0xdeadbeef, 0x1234}
+	tag := func(p *PRF, v [7]uint64) (out [TagSize]byte) {
+		p.PairTag(v[0], byte(v[1]), byte(v[2]), byte(v[3]), byte(v[4]), v[5], v[6], &out)
+		return
+	}
+	got := tag(p, base)
+	if got != want(base[0], byte(base[1]), byte(base[2]), byte(base[3]), byte(base[4]), base[5], base[6]) {
+		t.Fatal("PairTag is not the CBC-MAC of its blocks under k_tag")
+	}
+	if tag(q, base) != got {
+		t.Fatal("two modules with the same kr compute different tags")
+	}
+	for i := range base {
+		v := base
+		v[i] ^= 1
+		if tag(p, v) == got {
+			t.Fatalf("input %d changed and the tag did not", i)
+		}
+	}
+	kr[0] ^= 1
+	other, _ := NewPRF(&kr)
+	if tag(other, base) == got {
+		t.Fatal("a different kr gives the same tag")
 	}
 }
