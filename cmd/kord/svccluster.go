@@ -29,9 +29,9 @@ type svcProc struct {
 	done  chan struct{}
 }
 
-// svcStart starts `bin args...`, waits for its JSON readiness line on
-// stdout and returns it. stderr goes to logPath.
-func svcStart(ctx context.Context, bin, name, logPath string, args ...string) (*svcProc, error) {
+// svcStart starts `bin args...` as a daemon of site b (0 or 1), waits for
+// its JSON readiness line on stdout and returns it. stderr goes to logPath.
+func svcStart(ctx context.Context, site int, bin, name, logPath string, args ...string) (*svcProc, error) {
 	cmd := exec.Command(bin, args...)
 	svcDetach(cmd)
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
@@ -47,7 +47,7 @@ func svcStart(ctx context.Context, bin, name, logPath string, args ...string) (*
 		logf.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := svcStartOn(cmd, siteCPUs(site)); err != nil {
 		logf.Close()
 		return nil, err
 	}
@@ -112,6 +112,26 @@ func (p *svcProc) kill() {
 // compete for the same cores (on 2 cores it cost about a tenth of the
 // daemons' CPU). At two sites, each on its own machine, the defaults fit.
 func daemonProcs() int { return max(1, runtime.NumCPU()/4) }
+
+// siteCPUs is the CPUs the daemons of site b run on: each site gets half
+// of this process's CPUs, as if each site had a machine of its own (a
+// site's module and party pass every key between them, and share caches
+// and a run queue that way). Nil — no pinning — on fewer than two CPUs,
+// where CPU affinity is not supported, or when KORD_CLUSTER_PIN=0.
+func siteCPUs(b int) []int {
+	if os.Getenv("KORD_CLUSTER_PIN") == "0" {
+		return nil
+	}
+	cpus := allowedCPUs()
+	if len(cpus) < 2 {
+		return nil
+	}
+	h := len(cpus) / 2
+	if b == 0 {
+		return cpus[:h]
+	}
+	return cpus[h:]
+}
 
 // svcCluster is two modules and two parties as child processes on loopback.
 type svcCluster struct {
@@ -203,7 +223,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 		}
 		return append(a, o.PartyArgs[b]...)
 	}
-	p1, err := svcStart(ctx, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
+	p1, err := svcStart(ctx, 1, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +235,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 			return nil, err
 		}
 	}
-	p0, err := svcStart(ctx, bin, "party0", c.logPath("party0"), append(common(0), "--peer", peer)...)
+	p0, err := svcStart(ctx, 0, bin, "party0", c.logPath("party0"), append(common(0), "--peer", peer)...)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +256,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 
 // StartModule (re)starts module b.
 func (c *svcCluster) StartModule(ctx context.Context, b int) error {
-	p, err := svcStart(ctx, c.bin, fmt.Sprintf("module%d", b), c.logPath(fmt.Sprintf("module%d", b)), c.modArgs(b)...)
+	p, err := svcStart(ctx, b, c.bin, fmt.Sprintf("module%d", b), c.logPath(fmt.Sprintf("module%d", b)), c.modArgs(b)...)
 	if err != nil {
 		return err
 	}

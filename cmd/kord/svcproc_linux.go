@@ -2,8 +2,11 @@ package main
 
 import (
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // svcDetach makes a child die with its parent (Linux).
@@ -16,4 +19,44 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// allowedCPUs lists the CPUs this process may run on.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return nil
+	}
+	var out []int
+	for c := 0; c < len(set)*64 && len(out) < set.Count(); c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// svcStartOn starts c with its CPU affinity set to cpus (all of this
+// process's CPUs when nil): the child inherits the mask of the thread
+// that forks it, so that thread is locked, given the mask for the fork
+// and given its own mask back. If the mask cannot be set, c starts
+// unpinned.
+func svcStartOn(c *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return c.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if unix.SchedGetaffinity(0, &old) != nil {
+		return c.Start()
+	}
+	for _, cpu := range cpus {
+		set.Set(cpu)
+	}
+	if unix.SchedSetaffinity(0, &set) != nil {
+		return c.Start()
+	}
+	defer unix.SchedSetaffinity(0, &old)
+	return c.Start()
 }
