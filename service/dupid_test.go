@@ -20,38 +20,43 @@ import (
 // refused, the id fails with bad_request at party 1, and party 0 is told
 // which ids to fail.
 func TestBatchWithDuplicateIDsRefused(t *testing.T) {
-	d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
-	defer st.Close()
-	p, err := New(Config{Party: 1, Module: socket.Local(d)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := newJob(&pb.KeyRequest{Id: 90, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8, AlphaShare: 3, BetaShare: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.pend.add(j); err != nil {
-		t.Fatal(err)
-	}
-	items := []*pb.BatchItem{j.item, j.item}
-	tr := newTranscript([]byte("c0"), []byte("c1"))
-	b := &pb.Batch{Seq: 1, Tier: uint32(msg.MAC), FirstCounter: 0, Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items)}
-	var expected, last uint64
-	pr := p.prepareBatch(context.Background(), b, &tr, &expected, &last, true)
-	if pr.rep == nil || pr.rep.ErrorClass != ErrClassBadRequest || !slices.Equal(pr.rep.Missing, []uint64{90}) {
-		t.Fatalf("batch with id 90 twice: reply %+v, want a bad_request refusal naming 90", pr.rep)
-	}
-	if !j.answered() || j.reply == nil || j.reply.ErrorClass != ErrClassBadRequest {
-		t.Fatalf("party 1's request 90: answered %v, reply %+v; want bad_request", j.answered(), j.reply)
-	}
-	if expected != 0 || last != 0 {
-		t.Fatalf("refused batch moved the session state: expected %d, last seq %d", expected, last)
-	}
-	if poll, err := d.Poll(context.Background(), &msg.PollRequest{}); err != nil || poll.NextCounter != 0 {
-		t.Fatalf("refused batch reached the module: %+v %v", poll, err)
-	}
-	if n := p.pend.size(); n != 0 {
-		t.Fatalf("%d requests left pending", n)
+	for _, packed := range []bool{false, true} {
+		d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
+		defer st.Close()
+		p, err := New(Config{Party: 1, Module: socket.Local(d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := newJob(&pb.KeyRequest{Id: 90, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8, AlphaShare: 3, BetaShare: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.pend.add(j); err != nil {
+			t.Fatal(err)
+		}
+		items := []*pb.BatchItem{j.item, j.item}
+		tr := newTranscript([]byte("c0"), []byte("c1"))
+		b := &pb.Batch{Seq: 1, Tier: uint32(msg.MAC), FirstCounter: 0, Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items, packed)}
+		if packed {
+			b.Items, b.PackedItems = nil, packItems(items)
+		}
+		var expected, last uint64
+		pr := p.prepareBatch(context.Background(), b, &tr, &expected, &last, true)
+		if pr.rep == nil || pr.rep.ErrorClass != ErrClassBadRequest || !slices.Equal(pr.rep.Missing, []uint64{90}) {
+			t.Fatalf("packed=%v: batch with id 90 twice: reply %+v, want a bad_request refusal naming 90", packed, pr.rep)
+		}
+		if !j.answered() || j.reply == nil || j.reply.ErrorClass != ErrClassBadRequest {
+			t.Fatalf("party 1's request 90: answered %v, reply %+v; want bad_request", j.answered(), j.reply)
+		}
+		if expected != 0 || last != 0 {
+			t.Fatalf("refused batch moved the session state: expected %d, last seq %d", expected, last)
+		}
+		if poll, err := d.Poll(context.Background(), &msg.PollRequest{}); err != nil || poll.NextCounter != 0 {
+			t.Fatalf("refused batch reached the module: %+v %v", poll, err)
+		}
+		if n := p.pend.size(); n != 0 {
+			t.Fatalf("%d requests left pending", n)
+		}
 	}
 }
 

@@ -64,8 +64,12 @@ func FuzzPeerBatch(f *testing.F) {
 	it := &pb.BatchItem{Id: 7, Mode: uint32(msg.Bound), Type: 1, InBits: 8, OutBits: 8, Count: 1}
 	tr := newTranscript(nil, nil)
 	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil} {
-		b, _ := proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items)})
+		b, _ := proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items, false)})
 		f.Add(b)
+		if len(items) > 0 {
+			b, _ = proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), PackedItems: packItems(items), Transcript: chain(tr, 1, msg.MAC, 0, items, true)})
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var b pb.Batch
@@ -74,7 +78,11 @@ func FuzzPeerBatch(f *testing.F) {
 		}
 		// The transcript is unkeyed: an attacker on a plaintext link can
 		// always make it match, so make it match.
-		b.Transcript = chain(tr, b.Seq, msg.Tier(b.Tier), b.FirstCounter, b.Items)
+		items := b.Items
+		if b.PackedItems != nil {
+			items, _ = unpackItems(b.PackedItems) // refused below if malformed
+		}
+		b.Transcript = chain(tr, b.Seq, msg.Tier(b.Tier), b.FirstCounter, items, b.PackedItems != nil)
 		j, _ := newJob(&pb.KeyRequest{Id: 7, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8})
 		p.pend.add(j)
 		trc, expected, last := tr, uint64(0), uint64(0)

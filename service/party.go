@@ -86,6 +86,9 @@ type Config struct {
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.
 	oneShotReplies bool
+	// itemsUnpacked (tests): party 1 does not offer packed items, as one
+	// that predates them would not.
+	itemsUnpacked bool
 }
 
 // Party is one site's host service.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -25,38 +24,6 @@ type flight struct {
 	first uint64
 	tier  msg.Tier
 	sent  time.Time
-}
-
-func newTranscript(c0, c1 []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte("kord/v1/transcript"))
-	h.Write(c0)
-	h.Write(c1)
-	return h.Sum(nil)
-}
-
-// chain extends the session transcript by one batch header.
-func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.BatchItem) []byte {
-	h := sha256.New()
-	h.Write(prev)
-	var b [8]byte
-	w := func(v uint64) { binary.LittleEndian.PutUint64(b[:], v); h.Write(b[:]) }
-	w(seq)
-	w(uint64(tier))
-	w(first)
-	w(uint64(len(items)))
-	for _, it := range items {
-		w(it.Id)
-		w(uint64(it.Mode)<<48 | uint64(it.Type)<<40 | uint64(it.InBits)<<32 | uint64(it.OutBits)<<24)
-		w(uint64(it.Count))
-		if it.DeriveBeta {
-			w(1)
-		} else {
-			w(0)
-		}
-		w(it.Beta)
-	}
-	return h.Sum(nil)
 }
 
 // batchCalls lists the module calls that finish a batch: the peer's
@@ -234,14 +201,21 @@ func (p *Party) session(ctx context.Context) (err error) {
 			next += uint64(sub.Count)
 			p.seq++
 			fl := &flight{seq: p.seq, jobs: jobs, first: sub.FirstCounter, tier: tier, sent: time.Now()}
-			transcript = chain(transcript, fl.seq, tier, fl.first, items)
+			var pk *pb.PackedItems
+			if hr.PackedItems {
+				pk = packItems(items)
+			}
+			transcript = chain(transcript, fl.seq, tier, fl.first, items, pk != nil)
+			if pk != nil {
+				items = nil
+			}
 			mu.Lock()
 			flights = append(flights, fl)
 			mu.Unlock()
 			p.inFlight.Add(1)
 			p.m.inFlight.Inc()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
-				Items: items, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens}}})
+				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens}}})
 			if err != nil {
 				errc <- fmt.Errorf("peer: %w", err)
 				return
@@ -483,7 +457,8 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w}}}); err != nil {
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
+		PackedItems: !p.cfg.itemsUnpacked}}}); err != nil {
 		return err
 	}
 	if m, err = stream.Recv(); err != nil {
@@ -597,7 +572,17 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	if b.Seq <= *lastSeq {
 		return fail(ErrClassDesync, "batch %d is a repeat (last %d)", b.Seq, *lastSeq)
 	}
-	t := chain(*transcript, b.Seq, tier, b.FirstCounter, b.Items)
+	items := b.Items
+	if b.PackedItems != nil {
+		if len(b.Items) > 0 {
+			return fail(ErrClassDesync, "batch %d has both items and packed items", b.Seq)
+		}
+		var err error
+		if items, err = unpackItems(b.PackedItems); err != nil {
+			return fail(ErrClassDesync, "batch %d: %v", b.Seq, err)
+		}
+	}
+	t := chain(*transcript, b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
 	if !bytes.Equal(t, b.Transcript) {
 		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
 	}
@@ -607,13 +592,13 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	// One id twice in a batch would claim one request twice and answer
 	// it twice (a double close): refuse the batch and fail the id at both
 	// sites, since ids must be unique among a site's pending requests.
-	if dup := duplicateIDs(b.Items); len(dup) > 0 {
+	if dup := duplicateIDs(items); len(dup) > 0 {
 		p.pend.fail(dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
 		r := fail(ErrClassBadRequest, "request ids %v appear more than once in one batch", dup)
 		r.rep.Missing = dup
 		return r
 	}
-	js, missing, differ := p.pend.claim(ctx, b.Items, tier, time.Now().Add(p.cfg.MatchTimeout))
+	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.cfg.MatchTimeout))
 	if len(differ) > 0 {
 		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)

@@ -1000,6 +1000,85 @@ func (x *BatchItem) GetBeta() uint64 {
 	return 0
 }
 
+// PackedItems is a batch's items as parallel lists (what Batch.items
+// holds, one message per request, without the per-item overhead). Party 0
+// sends it when party 1's HelloReply set packed_items.
+type PackedItems struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Shapes        []byte                 `protobuf:"bytes,2,opt,name=shapes,proto3" json:"shapes,omitempty"` // 4 bytes per item: mode, type, in_bits, out_bits
+	Counts        []uint32               `protobuf:"varint,3,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	DeriveBeta    []byte                 `protobuf:"bytes,4,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // 1 byte (0 or 1) per item, or empty: none
+	Betas         []uint64               `protobuf:"varint,5,rep,packed,name=betas,proto3" json:"betas,omitempty"`                     // one per item, or empty: all 0
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackedItems) Reset() {
+	*x = PackedItems{}
+	mi := &file_kord_v1_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackedItems) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackedItems) ProtoMessage() {}
+
+func (x *PackedItems) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackedItems.ProtoReflect.Descriptor instead.
+func (*PackedItems) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PackedItems) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *PackedItems) GetShapes() []byte {
+	if x != nil {
+		return x.Shapes
+	}
+	return nil
+}
+
+func (x *PackedItems) GetCounts() []uint32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *PackedItems) GetDeriveBeta() []byte {
+	if x != nil {
+		return x.DeriveBeta
+	}
+	return nil
+}
+
+func (x *PackedItems) GetBetas() []uint64 {
+	if x != nil {
+		return x.Betas
+	}
+	return nil
+}
+
 type Hello struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Run              uint64                 `protobuf:"varint,1,opt,name=run,proto3" json:"run,omitempty"`                                                   // party 0's process run id
@@ -1016,7 +1095,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1107,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1120,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Hello) GetRun() uint64 {
@@ -1073,16 +1152,20 @@ func (x *Hello) GetEarlyFrames() bool {
 }
 
 type HelloReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Challenge     []byte                 `protobuf:"bytes,1,opt,name=challenge,proto3" json:"challenge,omitempty"` // party 1 module's challenge
-	Witness       []byte                 `protobuf:"bytes,2,opt,name=witness,proto3" json:"witness,omitempty"`     // party 1 module's witness over party 0's challenge
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Challenge []byte                 `protobuf:"bytes,1,opt,name=challenge,proto3" json:"challenge,omitempty"` // party 1 module's challenge
+	Witness   []byte                 `protobuf:"bytes,2,opt,name=witness,proto3" json:"witness,omitempty"`     // party 1 module's witness over party 0's challenge
+	// packed_items: party 1 reads Batch.packed_items (and chains their
+	// transcript in the packed encoding). A party 1 that does not know the
+	// field leaves it unset, and party 0 sends Batch.items.
+	PackedItems   bool `protobuf:"varint,3,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1177,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1190,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -1124,6 +1207,13 @@ func (x *HelloReply) GetWitness() []byte {
 	return nil
 }
 
+func (x *HelloReply) GetPackedItems() bool {
+	if x != nil {
+		return x.PackedItems
+	}
+	return false
+}
+
 type Witness struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Witness       []byte                 `protobuf:"bytes,1,opt,name=witness,proto3" json:"witness,omitempty"`
@@ -1133,7 +1223,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1235,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1248,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -1177,7 +1267,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1279,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1292,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -1221,13 +1311,14 @@ type Batch struct {
 	Transcript    []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
 	FrameData     []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
 	FrameLens     []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
+	PackedItems   *PackedItems           `protobuf:"bytes,9,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"` // instead of items, when party 1 asked for it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1330,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1343,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1304,6 +1395,13 @@ func (x *Batch) GetFrameLens() []uint32 {
 	return nil
 }
 
+func (x *Batch) GetPackedItems() *PackedItems {
+	if x != nil {
+		return x.PackedItems
+	}
+	return nil
+}
+
 type BatchReply struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1325,7 +1423,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1435,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1448,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1426,7 +1524,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1536,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1549,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1486,7 +1584,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1596,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1609,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1640,7 +1738,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1750,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1763,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1777,20 +1875,28 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1f\n" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\b \x01(\x04R\x04beta\"\x87\x01\n" +
+	"\x04beta\x18\b \x01(\x04R\x04beta\"\x86\x01\n" +
+	"\vPackedItems\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
+	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12\x16\n" +
+	"\x06counts\x18\x03 \x03(\rR\x06counts\x12\x1f\n" +
+	"\vderive_beta\x18\x04 \x01(\fR\n" +
+	"deriveBeta\x12\x14\n" +
+	"\x05betas\x18\x05 \x03(\x04R\x05betas\"\x87\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
 	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
-	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\"D\n" +
+	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\"g\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
-	"\awitness\x18\x02 \x01(\fR\awitness\"#\n" +
+	"\awitness\x18\x02 \x01(\fR\awitness\x12!\n" +
+	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\"#\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x01\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\x99\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -1802,7 +1908,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
 	"\n" +
-	"frame_lens\x18\b \x03(\rR\tframeLensJ\x04\b\x06\x10\a\"\x97\x02\n" +
+	"frame_lens\x18\b \x03(\rR\tframeLens\x127\n" +
+	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItemsJ\x04\b\x06\x10\a\"\x97\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -1856,7 +1963,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -1870,16 +1977,17 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*PairRequest)(nil),           // 9: kord.v1.PairRequest
 	(*PairReply)(nil),             // 10: kord.v1.PairReply
 	(*BatchItem)(nil),             // 11: kord.v1.BatchItem
-	(*Hello)(nil),                 // 12: kord.v1.Hello
-	(*HelloReply)(nil),            // 13: kord.v1.HelloReply
-	(*Witness)(nil),               // 14: kord.v1.Witness
-	(*SyncDone)(nil),              // 15: kord.v1.SyncDone
-	(*Batch)(nil),                 // 16: kord.v1.Batch
-	(*BatchReply)(nil),            // 17: kord.v1.BatchReply
-	(*Confirm)(nil),               // 18: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 19: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 20: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 21: kord.v1.PollResponse
+	(*PackedItems)(nil),           // 12: kord.v1.PackedItems
+	(*Hello)(nil),                 // 13: kord.v1.Hello
+	(*HelloReply)(nil),            // 14: kord.v1.HelloReply
+	(*Witness)(nil),               // 15: kord.v1.Witness
+	(*SyncDone)(nil),              // 16: kord.v1.SyncDone
+	(*Batch)(nil),                 // 17: kord.v1.Batch
+	(*BatchReply)(nil),            // 18: kord.v1.BatchReply
+	(*Confirm)(nil),               // 19: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 20: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 21: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 22: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
@@ -1887,32 +1995,33 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	4,  // 2: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 3: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 4: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	21, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	22, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
 	11, // 6: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 7: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	13, // 8: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	14, // 9: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	15, // 10: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	16, // 11: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	17, // 12: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	18, // 13: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 14: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 15: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 16: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 17: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	20, // 18: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	19, // 19: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 20: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 21: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 22: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 23: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	20, // 24: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	19, // 25: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	20, // [20:26] is the sub-list for method output_type
-	14, // [14:20] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	12, // 7: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	13, // 8: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	14, // 9: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	15, // 10: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	16, // 11: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	17, // 12: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	18, // 13: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	19, // 14: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 15: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 16: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 17: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 18: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	21, // 19: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	20, // 20: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 21: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 22: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 23: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 24: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	21, // 25: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	20, // 26: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -1920,7 +2029,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[19].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[20].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -1935,7 +2044,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,0 +1,137 @@
+package service
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// packItems returns items as parallel lists, or nil when one of them has a
+// mode, type or width that does not fit in a byte (party 0 only packs
+// requests it has validated, so nil means the batch goes out as items).
+func packItems(items []*pb.BatchItem) *pb.PackedItems {
+	pk := &pb.PackedItems{Ids: make([]uint64, len(items)), Shapes: make([]byte, 0, 4*len(items)), Counts: make([]uint32, len(items))}
+	for i, it := range items {
+		if it.Mode > 0xff || it.Type > 0xff || it.InBits > 0xff || it.OutBits > 0xff {
+			return nil
+		}
+		pk.Ids[i], pk.Counts[i] = it.Id, it.Count
+		pk.Shapes = append(pk.Shapes, byte(it.Mode), byte(it.Type), byte(it.InBits), byte(it.OutBits))
+		if it.DeriveBeta {
+			if pk.DeriveBeta == nil {
+				pk.DeriveBeta = make([]byte, len(items))
+			}
+			pk.DeriveBeta[i] = 1
+		}
+		if it.Beta != 0 {
+			if pk.Betas == nil {
+				pk.Betas = make([]uint64, len(items))
+			}
+			pk.Betas[i] = it.Beta
+		}
+	}
+	return pk
+}
+
+// unpackItems returns the items of pk (one allocation for all), or an
+// error naming the list that does not match the ids.
+func unpackItems(pk *pb.PackedItems) ([]*pb.BatchItem, error) {
+	n := len(pk.Ids)
+	switch {
+	case n == 0:
+		return nil, fmt.Errorf("packed items: no ids")
+	case len(pk.Shapes) != 4*n:
+		return nil, fmt.Errorf("packed items: %d shape bytes for %d ids, want %d", len(pk.Shapes), n, 4*n)
+	case len(pk.Counts) != n:
+		return nil, fmt.Errorf("packed items: %d counts for %d ids", len(pk.Counts), n)
+	case len(pk.DeriveBeta) != 0 && len(pk.DeriveBeta) != n:
+		return nil, fmt.Errorf("packed items: %d derive_beta flags for %d ids", len(pk.DeriveBeta), n)
+	case len(pk.Betas) != 0 && len(pk.Betas) != n:
+		return nil, fmt.Errorf("packed items: %d betas for %d ids", len(pk.Betas), n)
+	}
+	vals := make([]pb.BatchItem, n)
+	out := make([]*pb.BatchItem, n)
+	for i := range vals {
+		it := &vals[i]
+		s := pk.Shapes[4*i : 4*i+4]
+		it.Id, it.Mode, it.Type, it.InBits, it.OutBits, it.Count = pk.Ids[i], uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3]), pk.Counts[i]
+		if len(pk.DeriveBeta) > 0 {
+			switch pk.DeriveBeta[i] {
+			case 0:
+			case 1:
+				it.DeriveBeta = true
+			default:
+				return nil, fmt.Errorf("packed items: derive_beta[%d] is %d, want 0 or 1", i, pk.DeriveBeta[i])
+			}
+		}
+		if len(pk.Betas) > 0 {
+			it.Beta = pk.Betas[i]
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+func newTranscript(c0, c1 []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("kord/v1/transcript"))
+	h.Write(c0)
+	h.Write(c1)
+	return h.Sum(nil)
+}
+
+// chain extends the session transcript by one batch header:
+//
+//	SHA-256(prev ‖ seq ‖ tier ‖ first ‖ len(items) ‖ items)
+//
+// with the four header words 8 bytes LE. Unpacked, each item is five such
+// words (id; mode<<48 | type<<40 | in_bits<<32 | out_bits<<24; count;
+// derive_beta; beta — 40 bytes). Packed (a session whose party 1 reads
+// PackedItems), the header is followed by the byte 'P' and each item is
+// varint(id) ‖ mode ‖ type ‖ in_bits ‖ out_bits ‖ varint(count) ‖
+// derive_beta ‖ varint(beta), about 10 bytes; packed items all fit these
+// bytes. Both parties chain the same items the same way whichever form
+// carried them, so the transcript checks what party 1 will claim.
+func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.BatchItem, packed bool) []byte {
+	per := 40
+	if packed {
+		per = 16
+	}
+	b := make([]byte, 0, len(prev)+33+per*len(items))
+	b = append(b, prev...)
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(tier))
+	b = binary.LittleEndian.AppendUint64(b, first)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(items)))
+	flag := func(v bool) byte {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	if packed {
+		b = append(b, 'P')
+		for _, it := range items {
+			b = protowire.AppendVarint(b, it.Id)
+			b = append(b, byte(it.Mode), byte(it.Type), byte(it.InBits), byte(it.OutBits))
+			b = protowire.AppendVarint(b, uint64(it.Count))
+			b = append(b, flag(it.DeriveBeta))
+			b = protowire.AppendVarint(b, it.Beta)
+		}
+	} else {
+		for _, it := range items {
+			b = binary.LittleEndian.AppendUint64(b, it.Id)
+			b = binary.LittleEndian.AppendUint64(b, uint64(it.Mode)<<48|uint64(it.Type)<<40|uint64(it.InBits)<<32|uint64(it.OutBits)<<24)
+			b = binary.LittleEndian.AppendUint64(b, uint64(it.Count))
+			b = binary.LittleEndian.AppendUint64(b, uint64(flag(it.DeriveBeta)))
+			b = binary.LittleEndian.AppendUint64(b, it.Beta)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
