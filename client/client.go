@@ -149,6 +149,11 @@ type Stream struct {
 	// from key index pi, key byte ko, evaluation eo.
 	pk             *pb.PackedReplies
 	pr, pi, ko, eo int
+	// msg holds the buffer pk's keys are slices of; it is released once
+	// every reply of pk has been read with Recv (whose keys are parsed
+	// copies), and left to the GC if RecvRaw handed out slices of it.
+	msg    pb.PooledKeyReplies
+	rawOut bool
 }
 
 // Stream opens a request stream. It asks the party for packed replies
@@ -281,6 +286,7 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 	if err := s.fill(); err != nil {
 		return nil, err
 	}
+	s.rawOut = true // its keys are slices of the message's buffer
 	if s.pk == nil {
 		r := s.buf[0]
 		s.buf = s.buf[1:]
@@ -317,10 +323,12 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 // fill reads messages until a reply is buffered.
 func (s *Stream) fill() error {
 	for len(s.buf) == 0 && s.pk == nil {
-		m, err := s.s.Recv()
-		if err != nil {
+		s.msg = pb.PooledKeyReplies{}
+		if err := s.s.RecvMsg(&s.msg); err != nil {
 			return err
 		}
+		m := s.msg.M
+		s.rawOut = false
 		if pk := m.GetPacked(); pk != nil && len(pk.Ids) > 0 {
 			if err := checkPacked(pk); err != nil {
 				return err
@@ -345,6 +353,9 @@ func (s *Stream) advance() {
 	s.pr++
 	if s.pr == len(s.pk.Ids) {
 		s.pk = nil
+		if !s.rawOut {
+			s.msg.Release()
+		}
 	}
 }
 

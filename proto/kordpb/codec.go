@@ -50,7 +50,31 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, wipePool)}, nil
 }
 
+// PooledKeyReplies receives a KeyReplies (pass it to RecvMsg) whose keys,
+// in the usual packed shape, are slices of a pooled buffer rather than of
+// a fresh one: once nothing refers to them any more (the keys parsed),
+// Release wipes the buffer and gives it back for the next message, which
+// saves allocating and clearing a buffer of some hundred KiB per message.
+// Without Release the buffer is left to the garbage collector.
+type PooledKeyReplies struct {
+	M   *KeyReplies
+	buf *[]byte
+}
+
+// Release wipes and recycles the buffer M's keys are slices of; M must
+// not be used after it. It is safe to call more than once.
+func (p *PooledKeyReplies) Release() {
+	if p.buf != nil {
+		wipePool.Put(p.buf)
+		p.buf = nil
+	}
+	p.M = nil
+}
+
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if pm, ok := v.(*PooledKeyReplies); ok {
+		return unmarshalPooled(data, pm)
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("kordpb: cannot unmarshal into %T", v)
@@ -72,6 +96,24 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(wipePool)
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+func unmarshalPooled(data mem.BufferSlice, pm *PooledKeyReplies) error {
+	pm.Release()
+	pm.M = &KeyReplies{}
+	if data.Len() >= 1<<12 {
+		buf := wipePool.Get(data.Len())
+		data.CopyTo(*buf)
+		if decodeKeyReplies(*buf, pm.M) {
+			pm.buf = buf
+			return nil
+		}
+		wipePool.Put(buf)
+		pm.M.Reset()
+	}
+	buf := data.MaterializeToBuffer(wipePool)
+	defer buf.Free()
+	return proto.Unmarshal(buf.ReadOnlyData(), pm.M)
 }
 
 // wipePool is a mem.BufferPool whose buffers are all zero while pooled:

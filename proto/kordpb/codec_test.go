@@ -87,6 +87,12 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := Codec()
+	released := 0
+	defer func() {
+		if released == 0 {
+			t.Error("no message was read into a pooled buffer")
+		}
+	}()
 	for _, m := range msgs {
 		b, err := proto.Marshal(m)
 		if err != nil {
@@ -111,6 +117,24 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 			if werr == nil && !proto.Equal(&want, &got) {
 				t.Fatalf("decoded %v, want %v", &got, &want)
 			}
+			// The pooled form reads the same, and Release wipes the
+			// buffer its keys were slices of.
+			var pm PooledKeyReplies
+			perr := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(x))}, &pm)
+			if (werr == nil) != (perr == nil) || werr == nil && !proto.Equal(&want, pm.M) {
+				t.Fatalf("%x: pooled decode %v / %v, want %v / %v", x, perr, pm.M, werr, &want)
+			}
+			if perr == nil && pm.M.Packed != nil && len(pm.M.Packed.Keys) > 0 {
+				keys, pooled := pm.M.Packed.Keys, pm.buf != nil
+				if pooled {
+					released++
+				}
+				pm.Release()
+				if pooled && bytes.Count(keys, []byte{0}) != len(keys) {
+					t.Fatal("Release left key bytes in the pooled buffer")
+				}
+			}
+			pm.Release()
 		}
 	}
 }
