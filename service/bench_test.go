@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -18,7 +19,19 @@ import (
 // application does: one stream per site, requests in chunks of 64, replies
 // parsed into keys. ns/op is per key pair, for all of it in this process.
 func BenchmarkStream(b *testing.B) {
-	s := pairOfSitesWith(b, Config{})
+	benchStream(b, Config{})
+}
+
+// BenchmarkStreamBatch is BenchmarkStream at several batch sizes: the
+// difference between them is the fixed cost of a batch.
+func BenchmarkStreamBatch(b *testing.B) {
+	for _, n := range []int{64, 256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchStream(b, Config{Batch: n}) })
+	}
+}
+
+func benchStream(b *testing.B, c Config) {
+	s := pairOfSitesWith(b, c)
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	m := prg.Mask(32)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

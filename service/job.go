@@ -242,19 +242,22 @@ func (a *admission) acquireAll(js []*job) (errs []error) {
 
 func (a *admission) acquireLocked(j *job) error {
 	n := j.keys()
-	if a.ids != nil {
-		if _, ok := a.ids[j.id]; ok {
+	if n > a.max-a.keys {
+		if _, dup := a.ids[j.id]; dup {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 		}
-	}
-	if n > a.max-a.keys {
 		return fmt.Errorf("%w: request %d: %d keys would pass this party's limit of %d pending keys (--max-pending); %d are pending",
 			errExhausted, j.id, n, a.max, a.keys)
 	}
-	a.keys += n
 	if a.ids != nil {
-		a.ids[j.id] = struct{}{}
+		// One map operation: a set that does not grow already held the id
+		// (storing it again changes nothing).
+		had := len(a.ids)
+		if a.ids[j.id] = struct{}{}; len(a.ids) == had {
+			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
+		}
 	}
+	a.keys += n
 	j.adm = a
 	return nil
 }
@@ -551,7 +554,8 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 	for i := range todo {
 		todo[i] = i
 	}
-	for {
+	js = make([]*job, len(items))
+	for waited := false; ; waited = true {
 		p.mu.Lock()
 		left := todo[:0]
 		for _, i := range todo {
@@ -563,6 +567,7 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			case !sameShape(j.item, it) || (j.tier != 0 && j.tier != tier):
 				differ = append(differ, it.Id)
 			}
+			js[i] = j
 		}
 		todo = left
 		if len(differ) > 0 {
@@ -572,16 +577,19 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			p.mu.Unlock()
 			return nil, missing, differ
 		}
-		if len(todo) == 0 {
-			// A request seen earlier may have been failed since (its
-			// application went away): look again before taking any.
+		if len(todo) == 0 && waited {
+			// A request seen before a wait may have been failed or
+			// replaced since (its application went away): look again
+			// before taking any.
 			for i, it := range items {
-				switch j, ok := p.jobs[it.Id]; {
+				j, ok := p.jobs[it.Id]
+				switch {
 				case !ok:
 					todo = append(todo, i)
 				case !sameShape(j.item, it) || (j.tier != 0 && j.tier != tier):
 					differ = append(differ, it.Id)
 				}
+				js[i] = j
 			}
 			if len(differ) > 0 {
 				p.mu.Unlock()
@@ -589,9 +597,8 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			}
 		}
 		if len(todo) == 0 {
-			js = make([]*job, len(items))
-			for i, it := range items {
-				js[i] = p.jobs[it.Id]
+			// Every job was looked up under this hold of the lock.
+			for _, it := range items {
 				delete(p.jobs, it.Id)
 			}
 			p.mu.Unlock()
