@@ -90,11 +90,18 @@ func Unpack(src []byte, d Desc) (a, b uint64, err error) {
 }
 
 // Channel holds the per-direction ciphers of one pairing for one party.
+//
+// A Channel is not safe for concurrent use: it works in buffers of its own
+// (a buffer passed through the cipher interfaces would be moved to the
+// heap on every call), and clears those that held secrets after each call.
 type Channel struct {
 	party int
 	otp   [2]cipher.Block
 	mac   [2]cipher.AEAD
 	batch [2]cipher.AEAD
+
+	in, out [16]byte // keystream blocks
+	ad      []byte   // associated data (public)
 }
 
 // New keys a channel for party (0 or 1) from the schedule.
@@ -133,19 +140,23 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 // keystream returns the two keystream words for (dir, counter), masked to
 // the widths so the frame's unused high bits stay zero.
 func (c *Channel) keystream(dir int, counter uint64, d Desc) (ka, kb uint64) {
-	var in, out [16]byte
-	binary.LittleEndian.PutUint64(in[:8], counter)
-	c.otp[dir].Encrypt(out[:], in[:])
-	ka = binary.LittleEndian.Uint64(out[:8]) & prg.Mask(d.InBits)
-	kb = binary.LittleEndian.Uint64(out[8:]) & prg.Mask(d.OutBits)
-	clear(out[:])
+	binary.LittleEndian.PutUint64(c.in[:8], counter)
+	c.otp[dir].Encrypt(c.out[:], c.in[:])
+	ka = binary.LittleEndian.Uint64(c.out[:8]) & prg.Mask(d.InBits)
+	kb = binary.LittleEndian.Uint64(c.out[8:]) & prg.Mask(d.OutBits)
+	c.in, c.out = [16]byte{}, [16]byte{}
 	return
 }
 
 // SealKeystream returns this party's keystream-tier frame for counter.
 func (c *Channel) SealKeystream(counter uint64, d Desc, a, b uint64) []byte {
+	return c.SealKeystreamTo(make([]byte, 0, d.Size()), counter, d, a, b)
+}
+
+// SealKeystreamTo is SealKeystream appending the frame to dst.
+func (c *Channel) SealKeystreamTo(dst []byte, counter uint64, d Desc, a, b uint64) []byte {
 	ka, kb := c.keystream(c.party, counter, d)
-	return Pack(make([]byte, 0, d.Size()), d, a^ka, b^kb)
+	return Pack(dst, d, a^ka, b^kb)
 }
 
 // OpenKeystream decrypts the peer's keystream-tier frame for counter. The
@@ -171,7 +182,11 @@ func (c *Channel) aead(tier byte, dir int) (cipher.AEAD, error) {
 
 // AD is the associated data of a mac-tier envelope.
 func AD(tier byte, dir int, counter uint64, ds []Desc) []byte {
-	ad := make([]byte, 0, 32+4*len(ds))
+	return appendAD(make([]byte, 0, 32+4*len(ds)), tier, dir, counter, ds)
+}
+
+// appendAD appends AD(tier, dir, counter, ds) to ad.
+func appendAD(ad []byte, tier byte, dir int, counter uint64, ds []Desc) []byte {
 	ad = append(ad, "kord/v1/frame"...)
 	ad = append(ad, tier, byte(dir))
 	ad = binary.LittleEndian.AppendUint64(ad, counter)
@@ -194,14 +209,20 @@ func EnvelopeSize(ds []Desc) int {
 // Seal returns this party's mac-tier envelope over plain (the packed share
 // pairs of ds, in order) at the first counter, with the given nonce.
 func (c *Channel) Seal(tier byte, counter uint64, ds []Desc, plain []byte, nonce *[NonceSize]byte) ([]byte, error) {
+	return c.SealTo(make([]byte, 0, EnvelopeSize(ds)), tier, counter, ds, plain, nonce)
+}
+
+// SealTo is Seal appending the envelope to dst; with room for it in dst
+// (EnvelopeSize(ds) bytes) it allocates nothing.
+func (c *Channel) SealTo(dst []byte, tier byte, counter uint64, ds []Desc, plain []byte, nonce *[NonceSize]byte) ([]byte, error) {
 	g, err := c.aead(tier, c.party)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, HeaderSize, EnvelopeSize(ds))
-	copy(out, nonce[:])
-	binary.LittleEndian.PutUint64(out[NonceSize:], counter)
-	return g.Seal(out, nonce[:], plain, AD(tier, c.party, counter, ds)), nil
+	dst = append(dst, nonce[:]...)
+	dst = binary.LittleEndian.AppendUint64(dst, counter)
+	c.ad = appendAD(c.ad[:0], tier, c.party, counter, ds)
+	return g.Seal(dst, nonce[:], plain, c.ad), nil
 }
 
 // EnvelopeCounter reads the counter field of an envelope after checking its
@@ -216,6 +237,12 @@ func EnvelopeCounter(frame []byte, ds []Desc) (uint64, error) {
 // Open authenticates and decrypts the peer's envelope over ds at counter,
 // returning the plaintext. On any failure nothing is returned.
 func (c *Channel) Open(tier byte, counter uint64, ds []Desc, frame []byte) ([]byte, error) {
+	return c.OpenTo(nil, tier, counter, ds, frame)
+}
+
+// OpenTo is Open appending the plaintext to dst (the caller clears it);
+// with room for it in dst it allocates nothing.
+func (c *Channel) OpenTo(dst []byte, tier byte, counter uint64, ds []Desc, frame []byte) ([]byte, error) {
 	g, err := c.aead(tier, 1-c.party)
 	if err != nil {
 		return nil, err
@@ -227,7 +254,8 @@ func (c *Channel) Open(tier byte, counter uint64, ds []Desc, frame []byte) ([]by
 	if got != counter {
 		return nil, ErrAuth
 	}
-	plain, err := g.Open(nil, frame[:NonceSize], frame[HeaderSize:], AD(tier, 1-c.party, counter, ds))
+	c.ad = appendAD(c.ad[:0], tier, 1-c.party, counter, ds)
+	plain, err := g.Open(dst, frame[:NonceSize], frame[HeaderSize:], c.ad)
 	if err != nil {
 		return nil, ErrAuth
 	}

@@ -146,3 +146,48 @@ func TestNewRejectsBadParty(t *testing.T) {
 		t.Fatal("party 2 accepted")
 	}
 }
+
+// TestAppendingForms: SealTo and OpenTo write the same envelope and
+// plaintext as Seal and Open, in the caller's buffers, with no
+// allocation once those have room; SealKeystreamTo likewise.
+func TestAppendingForms(t *testing.T) {
+	c0, c1 := pairOfChannels(t)
+	ds := []Desc{{1, 1, 32, 32}, {1, 2, 16, 8}}
+	var plain []byte
+	plain = Pack(plain, ds[0], 0xdeadbeef, 7)
+	plain = Pack(plain, ds[1], 0xbeef, 9)
+	var nonce [NonceSize]byte
+	rand.Read(nonce[:])
+	for _, tier := range []byte{TierMAC, TierBatchMAC} {
+		want, err := c0.Seal(tier, 42, ds, plain, &nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 3, 3+EnvelopeSize(ds))
+		got, err := c0.SealTo(buf, tier, 42, ds, plain, &nonce)
+		if err != nil || !bytes.Equal(got[3:], want) || &got[0] != &buf[0] {
+			t.Fatalf("tier %d: SealTo differs from Seal or left dst", tier)
+		}
+		open, err := c1.OpenTo(make([]byte, 0, len(plain)), tier, 42, ds, want)
+		if err != nil || !bytes.Equal(open, plain) {
+			t.Fatalf("tier %d: OpenTo: %v", tier, err)
+		}
+		if n := testing.AllocsPerRun(50, func() {
+			got, _ = c0.SealTo(buf[:3], tier, 42, ds, plain, &nonce)
+			open, _ = c1.OpenTo(open[:0], tier, 42, ds, want)
+		}); n != 0 {
+			t.Errorf("tier %d: SealTo and OpenTo allocate %v times per call", tier, n)
+		}
+	}
+	d := Desc{1, 1, 32, 32}
+	buf := make([]byte, 0, d.Size())
+	if got := c0.SealKeystreamTo(buf, 9, d, 5, 6); !bytes.Equal(got, c0.SealKeystream(9, d, 5, 6)) {
+		t.Fatal("SealKeystreamTo differs from SealKeystream")
+	}
+	if n := testing.AllocsPerRun(50, func() { c0.SealKeystreamTo(buf[:0], 9, d, 5, 6) }); n != 0 {
+		t.Errorf("SealKeystreamTo allocates %v times per call", n)
+	}
+	if c0.in != [16]byte{} || c0.out != [16]byte{} {
+		t.Error("the keystream block was left in the channel")
+	}
+}

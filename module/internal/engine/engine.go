@@ -85,8 +85,13 @@ type slot struct {
 func (s *slot) first() uint64 { return s.recs[0].counter }
 func (s *slot) last() uint64  { return s.recs[len(s.recs)-1].counter }
 
-func (s *slot) descs() []channel.Desc {
-	ds := make([]channel.Desc, len(s.recs))
+// descs returns the frame shapes of the slot's records, in one (a
+// single-record slot's) when it has room.
+func (s *slot) descs(one *[1]channel.Desc) []channel.Desc {
+	ds := one[:]
+	if len(s.recs) > 1 {
+		ds = make([]channel.Desc, len(s.recs))
+	}
 	for i, r := range s.recs {
 		ds[i] = desc(r.share)
 	}
@@ -121,8 +126,11 @@ func (o *output) setTag(prf *kdf.PRF) {
 	prf.PairTag(o.counter, byte(o.mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), o.alpha, o.beta, &o.tag)
 }
 
+// wipe clears the output's secrets and lets go of its key buffer (an
+// output lives on in its slab until the slab's last one is dropped).
 func (o *output) wipe() {
 	clear(o.raw)
+	o.raw = nil
 	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
 }
 
@@ -150,6 +158,23 @@ type Engine struct {
 	rejects    map[string]uint64
 
 	gens map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
+
+	plain []byte   // a frame's plaintext shares while sealed or opened; cleared after
+	arena []output // outputs are carved from slabs: fewer allocations per key
+}
+
+// outputSlab is how many outputs one slab holds.
+const outputSlab = 256
+
+// newOutput returns a zero output from the current slab (a slab stays
+// alive until its last output is dropped).
+func (e *Engine) newOutput() *output {
+	if len(e.arena) == 0 {
+		e.arena = make([]output, outputSlab)
+	}
+	o := &e.arena[0]
+	e.arena = e.arena[1:]
+	return o
 }
 
 // New returns an unpaired software module.
@@ -430,35 +455,63 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 	e.ctr = next
 
 	resp := &msg.SubmitResponse{FirstCounter: first, Count: n}
-	var batch []*record
-	var derived []*record
-	for i, s := range req.Shares {
-		r := &record{counter: first + uint64(i), share: s}
+	// One allocation each for the records, the one-record slots and the
+	// frames (sub-slices of one buffer), however many keys.
+	slab, recs := make([]record, n), make([]*record, n)
+	for i := range slab {
+		slab[i] = record{counter: first + uint64(i), share: req.Shares[i]}
+		recs[i] = &slab[i]
+	}
+	var batch, derived []*record
+	var single []slot
+	frameBytes := 0
+	for _, r := range recs {
 		switch {
-		case s.Mode == msg.Derived:
+		case r.share.Mode == msg.Derived:
 			derived = append(derived, r)
 		case req.Tier == msg.BatchMAC:
 			batch = append(batch, r)
 		default:
-			sl := &slot{tier: req.Tier, recs: []*record{r}}
-			f, err := e.seal(sl, nb)
-			if err != nil {
-				return nil, err
-			}
+			frameBytes += desc(r.share).Size()
 			if req.Tier == msg.MAC {
-				nb = nb[channel.NonceSize:]
+				frameBytes += channel.Overhead
 			}
-			resp.Frames = append(resp.Frames, f)
-			e.slots = append(e.slots, sl)
 		}
 	}
 	if len(batch) > 0 {
-		sl := &slot{tier: msg.BatchMAC, recs: batch}
-		f, err := e.seal(sl, nb)
+		frameBytes += channel.Overhead
+		for _, r := range batch {
+			frameBytes += desc(r.share).Size()
+		}
+	}
+	if framed > len(batch) {
+		single = make([]slot, 0, framed-len(batch))
+	}
+	frames := make([]byte, 0, frameBytes)
+	for _, r := range recs {
+		if r.share.Mode == msg.Derived || req.Tier == msg.BatchMAC {
+			continue
+		}
+		single = append(single, slot{tier: req.Tier, recs: recs[r.counter-first : r.counter-first+1 : r.counter-first+1]})
+		sl := &single[len(single)-1]
+		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl, nb)
 		if err != nil {
 			return nil, err
 		}
-		resp.Frames = append(resp.Frames, f)
+		frames = frames[:len(frames)+len(f)]
+		if req.Tier == msg.MAC {
+			nb = nb[channel.NonceSize:]
+		}
+		resp.Frames = append(resp.Frames, f[:len(f):len(f)])
+		e.slots = append(e.slots, sl)
+	}
+	if len(batch) > 0 {
+		sl := &slot{tier: msg.BatchMAC, recs: batch}
+		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl, nb)
+		if err != nil {
+			return nil, err
+		}
+		resp.Frames = append(resp.Frames, f[:len(f):len(f)])
 		e.slots = append(e.slots, sl)
 	}
 	for _, r := range derived {
@@ -478,17 +531,20 @@ func (e *Engine) pendingShares() int {
 	return n
 }
 
-// seal builds this party's frame for a slot.
-func (e *Engine) seal(sl *slot, nonce []byte) ([]byte, error) {
+// seal appends this party's frame for a slot to dst (which has room for
+// it) and returns the frame.
+func (e *Engine) seal(dst []byte, sl *slot, nonce []byte) ([]byte, error) {
 	if sl.tier == msg.Keystream {
 		r := sl.recs[0]
-		return e.ch.SealKeystream(r.counter, desc(r.share), r.share.AlphaShare, r.share.BetaShare), nil
+		return e.ch.SealKeystreamTo(dst, r.counter, desc(r.share), r.share.AlphaShare, r.share.BetaShare), nil
 	}
-	ds := sl.descs()
-	plain := make([]byte, 0, channel.EnvelopeSize(ds))
+	var one [1]channel.Desc
+	ds := sl.descs(&one)
+	plain := e.plain[:0]
 	for _, r := range sl.recs {
 		plain = channel.Pack(plain, desc(r.share), r.share.AlphaShare, r.share.BetaShare)
 	}
+	e.plain = plain
 	defer clear(plain)
 	var nn [channel.NonceSize]byte
 	copy(nn[:], nonce)
@@ -496,7 +552,7 @@ func (e *Engine) seal(sl *slot, nonce []byte) ([]byte, error) {
 	if sl.tier == msg.BatchMAC {
 		tier = channel.TierBatchMAC
 	}
-	return e.ch.Seal(tier, sl.first(), ds, plain, &nn)
+	return e.ch.SealTo(dst, tier, sl.first(), ds, plain, &nn)
 }
 
 func (e *Engine) reject(reason string, counter uint64) (*msg.SubmitResponse, error) {
@@ -516,8 +572,13 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		return e.reject(RejectNoPending, e.ctr.PeerFloor)
 	}
 	sl := e.slots[0]
-	ds := sl.descs()
-	peer := make([][2]uint64, len(sl.recs))
+	var one [1]channel.Desc
+	ds := sl.descs(&one)
+	var onePeer [1][2]uint64
+	peer := onePeer[:]
+	if len(sl.recs) > 1 {
+		peer = make([][2]uint64, len(sl.recs))
+	}
 	defer clear(peer)
 	if sl.tier == msg.Keystream {
 		if len(frame) != ds[0].Size() {
@@ -543,10 +604,11 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		if sl.tier == msg.BatchMAC {
 			tier = channel.TierBatchMAC
 		}
-		plain, err := e.ch.Open(tier, got, ds, frame)
+		plain, err := e.ch.OpenTo(e.plain[:0], tier, got, ds, frame)
 		if err != nil {
 			return e.reject(RejectAuth, sl.first())
 		}
+		e.plain = plain
 		off := 0
 		for i, d := range ds {
 			a, b, err := channel.Unpack(plain[off:off+d.Size()], d)
@@ -590,10 +652,12 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
 	for i, r := range sl.recs {
 		s := r.share
 		p := s.Params()
-		outs[i] = &output{mode: s.Mode, params: p, counter: r.counter,
+		o := e.newOutput()
+		*o = output{mode: s.Mode, params: p, counter: r.counter,
 			alpha: (s.AlphaShare + peer[i][0]) & prg.Mask(p.InBits),
 			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)}
-		outs[i].setTag(e.prf)
+		o.setTag(e.prf)
+		outs[i] = o
 	}
 	e.dispatches += uint64(len(outs))
 	return outs
@@ -613,7 +677,8 @@ func (e *Engine) acceptDerived(r *record) error {
 	} else {
 		beta, beta0 = s.Beta, s.Beta
 	}
-	o := &output{mode: msg.Derived, params: p, counter: r.counter, alpha: alpha, beta: beta}
+	o := e.newOutput()
+	*o = output{mode: msg.Derived, params: p, counter: r.counter, alpha: alpha, beta: beta}
 	o.setTag(e.prf)
 	e.dispatches++
 	if e.party == 0 {

@@ -91,9 +91,16 @@ func (k *Keys) Wipe() { *k = Keys{} }
 // PRF is AES-256 under kr, used as a PRF on domain-separated blocks, and
 // the pair-tag MAC under its subkey k_tag. The expanded AES keys live
 // inside crypto/aes and cannot be wiped from Go.
+//
+// A PRF is not safe for concurrent use: it works in two blocks of its own
+// (a buffer passed through the cipher.Block interface would be moved to
+// the heap on every call, and left there, unwiped, holding root seeds),
+// which it clears after each call.
 type PRF struct {
 	b   cipher.Block
 	tag cipher.Block // AES-256 under k_tag = AES_kr(tag domain, 0) ‖ AES_kr(tag domain, 1)
+	in  [16]byte
+	out [16]byte
 }
 
 // NewPRF keys the PRF with kr and derives the pair-tag subkey from it.
@@ -128,32 +135,48 @@ const TagSize = 16
 // tag, pseudorandom and never computed twice on one counter, tells a host
 // nothing about α or β.
 func (p *PRF) PairTag(counter uint64, mode, typ, inBits, outBits byte, alpha, beta uint64, out *[TagSize]byte) {
-	var x [16]byte
+	x := p.in[:]
+	clear(x)
 	binary.LittleEndian.PutUint64(x[0:8], counter)
 	x[8], x[9], x[10], x[11] = mode, typ, inBits, outBits
-	p.tag.Encrypt(x[:], x[:])
+	p.tag.Encrypt(x, x)
 	lo := binary.LittleEndian.Uint64(x[0:8]) ^ alpha
 	hi := binary.LittleEndian.Uint64(x[8:16]) ^ beta
 	binary.LittleEndian.PutUint64(x[0:8], lo)
 	binary.LittleEndian.PutUint64(x[8:16], hi)
-	p.tag.Encrypt(out[:], x[:])
-	clear(x[:])
+	p.tag.Encrypt(p.out[:], x)
+	*out = p.out
+	p.wipe()
 }
 
 // Block computes AES_kr(domain ‖ counter(8, LE) ‖ index ‖ 0…) into out.
 func (p *PRF) Block(domain byte, counter uint64, index byte, out *[16]byte) {
-	var in [16]byte
+	p.block(domain, counter, index)
+	*out = p.out
+	p.wipe()
+}
+
+// wipe clears the PRF's own blocks.
+func (p *PRF) wipe() { p.in, p.out = [16]byte{}, [16]byte{} }
+
+// block leaves AES_kr(domain ‖ counter(8, LE) ‖ index ‖ 0…) in p.out.
+func (p *PRF) block(domain byte, counter uint64, index byte) {
+	in := p.in[:]
+	clear(in)
 	in[0] = domain
 	binary.LittleEndian.PutUint64(in[1:9], counter)
 	in[9] = index
-	p.b.Encrypt(out[:], in[:])
+	p.b.Encrypt(p.out[:], in)
 }
 
 // Roots derives both root seeds of the key at counter. Both modules of a
 // pair compute the same roots; they are never transmitted.
 func (p *PRF) Roots(counter uint64) (r0, r1 [16]byte) {
-	p.Block(DomainRoots, counter, 0, &r0)
-	p.Block(DomainRoots, counter, 1, &r1)
+	p.block(DomainRoots, counter, 0)
+	r0 = p.out
+	p.block(DomainRoots, counter, 1)
+	r1 = p.out
+	p.wipe()
 	return
 }
 
@@ -161,14 +184,12 @@ func (p *PRF) Roots(counter uint64) (r0, r1 [16]byte) {
 // 0's share of α, β and party 0's share of β, each a full 64-bit word for
 // the caller to reduce.
 func (p *PRF) Derived(counter uint64) (alpha, alpha0, beta, beta0 uint64) {
-	var a, b [16]byte
-	p.Block(DomainDerived, counter, 0, &a)
-	p.Block(DomainDerived, counter, 1, &b)
-	alpha = binary.LittleEndian.Uint64(a[:8])
-	alpha0 = binary.LittleEndian.Uint64(a[8:])
-	beta = binary.LittleEndian.Uint64(b[:8])
-	beta0 = binary.LittleEndian.Uint64(b[8:])
-	clear(a[:])
-	clear(b[:])
+	p.block(DomainDerived, counter, 0)
+	alpha = binary.LittleEndian.Uint64(p.out[:8])
+	alpha0 = binary.LittleEndian.Uint64(p.out[8:])
+	p.block(DomainDerived, counter, 1)
+	beta = binary.LittleEndian.Uint64(p.out[:8])
+	beta0 = binary.LittleEndian.Uint64(p.out[8:])
+	p.wipe()
 	return
 }

@@ -72,6 +72,36 @@ func TestRootsAndDerived(t *testing.T) {
 	if a0 != a1 || s0 != s1 || b0 != b1 || t0 != t1 {
 		t.Fatal("two modules with the same kr derive different masks")
 	}
+
+	// Both, against their definition (docs/protocol.md) computed here
+	// with crypto/aes: AES_kr(domain ‖ counter(8, LE) ‖ index ‖ 0…).
+	root, _ := aes.NewCipher(kr[:])
+	block := func(domain byte, c uint64, index byte) (out [16]byte) {
+		var in [16]byte
+		in[0] = domain
+		binary.LittleEndian.PutUint64(in[1:9], c)
+		in[9] = index
+		root.Encrypt(out[:], in[:])
+		return out
+	}
+	for _, c := range []uint64{0, 1, 5, 1 << 40, ^uint64(0)} {
+		r0, r1 := p.Roots(c)
+		if r0 != block(DomainRoots, c, 0) || r1 != block(DomainRoots, c, 1) {
+			t.Fatalf("Roots(%d) differ from AES_kr(0x01 ‖ counter ‖ index)", c)
+		}
+		a, a0, b, b0 := p.Derived(c)
+		d0, d1 := block(DomainDerived, c, 0), block(DomainDerived, c, 1)
+		if a != binary.LittleEndian.Uint64(d0[:8]) || a0 != binary.LittleEndian.Uint64(d0[8:]) ||
+			b != binary.LittleEndian.Uint64(d1[:8]) || b0 != binary.LittleEndian.Uint64(d1[8:]) {
+			t.Fatalf("Derived(%d) differs from AES_kr(0x02 ‖ counter ‖ index)", c)
+		}
+		var tag [TagSize]byte
+		p.PairTag(c, 1, 2, 3, 4, a, b, &tag)
+		// The PRF's own blocks are cleared after each call.
+		if p.in != [16]byte{} || p.out != [16]byte{} {
+			t.Fatal("the PRF's scratch blocks were left holding a block")
+		}
+	}
 }
 
 // TestPairTag: the tag is the CBC-MAC of its two blocks under k_tag,
