@@ -384,5 +384,7 @@ func (d *Durable) dropAll() int {
 		delete(d.ready, c)
 		n++
 	}
+	clear(d.queue)
+	d.queue, d.pending = d.queue[:0], 0
 	return n
 }

@@ -9,7 +9,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -117,6 +116,7 @@ type output struct {
 	counter     uint64
 	alpha, beta uint64
 	tag         [kdf.TagSize]byte // the pair tag (kdf.PRF.PairTag)
+	wiped       bool              // dropped: no key is made for it
 }
 
 // setTag computes the output's pair tag from its (α, β); call it before
@@ -130,7 +130,7 @@ func (o *output) setTag(prf *kdf.PRF) {
 // output lives on in its slab until the slab's last one is dropped).
 func (o *output) wipe() {
 	clear(o.raw)
-	o.raw = nil
+	o.raw, o.wiped = nil, true
 	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
 }
 
@@ -159,8 +159,9 @@ type Engine struct {
 
 	gens map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
 
-	plain []byte   // a frame's plaintext shares while sealed or opened; cleared after
-	arena []output // outputs are carved from slabs: fewer allocations per key
+	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
+	arena []output  // outputs are carved from slabs: fewer allocations per key
+	queue []*output // accepted outputs whose keys are not made yet, in order
 }
 
 // outputSlab is how many outputs one slab holds.
@@ -636,6 +637,7 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 	resp := &msg.SubmitResponse{Accepted: true}
 	for i, r := range sl.recs {
 		e.ready[r.counter] = outs[i]
+		e.queue = append(e.queue, outs[i])
 		resp.Counters = append(resp.Counters, r.counter)
 		r.wipe()
 	}
@@ -696,35 +698,52 @@ func (e *Engine) acceptDerived(r *record) error {
 	}
 	e.ctr = next
 	e.ready[r.counter] = o
+	e.queue = append(e.queue, o)
 	e.pending++
 	r.wipe()
 	return nil
 }
 
 // materialize generates the keys of every pending output: by shape, in
-// counter order, through a one-worker batch generator (each key's roots
-// derived from the shared secret and its counter), keeping this party's
-// share. On failure the pending outputs are wiped and dropped.
+// the order they were accepted, through a one-worker batch generator (each
+// key's roots derived from the shared secret and its counter), keeping
+// this party's share. On failure the pending outputs are wiped and
+// dropped.
 func (e *Engine) materialize() error {
+	q := e.queue
+	defer func() {
+		clear(q)
+		e.queue = q[:0]
+	}()
 	if e.pending == 0 {
 		return nil
 	}
-	byShape := map[fss.Params][]*output{}
-	for _, o := range e.ready {
-		if o.raw == nil {
-			byShape[o.params] = append(byShape[o.params], o)
-		}
-	}
 	e.pending = 0
-	for p, os := range byShape {
-		slices.SortFunc(os, func(a, b *output) int { return cmp.Compare(a.counter, b.counter) })
+	// A batch is nearly always of one shape: a short list, not a map.
+	type group struct {
+		p  fss.Params
+		os []*output
+	}
+	var groups []group
+	for _, o := range q {
+		if o.wiped || o.raw != nil { // dropped since, or already made
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return g.p == o.params })
+		if i < 0 {
+			groups = append(groups, group{p: o.params})
+			i = len(groups) - 1
+		}
+		groups[i].os = append(groups[i].os, o)
+	}
+	for _, g := range groups {
 		var err error
-		for lo := 0; lo < len(os) && err == nil; lo += genChunk {
-			err = e.generate(p, os[lo:min(len(os), lo+genChunk)])
+		for lo := 0; lo < len(g.os) && err == nil; lo += genChunk {
+			err = e.generate(g.p, g.os[lo:min(len(g.os), lo+genChunk)])
 		}
 		if err != nil {
-			for _, l := range byShape {
-				for _, o := range l {
+			for _, g := range groups {
+				for _, o := range g.os {
 					if o.raw == nil {
 						o.wipe()
 						delete(e.ready, o.counter)
@@ -814,6 +833,10 @@ func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
 			delete(e.ready, c)
 			dropped++
 		}
+	}
+	if e.pending == 0 { // the queue holds only dropped outputs
+		clear(e.queue)
+		e.queue = e.queue[:0]
 	}
 	return &msg.SubmitResponse{Count: dropped}, nil
 }

@@ -391,8 +391,25 @@ func TestPendingKeysBatched(t *testing.T) {
 			t.Fatalf("counter %d (%v): keys differ from dealer Gen", c, w.p)
 		}
 	}
-	if e[0].pending != 0 || len(e[0].ready) != 0 {
-		t.Fatalf("pending %d, ready %d after collecting everything", e[0].pending, len(e[0].ready))
+	if e[0].pending != 0 || len(e[0].ready) != 0 || len(e[0].queue) != 0 {
+		t.Fatalf("pending %d, ready %d, queued %d after collecting everything", e[0].pending, len(e[0].ready), len(e[0].queue))
+	}
+	// Outputs accepted and then all abandoned leave nothing queued.
+	p := shapes[0]
+	sh := msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits}
+	r0, r1 := submit(t, e[0], msg.MAC, sh, sh), submit(t, e[1], msg.MAC, sh, sh)
+	for i := range r0.Frames {
+		frame(t, e[1], r0.Frames[i])
+		frame(t, e[0], r1.Frames[i])
+	}
+	if len(e[0].queue) != 2 {
+		t.Fatalf("%d outputs queued, want 2", len(e[0].queue))
+	}
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: r0.FirstCounter + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if e[0].pending != 0 || len(e[0].queue) != 0 {
+		t.Fatalf("pending %d, queued %d after abandoning every output", e[0].pending, len(e[0].queue))
 	}
 }
 
