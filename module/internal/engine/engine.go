@@ -162,6 +162,7 @@ type Engine struct {
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
 	queue []*output // accepted outputs whose keys are not made yet, in order
+	nonce [channel.NonceSize]byte
 }
 
 // outputSlab is how many outputs one slab holds.
@@ -547,13 +548,12 @@ func (e *Engine) seal(dst []byte, sl *slot, nonce []byte) ([]byte, error) {
 	}
 	e.plain = plain
 	defer clear(plain)
-	var nn [channel.NonceSize]byte
-	copy(nn[:], nonce)
+	copy(e.nonce[:], nonce) // (a local would be moved to the heap by the AEAD interface)
 	tier := channel.TierMAC
 	if sl.tier == msg.BatchMAC {
 		tier = channel.TierBatchMAC
 	}
-	return e.ch.SealTo(dst, tier, sl.first(), ds, plain, &nn)
+	return e.ch.SealTo(dst, tier, sl.first(), ds, plain, &e.nonce)
 }
 
 func (e *Engine) reject(reason string, counter uint64) (*msg.SubmitResponse, error) {
@@ -623,7 +623,12 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		clear(plain)
 	}
 	// Authentic and fresh: reconstruct, commit, queue for generation.
-	outs := e.acceptSlot(sl, peer)
+	var oneOut [1]*output
+	outs := oneOut[:]
+	if len(sl.recs) > 1 {
+		outs = make([]*output, len(sl.recs))
+	}
+	e.acceptSlot(sl, peer, outs)
 	next := e.ctr
 	next.PeerFloor = sl.last() + 1
 	next.Generated += uint64(len(outs))
@@ -634,7 +639,18 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		return nil, fmt.Errorf("module: saving counters: %w", err)
 	}
 	e.ctr = next
-	resp := &msg.SubmitResponse{Accepted: true}
+	var resp *msg.SubmitResponse
+	if len(sl.recs) == 1 {
+		// The response and its one counter in one allocation.
+		one := new(struct {
+			r msg.SubmitResponse
+			c [1]uint64
+		})
+		resp, one.r.Counters = &one.r, one.c[:0]
+	} else {
+		resp = &msg.SubmitResponse{Counters: make([]uint64, 0, len(sl.recs))}
+	}
+	resp.Accepted = true
 	for i, r := range sl.recs {
 		e.ready[r.counter] = outs[i]
 		e.queue = append(e.queue, outs[i])
@@ -646,11 +662,10 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 	return resp, nil
 }
 
-// acceptSlot turns an authenticated slot into pending outputs: (α, β)
-// reconstructed from both parties' shares; the keys are generated when
-// first collected (materialize).
-func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
-	outs := make([]*output, len(sl.recs))
+// acceptSlot turns an authenticated slot into pending outputs, in outs
+// (one per record): (α, β) reconstructed from both parties' shares; the
+// keys are generated when first collected (materialize).
+func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64, outs []*output) {
 	for i, r := range sl.recs {
 		s := r.share
 		p := s.Params()
@@ -662,7 +677,6 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64) []*output {
 		outs[i] = o
 	}
 	e.dispatches += uint64(len(outs))
-	return outs
 }
 
 // acceptDerived draws (α, β) from kr and the counter and queues this
