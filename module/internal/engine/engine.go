@@ -117,6 +117,43 @@ type output struct {
 	alpha, beta uint64
 	tag         [kdf.TagSize]byte // the pair tag (kdf.PRF.PairTag)
 	wiped       bool              // dropped: no key is made for it
+	chunk       *keyChunk         // the buffer raw is a slice of
+}
+
+// keyChunk is the buffer one generate call writes its keys into; each
+// output holds a slice of it. When the last of them is wiped, the buffer
+// (wiped with them) goes back to its pool for the next call.
+type keyChunk struct {
+	buf  []byte
+	live int
+	pool *chunkPool
+}
+
+// chunkPool keeps a few wiped key buffers; it is used under the engine's
+// lock.
+type chunkPool struct{ free [][]byte }
+
+// maxFreeChunks bounds the buffers a pool keeps.
+const maxFreeChunks = 8
+
+func (p *chunkPool) get(n int) []byte {
+	for i, b := range p.free {
+		if cap(b) >= n {
+			last := len(p.free) - 1
+			p.free[i], p.free[last] = p.free[last], nil
+			p.free = p.free[:last]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// release notes that an output let go of its slice of c.
+func (c *keyChunk) release() {
+	if c.live--; c.live == 0 && len(c.pool.free) < maxFreeChunks {
+		clear(c.buf) // every slice was wiped; this also covers bytes no output held
+		c.pool.free = append(c.pool.free, c.buf)
+	}
 }
 
 // setTag computes the output's pair tag from its (α, β); call it before
@@ -129,8 +166,15 @@ func (o *output) setTag(prf *kdf.PRF) {
 // wipe clears the output's secrets and lets go of its key buffer (an
 // output lives on in its slab until the slab's last one is dropped).
 func (o *output) wipe() {
+	if o.wiped {
+		return
+	}
 	clear(o.raw)
 	o.raw, o.wiped = nil, true
+	if o.chunk != nil {
+		o.chunk.release()
+		o.chunk = nil
+	}
 	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
 }
 
@@ -163,6 +207,7 @@ type Engine struct {
 	arena []output  // outputs are carved from slabs: fewer allocations per key
 	queue []*output // accepted outputs whose keys are not made yet, in order
 	nonce [channel.NonceSize]byte
+	keys  chunkPool // buffers for generated keys
 }
 
 // outputSlab is how many outputs one slab holds.
@@ -809,14 +854,15 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 	}
 	// Only this party's keys are written; each output keeps its slice of
 	// the chunk's buffer and wipes it when collected.
-	buf := make([]byte, k*ks)
+	buf := e.keys.get(k * ks)
 	if err := g.GenPartyWithRoots(e.party, alpha, beta, r0, r1, buf); err != nil {
 		clear(buf)
 		// fss names the offending α or β in its errors: never pass them on.
 		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", os[0].counter)
 	}
+	c := &keyChunk{buf: buf, live: k, pool: &e.keys}
 	for i, o := range os {
-		o.raw = buf[i*ks : (i+1)*ks : (i+1)*ks]
+		o.raw, o.chunk = buf[i*ks:(i+1)*ks:(i+1)*ks], c
 	}
 	return nil
 }

@@ -547,3 +547,74 @@ func TestPairTags(t *testing.T) {
 		t.Fatal("derived pair: tags differ or repeat")
 	}
 }
+
+// TestKeyBuffersReused: key buffers go back to the pool only when every
+// key in them was collected or dropped, and a reused buffer never changes
+// a key still waiting to be collected.
+func TestKeyBuffersReused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	e := pair(t)
+	p := fss.Params{Type: fss.DPF, InBits: 20, OutBits: 16}
+	type want struct{ alpha, beta uint64 }
+	wants := map[uint64]want{}
+	// batch submits and accepts n keys and returns their counters.
+	batch := func(n int) []uint64 {
+		var s [2][]msg.Share
+		var ws []want
+		for range n {
+			alpha, beta := rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
+			a0, a1 := split(rng, alpha, p.InBits)
+			b0, b1 := split(rng, beta, p.OutBits)
+			s[0] = append(s[0], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, AlphaShare: a0, BetaShare: b0})
+			s[1] = append(s[1], msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, AlphaShare: a1, BetaShare: b1})
+			ws = append(ws, want{alpha, beta})
+		}
+		r0, r1 := submit(t, e[0], msg.BatchMAC, s[0]...), submit(t, e[1], msg.BatchMAC, s[1]...)
+		if !frame(t, e[1], r0.Frames[0]).Accepted || !frame(t, e[0], r1.Frames[0]).Accepted {
+			t.Fatal("honest frame rejected")
+		}
+		var cs []uint64
+		for i, w := range ws {
+			c := r0.FirstCounter + uint64(i)
+			wants[c] = w
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	check := func(c uint64) {
+		t.Helper()
+		w := wants[c]
+		k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
+		root0, root1 := e[0].prf.Roots(c)
+		d0, d1, err := fss.GenWithRoots(p, w.alpha, w.beta, root0, root1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k0.Equal(d0) || !k1.Equal(d1) {
+			t.Fatalf("counter %d: keys differ from dealer Gen", c)
+		}
+	}
+	a := batch(40)
+	for _, c := range a[:20] { // generates all of a, collects half
+		check(c)
+	}
+	if n := len(e[0].keys.free); n != 0 {
+		t.Fatalf("%d buffers free while half of a batch is uncollected", n)
+	}
+	b := batch(40)
+	check(b[0]) // generates b into a new buffer
+	for _, c := range a[20:] {
+		check(c)
+	}
+	if n := len(e[0].keys.free); n != 1 {
+		t.Fatalf("%d buffers free after a whole batch was collected, want 1", n)
+	}
+	c := batch(40)
+	check(c[0]) // generates c into a's buffer
+	if n := len(e[0].keys.free); n != 0 {
+		t.Fatalf("%d buffers free after reuse, want 0", n)
+	}
+	for _, x := range append(b[1:], c[1:]...) {
+		check(x)
+	}
+}
