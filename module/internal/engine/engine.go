@@ -535,11 +535,11 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 		single = make([]slot, 0, framed-len(batch))
 	}
 	frames := make([]byte, 0, frameBytes)
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.share.Mode == msg.Derived || req.Tier == msg.BatchMAC {
 			continue
 		}
-		single = append(single, slot{tier: req.Tier, recs: recs[r.counter-first : r.counter-first+1 : r.counter-first+1]})
+		single = append(single, slot{tier: req.Tier, recs: recs[i : i+1 : i+1]})
 		sl := &single[len(single)-1]
 		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl, nb)
 		if err != nil {
