@@ -414,6 +414,7 @@ func (p *Party) settleHeld(run, through uint64) {
 		if same && h.seq <= through {
 			p.deliverHeld(h)
 		} else {
+			wipeReplies(h.replies)
 			p.pend.putBack(h.jobs)
 		}
 	}
@@ -520,6 +521,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			}
 			if !v.Confirm.Ok {
 				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
+				wipeReplies(h.replies)
 				p.pend.putBack(h.jobs)
 				return fmt.Errorf("%w: party 0 refused batch %d", errDesync, h.seq)
 			}
