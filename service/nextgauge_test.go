@@ -23,16 +23,24 @@ func gauge(t *testing.T, p *Party) float64 {
 	return m.GetGauge().GetValue()
 }
 
-// TestNextCounterGaugeFollowsBatches: kord_module_next_counter moves past
-// a delivered batch's counters without a Status call or a resync, and an
-// older batch delivered later does not move it back.
-func TestNextCounterGaugeFollowsBatches(t *testing.T) {
+// unconnectedParty1 is party 1 over an in-process module, with no peer
+// session: batches are handed to it directly.
+func unconnectedParty1(t *testing.T) *Party {
+	t.Helper()
 	d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	p, err := New(Config{Party: 1, Module: socket.Local(d)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestNextCounterGaugeFollowsBatches: kord_module_next_counter moves past
+// a delivered batch's counters without a Status call or a resync, and an
+// older batch delivered later does not move it back.
+func TestNextCounterGaugeFollowsBatches(t *testing.T) {
+	p := unconnectedParty1(t)
 	batch := func(id uint64, counters ...uint64) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: uint32(len(counters))})
 		if j.answered() {
@@ -61,12 +69,7 @@ func TestNextCounterGaugeFollowsBatches(t *testing.T) {
 // go back to the pending set with their key shares wiped; those it did
 // are delivered.
 func TestSettleHeldWipesWhatItRequeues(t *testing.T) {
-	d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
-	defer st.Close()
-	p, err := New(Config{Party: 1, Module: socket.Local(d)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := unconnectedParty1(t)
 	held := func(seq, id uint64) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
 		// claim takes the job out of the pending set, as a batch does
