@@ -522,7 +522,7 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	defer svcProfile("demo")()
+	defer svcStartProcess("demo", 0)()
 	var progress io.Writer
 	if !asJSON {
 		progress = cmd.ErrOrStderr()

@@ -70,6 +70,10 @@ environment KORD_SECRET (hex).`,
 			if err := svcConfigure(cmd); err != nil {
 				return err
 			}
+			prefault, err := svcPrefaultMiB(cmd)
+			if err != nil {
+				return err
+			}
 			logLvl, _ = cmd.Flags().GetString("log-level")
 			// The module's engine names its party in each of its own log
 			// lines; base goes to it, log (with the party) everywhere else,
@@ -137,7 +141,7 @@ environment KORD_SECRET (hex).`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcProfile(fmt.Sprintf("module%d", party))()
+			defer svcStartProcess(fmt.Sprintf("module%d", party), prefault)()
 			context.AfterFunc(ctx, func() { l.Close() })
 			log.Info("module listening", "socket", sock, "state", state, "locked", dev.Locked())
 			svcReady(cmd, "socket", sock, "pid", os.Getpid())
@@ -158,5 +162,6 @@ environment KORD_SECRET (hex).`,
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
 	svcCommonFlags(cmd)
+	svcPrefaultFlag(cmd)
 	return cmd
 }

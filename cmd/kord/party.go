@@ -92,6 +92,10 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if err := svcConfigure(cmd); err != nil {
 				return err
 			}
+			prefault, err := svcPrefaultMiB(cmd)
+			if err != nil {
+				return err
+			}
 			lvl, _ := cmd.Flags().GetString("log-level")
 			// service.New adds the party to its logger; base goes to it,
 			// log (with the party) to this command's own lines.
@@ -138,7 +142,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			defer p.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcProfile(fmt.Sprintf("party%d", party))()
+			defer svcStartProcess(fmt.Sprintf("party%d", party), prefault)()
 
 			appL, err := listenAddr(listen)
 			if err != nil {
@@ -208,6 +212,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
 	svcCommonFlags(cmd)
+	svcPrefaultFlag(cmd)
 	return cmd
 }
 
