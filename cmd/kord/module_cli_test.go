@@ -36,3 +36,29 @@ func TestModuleBadSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestBadPrefault: --prefault-heap outside 0..16384 MiB (from the flag or
+// the environment) stops both daemons before they open anything, with one
+// line that names the setting.
+func TestBadPrefault(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "m.db")
+	for _, args := range [][]string{
+		{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state, "--secret", "00112233445566778899aabbccddeeff", "--prefault-heap", "-1"},
+		{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state, "--secret", "00112233445566778899aabbccddeeff", "--prefault-heap", "16385"},
+		{"party", "--party", "1", "--module", filepath.Join(dir, "m.sock"), "--prefault-heap", "-5"},
+	} {
+		_, stderr, code := runKord(t, args...)
+		if code != 2 || !strings.Contains(stderr, "--prefault-heap") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming --prefault-heap", args, code, stderr)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Fatalf("%v: the refused start left %s behind (%v)", args, state, err)
+		}
+	}
+	t.Setenv("KORD_PREFAULT_HEAP", "-2")
+	_, stderr, code := runKord(t, "party", "--party", "1", "--module", filepath.Join(dir, "m.sock"))
+	if code != 2 || !strings.Contains(stderr, "--prefault-heap -2") {
+		t.Errorf("KORD_PREFAULT_HEAP=-2: exit %d, stderr %q", code, stderr)
+	}
+}
