@@ -21,6 +21,9 @@ func minorFaults(t *testing.T) int64 {
 // page faults, where the same growth on a heap whose free pages went back to
 // the OS faults in every page.
 func TestPrefaultMapsHeap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory takes its own page faults")
+	}
 	// No collection while the heap grows: one would reset the scavenger's
 	// goal to the small heap of a test binary and race it against grow.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))

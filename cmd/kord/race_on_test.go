@@ -1,0 +1,7 @@
+//go:build race
+
+package main
+
+// raceEnabled: this test binary runs under the race detector, whose shadow
+// memory and allocator hooks change how the heap takes page faults.
+const raceEnabled = true
