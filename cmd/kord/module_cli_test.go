@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,10 +44,12 @@ func TestModuleBadSecret(t *testing.T) {
 func TestBadPrefault(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "m.db")
+	mod := []string{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state, "--secret", "00112233445566778899aabbccddeeff"}
+	party := []string{"party", "--party", "1", "--module", filepath.Join(dir, "m.sock")}
 	for _, args := range [][]string{
-		{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state, "--secret", "00112233445566778899aabbccddeeff", "--prefault-heap", "-1"},
-		{"module", "--party", "0", "--socket", filepath.Join(dir, "m.sock"), "--state", state, "--secret", "00112233445566778899aabbccddeeff", "--prefault-heap", "16385"},
-		{"party", "--party", "1", "--module", filepath.Join(dir, "m.sock"), "--prefault-heap", "-5"},
+		append(slices.Clone(mod), "--prefault-heap", "-1"),
+		append(slices.Clone(mod), "--prefault-heap", "16385"),
+		append(slices.Clone(party), "--prefault-heap", "-5"),
 	} {
 		_, stderr, code := runKord(t, args...)
 		if code != 2 || !strings.Contains(stderr, "--prefault-heap") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -57,7 +60,7 @@ func TestBadPrefault(t *testing.T) {
 		}
 	}
 	t.Setenv("KORD_PREFAULT_HEAP", "-2")
-	_, stderr, code := runKord(t, "party", "--party", "1", "--module", filepath.Join(dir, "m.sock"))
+	_, stderr, code := runKord(t, party...)
 	if code != 2 || !strings.Contains(stderr, "--prefault-heap -2") {
 		t.Errorf("KORD_PREFAULT_HEAP=-2: exit %d, stderr %q", code, stderr)
 	}

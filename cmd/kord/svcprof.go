@@ -28,10 +28,11 @@ const defaultPrefaultMiB = 64
 // it serves. Without it a fresh daemon pays the kernel's first-touch page
 // fault (trap, zeroed page, cgroup charge) on every page its heap grows into
 // while it serves its first keys: in a 100 000-key `kord demo`, 8–12% of a
-// module's CPU and 7.5% of a party's. The memory is taken in pieces of 256 KiB because the
-// runtime hands out the lowest free pages first: pieces fill the free pages
-// at the bottom of the heap, where the next spans will come from, where one
-// large object would land wherever a run of its size is free. The runtime
+// module's CPU and 7.5% of a party's. The memory is taken in pieces of
+// 256 KiB because the runtime hands out the lowest free pages first: pieces
+// fill the free pages at the bottom of the heap, where the next spans will
+// come from, where one large object would land wherever a run of its size
+// is free. The runtime
 // keeps freed pages mapped until its scavenger returns those beyond the
 // heap's goal, so what a daemon never grows into goes back to the OS in the
 // background as usual. mib ≤ 0 does nothing.
