@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/kord-fss/kord/service"
-	"github.com/spf13/cobra"
 	"io"
 	mrand "math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
@@ -19,6 +20,7 @@ import (
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
+	"github.com/kord-fss/kord/service"
 )
 
 // svcClass is one kind of key in the services demo.
@@ -248,6 +250,10 @@ type svcDemoReport struct {
 	// against daemon_cpu_us_per_key + client_cpu_us_per_key, it says how
 	// much of the rate gap is work the process path adds.
 	InProcessCPUPerKey float64 `json:"in_process_cpu_us_per_key"`
+	// CPUs is how many CPUs the demo's processes could use. Both sites and
+	// the application share them here, so the rate ratio depends on it
+	// (BENCHMARKS.md, "Cores").
+	CPUs int `json:"cpus"`
 }
 
 func svcDemoClasses() []svcClass {
@@ -297,6 +303,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 	defer c.Remove()
 	rep.ChildProcesses = c.started
 	rep.Processes = c.started + 1
+	rep.CPUs = runtime.NumCPU()
 	say("paired.\n")
 
 	type job struct {
@@ -458,13 +465,17 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client); %d pairs verified, %d failed\n\n",
-		rep.Processes, rep.PairsVerified, rep.PairsFailed)
+	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client) on %d CPUs; %d pairs verified, %d failed\n\n",
+		rep.Processes, rep.CPUs, rep.PairsVerified, rep.PairsFailed)
 	fmt.Fprintf(w, "%-26s %12s %10s %10s\n", "path", "keys/s", "p50 ms", "p99 ms")
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "processes over loopback", rep.KeysPerSec, rep.LatencyP50, rep.LatencyP99)
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "in-process (same run)", rep.InProcessKeysPerSec, rep.InProcessLatencyP50, rep.InProcessLatencyP99)
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "dealer Gen", rep.DealerKeysPerSec, rep.DealerLatencyP50, rep.DealerLatencyP99)
-	fmt.Fprintf(w, "rate ratio processes / in-process: %.2f\n\n", rep.RateRatio)
+	fmt.Fprintf(w, "rate ratio processes / in-process: %.2f\n", rep.RateRatio)
+	if rep.CPUs < 4 {
+		fmt.Fprintf(w, "(both sites and the application share %d CPUs here; at two sites each has its own: BENCHMARKS.md, \"Cores\")\n", rep.CPUs)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-24s %14s %14s %14s %8s\n", "keys", "wire B/party", "in-process B", "dealer B", "rounds")
 	names := make([]string, 0, len(rep.WireBytesPerPartyPerKey))
 	for k := range rep.WireBytesPerPartyPerKey {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,9 @@ func TestDemoProcesses(t *testing.T) {
 	}
 	if rep.Processes < 4 || rep.PairsFailed != 0 || rep.PairsVerified < 1600 || rep.KeysPerSec <= 0 || rep.InProcessKeysPerSec <= 0 {
 		t.Fatalf("demo: %+v", rep)
+	}
+	if rep.CPUs != runtime.NumCPU() {
+		t.Errorf("demo reports %d CPUs, this machine has %d", rep.CPUs, runtime.NumCPU())
 	}
 	// ⌈ℓ/8⌉+⌈n/8⌉ for the keystream, +36 per key for mac, +36/M per key for
 	// batched mac, 0 for derived; counted from the frames that crossed.
