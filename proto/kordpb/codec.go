@@ -20,8 +20,12 @@ import (
 // of it when it hands it out again; this pool has four sizes per power of
 // two and clears a buffer when it is given back, so the key shares and
 // additive shares a message held are wiped as soon as gRPC is done with
-// it rather than whenever the buffer is next used. Install it with
-// grpc.ForceServerCodecV2 and grpc.ForceCodecV2.
+// it rather than whenever the buffer is next used. A KeyReply (the answer
+// to a unary Get, which gRPC marshals after the handler has returned) is
+// always encoded into such a buffer, and Marshal wipes its key shares,
+// additive shares and evaluation shares once they are encoded: a party
+// hands a reply out once and has no later point at which to wipe it.
+// Install it with grpc.ForceServerCodecV2 and grpc.ForceCodecV2.
 func Codec() encoding.CodecV2 { return codec{} }
 
 type codec struct{}
@@ -35,19 +39,48 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true} // the Size just above
-	if mem.IsBelowBufferPoolingThreshold(size) {
+	reply, isReply := v.(*KeyReply)
+	if mem.IsBelowBufferPoolingThreshold(size) && !isReply {
 		b, err := opts.Marshal(m)
 		if err != nil {
 			return nil, err
 		}
 		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
-	buf := wipePool.Get(size)
+	n := size
+	if isReply {
+		n = max(n, minPooled) // gRPC pools (and so frees to us) only buffers this large
+	}
+	buf := wipePool.Get(n)
 	if _, err := opts.MarshalAppend((*buf)[:0], m); err != nil {
 		wipePool.Put(buf)
 		return nil, err
 	}
+	*buf = (*buf)[:size]
+	if isReply {
+		wipeReply(reply)
+	}
 	return mem.BufferSlice{mem.NewBuffer(buf, wipePool)}, nil
+}
+
+// minPooled is the smallest buffer gRPC hands back to its pool when freed.
+var minPooled = func() int {
+	n := 1
+	for mem.IsBelowBufferPoolingThreshold(n) {
+		n <<= 1
+	}
+	return n
+}()
+
+// wipeReply overwrites the secret parts of r's key shares.
+func wipeReply(r *KeyReply) {
+	for _, k := range r.Keys {
+		if k != nil {
+			clear(k.Key)
+			clear(k.Evals)
+			k.AlphaShare, k.BetaShare = 0, 0
+		}
+	}
 }
 
 // PooledKeyReplies receives a KeyReplies (pass it to RecvMsg) whose keys,

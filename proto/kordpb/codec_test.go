@@ -3,6 +3,7 @@ package kordpb
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -136,5 +137,51 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 			}
 			pm.Release()
 		}
+	}
+}
+
+// TestMarshalWipesKeyReply: a KeyReply (a unary Get's answer) is encoded
+// as gRPC's codec encodes it, its key material is overwritten once
+// encoded, and the encoding lives in a buffer that is wiped when gRPC
+// frees it.
+func TestMarshalWipesKeyReply(t *testing.T) {
+	ref := encoding.GetCodecV2("proto")
+	for _, keyLen := range []int{40, 700, 5000} {
+		mk := func() *KeyReply {
+			return &KeyReply{Id: 9, Keys: []*KeyShare{
+				{Counter: 4, Key: bytes.Repeat([]byte{0x5a}, keyLen), AlphaShare: 77, BetaShare: 88},
+				{Counter: 5, Evals: []uint64{1, 2, 3}},
+				nil,
+			}}
+		}
+		r := mk()
+		want, err := ref.Marshal(mk())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Codec().Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Materialize(), want.Materialize()) {
+			t.Fatalf("key length %d: encodings differ", keyLen)
+		}
+		if !bytes.Equal(r.Keys[0].Key, make([]byte, keyLen)) || r.Keys[0].AlphaShare != 0 || r.Keys[0].BetaShare != 0 ||
+			!slices.Equal(r.Keys[1].Evals, []uint64{0, 0, 0}) {
+			t.Fatalf("key length %d: reply not wiped: %v", keyLen, r)
+		}
+		if r.Id != 9 || r.Keys[0].Counter != 4 || len(r.Keys[0].Key) != keyLen {
+			t.Fatalf("key length %d: public fields changed: %v", keyLen, r)
+		}
+		if len(got) != 1 {
+			t.Fatalf("key length %d: %d buffers", keyLen, len(got))
+		}
+		data := got[0].ReadOnlyData()
+		data = data[:cap(data)]
+		got.Free()
+		if !bytes.Equal(data, make([]byte, len(data))) {
+			t.Fatalf("key length %d: encoding not wiped when freed", keyLen)
+		}
+		want.Free()
 	}
 }
