@@ -473,7 +473,7 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "dealer Gen", rep.DealerKeysPerSec, rep.DealerLatencyP50, rep.DealerLatencyP99)
 	fmt.Fprintf(w, "rate ratio processes / in-process: %.2f\n", rep.RateRatio)
 	if rep.CPUs < 4 {
-		fmt.Fprintf(w, "(both sites and the application share %d CPUs here; at two sites each has its own: BENCHMARKS.md, \"Cores\")\n", rep.CPUs)
+		fmt.Fprintf(w, "(the two sites and this client share these %d CPUs; how the ratio depends on them: BENCHMARKS.md, \"Cores\")\n", rep.CPUs)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-24s %14s %14s %14s %8s\n", "keys", "wire B/party", "in-process B", "dealer B", "rounds")
