@@ -149,6 +149,13 @@ type SubmitRequest struct {
 	Shares  []Share // SubmitShares
 	Frame   []byte  // SubmitPeerFrame
 	Counter uint64  // SubmitAbandon
+	// Mismatch (SubmitAbandon): the host abandons because the two modules'
+	// pair tags (or their digest) disagreed for outputs up to Counter — a
+	// frame was altered in transit, or the sites' requests differed. The
+	// module counts and logs it (Poll: Rejects["pair_mismatch"]), so that
+	// both sites see a rate of tamper outcomes; the shares behind those
+	// outputs are spent and never submitted again.
+	Mismatch bool
 }
 
 // SubmitResponse answers a SubmitRequest.
