@@ -259,12 +259,31 @@ func TestReviewSelftestJSON(t *testing.T) {
 		Attacks map[string]map[string]int `json:"attacks"`
 		Honest  *bool                     `json:"honest_after_attacks"`
 		Seed    uint64                    `json:"seed"`
+		Oracle  []struct {
+			Tier, Policy     string
+			Alphas, Outcomes int
+			MaxPerAlpha      int `json:"max_outcomes_per_alpha"`
+			Recovered        int
+		} `json:"alpha_oracle"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.KAT.Failed != 0 || r.KAT.Passed < 100 || r.Honest == nil || !*r.Honest || r.Seed != 9 {
 		t.Fatalf("%s", out)
+	}
+	if len(r.Oracle) != 3 {
+		t.Fatalf("alpha_oracle has %d runs, want 3: %s", len(r.Oracle), out)
+	}
+	for _, o := range r.Oracle {
+		switch {
+		case o.Policy == "reuse" && o.Recovered != o.Alphas:
+			t.Errorf("control run did not recover α: %+v", o)
+		case o.Policy == "burn" && (o.MaxPerAlpha > 1 || o.Recovered != 0):
+			t.Errorf("%s tier under kord's rule leaked: %+v", o.Tier, o)
+		case o.Tier == "batchmac" && o.Outcomes != 0:
+			t.Errorf("authenticated tier gave outcomes: %+v", o)
+		}
 	}
 	classes := []string{"tampered_tag", "tampered_ciphertext", "wrong_channel_key", "replay", "reflection",
 		"cross_substitution", "reordering", "truncation", "extension"}
