@@ -267,12 +267,12 @@ func New(c Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: KEM: %v", ErrBadRequest, err)
 	}
 	e := &Engine{
-		party:   c.Party,
-		secret:  append([]byte(nil), c.Secret...),
-		kem:     kem,
-		rand:    c.Rand,
-		store:   c.Store,
-		log:     c.Logger,
+		party:    c.Party,
+		secret:   append([]byte(nil), c.Secret...),
+		kem:      kem,
+		rand:     c.Rand,
+		store:    c.Store,
+		log:      c.Logger,
 		ready:    map[uint64]*output{},
 		rejects:  map[string]uint64{},
 		maxReady: MaxReady,
