@@ -348,3 +348,30 @@ func TestNoncesNeverRepeat(t *testing.T) {
 	}
 	t.Logf("%d key uses recorded, %d counters framed in more than one session", len(p.seals), reused)
 }
+
+// TestWitnessNeedsOwnChallenge: a module makes no witness before it has
+// drawn the challenge the witness must carry, and a witness whose carried
+// challenge was altered fails authentication and starts no session.
+func TestWitnessNeedsOwnChallenge(t *testing.T) {
+	p := newBoltPair(t)
+	c0, err := p.d[0].Challenge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.d[1].Witness(c0); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("a witness without an own challenge: %v", err)
+	}
+	if _, err := p.d[1].Challenge(); err != nil {
+		t.Fatal(err)
+	}
+	w1, err := p.d[1].Witness(c0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := p.d[0].ch
+	bad := bytes.Clone(w1)
+	bad[len(witnessMagic)+1+challengeSize] ^= 1 // the carried own challenge
+	if _, err := p.d[0].Reconcile(bad); !errors.Is(err, ErrWitness) || p.d[0].ch != ch {
+		t.Fatalf("an altered witness: %v (channel replaced: %v)", err, p.d[0].ch != ch)
+	}
+}
