@@ -27,6 +27,14 @@ var (
 // state file sees that its peer has accepted counters it does not
 // remember (Reconciled.RolledBack) and skips past them; it emits nothing
 // before that.
+//
+// Each exchange also starts a session: a witness carries its sender's own
+// challenge too, and Reconcile installs frame keys derived from both
+// modules' challenges (docs/protocol.md, "Sessions"), dropping everything
+// sealed under the previous ones. A module must have drawn its own
+// Challenge before it makes a Witness. The party daemons' order: party 0
+// Challenge; party 1 Challenge, Witness; party 0 Reconcile, Witness;
+// party 1 Reconcile.
 type Syncer interface {
 	Challenge(context.Context) ([]byte, error)
 	Witness(ctx context.Context, peerChallenge []byte) ([]byte, error)
@@ -96,13 +104,16 @@ func (m *Durable) CollectRange(_ context.Context, first uint64, count int, point
 	return m.d.CollectRange(first, count, points, emit)
 }
 
-// Challenge draws a fresh nonce for the peer's witness.
+// Challenge draws a fresh nonce for the peer's witness and this module's
+// share of the next session's keys.
 func (m *Durable) Challenge(context.Context) ([]byte, error) { return m.d.Challenge() }
 
-// Witness authenticates this module's counters against the peer's nonce.
+// Witness authenticates this module's counters and its own challenge
+// against the peer's nonce (104 bytes); Challenge must come first.
 func (m *Durable) Witness(_ context.Context, c []byte) ([]byte, error) { return m.d.Witness(c) }
 
-// Reconcile checks the peer's witness and resynchronises forward.
+// Reconcile checks the peer's witness, resynchronises forward and starts
+// the session.
 func (m *Durable) Reconcile(_ context.Context, w []byte) (*Reconciled, error) {
 	r, err := m.d.Reconcile(w)
 	if err != nil {

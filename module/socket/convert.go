@@ -41,7 +41,7 @@ func ShareFromPB(s *pb.Share) msg.Share {
 // submitReqToPB converts a submission; shares travel packed, and the
 // frames are asked for packed. The caller wipes PackedShares once sent.
 func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
-	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, PackFrames: true}
+	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, Mismatch: r.Mismatch, PackFrames: true}
 	if len(r.Shares) > 0 {
 		o.PackedShares = PackShares(make([]byte, 0, len(r.Shares)*shareRecord), r.Shares)
 	}
@@ -51,7 +51,8 @@ func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
 // submitReqFromPB converts a wire submission (shares in either form, not
 // both).
 func submitReqFromPB(r *pb.SubmitRequest) (*msg.SubmitRequest, error) {
-	o := &msg.SubmitRequest{Kind: msg.SubmitKind(u8(r.GetKind())), Tier: msg.Tier(u8(r.GetTier())), Frame: r.GetFrame(), Counter: r.GetCounter()}
+	o := &msg.SubmitRequest{Kind: msg.SubmitKind(u8(r.GetKind())), Tier: msg.Tier(u8(r.GetTier())), Frame: r.GetFrame(), Counter: r.GetCounter(),
+		Mismatch: r.GetMismatch()}
 	switch {
 	case len(r.GetShares()) > 0 && len(r.GetPackedShares()) > 0:
 		return nil, fmt.Errorf("%w: shares and packed_shares are both set", module.ErrBadRequest)

@@ -156,3 +156,68 @@ func TestSubmitSharesWiped(t *testing.T) {
 		t.Fatalf("unpacked shares left unwiped: %+v", s)
 	}
 }
+
+// TestSocketSessionAndMismatch: the witness exchange, relayed through the
+// sockets in the party daemons' order, starts a session on which both
+// modules agree (their frames open on the other side); a second exchange
+// starts another; an abandon that says the pair tags disagreed reaches the
+// module and is counted, a plain one is not.
+func TestSocketSessionAndMismatch(t *testing.T) {
+	cs, _ := servedPair(t)
+	ctx := context.Background()
+	exchange := func() uint64 {
+		t.Helper()
+		var frames [2][]byte
+		var first uint64
+		for b := 0; b < 2; b++ {
+			r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.BatchMAC,
+				Shares: []msg.Share{{Mode: msg.Bound, Type: fss.DCF, InBits: 12, OutBits: 4, AlphaShare: 5, BetaShare: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames[b], first = r.Frames[0], r.FirstCounter
+		}
+		for b := 0; b < 2; b++ {
+			r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: frames[1-b]})
+			if err != nil || !r.Accepted {
+				t.Fatalf("party %d refused its peer's frame: %v %+v", b, err, r)
+			}
+		}
+		return first
+	}
+	for s := 0; s < 2; s++ {
+		c0, err := cs[0].Challenge(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c1, _ := cs[1].Challenge(ctx)
+		w1, err := cs[1].Witness(ctx, c0)
+		if err != nil || len(w1) != 104 {
+			t.Fatalf("witness: %d bytes, %v", len(w1), err)
+		}
+		r0, err := cs[0].Reconcile(ctx, w1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w0, _ := cs[0].Witness(ctx, c1)
+		r1, err := cs[1].Reconcile(ctx, w0)
+		if err != nil || r0.Next != r1.Next {
+			t.Fatalf("reconcile: %v, next %d and %d", err, r0.Next, r1.Next)
+		}
+		exchange()
+	}
+	c := exchange()
+	for b := 0; b < 2; b++ {
+		if _, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: c - 1}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: c, Mismatch: true})
+		if err != nil || r.Count != 1 {
+			t.Fatalf("abandon: %v %+v", err, r)
+		}
+		p, err := cs[b].Poll(ctx, nil)
+		if err != nil || p.Rejects["pair_mismatch"] != 1 {
+			t.Fatalf("party %d: rejects %v (%v), want one pair_mismatch", b, p.Rejects, err)
+		}
+	}
+}

@@ -287,7 +287,10 @@ type SubmitRequest struct {
 	// uint64s. The hot path of a batch sends no message per key.
 	PackedShares []byte `protobuf:"bytes,6,opt,name=packed_shares,json=packedShares,proto3" json:"packed_shares,omitempty"`
 	// pack_frames asks for frame_data/frame_lens instead of frames.
-	PackFrames    bool `protobuf:"varint,7,opt,name=pack_frames,json=packFrames,proto3" json:"pack_frames,omitempty"`
+	PackFrames bool `protobuf:"varint,7,opt,name=pack_frames,json=packFrames,proto3" json:"pack_frames,omitempty"`
+	// mismatch (abandon): the host abandons because the two modules' pair
+	// tags disagreed; the module counts it (rejects["pair_mismatch"]).
+	Mismatch      bool `protobuf:"varint,8,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +370,13 @@ func (x *SubmitRequest) GetPackedShares() []byte {
 func (x *SubmitRequest) GetPackFrames() bool {
 	if x != nil {
 		return x.PackFrames
+	}
+	return false
+}
+
+func (x *SubmitRequest) GetMismatch() bool {
+	if x != nil {
+		return x.Mismatch
 	}
 	return false
 }
@@ -1648,7 +1658,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"E\n" +
 	"\x11ProvisionResponse\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
-	"\x06paired\x18\x02 \x01(\bR\x06paired\"\xd5\x01\n" +
+	"\x06paired\x18\x02 \x01(\bR\x06paired\"\xf1\x01\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12&\n" +
@@ -1657,7 +1667,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\acounter\x18\x05 \x01(\x04R\acounter\x12#\n" +
 	"\rpacked_shares\x18\x06 \x01(\fR\fpackedShares\x12\x1f\n" +
 	"\vpack_frames\x18\a \x01(\bR\n" +
-	"packFrames\"\xf1\x01\n" +
+	"packFrames\x12\x1a\n" +
+	"\bmismatch\x18\b \x01(\bR\bmismatch\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +

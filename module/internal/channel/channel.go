@@ -12,6 +12,13 @@
 //
 // The associated data of both mac tiers binds the tier, direction, first
 // counter, batch length and each frame's mode, type and widths.
+//
+// Nonces. The GCM nonce of a frame is its (first) counter: counter(8, LE)
+// ‖ 0 0 0 0 (Nonce). Tier and direction have keys of their own, and the
+// keys change at every session (kdf.DeriveSession), inside which the
+// counters only grow, so no nonce repeats under one key. The nonce field
+// stays on the wire (the envelope keeps its 36 bytes); Open refuses a
+// frame whose nonce field is not the one its counter gives (ErrAuth).
 package channel
 
 import (
@@ -102,6 +109,14 @@ type Channel struct {
 
 	in, out [16]byte // keystream blocks
 	ad      []byte   // associated data (public)
+	nonce   [NonceSize]byte
+}
+
+// Nonce is the GCM nonce of the frame whose (first) counter is counter:
+// counter(8, LE) ‖ 0 0 0 0.
+func Nonce(counter uint64) (n [NonceSize]byte) {
+	binary.LittleEndian.PutUint64(n[:8], counter)
+	return n
 }
 
 // New keys a channel for party (0 or 1) from the schedule.
@@ -207,22 +222,24 @@ func EnvelopeSize(ds []Desc) int {
 }
 
 // Seal returns this party's mac-tier envelope over plain (the packed share
-// pairs of ds, in order) at the first counter, with the given nonce.
-func (c *Channel) Seal(tier byte, counter uint64, ds []Desc, plain []byte, nonce *[NonceSize]byte) ([]byte, error) {
-	return c.SealTo(make([]byte, 0, EnvelopeSize(ds)), tier, counter, ds, plain, nonce)
+// pairs of ds, in order) at the first counter, under the nonce Nonce(counter).
+// The caller must not seal twice at one counter under one channel.
+func (c *Channel) Seal(tier byte, counter uint64, ds []Desc, plain []byte) ([]byte, error) {
+	return c.SealTo(make([]byte, 0, EnvelopeSize(ds)), tier, counter, ds, plain)
 }
 
 // SealTo is Seal appending the envelope to dst; with room for it in dst
 // (EnvelopeSize(ds) bytes) it allocates nothing.
-func (c *Channel) SealTo(dst []byte, tier byte, counter uint64, ds []Desc, plain []byte, nonce *[NonceSize]byte) ([]byte, error) {
+func (c *Channel) SealTo(dst []byte, tier byte, counter uint64, ds []Desc, plain []byte) ([]byte, error) {
 	g, err := c.aead(tier, c.party)
 	if err != nil {
 		return nil, err
 	}
-	dst = append(dst, nonce[:]...)
+	c.nonce = Nonce(counter) // (a local would be moved to the heap by the AEAD interface)
+	dst = append(dst, c.nonce[:]...)
 	dst = binary.LittleEndian.AppendUint64(dst, counter)
 	c.ad = appendAD(c.ad[:0], tier, c.party, counter, ds)
-	return g.Seal(dst, nonce[:], plain, c.ad), nil
+	return g.Seal(dst, c.nonce[:], plain, c.ad), nil
 }
 
 // EnvelopeCounter reads the counter field of an envelope after checking its
@@ -235,7 +252,9 @@ func EnvelopeCounter(frame []byte, ds []Desc) (uint64, error) {
 }
 
 // Open authenticates and decrypts the peer's envelope over ds at counter,
-// returning the plaintext. On any failure nothing is returned.
+// returning the plaintext. A frame whose counter field is not counter, or
+// whose nonce field is not Nonce(counter), fails (ErrAuth) before GCM
+// runs. On any failure nothing is returned.
 func (c *Channel) Open(tier byte, counter uint64, ds []Desc, frame []byte) ([]byte, error) {
 	return c.OpenTo(nil, tier, counter, ds, frame)
 }
@@ -252,6 +271,9 @@ func (c *Channel) OpenTo(dst []byte, tier byte, counter uint64, ds []Desc, frame
 		return nil, err
 	}
 	if got != counter {
+		return nil, ErrAuth
+	}
+	if c.nonce = Nonce(counter); [NonceSize]byte(frame[:NonceSize]) != c.nonce {
 		return nil, ErrAuth
 	}
 	c.ad = appendAD(c.ad[:0], tier, 1-c.party, counter, ds)

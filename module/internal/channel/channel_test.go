@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -92,9 +93,7 @@ func TestMACFailClosed(t *testing.T) {
 	ds := []Desc{{1, 1, 16, 16}, {1, 2, 8, 8}}
 	plain := Pack(Pack(nil, ds[0], 0xbeef, 0x1234), ds[1], 0x12, 0x34)
 	for _, tier := range []byte{TierMAC, TierBatchMAC} {
-		var nonce [NonceSize]byte
-		rand.Read(nonce[:])
-		f, err := c0.Seal(tier, 42, ds, plain, &nonce)
+		f, err := c0.Seal(tier, 42, ds, plain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +134,7 @@ func TestMACFailClosed(t *testing.T) {
 			t.Fatalf("cross-tier: %v", err)
 		}
 	}
-	if _, err := c0.Seal(TierKeystream, 1, ds, plain, new([NonceSize]byte)); err == nil {
+	if _, err := c0.Seal(TierKeystream, 1, ds, plain); err == nil {
 		t.Fatal("keystream tier has no AEAD but Seal accepted it")
 	}
 }
@@ -156,15 +155,13 @@ func TestAppendingForms(t *testing.T) {
 	var plain []byte
 	plain = Pack(plain, ds[0], 0xdeadbeef, 7)
 	plain = Pack(plain, ds[1], 0xbeef, 9)
-	var nonce [NonceSize]byte
-	rand.Read(nonce[:])
 	for _, tier := range []byte{TierMAC, TierBatchMAC} {
-		want, err := c0.Seal(tier, 42, ds, plain, &nonce)
+		want, err := c0.Seal(tier, 42, ds, plain)
 		if err != nil {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 3, 3+EnvelopeSize(ds))
-		got, err := c0.SealTo(buf, tier, 42, ds, plain, &nonce)
+		got, err := c0.SealTo(buf, tier, 42, ds, plain)
 		if err != nil || !bytes.Equal(got[3:], want) || &got[0] != &buf[0] {
 			t.Fatalf("tier %d: SealTo differs from Seal or left dst", tier)
 		}
@@ -173,7 +170,7 @@ func TestAppendingForms(t *testing.T) {
 			t.Fatalf("tier %d: OpenTo: %v", tier, err)
 		}
 		if n := testing.AllocsPerRun(50, func() {
-			got, _ = c0.SealTo(buf[:3], tier, 42, ds, plain, &nonce)
+			got, _ = c0.SealTo(buf[:3], tier, 42, ds, plain)
 			open, _ = c1.OpenTo(open[:0], tier, 42, ds, want)
 		}); n != 0 {
 			t.Errorf("tier %d: SealTo and OpenTo allocate %v times per call", tier, n)
@@ -189,5 +186,41 @@ func TestAppendingForms(t *testing.T) {
 	}
 	if c0.in != [16]byte{} || c0.out != [16]byte{} {
 		t.Error("the keystream block was left in the channel")
+	}
+}
+
+// TestNonceIsTheCounter: a sealed envelope's nonce field is its counter
+// (8 bytes LE, then 4 zero bytes) and GCM ran under that nonce; a frame
+// sealed correctly under the sender's key but with any other nonce — one
+// that would authenticate if the opener trusted the field — is refused.
+func TestNonceIsTheCounter(t *testing.T) {
+	c0, c1 := pairOfChannels(t)
+	ds := []Desc{{1, 1, 16, 16}}
+	plain := Pack(nil, ds[0], 0xbeef, 0x1234)
+	for _, tier := range []byte{TierMAC, TierBatchMAC} {
+		for _, counter := range []uint64{0, 42, 1<<63 + 5} {
+			f, err := c0.Seal(tier, counter, ds, plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Nonce(counter)
+			if [NonceSize]byte(f[:NonceSize]) != want || binary.LittleEndian.Uint64(want[:8]) != counter || [4]byte(want[8:]) != [4]byte{} {
+				t.Fatalf("tier %d counter %d: nonce field %x", tier, counter, f[:NonceSize])
+			}
+			g, _ := c0.aead(tier, 0)
+			// The same envelope but with a random nonce, valid under GCM.
+			var other [NonceSize]byte
+			rand.Read(other[:])
+			forged := append(append(other[:], f[NonceSize:HeaderSize]...), g.Seal(nil, other[:], plain, AD(tier, 0, counter, ds))...)
+			if _, err := g.Open(nil, other[:], forged[HeaderSize:], AD(tier, 0, counter, ds)); err != nil {
+				t.Fatal("the forged envelope is not valid GCM; the test proves nothing")
+			}
+			if _, err := c1.Open(tier, counter, ds, forged); !errors.Is(err, ErrAuth) {
+				t.Fatalf("tier %d: a frame under a nonce other than its counter's was accepted: %v", tier, err)
+			}
+			if got, err := c1.Open(tier, counter, ds, f); err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("tier %d: honest frame: %v", tier, err)
+			}
+		}
 	}
 }

@@ -28,10 +28,12 @@ var ErrWitness = errors.New("module: counter witness rejected")
 // LabelWitness is the HKDF label of the per-direction witness keys.
 const LabelWitness = "kord/v1/witness/dir"
 
+// Witness layout: magic ‖ party ‖ peer's challenge ‖ own challenge ‖
+// next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖ HMAC-SHA256.
 const (
-	challengeSize = 16
-	witnessBody   = len(witnessMagic) + 1 + challengeSize + 24
-	witnessSize   = witnessBody + sha256.Size
+	challengeSize = kdf.SessionChallengeSize
+	witnessBody   = len(witnessMagic) + 1 + 2*challengeSize + 24
+	witnessSize   = witnessBody + sha256.Size // 104
 	witnessMagic  = "kord/v1/witness"
 	collectCache  = 8192
 )
@@ -42,11 +44,23 @@ const (
 // peer module has been reconciled (the rollback witness). It remembers the
 // outputs it handed out recently, so a repeated Collect of a committed
 // counter returns the same bytes.
+//
+// The witness exchange also starts a session: each witness carries its
+// sender's own challenge next to the peer's, so at Reconcile each module
+// holds both challenges, authenticated, and installs the session's
+// direction keys (kdf.DeriveSession over c0 ‖ c1). A freshly paired module
+// seals under the pairing's keys until its first session; a restored one
+// has no frame keys at all until then.
 type Durable struct {
 	*Engine
-	wkey      [2][32]byte
-	locked    bool
+	wkey   [2][32]byte
+	sbase  [32]byte // K_sess (kdf.SessionBase)
+	locked bool
+	// challenge is this module's outstanding challenge, which one
+	// Reconcile consumes; own is the same, kept for the Witness that
+	// party 0 sends after its Reconcile.
 	challenge []byte
+	own       []byte
 	// ring remembers the outputs handed out, the one at counter c in slot
 	// c mod collectCache (counters are handed out in order, so: the last
 	// collectCache of them), with no index to maintain.
@@ -99,10 +113,6 @@ func OpenDurable(c Config) (*Durable, error) {
 		return nil, err
 	}
 	defer keys.Wipe()
-	ch, err := channel.New(keys, e.party)
-	if err != nil {
-		return nil, err
-	}
 	prf, err := kdf.NewPRF(&keys.Root)
 	if err != nil {
 		return nil, err
@@ -114,14 +124,21 @@ func OpenDurable(c Config) (*Durable, error) {
 	if err := d.deriveWitness(p.Secret); err != nil {
 		return nil, err
 	}
-	e.ch, e.prf, e.ctr, e.paired = ch, prf, ctr, true
+	// No channel: the pairing's frame keys may have sealed frames at the
+	// counters this (possibly older) state file resumes from, so nothing
+	// is sealed until Reconcile installs a session's keys.
+	e.ch, e.prf, e.ctr, e.paired = nil, prf, ctr, true
 	clear(e.secret)
 	d.locked = true
 	e.log.Info("module restored from state file", "party", e.party, "next", ctr.Next, "peer_floor", ctr.PeerFloor)
 	return d, nil
 }
 
+// deriveWitness derives the witness keys and K_sess from K_ch.
 func (d *Durable) deriveWitness(kch []byte) error {
+	if err := kdf.SessionBase(kch, &d.sbase); err != nil {
+		return err
+	}
 	for dir := 0; dir < 2; dir++ {
 		k, err := hkdf.Expand(sha256.New, kch, LabelWitness+string([]byte{byte('0' + dir)}), 32)
 		if err != nil {
@@ -134,7 +151,7 @@ func (d *Durable) deriveWitness(kch []byte) error {
 }
 
 // Provision pairs as Engine.Provision and, on completion, derives the
-// witness keys from the saved pairing.
+// witness keys and K_sess from the saved pairing.
 func (d *Durable) Provision(ctx context.Context, req *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
 	r, err := d.Engine.Provision(ctx, req)
 	if err != nil || !r.Paired {
@@ -275,7 +292,8 @@ func cloneCollect(r *msg.CollectResponse) *msg.CollectResponse {
 	return &c
 }
 
-// Challenge draws a fresh nonce for the peer's witness.
+// Challenge draws a fresh nonce for the peer's witness; it is also this
+// module's contribution to the next session's keys.
 func (d *Durable) Challenge() ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -286,13 +304,15 @@ func (d *Durable) Challenge() ([]byte, error) {
 	if _, err := io.ReadFull(d.rand, c); err != nil {
 		return nil, fmt.Errorf("module: drawing a challenge: %w", err)
 	}
-	d.challenge = c
+	d.challenge, d.own = c, slices.Clone(c)
 	return slices.Clone(c), nil
 }
 
 // Witness authenticates this module's counters against the peer's
-// challenge: magic ‖ party ‖ challenge ‖ next ‖ peer floor ‖ generated ‖
-// HMAC-SHA256 under this direction's witness key.
+// challenge and carries this module's own (latest) challenge: magic ‖
+// party ‖ peer's challenge ‖ own challenge ‖ next ‖ peer floor ‖
+// generated ‖ HMAC-SHA256 under this direction's witness key. Challenge
+// must have been called first.
 func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -302,10 +322,14 @@ func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	if len(peerChallenge) != challengeSize {
 		return nil, fmt.Errorf("%w: challenge is %d bytes, want %d", ErrBadRequest, len(peerChallenge), challengeSize)
 	}
+	if d.own == nil {
+		return nil, fmt.Errorf("%w: no challenge of this module to carry: call Challenge before Witness", ErrBadRequest)
+	}
 	w := make([]byte, 0, witnessSize)
 	w = append(w, witnessMagic...)
 	w = append(w, byte(d.party))
 	w = append(w, peerChallenge...)
+	w = append(w, d.own...)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Next)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.PeerFloor)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Generated)
@@ -317,7 +341,12 @@ func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 // Reconcile checks the peer's witness over this module's last challenge
 // (once) and resynchronises forward: both modules move to the largest
 // counter either has assigned or accepted, drop everything pending, and
-// this module unlocks. Counters skipped this way are never used.
+// this module unlocks. Counters skipped this way are never used. It starts
+// a session: the direction keys become kdf.DeriveSession(K_sess, c0, c1),
+// c_b being party b's challenge (this module's own, and the one the peer's
+// witness carries), so frames sealed before — under any earlier session's
+// keys or the pairing's — never open again, and no key seals twice at one
+// counter even if the state file was restored.
 func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -342,9 +371,23 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if int(body[o]) != 1-d.party || !hmac.Equal(body[o+1:o+1+challengeSize], chal) {
 		return nil, fmt.Errorf("%w: not a fresh witness of the peer", ErrWitness)
 	}
-	o += 1 + challengeSize
+	peerOwn := body[o+1+challengeSize : o+1+2*challengeSize]
+	o += 1 + 2*challengeSize
 	pNext := binary.LittleEndian.Uint64(body[o:])
 	pFloor := binary.LittleEndian.Uint64(body[o+8:])
+	c0, c1 := chal, peerOwn
+	if d.party == 1 {
+		c0, c1 = peerOwn, chal
+	}
+	keys, err := kdf.DeriveSession(&d.sbase, c0, c1)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := channel.New(keys, d.party)
+	keys.Wipe()
+	if err != nil {
+		return nil, err
+	}
 	// Only a module that resumed from its state file (still locked) can have
 	// been rolled back. A module that kept running may see a peer floor
 	// above its own next counter after the *peer* restarted: the peer
@@ -358,6 +401,7 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 		return nil, fmt.Errorf("module: saving counters: %w", err)
 	}
 	d.ctr = next
+	d.ch = ch
 	d.locked = false
 	res.Next = target
 	if res.RolledBack {

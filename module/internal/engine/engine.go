@@ -1,8 +1,9 @@
 // Package engine is the software module: the one place in kord where (α, β),
 // root seeds and channel keys exist. It runs pairing, seals the own frame,
-// opens the peer frame, reconstructs (α, β), derives both roots from kr and
-// the counter, runs the ordinary dealer Gen, keeps only its own party's key
-// share, commits counters and wipes everything else.
+// opens the peer frame, reconstructs (α, β), derives both roots from kr,
+// the counter, the key's shape and (α, β), runs the ordinary dealer Gen,
+// keeps only its own party's key share, commits counters and wipes
+// everything else.
 //
 // Nothing here logs or returns a secret: logs and errors carry counters,
 // reasons and field names only.
@@ -40,6 +41,15 @@ const (
 // would pass it is refused and moves nothing.
 const MaxPendingShares = 64 * MaxBatch
 
+// MaxReady bounds what a module holds for its host: own shares waiting for
+// peer frames plus outputs not yet collected (derived outputs included),
+// four times MaxPendingShares. Each output holds its key once generated
+// (about 1.2 KiB for a 64-bit DCF), so this caps a module that its host
+// never collects from at about a gigabyte. A submission that would pass it
+// is refused (ErrBadRequest, naming the numbers) before any counter moves;
+// collecting or abandoning makes room.
+const MaxReady = 4 * MaxPendingShares
+
 // ErrBadRequest marks a request that names a field wrongly; nothing moved.
 var ErrBadRequest = errors.New("module: bad request")
 
@@ -56,7 +66,18 @@ const (
 	RejectAuth       = "authentication"
 	RejectRange      = "range"
 	RejectPairingMsg = "pairing"
+	// RejectNoSession: a module restored from its state file has no frame
+	// keys until the witness exchange starts a session.
+	RejectNoSession = "no_session"
+	// RejectPairMismatch counts abandons whose host reported that the two
+	// modules' pair tags disagreed (SubmitRequest.Mismatch): frames altered
+	// in transit, or requests that differed between the sites.
+	RejectPairMismatch = "pair_mismatch"
 )
+
+// errNoSession is returned for framed shares while the module has no
+// frame keys (restored from its state file, before Reconcile).
+var errNoSession = fmt.Errorf("%w: no frame keys until the witness exchange starts a session (a restored module seals nothing under old keys)", ErrLocked)
 
 // Config configures a software module.
 type Config struct {
@@ -191,8 +212,14 @@ type Engine struct {
 
 	pair   *pairing.State
 	paired bool
-	ch     *channel.Channel
-	prf    *kdf.PRF
+	// ch seals and opens frames: the pairing's keys until the first
+	// session, then the session's (Durable.Reconcile). Nil in a module
+	// restored from its state file until its first session, so that it
+	// can seal nothing under keys it may have used before.
+	ch  *channel.Channel
+	prf *kdf.PRF
+	// maxReady is MaxReady (a test may lower it).
+	maxReady int
 
 	ctr        store.Counters
 	slots      []*slot
@@ -206,7 +233,6 @@ type Engine struct {
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
 	queue []*output // accepted outputs whose keys are not made yet, in order
-	nonce [channel.NonceSize]byte
 	keys  chunkPool // buffers for generated keys
 }
 
@@ -241,14 +267,15 @@ func New(c Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: KEM: %v", ErrBadRequest, err)
 	}
 	e := &Engine{
-		party:   c.Party,
-		secret:  append([]byte(nil), c.Secret...),
-		kem:     kem,
-		rand:    c.Rand,
-		store:   c.Store,
-		log:     c.Logger,
-		ready:   map[uint64]*output{},
-		rejects: map[string]uint64{},
+		party:    c.Party,
+		secret:   append([]byte(nil), c.Secret...),
+		kem:      kem,
+		rand:     c.Rand,
+		store:    c.Store,
+		log:      c.Logger,
+		ready:    map[uint64]*output{},
+		rejects:  map[string]uint64{},
+		maxReady: MaxReady,
 	}
 	if e.rand == nil {
 		e.rand = rand.Reader
@@ -378,7 +405,7 @@ func (e *Engine) Submit(_ context.Context, req *msg.SubmitRequest) (*msg.SubmitR
 	case msg.SubmitPeerFrame:
 		return e.submitFrame(req.Frame)
 	case msg.SubmitAbandon:
-		return e.abandon(req.Counter)
+		return e.abandon(req.Counter, req.Mismatch)
 	}
 	return nil, fmt.Errorf("%w: Kind: unknown submit kind %d", ErrBadRequest, req.Kind)
 }
@@ -474,23 +501,17 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 	if !e.paired {
 		return nil, ErrNotPaired
 	}
-	if framed > 0 {
-		if p := e.pendingShares(); framed > MaxPendingShares-p {
-			return nil, bad("Shares: %d shares already wait for peer frames; %d more would pass the limit of %d pending shares",
-				p, framed, MaxPendingShares)
-		}
+	if framed > 0 && e.ch == nil {
+		return nil, errNoSession
 	}
-	// Draw nonces before anything moves, so a failing source moves nothing.
-	nonces := 0
-	switch req.Tier {
-	case msg.MAC:
-		nonces = framed
-	case msg.BatchMAC:
-		nonces = min(framed, 1)
+	p, ready := e.pendingShares(), len(e.ready)
+	if framed > MaxPendingShares-p {
+		return nil, bad("Shares: %d shares already wait for peer frames; %d more would pass the limit of %d pending shares",
+			p, framed, MaxPendingShares)
 	}
-	nb := make([]byte, channel.NonceSize*nonces)
-	if _, err := io.ReadFull(e.rand, nb); err != nil {
-		return nil, fmt.Errorf("module: drawing nonces: %w", err)
+	if n > e.maxReady-p-ready {
+		return nil, bad("Shares: %d shares wait for peer frames and %d outputs wait to be collected; %d more would pass the limit of %d (collect or abandon first)",
+			p, ready, n, e.maxReady)
 	}
 	// Commit the counters before any frame that depends on them leaves.
 	first := e.ctr.Next
@@ -541,20 +562,17 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 		}
 		single = append(single, slot{tier: req.Tier, recs: recs[i : i+1 : i+1]})
 		sl := &single[len(single)-1]
-		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl, nb)
+		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl)
 		if err != nil {
 			return nil, err
 		}
 		frames = frames[:len(frames)+len(f)]
-		if req.Tier == msg.MAC {
-			nb = nb[channel.NonceSize:]
-		}
 		resp.Frames = append(resp.Frames, f[:len(f):len(f)])
 		e.slots = append(e.slots, sl)
 	}
 	if len(batch) > 0 {
 		sl := &slot{tier: msg.BatchMAC, recs: batch}
-		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl, nb)
+		f, err := e.seal(frames[len(frames):len(frames):cap(frames)], sl)
 		if err != nil {
 			return nil, err
 		}
@@ -579,8 +597,10 @@ func (e *Engine) pendingShares() int {
 }
 
 // seal appends this party's frame for a slot to dst (which has room for
-// it) and returns the frame.
-func (e *Engine) seal(dst []byte, sl *slot, nonce []byte) ([]byte, error) {
+// it) and returns the frame. The mac tiers' nonce is the slot's first
+// counter (channel.Nonce): counters only grow within a session, and each
+// session has keys of its own.
+func (e *Engine) seal(dst []byte, sl *slot) ([]byte, error) {
 	if sl.tier == msg.Keystream {
 		r := sl.recs[0]
 		return e.ch.SealKeystreamTo(dst, r.counter, desc(r.share), r.share.AlphaShare, r.share.BetaShare), nil
@@ -593,12 +613,11 @@ func (e *Engine) seal(dst []byte, sl *slot, nonce []byte) ([]byte, error) {
 	}
 	e.plain = plain
 	defer clear(plain)
-	copy(e.nonce[:], nonce) // (a local would be moved to the heap by the AEAD interface)
 	tier := channel.TierMAC
 	if sl.tier == msg.BatchMAC {
 		tier = channel.TierBatchMAC
 	}
-	return e.ch.SealTo(dst, tier, sl.first(), ds, plain, &e.nonce)
+	return e.ch.SealTo(dst, tier, sl.first(), ds, plain)
 }
 
 func (e *Engine) reject(reason string, counter uint64) (*msg.SubmitResponse, error) {
@@ -613,6 +632,9 @@ func (e *Engine) reject(reason string, counter uint64) (*msg.SubmitResponse, err
 func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 	if !e.paired {
 		return e.reject(RejectNotPaired, 0)
+	}
+	if e.ch == nil {
+		return e.reject(RejectNoSession, e.ctr.PeerFloor)
 	}
 	if len(e.slots) == 0 {
 		return e.reject(RejectNoPending, e.ctr.PeerFloor)
@@ -765,7 +787,7 @@ func (e *Engine) acceptDerived(r *record) error {
 
 // materialize generates the keys of every pending output: by shape, in
 // the order they were accepted, through a one-worker batch generator (each
-// key's roots derived from the shared secret and its counter), keeping
+// key's roots derived from kr, its counter, shape, α and β), keeping
 // this party's share. On failure the pending outputs are wiped and
 // dropped.
 func (e *Engine) materialize() error {
@@ -850,7 +872,7 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 	for i, o := range os {
 		alpha[i], beta[i] = o.alpha, o.beta
 		o.alpha, o.beta = 0, 0
-		r0[i], r1[i] = e.prf.Roots(o.counter)
+		r0[i], r1[i] = e.prf.Roots(o.counter, byte(o.mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), alpha[i], beta[i])
 	}
 	// Only this party's keys are written; each output keeps its slice of
 	// the chunk's buffer and wipes it when collected.
@@ -868,8 +890,14 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 }
 
 // abandon drops pending slots and uncollected outputs up to counter and
-// wipes their shares and keys.
-func (e *Engine) abandon(counter uint64) (*msg.SubmitResponse, error) {
+// wipes their shares and keys. mismatch (the host saw the pair tags
+// disagree) is counted under RejectPairMismatch and logged.
+func (e *Engine) abandon(counter uint64, mismatch bool) (*msg.SubmitResponse, error) {
+	if mismatch {
+		e.rejects[RejectPairMismatch]++
+		e.log.Warn("pair tags disagreed: outputs abandoned, their shares spent", "party", e.party, "through_counter", counter,
+			"pair_mismatches", e.rejects[RejectPairMismatch])
+	}
 	keep := e.slots[:0]
 	dropped := 0
 	for _, s := range e.slots {

@@ -103,11 +103,12 @@ func TestKeysEqualDealerGen(t *testing.T) {
 				}
 				c := r0.FirstCounter
 				k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
-				root0, root1 := e[0].prf.Roots(c)
-				if q0, q1 := e[1].prf.Roots(c); q0 != root0 || q1 != root1 {
+				pp := fss.Params{Type: typ, InBits: l, OutBits: n}
+				root0, root1 := roots(e[0], c, msg.Bound, pp, alpha, beta)
+				if q0, q1 := roots(e[1], c, msg.Bound, pp, alpha, beta); q0 != root0 || q1 != root1 {
 					t.Fatal("modules derive different roots")
 				}
-				d0, d1, err := fss.GenWithRoots(fss.Params{Type: typ, InBits: l, OutBits: n}, alpha, beta, root0, root1)
+				d0, d1, err := fss.GenWithRoots(pp, alpha, beta, root0, root1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +138,7 @@ func TestKeysEqualDealerGen(t *testing.T) {
 		if (as[0]+as[1])&prg.Mask(20) != alpha || (bs[0]+bs[1])&prg.Mask(12) != beta {
 			t.Fatal("derived mask shares do not sum to the drawn α, β")
 		}
-		r0, r1 := e[0].prf.Roots(c)
+		r0, r1 := roots(e[0], c, msg.Derived, s.Params(), alpha, beta)
 		d0, d1, _ := fss.GenWithRoots(s.Params(), alpha, beta, r0, r1)
 		if !k[0].Equal(d0) || !k[1].Equal(d1) {
 			t.Fatal("derived keys differ from dealer Gen")
@@ -382,7 +383,7 @@ func TestPendingKeysBatched(t *testing.T) {
 	for _, c := range counters {
 		w := wants[c]
 		k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
-		root0, root1 := e[0].prf.Roots(c)
+		root0, root1 := roots(e[0], c, msg.Bound, w.p, w.alpha, w.beta)
 		d0, d1, err := fss.GenWithRoots(w.p, w.alpha, w.beta, root0, root1)
 		if err != nil {
 			t.Fatal(err)
@@ -439,7 +440,7 @@ func TestManyShapesBoundedGenerators(t *testing.T) {
 		for i, p := range ps {
 			c := r0.FirstCounter + uint64(i)
 			k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
-			root0, root1 := e[0].prf.Roots(c)
+			root0, root1 := roots(e[0], c, msg.Bound, p, ab[i][0], ab[i][1])
 			d0, d1, err := fss.GenWithRoots(p, ab[i][0], ab[i][1], root0, root1)
 			if err != nil {
 				t.Fatal(err)
@@ -585,7 +586,7 @@ func TestKeyBuffersReused(t *testing.T) {
 		t.Helper()
 		w := wants[c]
 		k0, k1 := collect(t, e[0], c), collect(t, e[1], c)
-		root0, root1 := e[0].prf.Roots(c)
+		root0, root1 := roots(e[0], c, msg.Bound, p, w.alpha, w.beta)
 		d0, d1, err := fss.GenWithRoots(p, w.alpha, w.beta, root0, root1)
 		if err != nil {
 			t.Fatal(err)
@@ -617,4 +618,9 @@ func TestKeyBuffersReused(t *testing.T) {
 	for _, x := range append(b[1:], c[1:]...) {
 		check(x)
 	}
+}
+
+// roots are the root seeds a module derives for the key at counter c.
+func roots(e *Engine, c uint64, mode msg.Mode, p fss.Params, alpha, beta uint64) (prg.Block, prg.Block) {
+	return e.prf.Roots(c, byte(mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), alpha, beta)
 }

@@ -72,6 +72,9 @@ func FuzzReconcile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	if _, err := d[1].Challenge(); err != nil {
+		f.Fatal(err)
+	}
 	w, err := d[1].Witness(c)
 	if err != nil {
 		f.Fatal(err)
@@ -96,8 +99,8 @@ func FuzzReconcile(f *testing.F) {
 			}
 			return
 		}
-		if !d[0].Locked() || state(d[0].Engine) != before {
-			t.Fatal("a rejected witness unlocked the module or moved its counters")
+		if !d[0].Locked() || state(d[0].Engine) != before || d[0].ch != nil {
+			t.Fatal("a rejected witness unlocked the module, moved its counters or gave it frame keys")
 		}
 		if _, err := d[0].Reconcile(genuine); err == nil {
 			t.Fatal("a witness was accepted without a fresh challenge")

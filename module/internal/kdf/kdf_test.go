@@ -4,10 +4,18 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
 	"testing"
 )
+
+var updateRoots = flag.Bool("update-roots", false, "write testdata/roots.json afresh")
 
 // TestDeriveSeparatesEveryKey: all keys of a schedule are distinct, the
 // schedule is a function of K_ch alone, and different K_ch give different keys.
@@ -45,7 +53,7 @@ func TestDeriveSeparatesEveryKey(t *testing.T) {
 }
 
 // TestRootsAndDerived: roots differ per counter and per party, and the
-// derived-mode values differ from the roots' domain.
+// derived-mode values differ from the roots.
 func TestRootsAndDerived(t *testing.T) {
 	var kr [32]byte
 	rand.Read(kr[:])
@@ -55,7 +63,7 @@ func TestRootsAndDerived(t *testing.T) {
 	}
 	seen := map[[16]byte]bool{}
 	for c := uint64(0); c < 100; c++ {
-		r0, r1 := p.Roots(c)
+		r0, r1 := p.Roots(c, 1, 1, 16, 16, 7, 9)
 		if seen[r0] || seen[r1] || r0 == r1 {
 			t.Fatalf("root repeated at counter %d", c)
 		}
@@ -84,10 +92,29 @@ func TestRootsAndDerived(t *testing.T) {
 		root.Encrypt(out[:], in[:])
 		return out
 	}
+	// k_root and the roots' CBC-MAC, from the definition, with
+	// crypto/cipher's CBC mode.
+	var kroot [32]byte
+	k0, k1 := block(DomainRootKey, 0, 0), block(DomainRootKey, 0, 1)
+	copy(kroot[:16], k0[:])
+	copy(kroot[16:], k1[:])
+	rb, _ := aes.NewCipher(kroot[:])
+	rootWant := func(c uint64, mode, typ, l, n, index byte, alpha, beta uint64) (out [16]byte) {
+		msg := make([]byte, 32)
+		binary.LittleEndian.PutUint64(msg[0:], c)
+		msg[8], msg[9], msg[10], msg[11], msg[12] = mode, typ, l, n, index
+		binary.LittleEndian.PutUint64(msg[16:], alpha)
+		binary.LittleEndian.PutUint64(msg[24:], beta)
+		cipher.NewCBCEncrypter(rb, make([]byte, 16)).CryptBlocks(msg, msg)
+		return [16]byte(msg[16:])
+	}
 	for _, c := range []uint64{0, 1, 5, 1 << 40, ^uint64(0)} {
-		r0, r1 := p.Roots(c)
-		if r0 != block(DomainRoots, c, 0) || r1 != block(DomainRoots, c, 1) {
-			t.Fatalf("Roots(%d) differ from AES_kr(0x01 ‖ counter ‖ index)", c)
+		r0, r1 := p.Roots(c, 3, 2, 64, 1, 0xfeed, 1)
+		if r0 != rootWant(c, 3, 2, 64, 1, 0, 0xfeed, 1) || r1 != rootWant(c, 3, 2, 64, 1, 1, 0xfeed, 1) {
+			t.Fatalf("Roots(%d) differ from the CBC-MAC under k_root", c)
+		}
+		if r0 == block(0x01, c, 0) || r1 == block(0x01, c, 1) {
+			t.Fatalf("Roots(%d) are the retired counter-only roots", c)
 		}
 		a, a0, b, b0 := p.Derived(c)
 		d0, d1 := block(DomainDerived, c, 0), block(DomainDerived, c, 1)
@@ -153,5 +180,185 @@ func TestPairTag(t *testing.T) {
 	other, _ := NewPRF(&kr)
 	if tag(other, base) == got {
 		t.Fatal("a different kr gives the same tag")
+	}
+}
+
+// TestRootsBindEveryInput: at one counter, changing any one input of the
+// key — β, mode, type, ℓ, n or α — changes both roots, independently of
+// each other; the same inputs give the same roots in both modules.
+func TestRootsBindEveryInput(t *testing.T) {
+	var kr [32]byte
+	rand.Read(kr[:])
+	p, _ := NewPRF(&kr)
+	q, _ := NewPRF(&kr)
+	type in struct {
+		counter         uint64
+		mode, typ, l, n byte
+		alpha, beta     uint64
+	}
+	roots := func(p *PRF, v in) ([16]byte, [16]byte) {
+		return p.Roots(v.counter, v.mode, v.typ, v.l, v.n, v.alpha, v.beta)
+	}
+	base := in{counter: 1000, mode: 1, typ: 2, l: 32, n: 16, alpha: 0x8badf00d, beta: 0x4242}
+	r0, r1 := roots(p, base)
+	if s0, s1 := roots(q, base); s0 != r0 || s1 != r1 {
+		t.Fatal("two modules with the same kr derive different roots")
+	}
+	changes := map[string]func(*in){
+		"beta":    func(v *in) { v.beta ^= 1 },
+		"mode":    func(v *in) { v.mode = 2 },
+		"type":    func(v *in) { v.typ = 1 },
+		"inBits":  func(v *in) { v.l = 33 },
+		"outBits": func(v *in) { v.n = 15 },
+		"alpha":   func(v *in) { v.alpha ^= 1 << 31 },
+		"counter": func(v *in) { v.counter++ },
+	}
+	seen := map[[16]byte]string{r0: "base root 0", r1: "base root 1"}
+	for name, change := range changes {
+		v := base
+		change(&v)
+		s0, s1 := roots(p, v)
+		for i, r := range [2][16]byte{s0, s1} {
+			if prev, ok := seen[r]; ok {
+				t.Fatalf("changing %s: root %d equals %s", name, i, prev)
+			}
+			seen[r] = name
+		}
+	}
+}
+
+// TestRootsKnownAnswers pins the roots on testdata/roots.json (kr and
+// inputs fixed there); docs/protocol.md prints its first vector. Run with
+// -update-roots to write the file afresh — only when the layout is meant
+// to change.
+func TestRootsKnownAnswers(t *testing.T) {
+	type vector struct {
+		Counter uint64 `json:"counter"`
+		Mode    byte   `json:"mode"`
+		Type    byte   `json:"type"`
+		InBits  byte   `json:"in_bits"`
+		OutBits byte   `json:"out_bits"`
+		Alpha   string `json:"alpha"` // hex, 8 bytes big-endian (the number)
+		Beta    string `json:"beta"`
+		Root0   string `json:"root0"` // hex, 16 bytes
+		Root1   string `json:"root1"`
+	}
+	type file struct {
+		KR      string   `json:"kr"` // hex, 32 bytes
+		Vectors []vector `json:"vectors"`
+	}
+	const path = "testdata/roots.json"
+	num := func(h string) uint64 {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 8 {
+			t.Fatalf("bad 8-byte hex %q", h)
+		}
+		return binary.BigEndian.Uint64(b)
+	}
+	if *updateRoots {
+		var kr [32]byte
+		for i := range kr {
+			kr[i] = byte(i)
+		}
+		f := file{KR: hex.EncodeToString(kr[:])}
+		p, _ := NewPRF(&kr)
+		for _, v := range []vector{
+			{Counter: 0, Mode: 1, Type: 1, InBits: 16, OutBits: 16, Alpha: "000000000000beef", Beta: "0000000000000001"},
+			{Counter: 0, Mode: 1, Type: 1, InBits: 16, OutBits: 16, Alpha: "000000000000beef", Beta: "0000000000000002"},
+			{Counter: 1, Mode: 1, Type: 2, InBits: 32, OutBits: 8, Alpha: "00000000deadbeef", Beta: "00000000000000ff"},
+			{Counter: 1, Mode: 2, Type: 2, InBits: 32, OutBits: 8, Alpha: "00000000deadbeef", Beta: "00000000000000ff"},
+			{Counter: 1 << 40, Mode: 3, Type: 1, InBits: 64, OutBits: 64, Alpha: "ffffffffffffffff", Beta: "8000000000000000"},
+		} {
+			r0, r1 := p.Roots(v.Counter, v.Mode, v.Type, v.InBits, v.OutBits, num(v.Alpha), num(v.Beta))
+			v.Root0, v.Root1 = hex.EncodeToString(r0[:]), hex.EncodeToString(r1[:])
+			f.Vectors = append(f.Vectors, v)
+		}
+		b, _ := json.MarshalIndent(f, "", "  ")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	krb, err := hex.DecodeString(f.KR)
+	if err != nil || len(krb) != 32 || len(f.Vectors) == 0 {
+		t.Fatalf("%s: bad kr or no vectors", path)
+	}
+	p, err := NewPRF((*[32]byte)(krb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range f.Vectors {
+		r0, r1 := p.Roots(v.Counter, v.Mode, v.Type, v.InBits, v.OutBits, num(v.Alpha), num(v.Beta))
+		if hex.EncodeToString(r0[:]) != v.Root0 || hex.EncodeToString(r1[:]) != v.Root1 {
+			t.Errorf("vector %d: roots %x %x, want %s %s", i, r0, r1, v.Root0, v.Root1)
+		}
+	}
+}
+
+// TestDeriveSession: a session's keys are a function of K_sess and both
+// challenges in party order, distinct from the pairing's and from every
+// other session's, with all six direction keys distinct.
+func TestDeriveSession(t *testing.T) {
+	kch := make([]byte, 32)
+	rand.Read(kch)
+	pairingKeys, _ := Derive(kch)
+	var base [32]byte
+	if err := SessionBase(kch, &base); err != nil {
+		t.Fatal(err)
+	}
+	c0, c1 := make([]byte, SessionChallengeSize), make([]byte, SessionChallengeSize)
+	rand.Read(c0)
+	rand.Read(c1)
+	k, err := DeriveSession(&base, c0, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := DeriveSession(&base, c0, c1)
+	if *k != *again {
+		t.Fatal("DeriveSession is not deterministic")
+	}
+	if k.Root != [32]byte{} {
+		t.Fatal("a session set a root key")
+	}
+	// Against the definition, with crypto/hkdf.
+	prk, _ := hkdf.Extract(sha256.New, base[:], append(bytes.Clone(c0), c1...))
+	kp, _ := hkdf.Expand(sha256.New, prk, LabelFrame, 32)
+	kotp, _ := hkdf.Expand(sha256.New, prk, LabelKeystream, 32)
+	mac1, _ := hkdf.Expand(sha256.New, kp, LabelMACDir+"1", 32)
+	otp0, _ := hkdf.Expand(sha256.New, kotp, LabelOTPDir+"0", 32)
+	if !bytes.Equal(k.MAC[1][:], mac1) || !bytes.Equal(k.OTP[0][:], otp0) {
+		t.Fatal("session keys differ from their definition")
+	}
+	wantBase, _ := hkdf.Expand(sha256.New, kch, LabelSession, 32)
+	if !bytes.Equal(base[:], wantBase) {
+		t.Fatal("K_sess differs from its definition")
+	}
+	all := map[[32]byte]string{}
+	add := func(name string, ks *Keys) {
+		for d := 0; d < 2; d++ {
+			for i, key := range [][32]byte{ks.MAC[d], ks.Batch[d], ks.OTP[d]} {
+				if prev, ok := all[key]; ok {
+					t.Fatalf("%s key %d/%d equals %s", name, i, d, prev)
+				}
+				all[key] = name
+			}
+		}
+	}
+	add("pairing", pairingKeys)
+	add("session", k)
+	swapped, _ := DeriveSession(&base, c1, c0)
+	add("swapped session", swapped)
+	c0[0] ^= 1
+	other, _ := DeriveSession(&base, c0, c1)
+	add("other session", other)
+	if _, err := DeriveSession(&base, c0[:15], c1); err == nil {
+		t.Fatal("a 15-byte challenge was accepted")
 	}
 }
