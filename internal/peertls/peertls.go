@@ -202,6 +202,11 @@ func Config(f Files, b int, peerName string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peertls: certificate %s and key %s: %w", f.Cert, f.Key, err)
 	}
+	if kp.Leaf == nil { // GODEBUG=x509keypairleaf=0
+		if kp.Leaf, err = x509.ParseCertificate(kp.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("peertls: certificate %s: %w", f.Cert, err)
+		}
+	}
 	if now := time.Now(); now.After(kp.Leaf.NotAfter) || now.Before(kp.Leaf.NotBefore) {
 		return nil, fmt.Errorf("peertls: certificate %s is valid only from %s to %s: make new ones (kord certs)",
 			f.Cert, kp.Leaf.NotBefore.UTC().Format(time.RFC3339), kp.Leaf.NotAfter.UTC().Format(time.RFC3339))
