@@ -24,7 +24,7 @@ func derivedReq(id uint64, n uint32) *pb.KeyRequest {
 func TestPendingKeysBounded(t *testing.T) {
 	d, st := openModule(t, 0, filepath.Join(t.TempDir(), "m0.db"), []byte("provisioning secret for tests!!"))
 	defer st.Close()
-	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1", MaxPending: 10})
+	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1", PeerPlaintext: true, MaxPending: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPendingKeysBounded(t *testing.T) {
 func TestDuplicateIDRefusedAtParty0(t *testing.T) {
 	d, st := openModule(t, 0, filepath.Join(t.TempDir(), "m0.db"), []byte("provisioning secret for tests!!"))
 	defer st.Close()
-	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1"})
+	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1", PeerPlaintext: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestBatchWithDuplicateIDsRefused(t *testing.T) {
 	for _, packed := range []bool{false, true} {
 		d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
 		defer st.Close()
-		p, err := New(Config{Party: 1, Module: socket.Local(d)})
+		p, err := New(Config{Party: 1, Module: socket.Local(d), PeerPlaintext: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestPeerErrorClassBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	d, st := openModule(t, 0, filepath.Join(t.TempDir(), "m0.db"), []byte("provisioning secret for tests!!"))
 	defer st.Close()
-	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1", Registry: reg})
+	p, err := New(Config{Party: 0, Module: socket.Local(d), PeerAddr: "127.0.0.1:1", PeerPlaintext: true, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [
 	t.Cleanup(func() { st0.Close(); st1.Close() })
 	// A short peer timeout: a reply held back at the end of a stream is
 	// only noticed as lost.
-	cfg := Config{Batch: 8, InFlight: 4, PeerTimeout: 300 * time.Millisecond, MatchTimeout: 5 * time.Second}
+	cfg := Config{Batch: 8, InFlight: 4, PeerTimeout: 300 * time.Millisecond, MatchTimeout: 5 * time.Second, PeerPlaintext: true}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

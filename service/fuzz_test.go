@@ -57,7 +57,7 @@ func FuzzAppRequests(f *testing.F) {
 func FuzzPeerBatch(f *testing.F) {
 	d, st := openModule(f, 1, filepath.Join(f.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
 	f.Cleanup(func() { st.Close() })
-	p, err := New(Config{Party: 1, Module: socket.Local(d), MatchTimeout: time.Millisecond})
+	p, err := New(Config{Party: 1, Module: socket.Local(d), MatchTimeout: time.Millisecond, PeerPlaintext: true})
 	if err != nil {
 		f.Fatal(err)
 	}

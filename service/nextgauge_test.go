@@ -29,7 +29,7 @@ func unconnectedParty1(t *testing.T) *Party {
 	t.Helper()
 	d, st := openModule(t, 1, filepath.Join(t.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
 	t.Cleanup(func() { st.Close() })
-	p, err := New(Config{Party: 1, Module: socket.Local(d)})
+	p, err := New(Config{Party: 1, Module: socket.Local(d), PeerPlaintext: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,14 @@ type Config struct {
 	Batch, InFlight int
 	// PeerAddr is party 1's peer address (party 0 dials it).
 	PeerAddr string
-	// PeerCreds secures the peer link (party 0's side); nil = plaintext.
+	// PeerCreds secures the peer link: party 0 dials with them, and party
+	// 1's caller serves the peer link with PeerServerOption. One of
+	// PeerCreds and PeerPlaintext is required: New refuses a Config with
+	// neither (or both).
 	PeerCreds credentials.TransportCredentials
+	// PeerPlaintext runs the peer link without transport security (tests,
+	// or a link secured by other means).
+	PeerPlaintext bool
 	// MatchTimeout is how long party 1 waits for its application's request
 	// with an id party 0 has batched; PeerTimeout how long party 0 waits
 	// for a batch reply (default MatchTimeout + 5s).
@@ -138,6 +144,9 @@ func New(c Config) (*Party, error) {
 	if c.Module == nil {
 		return nil, errors.New("service: no module")
 	}
+	if (c.PeerCreds == nil) == !c.PeerPlaintext {
+		return nil, errors.New("service: the peer link needs PeerCreds (mutual TLS) or, to run it without transport security, PeerPlaintext; not neither, not both")
+	}
 	if c.Batch <= 0 {
 		c.Batch = DefaultBatch
 	}
@@ -169,11 +178,7 @@ func New(c Config) (*Party, error) {
 		if c.PeerAddr == "" {
 			return nil, errors.New("service: party 0 needs the peer's address")
 		}
-		creds := c.PeerCreds
-		if creds == nil {
-			creds = insecure.NewCredentials()
-		}
-		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(creds),
+		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(p.peerCreds()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodecV2(pb.Codec())),
 			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
@@ -192,6 +197,19 @@ func (p *Party) Close() error {
 	}
 	return nil
 }
+
+// peerCreds are the peer link's transport credentials: PeerCreds, or
+// none when the Config asked for plaintext.
+func (p *Party) peerCreds() credentials.TransportCredentials {
+	if p.cfg.PeerPlaintext {
+		return insecure.NewCredentials()
+	}
+	return p.cfg.PeerCreds
+}
+
+// PeerServerOption is the server option that party 1's peer-link server
+// needs: the Config's PeerCreds, or plaintext if it asked for that.
+func (p *Party) PeerServerOption() grpc.ServerOption { return grpc.Creds(p.peerCreds()) }
 
 // Register registers the application API (and, for party 1, the peer
 // link) on s.

@@ -58,6 +58,9 @@ func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Co
 		t.Fatal(err)
 	}
 	c.Party, c.Module, c.PeerAddr = party, mod, peerAddr
+	if c.PeerCreds == nil {
+		c.PeerPlaintext = true
+	}
 	if testing.Verbose() {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}

@@ -436,7 +436,8 @@ func chaosCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chaos crash|rollback|network|soak",
 		Short: "Fault tests against real module and party processes",
-		Long: `kord chaos runs two modules and two parties as child processes and attacks them:
+		Long: `kord chaos runs two modules and two parties as child processes (peer link
+with mutual TLS, certificates made for the run) and attacks them:
 
   crash     kill -9 a module at random points of a stream and restart it
             (--trials, 20 in CI, 200 for the long run); checks no counter
@@ -503,7 +504,8 @@ Exit status 1 if any check fails.`,
 // faultProxy forwards party 0's peer connections to party 1 and, while
 // active, injects faults: delays, partitions (every connection cut and new
 // ones refused for a while), resets, and corrupted or duplicated chunks
-// (which the HTTP/2 framing detects, ending the connection).
+// (which TLS detects on the default mutually authenticated link, as the
+// HTTP/2 framing would on a plaintext one, ending the connection).
 type faultProxy struct {
 	rng    *mrand.Rand
 	rmu    sync.Mutex

@@ -69,6 +69,9 @@ func demoCmd() *cobra.Command {
 			if !inProcess {
 				return demoServices(cmd, keys, inFlight, seed, asJSON) // demo_services.go
 			}
+			if cmd.Flags().Changed("peer-plaintext") {
+				return badInput("--peer-plaintext is for the demo's party processes: leave out --in-process (which has no peer link)")
+			}
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())
 			}
@@ -107,6 +110,7 @@ func demoCmd() *cobra.Command {
 	f.StringVar(&kem, "kem", "", "pairing KEM: mlkem768 (default), ntru-ees1087ep1, ntru-ees1499ep1")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.Uint64Var(&seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
+	f.Bool("peer-plaintext", false, "without --in-process: run the parties' peer link without TLS (default: mutual TLS 1.3 with certificates made for the run), to see what TLS costs")
 	return cmd
 }
 

@@ -254,6 +254,9 @@ type svcDemoReport struct {
 	// the application share them here, so the rate ratio depends on it
 	// (BENCHMARKS.md, "Cores").
 	CPUs int `json:"cpus"`
+	// PeerLink is how the parties' peer link ran: "mutual TLS 1.3" (the
+	// default) or "plaintext" (--peer-plaintext).
+	PeerLink string `json:"peer_link"`
 }
 
 func svcDemoClasses() []svcClass {
@@ -282,7 +285,7 @@ func pct(d []time.Duration, q float64) float64 {
 // parties as child processes of this binary on loopback, paired, streaming
 // keys of every mode and tier, every pair verified; the same workload runs
 // through the in-process path and the dealer for comparison.
-func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64, progress io.Writer) (*svcDemoReport, error) {
+func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64, plaintext bool, progress io.Writer) (*svcDemoReport, error) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x6b6f7264))
 	say := func(format string, a ...any) {
 		if progress != nil {
@@ -296,11 +299,15 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		DealerBytesPerPartyKey: map[string]float64{}, RoundsPerKey: map[string]float64{}}
 
 	say("starting 2 modules and 2 parties as child processes on loopback… ")
-	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight})
+	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight, PeerPlaintext: plaintext})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
+	rep.PeerLink = "mutual TLS 1.3"
+	if plaintext {
+		rep.PeerLink = "plaintext"
+	}
 	rep.ChildProcesses = c.started
 	rep.Processes = c.started + 1
 	rep.CPUs = runtime.NumCPU()
@@ -465,8 +472,8 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client) on %d CPUs; %d pairs verified, %d failed\n\n",
-		rep.Processes, rep.CPUs, rep.PairsVerified, rep.PairsFailed)
+	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client) on %d CPUs; peer link %s; %d pairs verified, %d failed\n\n",
+		rep.Processes, rep.CPUs, rep.PeerLink, rep.PairsVerified, rep.PairsFailed)
 	fmt.Fprintf(w, "%-26s %12s %10s %10s\n", "path", "keys/s", "p50 ms", "p99 ms")
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "processes over loopback", rep.KeysPerSec, rep.LatencyP50, rep.LatencyP99)
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "in-process (same run)", rep.InProcessKeysPerSec, rep.InProcessLatencyP50, rep.InProcessLatencyP99)
@@ -519,6 +526,7 @@ func init() {
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "batches in flight")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.Uint64Var(&seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
+	f.Bool("peer-plaintext", false, "run the parties' peer link without TLS (default: mutual TLS 1.3 with certificates made for the run)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -538,7 +546,8 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	if !asJSON {
 		progress = cmd.ErrOrStderr()
 	}
-	rep, err := runServicesDemo(cmd.Context(), keys, batch, inFlight, seed, progress)
+	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
+	rep, err := runServicesDemo(cmd.Context(), keys, batch, inFlight, seed, plaintext, progress)
 	if err != nil {
 		return err
 	}

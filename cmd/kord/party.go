@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
@@ -27,33 +28,47 @@ import (
 
 func init() { rootCmd.AddCommand(partyCmd(), pairCmd()) }
 
-// peerTLS builds mutual-TLS credentials for the peer link from PEM files.
-func peerTLS(cert, key, ca string, server bool) (credentials.TransportCredentials, error) {
-	if cert == "" && key == "" && ca == "" {
-		return nil, nil
+// peerTLS builds the peer link's transport credentials from the party's
+// flags: mutual TLS 1.3 from PEM files (peertls.Config), or plaintext only
+// when asked for explicitly. It returns nil credentials for plaintext.
+func peerTLS(cert, key, ca, peerName string, plaintext bool, party int) (credentials.TransportCredentials, *tls.Config, error) {
+	given := cert != "" || key != "" || ca != ""
+	switch {
+	case plaintext && (given || peerName != ""):
+		return nil, nil, badInput("--peer-plaintext and --tls-cert/--tls-key/--tls-ca/--tls-peer-name exclude each other: give one or the other")
+	case plaintext:
+		return nil, nil, nil
+	case !given:
+		return nil, nil, badInput("the peer link needs mutual TLS: give --tls-cert, --tls-key and --tls-ca (make them with kord certs --dir DIR), or run it without transport security with an explicit --peer-plaintext")
+	case cert == "" || key == "" || ca == "":
+		return nil, nil, badInput("--tls-cert, --tls-key and --tls-ca go together (all three are needed)")
 	}
-	if cert == "" || key == "" || ca == "" {
-		return nil, badInput("--tls-cert, --tls-key and --tls-ca go together")
-	}
-	kp, err := tls.LoadX509KeyPair(cert, key)
+	c, err := peertls.Config(peertls.Files{Cert: cert, Key: key, CA: ca}, party, peerName)
 	if err != nil {
-		return nil, badInput("--tls-cert/--tls-key: %v", err)
+		return nil, nil, badInput("--tls-cert/--tls-key/--tls-ca: %v", err)
 	}
-	pem, err := os.ReadFile(ca)
+	return credentials.NewTLS(c), c, nil
+}
+
+// loggedCreds logs the peer connections that party 1's TLS refuses (an
+// unknown CA, the wrong peer name, no certificate): gRPC drops them
+// silently, and they are what an operator needs to see when the link does
+// not come up.
+type loggedCreds struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+func (c loggedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	nc, ai, err := c.TransportCredentials.ServerHandshake(conn)
 	if err != nil {
-		return nil, badInput("--tls-ca: %v", err)
+		c.log.Warn("peer link: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, badInput("--tls-ca: no certificate in %s", ca)
-	}
-	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS13}
-	if server {
-		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	} else {
-		c.RootCAs = pool
-	}
-	return credentials.NewTLS(c), nil
+	return nc, ai, err
+}
+
+func (c loggedCreds) Clone() credentials.TransportCredentials {
+	return loggedCreds{c.TransportCredentials.Clone(), c.log}
 }
 
 func listenAddr(addr string) (net.Listener, error) {
@@ -69,10 +84,12 @@ func partyCmd() *cobra.Command {
 		maxStreamKeys                         int
 		modSock, listen, peerListen, peer     string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
+		tlsPeerName                           string
+		peerPlaintext                         bool
 		matchTimeout, peerTimeout, modTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "party --party B --module SOCKET --listen ADDR (--peer-listen ADDR | --peer ADDR)",
+		Use:   "party --party B --module SOCKET --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
 		Short: "Run a party's host daemon: applications' gRPC API, the peer link and the module socket",
 		Long: `kord party runs one site's host. It talks to its module (kord module) over
 the module's Unix socket, to the peer party over gRPC on TCP, and serves the
@@ -84,9 +101,15 @@ both modules forward to a common counter and undelivered requests are
 batched again.
 
 Party 1 listens for the peer on --peer-listen; party 0 dials it with --peer.
-The peer link is plaintext unless --tls-cert, --tls-key and --tls-ca are
-given (mutual TLS 1.3, both parties). Prometheus metrics are served on
---metrics at /metrics.`,
+The peer link runs mutual TLS 1.3: --tls-cert and --tls-key are this
+party's certificate and key, --tls-ca the CA both parties' certificates
+chain to (kord certs makes all of them), and the peer's certificate must
+also carry the peer's name (--tls-peer-name, default kord-party-1 for
+party 0 and kord-party-0 for party 1). Without them the party refuses to
+start; --peer-plaintext runs the link without transport security and must
+be given explicitly. The application API (--listen) is not TLS: serve it on
+loopback or a Unix socket. Prometheus metrics are served on --metrics at
+/metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := svcConfigure(cmd); err != nil {
@@ -125,16 +148,28 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 			if maxStreamKeys < 1 {
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
-			creds, err := peerTLS(tlsCert, tlsKey, tlsCA, party == 1)
+			creds, tc, err := peerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
 			if err != nil {
 				return err
+			}
+			if tc != nil {
+				peerName := tlsPeerName
+				if peerName == "" {
+					peerName = peertls.PartyName(1 - party)
+				}
+				log.Info("peer link: mutual TLS 1.3", "peer_name", peerName, "cert_expires", tc.Certificates[0].Leaf.NotAfter.UTC())
+				if party == 1 {
+					creds = loggedCreds{creds, log}
+				}
+			} else {
+				log.Warn("peer link without transport security (--peer-plaintext)")
 			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			mod := socket.Dial(modSock, modTimeout)
 			defer mod.Close()
 			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
-				PeerCreds: creds, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending,
+				PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending,
 				MaxStreamKeys: maxStreamKeys, Logger: base, Registry: reg})
 			if err != nil {
 				return err
@@ -163,11 +198,7 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 				if err != nil {
 					return err
 				}
-				popts := opts
-				if creds != nil {
-					popts = append(popts, grpc.Creds(creds))
-				}
-				ps := grpc.NewServer(popts...)
+				ps := grpc.NewServer(append(opts, p.PeerServerOption())...)
 				p.Register(nil, ps)
 				go ps.Serve(peerL)
 				defer ps.Stop()
@@ -211,6 +242,8 @@ given (mutual TLS 1.3, both parties). Prometheus metrics are served on
 	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
+	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
+	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
 	svcCommonFlags(cmd)
 	svcPrefaultFlag(cmd)
 	return cmd

@@ -62,6 +62,9 @@ func TestDemoProcesses(t *testing.T) {
 	if rep.Processes < 4 || rep.PairsFailed != 0 || rep.PairsVerified < 1600 || rep.KeysPerSec <= 0 || rep.InProcessKeysPerSec <= 0 {
 		t.Fatalf("demo: %+v", rep)
 	}
+	if rep.PeerLink != "mutual TLS 1.3" {
+		t.Errorf("demo: peer link %q, want mutual TLS 1.3 by default", rep.PeerLink)
+	}
 	if rep.CPUs != runtime.NumCPU() {
 		t.Errorf("demo reports %d CPUs, this machine has %d", rep.CPUs, runtime.NumCPU())
 	}
@@ -75,10 +78,23 @@ func TestDemoProcesses(t *testing.T) {
 	if got := rep.WireBytesPerPartyPerKey["dpf-16-batchmac"]; got <= 4 || got > 4+36 {
 		t.Errorf("dpf-16-batchmac: %v bytes per party per key", got)
 	}
+
+	// --peer-plaintext, given explicitly, runs the parties without TLS.
+	out, errOut, code = runKord(t, "demo", "--keys", "320", "--json", "--peer-plaintext")
+	if code != 0 {
+		t.Fatalf("kord demo --peer-plaintext: exit %d\n%s", code, errOut)
+	}
+	rep = svcDemoReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.PeerLink != "plaintext" || rep.PairsFailed != 0 || rep.PairsVerified < 320 {
+		t.Fatalf("demo --peer-plaintext: peer link %q, %d pairs verified, %d failed", rep.PeerLink, rep.PairsVerified, rep.PairsFailed)
+	}
 }
 
 func TestServicesHelpAndBadInput(t *testing.T) {
-	for _, c := range []string{"module", "party", "pair", "chaos", "demo"} {
+	for _, c := range []string{"module", "party", "pair", "chaos", "demo", "certs"} {
 		if _, errOut, code := runKord(t, c, "--help"); code != 0 {
 			t.Errorf("kord %s --help: exit %d %s", c, code, errOut)
 		}
@@ -105,6 +121,9 @@ func TestServicesHelpAndBadInput(t *testing.T) {
 		{"party", "--party", "1", "--module", "x", "--batch", "0", "--peer-listen", "127.0.0.1:0"},
 		{"pair"},
 		{"chaos", "nothing"},
+		{"certs"},
+		{"certs", "--dir", dir, "--valid", "1m"},
+		{"demo", "--in-process", "--peer-plaintext"},
 	} {
 		if _, errOut, code := runKord(t, args...); code != 2 {
 			t.Errorf("kord %v: exit %d, want 2 (%s)", args, code, errOut)

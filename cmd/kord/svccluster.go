@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/internal/peertls"
 )
 
 // svcProc is one child process of a cluster.
@@ -153,6 +154,12 @@ type clusterOpts struct {
 	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
 	PartyArgs       [2][]string                           // extra flags of party 0 and party 1 (e.g. --tls-*)
 	Bin             string                                // the kord binary ("" = this executable)
+
+	// The peer link runs mutual TLS with certificates made under the
+	// cluster's directory (peertls.Init), unless PeerPlaintext (then
+	// --peer-plaintext) or OwnPeerTLS (PartyArgs carry --tls-* or
+	// --peer-plaintext themselves).
+	PeerPlaintext, OwnPeerTLS bool
 }
 
 func (c *svcCluster) modArgs(b int) []string {
@@ -201,6 +208,20 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(hex.EncodeToString(secret)), 0o600); err != nil {
 		return nil, err
 	}
+	var peerArgs [2][]string
+	switch {
+	case o.PeerPlaintext:
+		peerArgs = [2][]string{{"--peer-plaintext"}, {"--peer-plaintext"}}
+	case !o.OwnPeerTLS:
+		tdir := filepath.Join(dir, "tls")
+		if err := peertls.Init(tdir, 24*time.Hour); err != nil {
+			return nil, err
+		}
+		for b := range peerArgs {
+			f := peertls.PartyFiles(tdir, b)
+			peerArgs[b] = []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
+		}
+	}
 	for b := 0; b < 2; b++ {
 		if err := c.StartModule(ctx, b); err != nil {
 			return nil, err
@@ -221,6 +242,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 		if o.PeerTimeout > 0 {
 			a = append(a, "--peer-timeout", o.PeerTimeout.String())
 		}
+		a = append(a, peerArgs[b]...)
 		return append(a, o.PartyArgs[b]...)
 	}
 	p1, err := svcStart(ctx, 1, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)

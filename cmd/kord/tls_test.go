@@ -2,76 +2,67 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/peertls"
 )
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 (its own CA)
-// and its key as PEM files under dir and returns their paths.
-func selfSigned(t *testing.T, dir, name string) (cert, key string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(mrand.Int64N(1 << 62)),
-		Subject:               pkix.Name{CommonName: "kord test " + name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
+func tlsArgs(f peertls.Files) []string {
+	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 }
 
-func tlsArgs(cert, key, ca string) []string {
-	return []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca}
+// TestPartyNeedsPeerTLS: a party started without peer-link TLS material
+// and without --peer-plaintext refuses to start (exit 2, one line naming
+// both ways out), as does one given both, or part of the TLS material;
+// none of them opens its ports or its module.
+func TestPartyNeedsPeerTLS(t *testing.T) {
+	dir := t.TempDir()
+	if err := peertls.Init(filepath.Join(dir, "tls"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f := peertls.PartyFiles(filepath.Join(dir, "tls"), 0)
+	base := []string{"party", "--party", "0", "--module", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--peer", "127.0.0.1:1"}
+	for _, c := range []struct {
+		extra []string
+		want  []string
+	}{
+		{nil, []string{"--tls-cert", "--tls-key", "--tls-ca", "--peer-plaintext", "kord certs"}},
+		{append(tlsArgs(f), "--peer-plaintext"), []string{"--peer-plaintext", "exclude"}},
+		{[]string{"--tls-peer-name", "x", "--peer-plaintext"}, []string{"--peer-plaintext", "exclude"}},
+		{[]string{"--tls-cert", f.Cert, "--tls-key", f.Key}, []string{"go together"}},
+		{[]string{"--tls-cert", f.Cert, "--tls-key", f.Cert, "--tls-ca", f.CA}, []string{"--tls-key", f.Cert}},
+		{[]string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.Key}, []string{"no PEM certificate", f.Key}},
+	} {
+		_, stderr, code := runKord(t, append(slices.Clone(base), c.extra...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line", c.extra, code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q does not name %q", c.extra, stderr, w)
+			}
+		}
+	}
 }
 
-// TestPeerLinkTLS: two party processes with mutual TLS on the peer link
-// pair their modules and deliver verified keys; a party whose certificate
-// the other does not trust (either direction) cannot pair.
+// TestPeerLinkTLS: two party processes started by the cluster supervisor
+// (mutual TLS by default, certificates made by peertls.Init) pair their
+// modules and deliver verified keys; party 1's peer port speaks TLS 1.3
+// as kord-party-1 and refuses a client without a certificate.
 func TestPeerLinkTLS(t *testing.T) {
-	certDir := t.TempDir()
-	good, goodKey := selfSigned(t, certDir, "pair")
-	rogue, rogueKey := selfSigned(t, certDir, "rogue")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	c, err := startCluster(ctx, t.TempDir(), clusterOpts{Bin: kordBin, Batch: 32,
-		PartyArgs: [2][]string{tlsArgs(good, goodKey, good), tlsArgs(good, goodKey, good)}})
+	dir := t.TempDir()
+	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 32})
 	if err != nil {
 		t.Fatalf("TLS cluster: %v", err)
 	}
@@ -90,19 +81,127 @@ func TestPeerLinkTLS(t *testing.T) {
 		}
 	}
 
-	for name, args := range map[string][2][]string{
-		// party 0 does not trust party 1's certificate
-		"server not trusted": {tlsArgs(rogue, rogueKey, rogue), tlsArgs(good, goodKey, good)},
-		// party 1 does not trust party 0's client certificate
-		"client not trusted": {tlsArgs(rogue, rogueKey, good), tlsArgs(good, goodKey, good)},
+	// Dial party 1's peer port as a client that trusts the CA but has no
+	// certificate of its own.
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", peertls.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	conn, err := tls.Dial("tcp", c.parties[1].ready["peer"], &tls.Config{RootCAs: pool, ServerName: peertls.PartyName(1), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("TLS handshake with party 1's peer port: %v", err)
+	}
+	defer conn.Close()
+	if v := conn.ConnectionState().Version; v != tls.VersionTLS13 {
+		t.Fatalf("party 1's peer port negotiated TLS version %x", v)
+	}
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "certificate required") {
+		t.Fatalf("party 1 served a client without a certificate (read: %v)", err)
+	}
+}
+
+// TestPeerLinkTLSRefused: a party whose certificate comes from another
+// CA, or from the right CA for the wrong party, cannot reach its peer: the
+// modules do not pair.
+func TestPeerLinkTLSRefused(t *testing.T) {
+	certs := t.TempDir()
+	good, rogue := filepath.Join(certs, "good"), filepath.Join(certs, "rogue")
+	for _, d := range []string{good, rogue} {
+		if err := peertls.Init(d, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g0, g1, r0, r1 := peertls.PartyFiles(good, 0), peertls.PartyFiles(good, 1), peertls.PartyFiles(rogue, 0), peertls.PartyFiles(rogue, 1)
+	r0.CA, r1.CA = g0.CA, g1.CA // a certificate of another CA, trusting the right one
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		args [2][]string
+		who  int    // the party that refuses the other's certificate
+		why  string // and why ("" = accepted)
+	}{
+		{"party 0's certificate from another CA", [2][]string{tlsArgs(r0), tlsArgs(g1)}, 1, "signed by unknown authority"},
+		{"party 1's certificate from another CA", [2][]string{tlsArgs(g0), tlsArgs(r1)}, 0, "signed by unknown authority"},
+		// The right CA, the wrong identity: party 0 presents party 1's
+		// certificate and key, or party 1 party 0's.
+		{"party 0 presents kord-party-1", [2][]string{tlsArgs(g1), tlsArgs(g1)}, 1, "not for kord-party-0"},
+		{"party 1 presents kord-party-0", [2][]string{tlsArgs(g0), tlsArgs(g0)}, 0, "valid for kord-party-0, not kord-party-1"},
+		// The same, accepted when the peer name says so: the flag is
+		// what pins the identity.
+		{"party 1 expects kord-party-1", [2][]string{tlsArgs(g1), append(tlsArgs(g1), "--tls-peer-name", peertls.PartyName(1))}, 0, ""},
 	} {
+		accept := c.why == ""
 		pctx, pcancel := context.WithTimeout(ctx, 40*time.Second)
-		bad, err := startCluster(pctx, t.TempDir(), clusterOpts{Bin: kordBin, PartyArgs: args})
+		dir := t.TempDir()
+		cl, err := startCluster(pctx, dir, clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: c.args})
 		pcancel()
 		if err == nil {
-			bad.Close()
-			t.Fatalf("%s: the parties paired", name)
+			cl.Close()
 		}
-		t.Logf("%s: refused: %v", name, err)
+		switch {
+		case accept && err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		case !accept && err == nil:
+			t.Fatalf("%s: the parties paired", c.name)
+		case !accept && c.who == 0 && !strings.Contains(err.Error(), c.why):
+			t.Fatalf("%s: refused, but not for %q: %v", c.name, c.why, err)
+		case !accept && c.who == 1:
+			// Party 0 sees an alert or a dropped connection; party 1
+			// logs the reason.
+			log, _ := os.ReadFile(filepath.Join(dir, "party1.log"))
+			if !strings.Contains(string(log), "TLS handshake refused") || !strings.Contains(string(log), c.why) {
+				t.Fatalf("%s: refused (%v), but party 1's log does not say why (want %q):\n%s", c.name, err, c.why, log)
+			}
+		}
 	}
+}
+
+// TestCertsCommand: kord certs writes a CA certificate and both parties'
+// certificates and keys (keys 0600) and prints the flags each party takes;
+// parties started with them pair; a second run into the same directory
+// overwrites nothing.
+func TestCertsCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	out, stderr, code := runKord(t, "certs", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("kord certs: exit %d: %s", code, stderr)
+	}
+	var args [2][]string
+	for b := 0; b < 2; b++ {
+		f := peertls.PartyFiles(dir, b)
+		if !strings.Contains(out, strings.Join(tlsArgs(f), " ")) {
+			t.Errorf("kord certs output does not give party %d's flags:\n%s", b, out)
+		}
+		fi, err := os.Stat(f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", f.Key, fi.Mode().Perm())
+		}
+		args[b] = tlsArgs(f)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 5 {
+		t.Errorf("kord certs wrote %d files, want 5 (no CA key)", len(ents))
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, peertls.CAFile))
+	if _, stderr, code := runKord(t, "certs", "--dir", dir); code == 0 || !strings.Contains(stderr, "already exists") {
+		t.Errorf("second kord certs: exit %d, %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, peertls.CAFile)); string(after) != string(before) {
+		t.Error("the second kord certs replaced ca.crt")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := startCluster(ctx, t.TempDir(), clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: args})
+	if err != nil {
+		t.Fatalf("parties with kord certs' files: %v", err)
+	}
+	c.Close()
 }
