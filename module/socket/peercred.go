@@ -1,6 +1,7 @@
 package socket
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +111,10 @@ func (s *Server) admit(c net.Conn) bool {
 	if uc, ok := c.(*net.UnixConn); ok {
 		uc.CloseWrite()
 	}
-	io.Copy(io.Discard, io.LimitReader(c, 4+MaxMessage))
+	var h [4]byte
+	if _, err := io.ReadFull(c, h[:]); err == nil {
+		io.CopyN(io.Discard, c, int64(min(binary.BigEndian.Uint32(h[:]), MaxMessage)))
+	}
 	return false
 }
 
