@@ -15,6 +15,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/module/store"
 )
 
 // TestModuleBadSecret: a missing or malformed provisioning secret, or the
@@ -220,5 +221,54 @@ func TestBadPrefault(t *testing.T) {
 	_, stderr, code := runKord(t, party...)
 	if code != 2 || !strings.Contains(stderr, "--prefault-heap -2") {
 		t.Errorf("KORD_PREFAULT_HEAP=-2: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestModuleSealKey: a state file whose pairing is sealed starts only
+// with its seal key: without one, or with another, kord module exits 2
+// naming --seal-key-file; with it the module serves, paired, and needs no
+// provisioning secret. A seal key file others can read is refused.
+func TestModuleSealKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	key, wrong := filepath.Join(dir, "seal"), filepath.Join(dir, "wrong")
+	for _, f := range []string{key, wrong} {
+		k := provision.New() // any 32 random bytes
+		if err := os.WriteFile(f, k, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := os.ReadFile(key)
+	state := filepath.Join(dir, "m.db")
+	st, err := store.OpenBoltWith(state, store.BoltOptions{Window: 1, SealKey: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SavePairing(store.Pairing{Party: 0, KEM: "mlkem768", Secret: provision.New()}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	sock := filepath.Join(dir, "m.sock")
+	base := []string{"module", "--party", "0", "--socket", sock, "--state", state, "--allow-same-uid"}
+	for _, extra := range [][]string{nil, {"--seal-key-file", wrong}} {
+		_, stderr, code := runKord(t, append(slices.Clone(base), extra...)...)
+		if code != 2 || !strings.Contains(stderr, "--seal-key-file") {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming --seal-key-file", extra, code, stderr)
+		}
+	}
+	os.Chmod(wrong, 0o640)
+	if _, stderr, code := runKord(t, append(slices.Clone(base), "--seal-key-file", wrong)...); code != 2 || !strings.Contains(stderr, "chmod 600") {
+		t.Errorf("group-readable seal key: exit %d, %q", code, stderr)
+	}
+	p, err := svcStart(ctx, 0, kordBin, "module0", filepath.Join(dir, "m.log"), append(slices.Clone(base), "--seal-key-file", key)...)
+	if err != nil {
+		t.Fatalf("with its seal key: %v", err)
+	}
+	defer p.stop()
+	c := socket.Dial(sock, 5*time.Second)
+	defer c.Close()
+	if r, err := c.Poll(ctx, nil); err != nil || !r.Paired {
+		t.Fatalf("sealed module: %+v %v; want paired", r, err)
 	}
 }
