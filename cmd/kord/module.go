@@ -249,7 +249,7 @@ longer accepted.`,
 	f.BoolVar(&sameUID, "allow-same-uid", false, "also serve hosts under the module's own uid (demo, CI, tests: no protection from the host)")
 	f.BoolVar(&unverified, "allow-unverified-peer", false, "where the OS reports no peer credentials, serve any peer that can open the socket")
 	f.StringVar(&state, "state", "", "bbolt state file (pairing secret, counters; created mode 0600, owned by the module's user, in a directory not writable by group or others)")
-	f.StringVar(&secret, "secret-file", "", "provisioning secret file from `kord secret new` (mode 0600, owned by the module's user; not read once paired); or the environment KORD_SECRET")
+	f.StringVar(&secret, "secret-file", "", "provisioning secret file as written by kord secret new (mode 0600, owned by the module's user; not read once paired); or the environment KORD_SECRET")
 	f.StringVar(&sealKeyFile, "seal-key-file", "", "seal the pairing secret in the state file under this 32-byte key (raw or hex, mode 0600), e.g. written by a KMS or TPM unseal step")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
