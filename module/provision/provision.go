@@ -75,20 +75,39 @@ func Encode(secret []byte) (string, error) {
 // newline) is ignored and case does not matter. Errors never repeat the
 // input.
 func Parse(text []byte) ([]byte, error) {
-	t := bytes.TrimSpace(text)
-	if len(t) != EncodedLen || !bytes.EqualFold(t[:len(Prefix)], []byte(Prefix)) {
-		if len(t) > 0 && !bytes.HasPrefix(bytes.ToLower(t), []byte("kordsec")) {
+	// ASCII case only: no Unicode folding may turn other text into the
+	// alphabet.
+	t := bytes.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, bytes.TrimSpace(text))
+	defer clear(t)
+	if len(t) != EncodedLen || !bytes.HasPrefix(t, []byte(Prefix)) {
+		if len(t) > 0 && !bytes.HasPrefix(t, []byte("kordsec")) {
 			return nil, fmt.Errorf("%w (a raw or hex secret is no longer accepted); %s", ErrFormat, Help)
 		}
 		return nil, fmt.Errorf("%w: %d characters; %s", ErrFormat, len(t), Help)
 	}
-	body := bytes.ToUpper(t[len(Prefix):])
+	body := bytes.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' {
+			return r - ('a' - 'A')
+		}
+		return r
+	}, t[len(Prefix):])
 	defer clear(body)
 	buf := make([]byte, b32.DecodedLen(len(body)))
 	n, err := b32.Decode(buf, body)
 	if err != nil || n != Size+checkSize {
 		clear(buf)
 		return nil, fmt.Errorf("%w: not base32 (a character outside a-z, 2-7); %s", ErrFormat, Help)
+	}
+	// Only the canonical encoding: the last character's two spare bits
+	// must be zero, so each secret has one text form.
+	if b32.EncodeToString(buf[:n]) != string(body) {
+		clear(buf)
+		return nil, fmt.Errorf("%w: the last character is not one kord secret new writes (a mistyped copy?); %s", ErrFormat, Help)
 	}
 	secret, sum := buf[:Size], buf[Size:n]
 	if subtle.ConstantTimeCompare(sum, checksum(secret)) != 1 {
