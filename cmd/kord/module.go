@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,58 +13,136 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
 )
 
 func init() { rootCmd.AddCommand(moduleCmd()) }
 
-// minSecret is the shortest provisioning secret a module accepts
-// (module/internal/pairing.MinSecret, which this package cannot import).
-const minSecret = 16
+// moduleSecret returns the provisioning secret from --secret-file or the
+// environment KORD_SECRET (both in the format of `kord secret new`), or nil
+// if neither is given.
+func moduleSecret(file string) ([]byte, error) {
+	env, inEnv := os.LookupEnv("KORD_SECRET")
+	os.Unsetenv("KORD_SECRET")
+	switch {
+	case file != "" && inEnv:
+		return nil, badInput("give the provisioning secret once: --secret-file or KORD_SECRET, not both")
+	case file != "":
+		s, err := provision.ReadSecretFile(file)
+		if err != nil {
+			return nil, badInput("%v", err)
+		}
+		return s, nil
+	case inEnv:
+		s, err := provision.Parse([]byte(env))
+		if err != nil {
+			return nil, badInput("KORD_SECRET: %v", err)
+		}
+		return s, nil
+	}
+	return nil, nil
+}
 
-// readSecret reads the provisioning secret from a file (hex or raw bytes;
-// the file must not be accessible to group or others).
-func readSecret(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+// moduleAccess maps --party-uid, --allow-same-uid and
+// --allow-unverified-peer to the socket's access rule.
+func moduleAccess(uids []string, same, unverified bool) (socket.Access, error) {
+	a := socket.Access{SameUID: same, Unverified: unverified}
+	for _, u := range uids {
+		id, err := socket.LookupUser(strings.TrimSpace(u))
+		if err != nil {
+			return a, badInput("--party-uid: %v", err)
+		}
+		a.UIDs = append(a.UIDs, id)
+	}
+	if len(a.UIDs) == 0 && !same {
+		return a, badInput("the module would refuse every host: give --party-uid UID (the user kord party runs as), or --allow-same-uid for a demo or test on one account (no protection from the host)")
+	}
+	return a, nil
+}
+
+// openModuleState opens the state file and the secret it needs: a paired
+// state file never reads the provisioning secret (its file may be gone);
+// an unpaired one needs it, and a fresh one is created only once the
+// secret has been read and checked, so a failed start leaves nothing.
+func openModuleState(state, secretFile string, o store.BoltOptions) (*store.Bolt, []byte, error) {
+	open := func() (*store.Bolt, error) {
+		st, err := store.OpenBoltWith(state, o)
+		if errors.Is(err, store.ErrPermissions) || errors.Is(err, store.ErrSeal) {
+			return nil, badInput("%v", err)
+		}
+		return st, err
+	}
+	var st *store.Bolt
+	if _, err := os.Lstat(state); err == nil {
+		if st, err = open(); err != nil {
+			return nil, nil, err
+		}
+		p, err := st.LoadPairing()
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		if p != nil {
+			clear(p.Secret)
+			os.Unsetenv("KORD_SECRET")
+			return st, nil, nil
+		}
+	}
+	sec, err := moduleSecret(secretFile)
+	if err == nil && sec == nil {
+		err = badInput("an unpaired module needs the provisioning secret: --secret-file FILE or KORD_SECRET (make one with `kord secret new --out FILE`)")
+	}
+	if err == nil && st == nil {
+		st, err = open()
+	}
 	if err != nil {
-		return nil, badInput("--secret-file: %v", err)
+		clear(sec)
+		if st != nil {
+			st.Close()
+		}
+		return nil, nil, err
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, badInput("--secret-file %s is %v; it must be readable by its owner only (chmod 600)", path, st.Mode().Perm())
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badInput("--secret-file: %v", err)
-	}
-	if h, err := hex.DecodeString(strings.TrimSpace(string(raw))); err == nil {
-		clear(raw)
-		return h, nil
-	}
-	return raw, nil
+	return st, sec, nil
 }
 
 func moduleCmd() *cobra.Command {
 	var (
-		party                      int
-		sock, state, secret, kem   string
-		secretHex, journal, logLvl string
-		window                     uint64
+		party                    int
+		sock, state, secret, kem string
+		journal, logLvl          string
+		window                   uint64
+		partyUIDs                []string
+		sockGroup, sealKeyFile   string
+		sameUID, unverified      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "module --party B --socket PATH --state FILE --secret-file FILE",
+		Use:   "module --party B --socket PATH --state FILE --secret-file FILE (--party-uid UID | --allow-same-uid)",
 		Short: "Run a key-generation module as its own process, serving its host on a local Unix socket",
 		Long: `kord module runs one site's sealed key-generation module. It listens only
-on a local Unix socket (mode 0600) for its host (kord party), and keeps its
-pairing secret, counters and replay high-water marks in a bbolt state file
-(mode 0600); it refuses to start if that file is readable or writable by
-group or others. A module restarted from its state file is paired but
-locked: it emits nothing until its host has run the rollback witness with
-the peer module (automatic on every party session).
+on a local Unix socket for its host (kord party): mode 0600, or 0660 with
+--socket-group, and it serves only the users it is told to, by the uid the
+kernel reports for each connection: --party-uid UID (the user kord party
+runs as), or its own uid with --allow-same-uid (demo, CI, tests: a host
+under the module's user can read everything the module keeps, so this
+protects nothing from the host). See docs/operations.md, "Deployment: the
+module under its own user".
 
-The provisioning secret (the same for both modules of a pair, at least 16
-bytes) is needed for pairing: --secret-file (hex or raw, mode 0600) or the
-environment KORD_SECRET (hex).`,
+It keeps its pairing secret, counters and replay high-water marks in a
+bbolt state file; it refuses to start if that file is accessible to group
+or others or owned by another user, or if its directory is writable by
+group or others. With --seal-key-file the pairing secret in the state file
+is sealed (AES-256-GCM) under that key. A module restarted from its state
+file is paired but locked: it emits nothing until its host has run the
+rollback witness with the peer module (automatic on every party session).
+
+The provisioning secret (the same for both modules of a pair) is needed
+only until pairing: --secret-file FILE (mode 0600, owned by the module's
+user) or the environment KORD_SECRET, in the form written by
+` + "`kord secret new`" + `. A paired module never reads it: remove the file after
+pairing. --secret (the secret on the command line, visible in ps) is no
+longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := svcConfigure(cmd); err != nil {
@@ -89,35 +167,42 @@ environment KORD_SECRET (hex).`,
 			if sock == "" || state == "" {
 				return badInput("--socket and --state are required")
 			}
-			var sec []byte
-			switch {
-			case secret != "":
-				if sec, err = readSecret(secret); err != nil {
-					return err
-				}
-			case secretHex != "":
-				if sec, err = hex.DecodeString(secretHex); err != nil {
-					return badInput("--secret / KORD_SECRET: not hex")
+			access, err := moduleAccess(partyUIDs, sameUID, unverified)
+			if err != nil {
+				return err
+			}
+			if unverified && socket.PeerCredSupported {
+				log.Warn("--allow-unverified-peer has no effect here: this OS reports peer credentials, and they are checked")
+			}
+			gid := -1
+			if sockGroup != "" {
+				if gid, err = socket.LookupGroup(sockGroup); err != nil {
+					return badInput("--socket-group: %v", err)
 				}
 			}
-			// An unpaired module needs the secret; refuse a short one before
-			// the state file is created, so a failed start leaves nothing.
-			if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) && len(sec) < minSecret {
-				n := len(sec)
-				clear(sec)
-				if n == 0 {
-					return badInput("an unpaired module needs the provisioning secret: --secret-file FILE or KORD_SECRET (hex, at least %d bytes)", minSecret)
+			// Before any secret is read: no core dumps, no tracing by the
+			// module's own user without CAP_SYS_PTRACE.
+			if ok, err := provision.Undumpable(); err != nil {
+				log.Warn("could not mark the module undumpable", "err", err)
+			} else if !ok {
+				log.Info("this OS cannot mark the module undumpable: run it under its own user")
+			}
+			var bo store.BoltOptions
+			bo.Window = window
+			if sealKeyFile != "" {
+				if bo.SealKey, err = store.ReadSealKeyFile(sealKeyFile); err != nil {
+					return badInput("%v", err)
 				}
-				return badInput("provisioning secret is %d bytes (a hex file counts its decoded bytes), want at least %d", n, minSecret)
 			}
-			st, err := store.OpenBolt(state, window)
-			if errors.Is(err, store.ErrPermissions) {
-				return badInput("%v", err)
-			}
+			st, sec, err := openModuleState(state, secret, bo)
+			clear(bo.SealKey)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if sec == nil && secret != "" {
+				log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", secret)
+			}
 			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: base})
 			clear(sec)
 			if errors.Is(err, module.ErrBadRequest) {
@@ -126,7 +211,7 @@ environment KORD_SECRET (hex).`,
 			if err != nil {
 				return err
 			}
-			opts := socket.ServerOptions{Logger: log}
+			opts := socket.ServerOptions{Logger: log, Access: access}
 			if journal != "" {
 				f, err := os.OpenFile(journal, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 				if err != nil {
@@ -135,7 +220,11 @@ environment KORD_SECRET (hex).`,
 				defer f.Close()
 				opts.Journal = f
 			}
-			l, err := socket.Listen(sock)
+			listen := socket.Listen
+			if gid >= 0 {
+				listen = func(p string) (net.Listener, error) { return socket.ListenGroup(p, gid) }
+			}
+			l, err := listen(sock)
 			if err != nil {
 				return err
 			}
@@ -154,14 +243,24 @@ environment KORD_SECRET (hex).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&party, "party", 0, "this module's party: 0 or 1")
-	f.StringVar(&sock, "socket", "", "Unix socket path to serve the host on (created mode 0600)")
-	f.StringVar(&state, "state", "", "bbolt state file (pairing secret, counters; created mode 0600)")
-	f.StringVar(&secret, "secret-file", "", "provisioning secret file (hex or raw, mode 0600)")
-	f.StringVar(&secretHex, "secret", "", "provisioning secret in hex (prefer the environment KORD_SECRET or --secret-file)")
+	f.StringVar(&sock, "socket", "", "Unix socket path to serve the host on (created mode 0600, or 0660 with --socket-group)")
+	f.StringVar(&sockGroup, "socket-group", "", "give the socket this group (NAME or GID) and mode 0660, for a party under another user in that group")
+	f.StringSliceVar(&partyUIDs, "party-uid", nil, "user (NAME or UID) the host, kord party, runs as; only these may connect (repeatable or comma-separated; root too must be listed)")
+	f.BoolVar(&sameUID, "allow-same-uid", false, "also serve hosts under the module's own uid (demo, CI, tests: no protection from the host)")
+	f.BoolVar(&unverified, "allow-unverified-peer", false, "where the OS reports no peer credentials, serve any peer that can open the socket")
+	f.StringVar(&state, "state", "", "bbolt state file (pairing secret, counters; created mode 0600, owned by the module's user, in a directory not writable by group or others)")
+	f.StringVar(&secret, "secret-file", "", "provisioning secret file as written by kord secret new (mode 0600, owned by the module's user; not read once paired); or the environment KORD_SECRET")
+	f.StringVar(&sealKeyFile, "seal-key-file", "", "seal the pairing secret in the state file under this 32-byte key (raw or hex, mode 0600), e.g. written by a KMS or TPM unseal step")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
 	svcCommonFlags(cmd)
 	svcPrefaultFlag(cmd)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if strings.HasPrefix(err.Error(), "unknown flag: --secret") && !strings.HasPrefix(err.Error(), "unknown flag: --secret-") {
+			return badInput("--secret is no longer accepted: it is visible in ps; use --secret-file FILE or the environment KORD_SECRET")
+		}
+		return usageError{err}
+	})
 	return cmd
 }

@@ -105,13 +105,13 @@ func TestServicesHelpAndBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "secret")
-	os.WriteFile(secret, []byte("00112233445566778899aabbccddeeff"), 0o600)
-	_, errOut, code := runKord(t, "module", "--party", "0", "--socket", filepath.Join(dir, "s"), "--state", state, "--secret-file", secret)
+	runKord(t, "secret", "new", "--out", secret)
+	_, errOut, code := runKord(t, "module", "--party", "0", "--socket", filepath.Join(dir, "s"), "--state", state, "--secret-file", secret, "--allow-same-uid")
 	if code != 2 || !strings.Contains(errOut, "0600") {
 		t.Errorf("module with a world-readable state file: exit %d, %s", code, errOut)
 	}
 	os.Chmod(secret, 0o644)
-	_, errOut, code = runKord(t, "module", "--party", "0", "--socket", filepath.Join(dir, "s"), "--state", filepath.Join(dir, "n.db"), "--secret-file", secret)
+	_, errOut, code = runKord(t, "module", "--party", "0", "--socket", filepath.Join(dir, "s"), "--state", filepath.Join(dir, "n.db"), "--secret-file", secret, "--allow-same-uid")
 	if code != 2 || !strings.Contains(errOut, "chmod 600") {
 		t.Errorf("module with a world-readable secret: exit %d, %s", code, errOut)
 	}

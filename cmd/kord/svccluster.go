@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/module/provision"
 )
 
 // svcProc is one child process of a cluster.
@@ -164,7 +163,7 @@ type clusterOpts struct {
 
 func (c *svcCluster) modArgs(b int) []string {
 	args := []string{"module", "--party", strconv.Itoa(b), "--socket", c.sockPath(b), "--state", c.statePath(b),
-		"--secret-file", filepath.Join(c.dir, "secret"), "--log-level", "warn"}
+		"--secret-file", filepath.Join(c.dir, "secret"), "--allow-same-uid", "--log-level", "warn"}
 	if c.opts.Window != 0 {
 		args = append(args, "--window", strconv.FormatUint(c.opts.Window, 10))
 	}
@@ -203,9 +202,13 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 			c.Close()
 		}
 	}()
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+	secret := provision.New()
+	text, err := provision.Encode(secret)
+	clear(secret)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(text+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	var peerArgs [2][]string

@@ -38,6 +38,8 @@ func (e *RemoteError) Is(target error) bool {
 		return target == module.ErrLocked
 	case ClassWitness:
 		return target == module.ErrWitness
+	case ClassRefused:
+		return target == ErrRefused
 	}
 	return false
 }

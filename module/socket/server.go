@@ -39,6 +39,7 @@ type Server struct {
 	mu      sync.Mutex // journal
 	journal io.Writer
 	conns   sync.WaitGroup
+	access  Access
 }
 
 // ServerOptions configure a Server.
@@ -49,6 +50,9 @@ type ServerOptions struct {
 	// that uses it leaves the module: the fault tests check that none
 	// repeats.
 	Journal io.Writer
+	// Access decides which peers may connect (peercred.go). The zero
+	// value refuses every peer.
+	Access Access
 }
 
 // NewServer returns a server for dev.
@@ -56,12 +60,25 @@ func NewServer(dev module.Device, o ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{dev: dev, log: o.Logger, journal: o.Journal}
+	return &Server{dev: dev, log: o.Logger, journal: o.Journal, access: o.Access}
 }
 
 // Listen listens on a Unix socket at path with mode 0600, removing a
 // stale socket file first.
-func Listen(path string) (net.Listener, error) {
+func Listen(path string) (net.Listener, error) { return listen(path, -1) }
+
+// ListenGroup listens on a Unix socket at path with mode 0660 and group
+// gid, so that a host running under another user in that group can
+// connect (the server's Access then decides which uids may). The socket
+// is created 0600 and given its group before it is opened to the group.
+func ListenGroup(path string, gid int) (net.Listener, error) {
+	if gid < 0 {
+		return nil, fmt.Errorf("socket: group id %d", gid)
+	}
+	return listen(path, gid)
+}
+
+func listen(path string, gid int) (net.Listener, error) {
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("socket: %s exists and is not a socket", path)
@@ -82,6 +99,16 @@ func Listen(path string) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("socket: %w", err)
 	}
+	if gid >= 0 {
+		if err := os.Chown(path, -1, gid); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("socket: giving %s group %d: %w (the module's user must be a member of the group)", path, gid, err)
+		}
+		if err := os.Chmod(path, 0o660); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("socket: %w", err)
+		}
+	}
 	return l, nil
 }
 
@@ -99,6 +126,9 @@ func (s *Server) Serve(l net.Listener) error {
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
+			if !s.admit(c) {
+				return
+			}
 			s.serveConn(c)
 		}()
 	}

@@ -38,7 +38,7 @@ func servedPair(t testing.TB) ([2]*Client, [2]*module.Durable) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go NewServer(d, ServerOptions{}).Serve(l)
+		go NewServer(d, ServerOptions{Access: Access{SameUID: true}}).Serve(l)
 		cs[b], ds[b] = Dial(path, 0), d
 		t.Cleanup(func() { cs[b].Close(); l.Close(); st.Close() })
 	}

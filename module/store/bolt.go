@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -23,8 +22,9 @@ var (
 )
 
 // ErrPermissions is returned when a state file is readable or writable by
-// anyone but its owner.
-var ErrPermissions = errors.New("store: state file is accessible to group or others (want mode 0600)")
+// anyone but its owner, is owned by another user, or lies in a directory
+// that others may write (checkPath, checkFile).
+var ErrPermissions = errors.New("store: unsafe state file")
 
 // Bolt keeps a module's pairing secret and counters in a bbolt file (mode
 // 0600). Counters are committed by reservation: a Save that moves Next or
@@ -48,21 +48,32 @@ type Bolt struct {
 	pending bool       // a background commit is running
 	cur     Counters   // last saved
 	res     Counters   // reserved (on disk)
+
+	sealKey []byte // nil: the pairing is stored in the clear (seal.go)
 }
 
-// OpenBolt opens or creates the state file at path. It refuses a file that
-// group or others can read or write. window 0 means DefaultWindow; window
-// 1 commits every Save.
+// OpenBolt opens or creates the state file at path, unsealed (OpenBoltWith).
+// window 0 means DefaultWindow; window 1 commits every Save.
 func OpenBolt(path string, window uint64) (*Bolt, error) {
+	return OpenBoltWith(path, BoltOptions{Window: window})
+}
+
+// OpenBoltWith opens or creates the state file at path. It refuses a file
+// that group or others can read or write or that another user owns, and a
+// directory that group or others can write or that a user other than
+// this one or root owns. With a SealKey the pairing secret is sealed
+// (seal.go).
+func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
+	window := o.Window
 	if window == 0 {
 		window = DefaultWindow
 	}
-	if st, err := os.Stat(path); err == nil {
-		if st.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("%w: %s is %v", ErrPermissions, path, st.Mode().Perm())
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("store: %w", err)
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	sealKey, err := sealKeyCopy(o.SealKey)
+	if err != nil {
+		return nil, err
 	}
 	// The check above gives a clear error before anything is opened; the
 	// one that counts is on the descriptor bbolt will use (the path may be
@@ -74,8 +85,8 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 			return nil, err
 		}
 		st, err := f.Stat()
-		if err == nil && (!st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0) {
-			err = fmt.Errorf("%w: %s is %v", ErrPermissions, name, st.Mode())
+		if err == nil {
+			err = checkFile(name, st)
 		}
 		if err != nil {
 			f.Close()
@@ -87,11 +98,14 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}
-	b := &Bolt{db: db, window: window}
+	b := &Bolt{db: db, window: window, sealKey: sealKey}
 	b.idle = sync.NewCond(&b.mu)
 	err = db.Update(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
+			return err
+		}
+		if err := b.checkSeal(path, bk); err != nil {
 			return err
 		}
 		if v := bk.Get(keyCounters); v != nil {
@@ -102,8 +116,14 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrSeal) {
+		db.Close()
+		clear(sealKey)
+		return nil, err
+	}
 	if err != nil {
 		db.Close()
+		clear(sealKey)
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
 	b.cur = b.res
@@ -114,6 +134,7 @@ func OpenBolt(path string, window uint64) (*Bolt, error) {
 func (b *Bolt) Close() error {
 	b.mu.Lock()
 	b.waitIdle()
+	clear(b.sealKey)
 	b.mu.Unlock()
 	return b.db.Close()
 }
@@ -224,9 +245,16 @@ func (b *Bolt) SavePairing(p Pairing) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waitIdle()
+	key, drop := keyPairing, keyPairingSealed
+	if b.sealKey != nil {
+		v, key, drop = sealPairing(b.sealKey, p), keyPairingSealed, keyPairing
+	}
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucket)
-		if err := bk.Put(keyPairing, v); err != nil {
+		if err := bk.Delete(drop); err != nil {
+			return err
+		}
+		if err := bk.Put(key, v); err != nil {
 			return err
 		}
 		return bk.Put(keyCounters, encCounters(Counters{}))
@@ -242,9 +270,17 @@ func (b *Bolt) SavePairing(p Pairing) error {
 func (b *Bolt) LoadPairing() (*Pairing, error) {
 	var p *Pairing
 	err := b.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucket).Get(keyPairingSealed); v != nil {
+			var err error
+			p, err = unsealPairing(b.sealKey, v)
+			return err
+		}
 		v := tx.Bucket(bucket).Get(keyPairing)
 		if v == nil {
 			return nil
+		}
+		if b.sealKey != nil {
+			return errUnsealedWithKey
 		}
 		if len(v) < 2 || len(v) < 2+int(v[1])+1 || v[0] > 1 {
 			return errors.New("store: malformed pairing record")

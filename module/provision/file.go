@@ -1,0 +1,76 @@
+package provision
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// ErrFileAccess marks a secret file that others could read or replace.
+var ErrFileAccess = errors.New("provision: secret file is not private to this user")
+
+// maxFile bounds what ReadPrivate reads: secret files are a line.
+const maxFile = 4096
+
+// ReadPrivate reads a small secret file, opening it once, without
+// following a symbolic link, and checking the opened file (not the path):
+// a regular file owned by this process's effective uid, with no access for
+// group or others (mode 0600 or 0400). what names the file in errors
+// (e.g. "--secret-file"). The caller should clear the result.
+func ReadPrivate(what, path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: %s %s is a symbolic link; give the file itself", ErrFileAccess, what, path)
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s %s is not a regular file (%v)", ErrFileAccess, what, path, st.Mode().Type())
+	}
+	if p := st.Mode().Perm(); p&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s %s is %v; it must be readable by its owner only (chmod 600 %s)", ErrFileAccess, what, path, p, path)
+	}
+	if uid, ok := Owner(st); ok && uid != os.Geteuid() {
+		return nil, fmt.Errorf("%w: %s %s is owned by uid %d, but the module runs as uid %d (chown %d %s)", ErrFileAccess, what, path, uid, os.Geteuid(), os.Geteuid(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		clear(b)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(b) > maxFile {
+		clear(b)
+		return nil, fmt.Errorf("%s %s is over %d bytes: not a secret file", what, path, maxFile)
+	}
+	return b, nil
+}
+
+// ReadSecretFile reads and parses a provisioning secret file.
+func ReadSecretFile(path string) ([]byte, error) {
+	b, err := ReadPrivate("--secret-file", path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(b)
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Owner returns the uid that owns the file st describes.
+func Owner(st os.FileInfo) (int, bool) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid), true
+	}
+	return 0, false
+}
