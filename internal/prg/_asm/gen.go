@@ -496,6 +496,14 @@ DATA genOne<>+8(SB)/8, $0
 DATA genOne<>+16(SB)/8, $1
 DATA genOne<>+24(SB)/8, $0
 GLOBL genOne<>(SB), RODATA|NOPTR, $32
+
+// genSel: per dword, the shift that takes bit 0 (low lane) or bit 1 (high
+// lane) of a0 | a1<<1 to the sign (see alphaMask).
+DATA genSel<>+0(SB)/8, $0x0000001f0000001f
+DATA genSel<>+8(SB)/8, $0x0000001f0000001f
+DATA genSel<>+16(SB)/8, $0x0000001e0000001e
+DATA genSel<>+24(SB)/8, $0x0000001e0000001e
+GLOBL genSel<>(SB), RODATA|NOPTR, $32
 `)
 	g.dpfGenFunc("vaesDPFGenLevel", false)
 	g.dpfGenFunc("vaesDPFGenFirst", true)
@@ -796,7 +804,7 @@ func genPostLevel(q, pOff int) []string {
 // alphaMask returns the lines that put the level's α bits of key pair q
 // (bit R11 of the words at 16q(R8)) in CX (a0) and R13 (a1) and their lane
 // masks AM in Y10: each lane all ones where its key's bit is 1. The masks
-// are computed (0 - a per lane), never loaded from a table indexed by α:
+// are computed (shifts by lane), never loaded from a table indexed by α:
 // such a load's cache line would tell α to a co-resident Flush+Reload
 // attacker. It uses CX, R9, R13 and Y10 only.
 func alphaMask(q int) []string {
@@ -805,13 +813,13 @@ func alphaMask(q int) []string {
 		"ANDL $1, CX",
 		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
 		"ANDL $1, R13",
-		"MOVQ CX, R9",
-		"NEGQ R9",
-		"VMOVQ R9, X10",
-		"MOVQ R13, R9",
-		"NEGQ R9",
-		"VPINSRQ $1, R9, X10, X10",
-		"VPERMQ $0x50, Y10, Y10", // [m0 m1 · ·] → [m0 m0 | m1 m1]
+		"LEAL (CX)(R13*2), R9",
+		"VMOVD R9, X10",
+		"VPBROADCASTD X10, Y10",
+		// a0 to the sign of the low lane's dwords, a1 to the high lane's,
+		// then spread.
+		"VPSLLVD genSel<>(SB), Y10, Y10",
+		"VPSRAD $31, Y10, Y10",
 	}
 }
 
@@ -1040,12 +1048,16 @@ func (g *gen) dpfGen512() {
 // AES states of four blocks each.
 const zP = 4
 
+// zPark is the size of dpfGen512's park; the k-mask bytes of genPost512
+// pass through the 64 bytes after it (see there).
+const zPark = 128 * zP
+
 func (g *gen) dpfGen512Func(name string, first bool) {
 	last := 10
 	if first {
 		last = 11
 	}
-	g.genLevelPrologue(name, "*zmmSeedSchedule", 128*zP, "zmmTab")
+	g.genLevelPrologue(name, "*zmmSeedSchedule", zPark+64, "zmmTab")
 	fmt.Fprintf(&g.buf, `	MOVL $0xf0, R13
 	KMOVB R13, K4
 	VMOVDQU64 0(BX), Z29
@@ -1151,13 +1163,16 @@ func genPost512(q, pOff int, first bool) []string {
 		"ANDL $1, CX",
 		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
 		"ANDL $1, R13",
-		"LEAL (CX)(R13*4), CX",
-		"LEAL (CX)(CX*2), CX", // y = 3·(a0 | a1<<2): both parties' nibble
-		"MOVL CX, R9",
-		"SHLL $4, R9",
-		"ORL CX, R9",
-		"KMOVB R9, K1", // α: blend R where set, y | y<<4
-		"XORL $10, CX", // the control-bit base, y ^ 0b1010
+		"LEAL (CX)(R13*4), CX", // z = a0 | a1<<2
+		// α: blend R where set: 3z in both parties' nibbles, 0x33·z.
+		"IMUL3L $0x33, CX, R9",
+		// Through the frame, not KMOVB from R9: that one issues on port 5,
+		// which the shuffles below and the AES rounds' neighbours need;
+		// the store-forwarded load does not.
+		fmt.Sprintf("MOVB R9B, %d(R15)", zPark),
+		fmt.Sprintf("KMOVB %d(R15), K1", zPark),
+		"LEAL (CX)(CX*2), CX",
+		"XORL $10, CX", // the control-bit base, 3z ^ 0b1010
 	}
 	tm := "K4" // level 1: party 1's lanes
 	if !first {
@@ -1165,18 +1180,16 @@ func genPost512(q, pOff int, first bool) []string {
 		lines = append(lines,
 			// The correction mask from party 0's old control bits t0, t1:
 			// y = 3·(t0 | t1<<2) for party 0, y ^ 15 for party 1 (whose
-			// bits are the complement), so y | (y^15)<<4.
+			// bits are the complement), so y | (y^15)<<4 = 240 - 15y.
 			fmt.Sprintf("MOVBLZX %d(SI), R13", p),
 			fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
 			"ANDL $1, R13",
 			"ANDL $1, R9",
 			"LEAL (R13)(R9*4), R13",
-			"LEAL (R13)(R13*2), R13",
-			"MOVL R13, R9",
-			"XORL $15, R9",
-			"SHLL $4, R9",
-			"ORL R9, R13",
-			"KMOVB R13, K2",
+			"IMUL3L $-45, R13, R13",
+			"ADDL $240, R13",
+			fmt.Sprintf("MOVB R13B, %d(R15)", zPark+1),
+			fmt.Sprintf("KMOVB %d(R15), K2", zPark+1),
 		)
 	}
 	return append(append(lines,
@@ -1216,12 +1229,12 @@ func (g *gen) wipe256() {
 	g.p("VZEROALL")
 }
 
-// wipe512 is wipe256 for the ZMM kernels: the 512-byte park, the
+// wipe512 is wipe256 for the ZMM kernels: the park and its mask bytes, the
 // correction temporaries Z20–Z28 and, by VZEROALL, Z0–Z15 (Z16–Z19 and
 // Z29–Z31 hold public round keys and constants).
 func (g *gen) wipe512() {
 	g.p("VPXORQ Z0, Z0, Z0")
-	for off := 0; off < 512; off += 64 {
+	for off := 0; off < zPark+64; off += 64 {
 		g.p("VMOVDQU64 Z0, %d(R15)", off)
 	}
 	for r := 20; r <= 28; r++ {
