@@ -2,6 +2,7 @@ package fss
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -23,12 +24,24 @@ func sel64(a uint8, x, y uint64) uint64 { return x ^ (x^y)&-uint64(a) }
 // bit). Gen picks the Keep child by α's bits this way, with masks, so that
 // neither a branch nor a memory address depends on α.
 func order(a uint8, x, y, keep, lose *prg.Block) {
-	m := -a
-	for i := range keep {
-		d := (x[i] ^ y[i]) & m
-		keep[i], lose[i] = x[i]^d, y[i]^d
+	m := -uint64(a)
+	for o := 0; o < len(keep); o += 8 {
+		xw, yw := le.Uint64(x[o:]), le.Uint64(y[o:])
+		d := (xw ^ yw) & m
+		le.PutUint64(keep[o:], xw^d)
+		le.PutUint64(lose[o:], yw^d)
 	}
 }
+
+// xorIf XORs c into b when t = 1 (t a bit), without a branch.
+func xorIf(t uint8, b, c *prg.Block) {
+	m := -uint64(t)
+	for o := 0; o < len(b); o += 8 {
+		le.PutUint64(b[o:], le.Uint64(b[o:])^le.Uint64(c[o:])&m)
+	}
+}
+
+var le = binary.LittleEndian
 
 // checkPoint validates α < 2^ℓ and β < 2^n for params p.
 func checkPoint(p Params, alpha, beta uint64) error {
@@ -145,12 +158,8 @@ func (g *genState) run(p Params, alpha, beta uint64, root0, root1 prg.Block, k0,
 			k0.valCW[j-1] = vcw
 		}
 		for b := 0; b < 2; b++ {
-			next := g.keep[b]
-			m := -g.t[b]
-			for i := range next {
-				next[i] ^= sCW[i] & m
-			}
-			g.s[b] = next
+			g.s[b] = g.keep[b]
+			xorIf(g.t[b], &g.s[b], &sCW)
 			g.t[b] = tKeep[b] ^ (g.t[b] & tKeepCW)
 		}
 		k0.seedCW[j-1] = sCW

@@ -130,12 +130,8 @@ func GenXorWithRoots(inBits int, alpha uint64, beta uint8, root0, root1 [16]byte
 		tRCW := tr[0] ^ tr[1] ^ a
 		tKeepCW := sel8(a, tLCW, tRCW)
 		for b := 0; b < 2; b++ {
-			m := -t[b]
-			next := keep[b]
-			for i := range next {
-				next[i] ^= sCW[i] & m
-			}
-			s[b] = next
+			s[b] = keep[b]
+			xorIf(t[b], &s[b], &sCW)
 			t[b] = tKeep[b] ^ (t[b] & tKeepCW)
 		}
 		k0.seedCW[j-1] = sCW
