@@ -18,6 +18,14 @@
 // folded into the last round: AESENCLAST with (round key 10 XOR input).
 // All inputs of a unit are read before any of its outputs are written, so an
 // output may alias the input.
+//
+// Constant time: no address a kernel forms and no branch it takes may
+// depend on a secret (α bits, seeds, control bits, values). Addresses come
+// from the public arguments (pointers, n, shift, stride, ctrlRel,
+// ctrlShift, mask), the frame and loop counters; masks that depend on
+// secrets are computed with shifts, compares and multiplies; the constant
+// tables (DATA/GLOBL) are read at fixed offsets only, never indexed.
+// ctcheck_test.go checks the generated file for all of this.
 package main
 
 import (
@@ -1178,18 +1186,12 @@ func genPost512(q, pOff int, first bool) []string {
 	if !first {
 		tm = "K2"
 		lines = append(lines,
-			// The correction mask from party 0's old control bits t0, t1:
-			// y = 3·(t0 | t1<<2) for party 0, y ^ 15 for party 1 (whose
-			// bits are the complement), so y | (y^15)<<4 = 240 - 15y.
-			fmt.Sprintf("MOVBLZX %d(SI), R13", p),
-			fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
-			"ANDL $1, R13",
-			"ANDL $1, R9",
-			"LEAL (R13)(R9*4), R13",
-			"IMUL3L $-45, R13, R13",
-			"ADDL $240, R13",
-			fmt.Sprintf("MOVB R13B, %d(R15)", zPark+1),
-			fmt.Sprintf("KMOVB %d(R15), K2", zPark+1),
+			// The correction mask: each chain's old control bit (bit 0 of
+			// its lane's low quadword), tested into K2's even bits and
+			// copied to the odd ones.
+			fmt.Sprintf("VPTESTMQ %d(SI), Z30, K2", p),
+			"KSHIFTLB $1, K2, K5",
+			"KORB K5, K2, K2",
 		)
 	}
 	return append(append(lines,
