@@ -1056,8 +1056,8 @@ func (g *gen) dpfGen512() {
 // AES states of four blocks each.
 const zP = 4
 
-// zPark is the size of dpfGen512's park; the k-mask bytes of genPost512
-// pass through the 64 bytes after it (see there).
+// zPark is the size of dpfGen512's park; genPost512's α k-mask byte
+// passes through the 64 bytes after it.
 const zPark = 128 * zP
 
 func (g *gen) dpfGen512Func(name string, first bool) {
@@ -1160,7 +1160,8 @@ func (g *gen) genPark512(P int) {
 
 // genPost512 is genPostLevel for parked key pair q on [A | B] registers:
 // chains at pOff+64q(SI), α words at 16q(R8), outputs at DI and DI+stride
-// (DI is advanced past both). It uses Z20–Z28, K1–K3, CX, R9 and R13.
+// (DI is advanced past both). It uses Z20–Z28, K1–K3, K5, CX, R9, R13
+// and the mask byte after the park.
 func genPost512(q, pOff int, first bool) []string {
 	p, f := pOff+64*q, 128*q
 	// Quadwords 0–1 and 4–5 of [A | B] are key 2q's (parties 0 and 1),
