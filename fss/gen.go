@@ -2,6 +2,7 @@ package fss
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -12,6 +13,35 @@ import (
 func neg(t uint8, v uint64, mask uint64) uint64 {
 	return ((v ^ -uint64(t)) + uint64(t)) & mask
 }
+
+// sel8 returns x when a = 0 and y when a = 1 (a a bit), without a branch.
+func sel8(a, x, y uint8) uint8 { return x ^ (x^y)&-a }
+
+// sel64 is sel8 on 64-bit values.
+func sel64(a uint8, x, y uint64) uint64 { return x ^ (x^y)&-uint64(a) }
+
+// order writes (x, y) to keep, lose when a = 0 and (y, x) when a = 1 (a a
+// bit). Gen picks the Keep child by α's bits this way, with masks, so that
+// neither a branch nor a memory address depends on α.
+func order(a uint8, x, y, keep, lose *prg.Block) {
+	m := -uint64(a)
+	for o := 0; o < len(keep); o += 8 {
+		xw, yw := le.Uint64(x[o:]), le.Uint64(y[o:])
+		d := (xw ^ yw) & m
+		le.PutUint64(keep[o:], xw^d)
+		le.PutUint64(lose[o:], yw^d)
+	}
+}
+
+// xorIf XORs c into b when t = 1 (t a bit), without a branch.
+func xorIf(t uint8, b, c *prg.Block) {
+	m := -uint64(t)
+	for o := 0; o < len(b); o += 8 {
+		le.PutUint64(b[o:], le.Uint64(b[o:])^le.Uint64(c[o:])&m)
+	}
+}
+
+var le = binary.LittleEndian
 
 // checkPoint validates α < 2^ℓ and β < 2^n for params p.
 func checkPoint(p Params, alpha, beta uint64) error {
@@ -80,6 +110,8 @@ func GenWithRoots(p Params, alpha, beta uint64, root0, root1 [16]byte) (k0, k1 *
 type genState struct {
 	s      [2]prg.Block // current seeds of both chains
 	l, r   [2]prg.Block // raw children
+	keep   [2]prg.Block // the children on α's path
+	lose   [2]prg.Block // and off it
 	vl, vr [2]prg.Block // value-lane outputs (DCF)
 	t      [2]uint8
 	v      uint64 // DCF running value V
@@ -87,7 +119,9 @@ type genState struct {
 
 func (g *genState) wipe() { *g = genState{} }
 
-// run computes the correction words into k0 (k1 gets copies).
+// run computes the correction words into k0 (k1 gets copies). It takes
+// no branch and forms no address from α or the control bits: selections
+// are masks, as in the fused kernels of package prg.
 func (g *genState) run(p Params, alpha, beta uint64, root0, root1 prg.Block, k0, _ *Key) {
 	mask := prg.Mask(p.OutBits)
 	l := p.InBits
@@ -101,46 +135,31 @@ func (g *genState) run(p Params, alpha, beta uint64, root0, root1 prg.Block, k0,
 			tl[b] = prg.SplitControl(&g.l[b])
 			tr[b] = prg.SplitControl(&g.r[b])
 		}
-		keep, lose := &g.l, &g.r
-		tKeep := &tl
-		if a == 1 {
-			keep, lose = &g.r, &g.l
-			tKeep = &tr
+		var tKeep [2]uint8
+		for b := 0; b < 2; b++ {
+			order(a, &g.l[b], &g.r[b], &g.keep[b], &g.lose[b])
+			tKeep[b] = sel8(a, tl[b], tr[b])
 		}
 		var sCW prg.Block
 		for i := range sCW {
-			sCW[i] = lose[0][i] ^ lose[1][i]
+			sCW[i] = g.lose[0][i] ^ g.lose[1][i]
 		}
 		tLCW := tl[0] ^ tl[1] ^ a ^ 1
 		tRCW := tr[0] ^ tr[1] ^ a
-		tKeepCW := tLCW
-		if a == 1 {
-			tKeepCW = tRCW
-		}
+		tKeepCW := sel8(a, tLCW, tRCW)
 		if p.Type == DCF {
 			prg.ExpandValues(g.vl[:], g.vr[:], g.s[:])
 			v0L, v1L := prg.Convert(&g.vl[0], p.OutBits), prg.Convert(&g.vl[1], p.OutBits)
 			v0R, v1R := prg.Convert(&g.vr[0], p.OutBits), prg.Convert(&g.vr[1], p.OutBits)
 			t1 := g.t[1]
-			var vcw, keep0, keep1 uint64
-			if a == 0 {
-				vcw = neg(t1, v1R-v0R-g.v, mask)
-				keep0, keep1 = v0L, v1L
-			} else {
-				vcw = neg(t1, v1L-v0L-g.v+beta, mask)
-				keep0, keep1 = v0R, v1R
-			}
+			vcw := neg(t1, sel64(a, v1R-v0R-g.v, v1L-v0L-g.v+beta), mask)
+			keep0, keep1 := sel64(a, v0L, v0R), sel64(a, v1L, v1R)
 			g.v = (g.v - keep1 + keep0 + neg(t1, vcw, mask)) & mask
 			k0.valCW[j-1] = vcw
 		}
 		for b := 0; b < 2; b++ {
-			next := keep[b]
-			if g.t[b] == 1 {
-				for i := range next {
-					next[i] ^= sCW[i]
-				}
-			}
-			g.s[b] = next
+			g.s[b] = g.keep[b]
+			xorIf(g.t[b], &g.s[b], &sCW)
 			g.t[b] = tKeep[b] ^ (g.t[b] & tKeepCW)
 		}
 		k0.seedCW[j-1] = sCW

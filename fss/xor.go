@@ -108,7 +108,7 @@ func GenXorWithRoots(inBits int, alpha uint64, beta uint8, root0, root1 [16]byte
 	nu := xorNu(inBits)
 	d := inBits - nu
 	k0 = &XorKey{party: 0, inBits: inBits, root: root0, seedCW: make([]prg.Block, d)}
-	var s, l, r [2]prg.Block
+	var s, l, r, keep, lose [2]prg.Block
 	s = [2]prg.Block{root0, root1}
 	t := [2]uint8{0, 1}
 	for j := 1; j <= d; j++ {
@@ -119,23 +119,19 @@ func GenXorWithRoots(inBits int, alpha uint64, beta uint8, root0, root1 [16]byte
 			tl[b] = prg.SplitControl(&l[b])
 			tr[b] = prg.SplitControl(&r[b])
 		}
-		keep, lose, tKeep := &l, &r, &tl
-		if a == 1 {
-			keep, lose, tKeep = &r, &l, &tr
+		// Masks, not branches, on α and the control bits (see order).
+		var tKeep [2]uint8
+		for b := 0; b < 2; b++ {
+			order(a, &l[b], &r[b], &keep[b], &lose[b])
+			tKeep[b] = sel8(a, tl[b], tr[b])
 		}
 		sCW := xorBlock(lose[0], lose[1])
 		tLCW := tl[0] ^ tl[1] ^ a ^ 1
 		tRCW := tr[0] ^ tr[1] ^ a
-		tKeepCW := tLCW
-		if a == 1 {
-			tKeepCW = tRCW
-		}
+		tKeepCW := sel8(a, tLCW, tRCW)
 		for b := 0; b < 2; b++ {
-			next := keep[b]
-			if t[b] == 1 {
-				next = xorBlock(next, sCW)
-			}
-			s[b] = next
+			s[b] = keep[b]
+			xorIf(t[b], &s[b], &sCW)
 			t[b] = tKeep[b] ^ (t[b] & tKeepCW)
 		}
 		k0.seedCW[j-1] = sCW
@@ -145,12 +141,18 @@ func GenXorWithRoots(inBits int, alpha uint64, beta uint8, root0, root1 [16]byte
 	var w [2]prg.Block
 	prg.Hash(prg.ValueLeft, w[:], s[:])
 	cw := xorBlock(w[0], w[1])
+	// β goes to bit pos of cw; every byte is touched, so the address
+	// does not tell pos (α's low bits).
 	pos := alpha & prg.Mask(nu)
-	cw[pos/8] ^= beta << (pos % 8)
+	for i := range cw {
+		hit := uint8(((uint64(i) ^ pos/8) - 1) >> 63) // 1 iff i = pos/8
+		cw[i] ^= (beta & hit) << (pos % 8)
+	}
 	k0.leafCW = cw
 	k1 = &XorKey{party: 1, inBits: inBits, root: root1, seedCW: append([]prg.Block(nil), k0.seedCW...),
 		tL: k0.tL, tR: k0.tR, leafCW: cw}
 	s, l, r, w = [2]prg.Block{}, [2]prg.Block{}, [2]prg.Block{}, [2]prg.Block{}
+	keep, lose = [2]prg.Block{}, [2]prg.Block{}
 	return k0, k1, nil
 }
 

@@ -18,6 +18,14 @@
 // folded into the last round: AESENCLAST with (round key 10 XOR input).
 // All inputs of a unit are read before any of its outputs are written, so an
 // output may alias the input.
+//
+// Constant time: no address a kernel forms and no branch it takes may
+// depend on a secret (α bits, seeds, control bits, values). Addresses come
+// from the public arguments (pointers, n, shift, stride, ctrlRel,
+// ctrlShift, mask), the frame and loop counters; masks that depend on
+// secrets are computed with shifts, compares and multiplies; the constant
+// tables (DATA/GLOBL) are read at fixed offsets only, never indexed.
+// ctcheck_test.go checks the generated file for all of this.
 package main
 
 import (
@@ -290,7 +298,6 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 	MOVQ n+32(FP), CX
 	VMOVDQU treeNotOne<>(SB), Y13
 	VMOVDQU (DX), Y14
-	LEAQ genTab<>(SB), BX
 `)
 	for _, u := range []int{8, 4, 2, 1} {
 		loop := fmt.Sprintf("vaesTree_u%d", u)
@@ -317,11 +324,13 @@ TEXT ·vaesTree(SB), NOSPLIT, $0-40
 			g.p("VAESENCLAST Y15, Y%d, Y%d", j, j)
 		}
 		for j := 0; j < u; j++ {
-			// Correction: cw & (t ? ones : zeros), the mask from genTab.
-			g.p("MOVBLZX %d(SI), R13", 16*j)
-			g.p("ANDL $1, R13")
-			g.p("SHLL $5, R13")
-			g.p("VPAND (BX)(R13*1), Y14, Y15")
+			// Correction: cw & (t ? ones : zeros), the mask spread
+			// from t by shifts (see ctMask).
+			g.p("VPBROADCASTD %d(SI), Y15", 16*j)
+			for _, l := range ctMask("Y15") {
+				g.p("%s", l)
+			}
+			g.p("VPAND Y14, Y15, Y15")
 			g.p("VPXOR Y15, Y%d, Y%d", j, j)
 			g.p("VMOVDQU Y%d, %d(DI)", j, 32*j)
 		}
@@ -364,7 +373,6 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-56
 	VMOVDQU treeNotOne<>(SB), Y9
 	VBROADCASTI128 (DX), Y10
 	VBROADCASTI128 16(DX), Y11
-	LEAQ genTab<>(SB), BX
 `, name)
 	leaf := func(v, tmp string) {
 		g.p("VPSLLQ $63, %[1]s, %[1]s", tmp)
@@ -416,16 +424,15 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-56
 			}
 		}
 		for j := 0; j < Q; j++ {
-			// The parents' t bits pick the lane masks of the corrections.
-			g.p("MOVBLZX %d(SI), R13", 32*j)
-			g.p("MOVBLZX %d(SI), R9", 32*j+16)
-			g.p("ANDL $1, R13")
-			g.p("ANDL $1, R9")
-			g.p("LEAL (R13)(R9*2), R13")
-			g.p("SHLL $5, R13")
-			g.p("VPAND 64(BX)(R13*1), Y10, Y12")
+			// The parents' t bits, spread to their lanes (Y8, free
+			// after round 10), mask the corrections.
+			g.p("VPSHUFD $0, %d(SI), Y8", 32*j)
+			for _, l := range ctMask("Y8") {
+				g.p("%s", l)
+			}
+			g.p("VPAND Y8, Y10, Y12")
 			g.p("VPXOR Y12, %[1]s, %[1]s", yl(j))
-			g.p("VPAND 64(BX)(R13*1), Y11, Y12")
+			g.p("VPAND Y8, Y11, Y12")
 			g.p("VPXOR Y12, %[1]s, %[1]s", yr(j))
 			g.p("VPUNPCKLQDQ %s, %s, Y12", yr(j), yl(j))
 			g.p("VPUNPCKHQDQ %s, %s, %s", yr(j), yl(j), yl(j))
@@ -457,12 +464,13 @@ TEXT ·%[1]s(SB), NOSPLIT, $0-56
 		g.p("VPXOR (SI), X8, X12")
 		g.p("VAESENCLAST X12, X%[1]d, X%[1]d", half)
 	}
-	g.p("MOVBLZX (SI), R13")
-	g.p("ANDL $1, R13")
-	g.p("SHLL $5, R13")
-	g.p("VPAND (BX)(R13*1), X10, X12")
+	g.p("VPSHUFD $0, (SI), X8")
+	for _, l := range ctMask("X8") {
+		g.p("%s", l)
+	}
+	g.p("VPAND X8, X10, X12")
 	g.p("VPXOR X12, X0, X0")
-	g.p("VPAND (BX)(R13*1), X11, X12")
+	g.p("VPAND X8, X11, X12")
 	g.p("VPXOR X12, X1, X1")
 	g.p("VPUNPCKLQDQ X1, X0, X12")
 	g.p("VPUNPCKHQDQ X1, X0, X0")
@@ -497,33 +505,13 @@ DATA genOne<>+16(SB)/8, $1
 DATA genOne<>+24(SB)/8, $0
 GLOBL genOne<>(SB), RODATA|NOPTR, $32
 
-// genTab: the bit masks (32 bytes each, for 0 and 1), then four lane masks
-// indexed by b0 | b1<<1 (low lane b0, high lane b1).
-`)
-	for q := 0; q < 8; q++ {
-		v := "0"
-		if q >= 4 {
-			v = "0xffffffffffffffff"
-		}
-		fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/8, $%s\n", 8*q, v)
-	}
-	for idx := 0; idx < 4; idx++ {
-		for q := 0; q < 4; q++ {
-			v := "0"
-			if (q < 2 && idx&1 != 0) || (q >= 2 && idx&2 != 0) {
-				v = "0xffffffffffffffff"
-			}
-			fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/8, $%s\n", 64+32*idx+8*q, v)
-		}
-	}
-	// Then, at 192, per b0 | b1<<1 the byte 3·(b0 | b1<<2) ^ 0b1010 that
-	// genPostLevel XORs into the children's bits to get the control-bit
-	// corrections of two keys.
-	for idx := 0; idx < 4; idx++ {
-		b0, b1 := idx&1, idx>>1
-		fmt.Fprintf(&g.buf, "DATA genTab<>+%d(SB)/1, $%d\n", 192+idx, 3*(b0|b1<<2)^10)
-	}
-	g.buf.WriteString(`GLOBL genTab<>(SB), RODATA|NOPTR, $196
+// genSel: per dword, the shift that takes bit 0 (low lane) or bit 1 (high
+// lane) of a0 | a1<<1 to the sign (see alphaMask).
+DATA genSel<>+0(SB)/8, $0x0000001f0000001f
+DATA genSel<>+8(SB)/8, $0x0000001f0000001f
+DATA genSel<>+16(SB)/8, $0x0000001e0000001e
+DATA genSel<>+24(SB)/8, $0x0000001e0000001e
+GLOBL genSel<>(SB), RODATA|NOPTR, $32
 `)
 	g.dpfGenFunc("vaesDPFGenLevel", false)
 	g.dpfGenFunc("vaesDPFGenFirst", true)
@@ -562,7 +550,7 @@ func (g *gen) pipelined(name string, P int, aes func(P int, extra []string), par
 // frame of park bytes (plus 64 to align them; R15 is the aligned base) and
 // the arguments in their registers (AX k, SI quads, DX n, R8 alpha, R11
 // shift, DI out, R10 ctrlRel, R12 ctrlShift), BX the kernel's constant
-// table and R14 the control-bit deposit mask.
+// table (none if tab is empty) and R14 the control-bit deposit mask.
 func (g *gen) genLevelPrologue(name, sched string, park int, tab string) {
 	fmt.Fprintf(&g.buf, `
 // func %[1]s(k %[2]s, quads *Block, n int, alpha *uint64, shift uint64, out *byte, stride uint64, ctrlRel int64, ctrlShift uint64)
@@ -577,16 +565,18 @@ TEXT ·%[1]s(SB), NOSPLIT, $%[3]d-72
 	MOVQ out+40(FP), DI
 	MOVQ ctrlRel+56(FP), R10
 	MOVQ ctrlShift+64(FP), R12
-	LEAQ %[4]s<>(SB), BX
-	MOVL $0x0303, R14
-`, name, sched, park+64, tab)
+`, name, sched, park+64)
+	if tab != "" {
+		g.p("LEAQ %s<>(SB), BX", tab)
+	}
+	g.p("MOVL $0x0303, R14")
 }
 
 // dpfGenFunc emits one DPF Gen level kernel. With first set it is level 1:
 // the chains are the roots, used as given (bit 0 is seed, not control
 // bit), with control bits t0 = 0 and t1 = 1.
 func (g *gen) dpfGenFunc(name string, first bool) {
-	g.genLevelPrologue(name, "*[2]Schedule", 256, "genTab")
+	g.genLevelPrologue(name, "*[2]Schedule", 256, "")
 	g.p("VMOVDQU treeNotOne<>(SB), Y9")
 	// The main loop is software pipelined: while the AES rounds of block b
 	// (two key pairs, 8 chains) run, the corrections of block b-1 are
@@ -694,18 +684,10 @@ func genPost(q, pOff int, first bool) []string {
 		return genPostLevel(q, pOff)
 	}
 	p, f := pOff+64*q, 128*q
-	lines := []string{
-		// a0, a1: the level's α bits of the two keys; AM their lane masks.
-		fmt.Sprintf("MOVQ %d(R8), CX", 16*q),
-		"SHRXQ R11, CX, CX",
-		"ANDL $1, CX",
-		fmt.Sprintf("MOVQ %d(R8), R13", 16*q+8),
-		"SHRXQ R11, R13, R13",
-		"ANDL $1, R13",
-		"LEAL (CX)(R13*2), R9",
+	lines := append(alphaMask(q),
 		"LEAL (CX)(R13*4), CX", // a2 = a0 | a1<<2, kept for the bits below
-		"SHLL $5, R9",
-		"VMOVDQU 64(BX)(R9*1), Y10",
+	)
+	lines = append(lines,
 		// Keep = L ^ D, Lose = R ^ D with D = (L ^ R) & AM, both parties.
 		fmt.Sprintf("VMOVDQU %d(R15), Y15", f),
 		fmt.Sprintf("VMOVDQU %d(R15), Y14", f+32),
@@ -754,7 +736,7 @@ func genPost(q, pOff int, first bool) []string {
 		"ADDQ stride+48(FP), DI",
 		"ORB R13B, (DI)(R10*1)",
 		"ADDQ stride+48(FP), DI",
-	}
+	)
 	// New folded chains: Keep ^ (CWk & TM), with t = 0 for party 0 and 1
 	// for party 1 at the first level.
 	return append(lines,
@@ -782,17 +764,11 @@ func genPost(q, pOff int, first bool) []string {
 // caller).
 func genPostLevel(q, pOff int) []string {
 	p, f := pOff+64*q, 128*q
-	return append([]string{
-		// a0, a1: the level's α bits of the two keys; AM their lane masks;
+	lines := append(alphaMask(q),
 		// CX = 3·(a0 | a1<<2) ^ 0b1010 for the control bits.
-		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
-		"ANDL $1, CX",
-		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
-		"ANDL $1, R13",
-		"LEAL (CX)(R13*2), R9",
-		"MOVBLZX 192(BX)(R9*1), CX",
-		"SHLL $5, R9",
-		"VMOVDQU 64(BX)(R9*1), Y10",
+		"LEAL (CX)(R13*4), CX",
+		"LEAL (CX)(CX*2), CX",
+		"XORL $10, CX",
 		fmt.Sprintf("VMOVDQU %d(R15), Y15", f),       // L'A
 		fmt.Sprintf("VMOVDQU %d(R15), Y14", f+32),    // R'A
 		fmt.Sprintf("VPXOR %d(R15), Y15, Y13", f+64), // XL'
@@ -819,19 +795,51 @@ func genPostLevel(q, pOff int) []string {
 		"VPXOR Y12, Y14, Y14", // CW'
 		"VPXOR Y15, Y13, Y13", // Keep'B
 		"VPXOR Y14, Y13, Y13",
-		// TM from party 0's old control bits.
-		fmt.Sprintf("MOVBLZX %d(SI), R13", p),
-		fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
-		"ANDL $1, R13",
-		"ANDL $1, R9",
-		"LEAL (R13)(R9*2), R13",
-		"SHLL $5, R13",
-		"VPAND 64(BX)(R13*1), Y14, Y11",
+		// TM from party 0's old control bits (bit 0 of each lane of A).
+		fmt.Sprintf("VPSHUFD $0, %d(SI), Y11", p),
+	)
+	lines = append(lines, ctMask("Y11")...)
+	lines = append(lines,
+		"VPAND Y14, Y11, Y11",
 		"VPXOR Y11, Y15, Y15",
 		fmt.Sprintf("VMOVDQU Y15, %d(SI)", p),
 		"VPXOR Y11, Y13, Y13",
 		fmt.Sprintf("VMOVDQU Y13, %d(SI)", p+32),
-	}, ctrlDeposit()...)
+	)
+	return append(lines, ctrlDeposit()...)
+}
+
+// alphaMask returns the lines that put the level's α bits of key pair q
+// (bit R11 of the words at 16q(R8)) in CX (a0) and R13 (a1) and their lane
+// masks AM in Y10: each lane all ones where its key's bit is 1. The masks
+// are computed (shifts by lane), never loaded from a table indexed by α:
+// such a load's cache line would tell α to a co-resident Flush+Reload
+// attacker. It uses CX, R9, R13 and Y10 only.
+func alphaMask(q int) []string {
+	return []string{
+		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
+		"ANDL $1, CX",
+		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
+		"ANDL $1, R13",
+		"LEAL (CX)(R13*2), R9",
+		"VMOVD R9, X10",
+		"VPBROADCASTD X10, Y10",
+		// a0 to the sign of the low lane's dwords, a1 to the high lane's,
+		// then spread.
+		"VPSLLVD genSel<>(SB), Y10, Y10",
+		"VPSRAD $31, Y10, Y10",
+	}
+}
+
+// ctMask returns the lines that turn reg, each of whose dwords holds the
+// first dword of a folded block (bit 0: its control bit t), into a mask of
+// all ones where t = 1: the bit is shifted to the sign and spread by an
+// arithmetic shift, so no memory access depends on t.
+func ctMask(reg string) []string {
+	return []string{
+		fmt.Sprintf("VPSLLD $31, %[1]s, %[1]s", reg),
+		fmt.Sprintf("VPSRAD $31, %[1]s, %[1]s", reg),
+	}
 }
 
 // dcfValues emits vaesDCFValues{W}[F], the value half of one DCF Gen
@@ -1023,10 +1031,9 @@ TEXT ·cpuid7(SB), NOSPLIT, $0-8
 // applies with fixed control bits (t0, t1) = (0, 1).
 func (g *gen) dpfGen512() {
 	g.buf.WriteString(`
-// zmmTab: notOne, the lane-low one, ones in both quadwords (64 bytes each),
-// then per b0 | b1<<1 the α blend mask (k-mask byte, at 192), per t0 | t1<<1
-// of party 0 the correction mask (at 196), and the control-bit byte of
-// genTab<>+192 (at 200).
+// zmmTab: notOne, the lane-low one, ones in both quadwords (64 bytes
+// each). Only ever read at fixed offsets: masks that depend on α or
+// control bits are computed (see genPost512).
 `)
 	for l := 0; l < 4; l++ {
 		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $0xfffffffffffffffe\n", 16*l)
@@ -1040,21 +1047,7 @@ func (g *gen) dpfGen512() {
 		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $1\n", 128+16*l)
 		fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/8, $1\n", 128+16*l+8)
 	}
-	// The assembler wants DATA in increasing offsets.
-	for tab := 0; tab < 3; tab++ {
-		for idx := 0; idx < 4; idx++ {
-			b0, b1 := idx&1, idx>>1
-			v := 3*b0 | 12*b1 | 48*b0 | 192*b1 // α: both parties alike
-			switch tab {
-			case 1: // party 1's control bits are the complement of party 0's
-				v = 3*b0 | 12*b1 | 48*(1-b0) | 192*(1-b1)
-			case 2:
-				v = 3*(b0|b1<<2) ^ 10
-			}
-			fmt.Fprintf(&g.buf, "DATA zmmTab<>+%d(SB)/1, $%d\n", 192+4*tab+idx, v)
-		}
-	}
-	g.buf.WriteString("GLOBL zmmTab<>(SB), RODATA|NOPTR, $208\n")
+	g.buf.WriteString("GLOBL zmmTab<>(SB), RODATA|NOPTR, $192\n")
 	g.dpfGen512Func("vaes512DPFGenLevel", false)
 	g.dpfGen512Func("vaes512DPFGenFirst", true)
 }
@@ -1063,12 +1056,16 @@ func (g *gen) dpfGen512() {
 // AES states of four blocks each.
 const zP = 4
 
+// zPark is the size of dpfGen512's park; genPost512's α k-mask byte
+// passes through the 64 bytes after it.
+const zPark = 128 * zP
+
 func (g *gen) dpfGen512Func(name string, first bool) {
 	last := 10
 	if first {
 		last = 11
 	}
-	g.genLevelPrologue(name, "*zmmSeedSchedule", 128*zP, "zmmTab")
+	g.genLevelPrologue(name, "*zmmSeedSchedule", zPark+64, "zmmTab")
 	fmt.Fprintf(&g.buf, `	MOVL $0xf0, R13
 	KMOVB R13, K4
 	VMOVDQU64 0(BX), Z29
@@ -1163,29 +1160,39 @@ func (g *gen) genPark512(P int) {
 
 // genPost512 is genPostLevel for parked key pair q on [A | B] registers:
 // chains at pOff+64q(SI), α words at 16q(R8), outputs at DI and DI+stride
-// (DI is advanced past both). It uses Z20–Z28, K1–K3, CX, R9 and R13.
+// (DI is advanced past both). It uses Z20–Z28, K1–K3, K5, CX, R9, R13
+// and the mask byte after the park.
 func genPost512(q, pOff int, first bool) []string {
 	p, f := pOff+64*q, 128*q
+	// Quadwords 0–1 and 4–5 of [A | B] are key 2q's (parties 0 and 1),
+	// 2–3 and 6–7 key 2q+1's. The masks are computed from the bits, never
+	// loaded from a table indexed by them (see alphaMask).
 	lines := []string{
 		fmt.Sprintf("SHRXQ R11, %d(R8), CX", 16*q),
 		"ANDL $1, CX",
 		fmt.Sprintf("SHRXQ R11, %d(R8), R13", 16*q+8),
 		"ANDL $1, R13",
-		"LEAL (CX)(R13*2), R9",
-		"MOVBLZX 200(BX)(R9*1), CX",
-		"KMOVB 192(BX)(R9*1), K1", // α: blend R where set
+		"LEAL (CX)(R13*4), CX", // z = a0 | a1<<2
+		// α: blend R where set: 3z in both parties' nibbles, 0x33·z.
+		"IMUL3L $0x33, CX, R9",
+		// Through the frame, not KMOVB from R9: that one issues on port 5,
+		// which the shuffles below and the AES rounds' neighbours need;
+		// the store-forwarded load does not.
+		fmt.Sprintf("MOVB R9B, %d(R15)", zPark),
+		fmt.Sprintf("KMOVB %d(R15), K1", zPark),
+		"LEAL (CX)(CX*2), CX",
+		"XORL $10, CX", // the control-bit base, 3z ^ 0b1010
 	}
 	tm := "K4" // level 1: party 1's lanes
 	if !first {
 		tm = "K2"
 		lines = append(lines,
-			// The correction mask from party 0's old control bits.
-			fmt.Sprintf("MOVBLZX %d(SI), R13", p),
-			fmt.Sprintf("MOVBLZX %d(SI), R9", p+16),
-			"ANDL $1, R13",
-			"ANDL $1, R9",
-			"LEAL (R13)(R9*2), R13",
-			"KMOVB 196(BX)(R13*1), K2",
+			// The correction mask: each chain's old control bit (bit 0 of
+			// its lane's low quadword), tested into K2's even bits and
+			// copied to the odd ones.
+			fmt.Sprintf("VPTESTMQ %d(SI), Z30, K2", p),
+			"KSHIFTLB $1, K2, K5",
+			"KORB K5, K2, K2",
 		)
 	}
 	return append(append(lines,
@@ -1225,12 +1232,12 @@ func (g *gen) wipe256() {
 	g.p("VZEROALL")
 }
 
-// wipe512 is wipe256 for the ZMM kernels: the 512-byte park, the
+// wipe512 is wipe256 for the ZMM kernels: the park and its mask bytes, the
 // correction temporaries Z20–Z28 and, by VZEROALL, Z0–Z15 (Z16–Z19 and
 // Z29–Z31 hold public round keys and constants).
 func (g *gen) wipe512() {
 	g.p("VPXORQ Z0, Z0, Z0")
-	for off := 0; off < 512; off += 64 {
+	for off := 0; off < zPark+64; off += 64 {
 		g.p("VMOVDQU64 Z0, %d(R15)", off)
 	}
 	for r := 20; r <= 28; r++ {
