@@ -72,11 +72,21 @@ import (
 //   - a held batch (answered, waiting for party 0's confirmation): every
 //     framed job in it is spent. Confirm ok: delivered. Confirm not ok:
 //     failed with the confirmation's class (tampered by default; abandon
-//     with Mismatch, pair_mismatch counted and logged). Session lost: at
+//     with Mismatch, pair_mismatch counted and logged, also when party 0's
+//     tampered refusal was for a refused frame, which party 0 counts only
+//     as a frame reject). Session lost: at
 //     the next hello, batches party 0 says it delivered are delivered, the
 //     others fail spent.
 //   - prepared batches not yet finished when the session ends: spent ones
 //     fail spent, the others go back.
+//
+// Both sites answer alike: the failed spent jobs are logged (logSpent) and
+// reported to the peer at the next session start (Hello.spent from party
+// 0, HelloReply.spent from party 1, by party 0 run, batch seq and id); the
+// peer fails those it still holds (queued at party 0, pending at party 1)
+// as spent instead of batching them again or waiting for them. The
+// application still decides jointly (kordpb.Classes): a report can be lost
+// with its session, and the peer then answers "peer" for that id.
 //
 // Resync after reconnect: the witness exchange moves both modules to a
 // common counter; what either module still held for the old counters is

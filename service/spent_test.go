@@ -86,8 +86,12 @@ func (c *countingModule) mismatchAbandons() int {
 // countedSites is faultySitesWith with counting modules (config: Batch 8,
 // InFlight inFlight).
 func countedSites(t *testing.T, inFlight int, wrap func(grpc.ServerStream) grpc.ServerStream) ([2]*site, [2]*countingModule) {
+	return countedSitesWith(t, func(c *Config) { c.InFlight = inFlight }, wrap)
+}
+
+func countedSitesWith(t *testing.T, cfgf func(*Config), wrap func(grpc.ServerStream) grpc.ServerStream) ([2]*site, [2]*countingModule) {
 	var cm [2]*countingModule
-	s := faultySitesWith(t, func(c *Config) { c.InFlight = inFlight }, wrap, func(b int, m socket.Module) socket.Module {
+	s := faultySitesWith(t, cfgf, wrap, func(b int, m socket.Module) socket.Module {
 		cm[b] = newCounting(m)
 		return cm[b]
 	})
@@ -147,11 +151,17 @@ func replyClass(t testing.TB, r *client.Reply) string {
 // tampered at both sites and their shares are never submitted again (each
 // module saw each share once); both parties abandon the batch with
 // Mismatch set and count it; every other request is delivered with a
-// pair that verifies.
+// pair that verifies. Both reply forms: party 1's frames early (digest
+// after), and in one part.
 func TestTamperedKeystreamBatchSpent(t *testing.T) {
+	t.Run("early", func(t *testing.T) { testTamperedKeystreamBatchSpent(t, false) })
+	t.Run("one-shot", func(t *testing.T) { testTamperedKeystreamBatchSpent(t, true) })
+}
+
+func testTamperedKeystreamBatchSpent(t *testing.T, oneShot bool) {
 	var mu sync.Mutex
 	var tampered []uint64
-	s, cm := countedSites(t, 1, func(ss grpc.ServerStream) grpc.ServerStream {
+	s, cm := countedSitesWith(t, func(c *Config) { c.InFlight, c.oneShotReplies = 1, oneShot }, func(ss grpc.ServerStream) grpc.ServerStream {
 		return &idStream{ServerStream: ss, mu: &mu, ids: &tampered}
 	})
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
@@ -256,12 +266,19 @@ func (s *cutStream) SendMsg(m any) error {
 // opened a batch's frames (the default tier, batchmac) and before party 0
 // saw party 1's digest. That batch's requests fail spent at both sites and
 // are never submitted again; the requests queued behind it are delivered
-// after the reconnect.
+// after the reconnect. In one-shot replies the cut loses party 1's whole
+// reply: only party 1's module opened frames, and it tells party 0 at the
+// next session start, so both sites still fail the batch spent.
 func TestSessionLostAfterFramesOpened(t *testing.T) {
+	t.Run("early", func(t *testing.T) { testSessionLostAfterFramesOpened(t, false) })
+	t.Run("one-shot", func(t *testing.T) { testSessionLostAfterFramesOpened(t, true) })
+}
+
+func testSessionLostAfterFramesOpened(t *testing.T, oneShot bool) {
 	var mu sync.Mutex
 	var cut uint64
 	ids := map[uint64][]uint64{}
-	s, cm := countedSites(t, 1, func(ss grpc.ServerStream) grpc.ServerStream {
+	s, cm := countedSitesWith(t, func(c *Config) { c.InFlight, c.oneShotReplies = 1, oneShot }, func(ss grpc.ServerStream) grpc.ServerStream {
 		return &cutStream{ServerStream: ss, mu: &mu, cut: &cut, ids: ids}
 	})
 	p := fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}
