@@ -8,6 +8,16 @@
 // 0 decides the order in which requests are served (its arrival order);
 // party 1 serves its requests in that order by id. Ids must be unique
 // among a site's requests in flight.
+//
+// Failures and α: a refusal (ReplyError) says whether the same α may be
+// used again (ReplyError.AlphaReusable). Once a module has opened the
+// peer's frame for a request, the outcome (delivery or refusal) may depend
+// on α — on the keystream tier an attacker on the link can make it reveal
+// one bit —, so such a request is never retried by the parties and fails
+// tampered or spent: the application must draw a fresh α, not re-share the
+// old one. Bound and consume requests with an empty tier get batchmac
+// (authenticated); otp, the keystream tier, is an explicit opt-in for
+// semi-honest hosts and network only.
 package client
 
 import (
@@ -56,7 +66,9 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Bound builds a bound-mode request: this site's additive shares of α
-// (mod 2^ℓ) and β (mod 2^n).
+// (mod 2^ℓ) and β (mod 2^n). tier is otp, mac or batchmac; "" lets the
+// party choose its default, batchmac (otp is for semi-honest hosts and
+// network only).
 func Bound(id uint64, tier string, p fss.Params, alphaShare, betaShare uint64) *pb.KeyRequest {
 	return &pb.KeyRequest{Id: id, Mode: "bound", Tier: tier, Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
 		AlphaShare: alphaShare, BetaShare: betaShare}
@@ -92,10 +104,21 @@ type Reply struct {
 	Err    error // *ReplyError when the party refused the request
 }
 
-// ReplyError is a refused request.
+// ReplyError is a refused request. Class is one of kordpb.Classes.
 type ReplyError struct{ Class, Msg string }
 
 func (e *ReplyError) Error() string { return fmt.Sprintf("kord %s: %s", e.Class, e.Msg) }
+
+// AlphaReusable reports whether the application may ask for a key with
+// the same α again after this refusal (kordpb.Classes, docs/api.md). It is
+// false for tampered and spent (the batch ended after a module had opened
+// the peer's frame for the request: the outcome may have revealed a bit of
+// α) and for any class it does not know. Then the application must choose
+// a fresh α — a fresh sharing of the same α is not enough, since host 0
+// knows its own share. The decision is joint: reuse α only when the other
+// site's reply allows it too, and take a reply that never came (a broken
+// stream) as spent.
+func (e *ReplyError) AlphaReusable() bool { return pb.AlphaReusable(e.Class) }
 
 // Parse converts a wire reply, parsing the keys.
 func Parse(r *pb.KeyReply) *Reply {

@@ -66,7 +66,13 @@ func (lp *LocalPair) Close() { lp.Links[0].Close() }
 
 // Generate runs both hosts at once on their parties' requests (the two
 // lists must match in modes, types and widths) and returns each party's
-// results.
+// results, once it has checked that every pair of outputs pairs (equal
+// pair tags). On an error it returns the results before the first failed
+// batch and a *BatchError covering the rest that were submitted: Spent if
+// either module opened a peer frame of it, or if the outputs did not pair
+// (ErrTampered; both modules then abandon the batch with Mismatch set and
+// count it). Nothing is retried: after a spent error the caller must
+// choose a fresh α for those requests (AlphaReusable).
 func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Request) ([2][]Result, error) {
 	var out [2][]Result
 	if len(reqs[0]) != len(reqs[1]) {
@@ -75,7 +81,7 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 	// If one host fails before its peer's frames arrive (a request its
 	// module refuses, a rejected frame), the other would wait for frames
 	// that never come: the first failure cancels both.
-	ctx, cancel := context.WithCancel(ctx)
+	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -83,21 +89,75 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[b], errs[b] = lp.Hosts[b].Generate(ctx, tier, reqs[b])
+			out[b], errs[b] = lp.Hosts[b].Generate(gctx, tier, reqs[b])
 			if errs[b] != nil {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	err := errors.Join(errs[0], errs[1])
-	if err != nil {
+	if errs[0] != nil || errs[1] != nil {
 		// Both hosts have returned, so nothing is in flight: frames left in
 		// the pipe belong to the failed round and must not meet the next.
 		lp.Links[0].drain()
 		lp.Links[1].drain()
+		// One error for the pair: from the first failed batch of either
+		// host to the end of the furthest, spent if either side's was.
+		be := &BatchError{Start: len(reqs[0]), Err: errors.Join(errs[0], errs[1])}
+		end := 0
+		for b := 0; b < 2; b++ {
+			var e *BatchError
+			if !errors.As(errs[b], &e) {
+				be.Start, end, be.Spent = 0, len(reqs[0]), true // unknown: spend it all
+				continue
+			}
+			be.Start, end, be.Spent = min(be.Start, e.Start), max(end, e.Start+e.Count), be.Spent || e.Spent
+		}
+		be.Count = end - be.Start
+		for b := 0; b < 2; b++ {
+			// A host that finished a batch the other failed opened its
+			// frames: those requests are spent too.
+			for _, r := range out[b][min(be.Start, len(out[b])):] {
+				be.Spent = be.Spent || r.Mode != msg.Derived
+			}
+			out[b] = truncate(out[b], be.Start)
+		}
+		return out, be
 	}
-	return out, err
+	// The pair tags: a pair that does not pair is never handed out.
+	for i := range out[0] {
+		if out[0][i].PairTag != out[1][i].PairTag {
+			m := lp.Hosts[0].inFlight
+			start := i / m * m
+			var last [2]uint64
+			for b := 0; b < 2; b++ {
+				for _, r := range out[b][start:] {
+					last[b] = max(last[b], r.Counter)
+				}
+				lp.Hosts[b].abandon(ctx, last[b], true, out[b][start:])
+				out[b] = out[b][:start]
+			}
+			lp.Hosts[0].log.Warn("pair tags disagree: a frame was altered or the requests differ; the batch is spent",
+				"first_request", start, "last_counter", last[0])
+			return out, &BatchError{Start: start, Count: len(reqs[0]) - start, Spent: true,
+				Err: fmt.Errorf("%w (request %d)", ErrTampered, i)}
+		}
+	}
+	return out, nil
+}
+
+// truncate wipes the results from n on and returns the first n.
+func truncate(rs []Result, n int) []Result {
+	if len(rs) <= n {
+		return rs
+	}
+	for _, r := range rs[n:] {
+		if r.Key != nil {
+			r.Key.Wipe()
+		}
+		clear(r.Evals)
+	}
+	return rs[:n]
 }
 
 // BoundKeys is the dealerless key API for bound keys: given both parties'

@@ -20,8 +20,12 @@ func TestFailedCollectWipesBatch(t *testing.T) {
 		s := msg.Share{Mode: msg.Consume, Type: fss.DPF, InBits: 8, OutBits: 8}
 		reqs[b] = []Request{{Share: s, Points: []uint64{1}}, {Share: s, Points: []uint64{256}}, {Share: s, Points: []uint64{2}}}
 	}
-	if _, err := lp.Generate(ctx, msg.MAC, reqs); err == nil {
+	_, err := lp.Generate(ctx, msg.MAC, reqs)
+	if err == nil {
 		t.Fatal("a point outside the domain was accepted")
+	}
+	if AlphaReusable(err) {
+		t.Fatalf("%v: the collect failed after the frames were opened, so α is spent", err)
 	}
 	for b := 0; b < 2; b++ {
 		p, err := lp.Devices[b].Poll(ctx, &msg.PollRequest{})

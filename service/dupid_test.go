@@ -41,7 +41,7 @@ func TestBatchWithDuplicateIDsRefused(t *testing.T) {
 			b.Items, b.PackedItems = nil, packItems(items)
 		}
 		var expected, last uint64
-		pr := p.prepareBatch(context.Background(), b, &tr, &expected, &last, true)
+		pr := p.prepareBatch(context.Background(), b, &tr, &expected, &last, 1, true)
 		if pr.rep == nil || pr.rep.ErrorClass != ErrClassBadRequest || !slices.Equal(pr.rep.Missing, []uint64{90}) {
 			t.Fatalf("packed=%v: batch with id 90 twice: reply %+v, want a bad_request refusal naming 90", packed, pr.rep)
 		}

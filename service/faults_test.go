@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -131,15 +132,20 @@ func (s *faultyStream) SendMsg(m any) error {
 
 // TestPeerMessageFaults duplicates and reorders peer-link messages in both
 // directions: no application ever gets a key whose pair does not verify,
-// every request is answered with keys, and the sessions resynchronise.
+// every request is answered at both sites alike — keys, or a failure that
+// says its α is spent (its batch ended after a module had opened frames
+// for it) —, the sessions resynchronise and the stream heals.
 func TestPeerMessageFaults(t *testing.T) {
 	inj := &injector{rng: rand.New(rand.NewPCG(7, 11)), budget: 12, counts: map[string]int{}}
 	s := faultySites(t, func(ss grpc.ServerStream) grpc.ServerStream { return &faultyStream{ServerStream: ss, inj: inj} })
-	resyncs := streamThroughFaults(t, s, 400, "otp", "mac", "batchmac")
+	resyncs, failed := streamThroughFaults(t, s, 400, "otp", "mac", "batchmac")
 	if inj.total() == 0 || resyncs < 2 {
 		t.Fatalf("%d faults injected (%v), %d sessions: the faults were not exercised", inj.total(), inj.counts, resyncs)
 	}
-	t.Logf("faults %v; %d sessions", inj.counts, resyncs)
+	if failed > 200 {
+		t.Fatalf("%d of 400 requests failed: the stream did not heal", failed)
+	}
+	t.Logf("faults %v; %d sessions; %d requests spent", inj.counts, resyncs, failed)
 }
 
 // flipStream is party 1's end of a peer session that flips the low bit of
@@ -165,20 +171,28 @@ func (s *flipStream) RecvMsg(m any) error {
 // TestModifiedKeystreamFrameNeverDelivered: a keystream-tier frame modified
 // on the peer link is accepted by party 1's module (nothing in that tier
 // authenticates it), so the batch's pair tags differ between the sites;
-// the digests disagree, no application gets the mismatched pair, and the
-// requests are answered with good pairs after a resync.
+// the digests disagree, no application gets the mismatched pair, the
+// batch's requests fail at both sites with a class that says α is spent,
+// and the other requests are answered with good pairs after a resync.
 func TestModifiedKeystreamFrameNeverDelivered(t *testing.T) {
 	var flipped atomic.Int32
 	s := faultySites(t, func(ss grpc.ServerStream) grpc.ServerStream { return &flipStream{ServerStream: ss, flipped: &flipped} })
-	resyncs := streamThroughFaults(t, s, 64, "otp")
-	if flipped.Load() != 1 || resyncs < 2 {
-		t.Fatalf("flipped=%d, %d sessions: the modified frame went unnoticed", flipped.Load(), resyncs)
+	resyncs, failed := streamThroughFaults(t, s, 64, "otp")
+	if flipped.Load() != 1 || resyncs < 2 || failed == 0 {
+		t.Fatalf("flipped=%d, %d sessions, %d failed: the modified frame went unnoticed", flipped.Load(), resyncs, failed)
 	}
 }
 
 // faultySites starts two sites whose peer link passes through wrap at
 // party 1's end of the session stream.
 func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [2]*site {
+	return faultySitesWith(t, nil, wrap, nil)
+}
+
+// faultySitesWith is faultySites with the config changed by cfgf and the
+// modules wrapped by modf (each nil: none).
+func faultySitesWith(t *testing.T, cfgf func(*Config), wrap func(grpc.ServerStream) grpc.ServerStream,
+	modf func(party int, m socket.Module) socket.Module) [2]*site {
 	faulty := grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
 			ss = wrap(ss)
@@ -193,13 +207,21 @@ func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [
 	// A short peer timeout: a reply held back at the end of a stream is
 	// only noticed as lost.
 	cfg := Config{Batch: 8, InFlight: 4, PeerTimeout: 300 * time.Millisecond, MatchTimeout: 5 * time.Second, PeerPlaintext: true}
+	if cfgf != nil {
+		cfgf(&cfg)
+	}
+	var mods [2]socket.Module
+	mods[0], mods[1] = socket.Local(d0), socket.Local(d1)
+	if modf != nil {
+		mods[0], mods[1] = modf(0, mods[0]), modf(1, mods[1])
+	}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1 := cfg
-	c1.Party, c1.Module = 1, socket.Local(d1)
+	c1.Party, c1.Module = 1, mods[1]
 	p1, err := New(c1)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +234,7 @@ func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app1.Close(); srv.Stop(); p1.Close() })
-	s0 := startSite(t, 0, socket.Local(d0), l.Addr().String(), cfg)
+	s0 := startSite(t, 0, mods[0], l.Addr().String(), cfg)
 	if err := s0.app.Pair(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -220,14 +242,56 @@ func faultySites(t *testing.T, wrap func(grpc.ServerStream) grpc.ServerStream) [
 }
 
 // streamThroughFaults streams n DPF-16 bound requests of the given tiers
-// (in turn) to both sites and checks that every one is answered with a
-// pair that verifies; it returns party 0's session count.
-func streamThroughFaults(t *testing.T, s [2]*site, n int, tiers ...string) uint64 {
+// (in turn) to both sites and checks that every one is answered alike at
+// both sites: with a pair that verifies, or failed with a class that says
+// its α is spent; it returns party 0's session count and the failures.
+func streamThroughFaults(t *testing.T, s [2]*site, n int, tiers ...string) (sessions uint64, failed int) {
+	t.Helper()
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
+	ws, reqs := boundRequests(p, 1, n, tiers...)
+	reps := streamBoth(t, s, reqs)
+	for i := range n {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.ID != uint64(i+1) || r1.ID != r0.ID {
+			t.Fatalf("request %d: ids %d/%d", i+1, r0.ID, r1.ID)
+		}
+		if r0.Err != nil || r1.Err != nil {
+			checkSpentBoth(t, r0, r1)
+			failed++
+			continue
+		}
+		if r0.Shares[0].Counter != r1.Shares[0].Counter {
+			t.Fatalf("request %d: counters %d/%d", i+1, r0.Shares[0].Counter, r1.Shares[0].Counter)
+		}
+		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+	}
+	st, err := s[0].app.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Resyncs, failed
+}
+
+// checkSpentBoth checks that a request failed at both sites with classes
+// that forbid using its α again (never keys at one site only).
+func checkSpentBoth(t testing.TB, r0, r1 *client.Reply) {
+	t.Helper()
+	var e0, e1 *client.ReplyError
+	if !errors.As(r0.Err, &e0) || !errors.As(r1.Err, &e1) {
+		t.Fatalf("request %d: %v / %v: answered at one site only", r0.ID, r0.Err, r1.Err)
+	}
+	if e0.AlphaReusable() || e1.AlphaReusable() {
+		t.Fatalf("request %d: %v / %v: a failure after faults on the peer link must spend α", r0.ID, e0, e1)
+	}
+}
+
+// streamBoth streams reqs[b] to site b (16 a message) and returns the
+// replies, in order.
+func streamBoth(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest) [2][]*client.Reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
-	ws, reqs := boundRequests(p, 1, n, tiers...)
+	n := len(reqs[0])
 	var reps [2][]*client.Reply
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
@@ -261,19 +325,5 @@ func streamThroughFaults(t *testing.T, s [2]*site, n int, tiers ...string) uint6
 	if t.Failed() {
 		t.FailNow()
 	}
-	for i := range n {
-		r0, r1 := reps[0][i], reps[1][i]
-		if r0.Err != nil || r1.Err != nil {
-			t.Fatalf("request %d: %v / %v (the stream did not heal)", i+1, r0.Err, r1.Err)
-		}
-		if r0.ID != uint64(i+1) || r1.ID != r0.ID || r0.Shares[0].Counter != r1.Shares[0].Counter {
-			t.Fatalf("request %d: ids %d/%d counters %d/%d", i+1, r0.ID, r1.ID, r0.Shares[0].Counter, r1.Shares[0].Counter)
-		}
-		checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
-	}
-	st, err := s[0].app.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Resyncs
+	return reps
 }

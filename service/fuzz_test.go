@@ -86,7 +86,7 @@ func FuzzPeerBatch(f *testing.F) {
 		j, _ := newJob(&pb.KeyRequest{Id: 7, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8})
 		p.pend.add(j)
 		trc, expected, last := tr, uint64(0), uint64(0)
-		pr := p.prepareBatch(context.Background(), &b, &trc, &expected, &last, true)
+		pr := p.prepareBatch(context.Background(), &b, &trc, &expected, &last, 1, true)
 		if pr.rep != nil && (expected != 0 || last != 0) {
 			t.Fatalf("refused batch moved the session: expected %d last %d", expected, last)
 		}

@@ -22,16 +22,25 @@ const (
 	MaxPoints = 1 << 16 // consume-mode points per request
 )
 
-// Error classes of KeyReply.error_class.
+// Error classes of KeyReply.error_class: the one table is kordpb.Classes
+// (proto/kordpb/status.go), which also says for each whether the
+// application may use the same α again.
 const (
-	ErrClassBadRequest  = "bad_request" // the request is malformed; nothing moved
-	ErrClassMismatch    = "mismatch"    // the two sites' requests (or keys) differ
-	ErrClassPeer        = "peer"        // the peer site has no such request
-	ErrClassUnavailable = "unavailable" // shutting down
-	ErrClassDesync      = "desync"      // peer link: the two sites disagree on a batch (not sent to applications)
-	ErrClassInternal    = "internal"
-	ErrClassExhausted   = "resource_exhausted" // the party holds its most pending keys; nothing moved
+	ErrClassBadRequest  = pb.ClassBadRequest
+	ErrClassMismatch    = pb.ClassMismatch
+	ErrClassPeer        = pb.ClassPeer
+	ErrClassUnavailable = pb.ClassUnavailable
+	ErrClassDesync      = pb.ClassDesync // peer link only, not sent to applications
+	ErrClassInternal    = pb.ClassInternal
+	ErrClassExhausted   = pb.ClassExhausted
+	ErrClassTampered    = pb.ClassTampered
+	ErrClassSpent       = pb.ClassSpent
 )
+
+// DefaultTier is the tier of a bound or consume request that names none:
+// authenticated, one GCM tag per batch. The keystream tier (otp) is an
+// explicit opt-in whose claim covers only semi-honest hosts and network.
+const DefaultTier = msg.BatchMAC
 
 // job is one application request on its way through the party.
 type job struct {
@@ -57,6 +66,12 @@ type job struct {
 	// adm is the admission the job holds its share of the party's
 	// pending bound from, given back once it is answered (nil: none).
 	adm *admission
+	// spent: this site's module accepted a peer frame covering the job's
+	// shares; it is never submitted again (spent.go).
+	spent atomic.Bool
+	// run, seq: the party 0 run and batch the job was last sent in (0
+	// before), which name it in a SpentRequests report.
+	run, seq uint64
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -344,8 +359,11 @@ func (j *job) init(r *pb.KeyRequest) error {
 		}
 		return nil
 	}
-	if j.tier, err = msg.ParseTier(r.Tier); err != nil {
-		return badf("tier: %v", err)
+	j.tier = DefaultTier
+	if r.Tier != "" {
+		if j.tier, err = msg.ParseTier(r.Tier); err != nil {
+			return badf("tier: %v", err)
+		}
 	}
 	if r.Count > 1 || r.DeriveBeta || r.Beta != 0 {
 		return badf("count/derive_beta/beta: only for derived mode")
@@ -413,8 +431,10 @@ func (q *queue) signal() {
 	}
 }
 
-// requeue puts jobs back at the front, in order.
+// requeue puts jobs back at the front, in order; a spent job is failed
+// instead (spent.go: it must never be submitted again).
 func (q *queue) requeue(js []*job) {
+	js = dropSpent(js)
 	if len(js) == 0 {
 		return
 	}
@@ -427,6 +447,57 @@ func (q *queue) requeue(js []*job) {
 	q.keys += n
 	q.mu.Unlock()
 	q.signal()
+}
+
+// failSpent removes and fails the queued jobs that sr names (the peer's
+// module opened frames for them); it returns how many it failed.
+func (q *queue) failSpent(sr []spentRef) int {
+	if len(sr) == 0 {
+		return 0
+	}
+	set := make(map[spentRef]bool, len(sr))
+	for _, r := range sr {
+		set[r] = true
+	}
+	q.mu.Lock()
+	var gone []*job
+	keep := q.jobs[:0]
+	for _, j := range q.jobs {
+		if j.seq != 0 && set[spentRef{run: j.run, seq: j.seq, id: j.id}] {
+			gone = append(gone, j)
+			q.keys -= j.keys()
+			continue
+		}
+		keep = append(keep, j)
+	}
+	clear(q.jobs[len(keep):])
+	q.jobs = keep
+	q.mu.Unlock()
+	for _, j := range gone {
+		j.fail(ErrClassSpent, "the peer's module opened this site's frame for the request and its batch was not delivered; α spent: choose a fresh α")
+	}
+	return len(gone)
+}
+
+// dropSpent fails the spent jobs of js (a safety net: Party.back fails
+// them with their class first) and returns the others.
+func dropSpent(js []*job) []*job {
+	for i, j := range js {
+		if j.spent.Load() {
+			out := append([]*job(nil), js[:i]...)
+			for _, j := range js[i:] {
+				if j.spent.Load() {
+					if !j.answered() {
+						j.fail(ErrClassSpent, "the batch ended after this site's module opened the peer's frame; α spent")
+					}
+					continue
+				}
+				out = append(out, j)
+			}
+			return out
+		}
+	}
+	return js
 }
 
 func (q *queue) size() int {
@@ -529,8 +600,10 @@ func (p *pending) size() int {
 	return len(p.jobs)
 }
 
-// putBack returns taken jobs to the pending set.
+// putBack returns taken jobs to the pending set; a spent job is failed
+// instead (spent.go: it must never be submitted again).
 func (p *pending) putBack(js []*job) {
+	js = dropSpent(js)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range js {
@@ -630,6 +703,24 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 	}
 }
 
+// failSpent removes and fails the pending jobs that sr names (the peer's
+// module opened frames for them); it returns how many it failed.
+func (p *pending) failSpent(sr []spentRef) int {
+	var gone []*job
+	p.mu.Lock()
+	for _, r := range sr {
+		if j, ok := p.jobs[r.id]; ok && j.seq == r.seq && j.run == r.run && j.seq != 0 {
+			delete(p.jobs, r.id)
+			gone = append(gone, j)
+		}
+	}
+	p.mu.Unlock()
+	for _, j := range gone {
+		j.fail(ErrClassSpent, "the peer's module opened this site's frame for the request and its batch was not delivered; α spent: choose a fresh α")
+	}
+	return len(gone)
+}
+
 // fail removes and fails the jobs with the given ids.
 func (p *pending) fail(ids []uint64, class, format string, args ...any) {
 	p.mu.Lock()
@@ -685,6 +776,9 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 	j.itemv.Count = 1
 	switch mode {
 	case msg.Bound:
+		if tier == 0 {
+			tier = DefaultTier
+		}
 		if (tier != msg.Keystream && tier != msg.MAC && tier != msg.BatchMAC) || count > 1 || db != 0 || beta != 0 ||
 			as&^prg.Mask(in) != 0 || bs&^prg.Mask(out) != 0 {
 			return false

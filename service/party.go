@@ -127,11 +127,16 @@ type Party struct {
 	nextVal uint64 // the last value of the kord_module_next_counter gauge
 
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
-	peerUp                                                                  atomic.Bool
+	pairMismatches                                                          atomic.Uint64 // batches whose pair tags disagreed
+
+	spentMu  sync.Mutex
+	spentLog []spentRef // requests failed spent, to report at the next hello
+	peerUp   atomic.Bool
 }
 
 type heldBatch struct {
 	seq     uint64
+	first   uint64 // first counter
 	jobs    []*job
 	replies [][]msg.CollectResponse
 }

@@ -110,8 +110,10 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
+	spent, refs := p.takeSpent(p.run)
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
-		EarlyFrames: !p.cfg.oneShotReplies}}}); err != nil {
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
+		p.restoreSpent(refs)
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := stream.Recv()
@@ -121,6 +123,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 	hr := m.GetHelloReply()
 	if hr == nil {
 		return fmt.Errorf("%w: expected a hello reply", errDesync)
+	}
+	// Requests party 1 burned (its module opened our frames for them and
+	// the batch was not delivered) are not batched again.
+	if n := p.q.failSpent(peerSpent(hr.Spent, p.run)); n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
 	rc, err := p.mod.Reconcile(sctx, hr.Witness)
 	if err != nil {
@@ -194,13 +201,16 @@ func (p *Party) session(ctx context.Context) (err error) {
 				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, sub.FirstCounter, next)
 			}
 			if err != nil {
-				p.q.requeue(jobs)
+				p.back(jobs, ErrClassSpent, "module refused the submission") // nothing opened: they go back
 				errc <- fmt.Errorf("module: %w", err)
 				return
 			}
 			next += uint64(sub.Count)
 			p.seq++
 			fl := &flight{seq: p.seq, jobs: jobs, first: sub.FirstCounter, tier: tier, sent: time.Now()}
+			for _, j := range jobs {
+				j.run, j.seq = p.run, fl.seq
+			}
 			var pk *pb.PackedItems
 			if hr.PackedItems {
 				pk = packItems(items)
@@ -269,8 +279,18 @@ func (p *Party) session(ctx context.Context) (err error) {
 			calls := batchCalls(nil, frames, fl.jobs, fl.first)
 			res, err := p.mod.Do(sctx, calls, true)
 			if err != nil {
+				if frames.Count() > 0 {
+					markOpened(fl.jobs, fl.tier, -1) // whether it opened them is unknown
+				}
 				errc <- fmt.Errorf("module: %w", err)
 				return
+			}
+			// From here the jobs covered by an accepted frame are spent:
+			// they are delivered or failed, never batched again.
+			refused := false
+			if frames.Count() > 0 {
+				markOpened(fl.jobs, fl.tier, framesOpened(res[0]))
+				refused = res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != frames.Count()
 			}
 			reps, digest, err := outputs(res, frames, fl.jobs)
 			if br.DigestFollows {
@@ -293,13 +313,24 @@ func (p *Party) session(ctx context.Context) (err error) {
 				}
 				br.Digest = br2.Digest
 			}
+			class := ErrClassSpent
+			if refused {
+				class = ErrClassTampered
+			}
 			if err == nil && !bytes.Equal(digest, br.Digest) {
 				err = fmt.Errorf("%w: the peer's keys do not pair with ours (batch %d)", errDesync, fl.seq)
-				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
+				class = ErrClassTampered
+				p.mismatch(fl.seq, fl.first, batchLast(fl.first, fl.jobs), fl.jobs)
 			}
 			if err != nil {
 				wipeReplies(reps)
-				send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq}}})
+				drop()
+				why := fmt.Sprintf("batch %d not delivered: the two modules' frames or keys disagreed", fl.seq)
+				if class == ErrClassSpent {
+					why = fmt.Sprintf("batch %d not delivered: %v", fl.seq, err)
+				}
+				p.back(fl.jobs, class, why)
+				send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}})
 				errc <- err
 				return
 			}
@@ -343,7 +374,9 @@ func (p *Party) session(ctx context.Context) (err error) {
 	}
 	p.inFlight.Store(0)
 	p.m.inFlight.Set(0)
-	p.q.requeue(back)
+	// Lost with the session: the jobs this module opened frames for fail
+	// spent, the others are batched again after the resync.
+	p.back(back, ErrClassSpent, "the peer session ended before the batch was delivered")
 	return err
 }
 
@@ -372,7 +405,10 @@ func wipeReplies(reps [][]msg.CollectResponse) {
 	}
 }
 
-// failBatch fails the requests the peer named and requeues the rest.
+// failBatch fails the requests the peer named (with the peer's class, or
+// spent when this module opened a frame for one and the class would let
+// the application use α again) and returns the rest (spent.go: this
+// module's spent ones fail spent).
 func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 	bad := map[uint64]string{}
 	for _, id := range br.Missing {
@@ -381,12 +417,15 @@ func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 	var back []*job
 	for _, j := range jobs {
 		if class, ok := bad[j.id]; ok {
+			if j.spent.Load() && pb.AlphaReusable(class) {
+				class = ErrClassSpent
+			}
 			j.fail(class, "%s", br.Error)
 			continue
 		}
 		back = append(back, j)
 	}
-	p.q.requeue(back)
+	p.back(back, peerClass(br.ErrorClass), fmt.Sprintf("the peer refused the batch: %s", br.Error))
 }
 
 func (p *Party) noteSync(next uint64, rolledBack bool) {
@@ -414,8 +453,9 @@ func (p *Party) settleHeld(run, through uint64) {
 		if same && h.seq <= through {
 			p.deliverHeld(h)
 		} else {
+			// Opened and never confirmed: spent (spent.go).
 			wipeReplies(h.replies)
-			p.pend.putBack(h.jobs)
+			p.back(h.jobs, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 		}
 	}
 }
@@ -449,6 +489,9 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if hello == nil {
 		return fmt.Errorf("%w: expected hello", errDesync)
 	}
+	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
+	}
 	p.settleHeld(hello.Run, hello.DeliveredThrough)
 	chal, err := p.mod.Challenge(sctx)
 	if err != nil {
@@ -458,8 +501,10 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if err != nil {
 		return err
 	}
+	spent, refs := p.takeSpent(hello.Run)
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Spent: spent}}}); err != nil {
+		p.restoreSpent(refs)
 		return err
 	}
 	if m, err = stream.Recv(); err != nil {
@@ -520,9 +565,18 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 				return fmt.Errorf("%w: confirmation for an unknown batch", errDesync)
 			}
 			if !v.Confirm.Ok {
-				p.m.rejects.WithLabelValues(ErrClassMismatch).Inc()
 				wipeReplies(h.replies)
-				p.pend.putBack(h.jobs)
+				class := ErrClassTampered // also a party 0 that predates error_class
+				if v.Confirm.ErrorClass == ErrClassSpent {
+					class = ErrClassSpent
+				}
+				why := fmt.Sprintf("party 0 refused batch %d: the two modules' frames or keys disagreed", h.seq)
+				if class == ErrClassTampered {
+					p.mismatch(h.seq, h.first, batchLast(h.first, h.jobs), h.jobs)
+				} else {
+					why = fmt.Sprintf("party 0 could not finish batch %d", h.seq)
+				}
+				p.back(h.jobs, class, why)
 				return fmt.Errorf("%w: party 0 refused batch %d", errDesync, h.seq)
 			}
 			p.deliverHeld(h)
@@ -532,7 +586,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 				return nil // the finisher failed; the session ends
 			default:
 			}
-			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, hello.EarlyFrames)
+			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, run, hello.EarlyFrames)
 			work <- pr
 			if pr.rep != nil {
 				return nil // refused: the finisher sends the refusal and stops
@@ -560,14 +614,18 @@ type prepared struct {
 // and submits them to the module (with party 0's frames and the collect
 // too when not early). On success it advances the session state, as the
 // batch will be answered before any later one.
-func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, early bool) *prepared {
+func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byte, expected, lastSeq *uint64, run uint64, early bool) *prepared {
 	pr := &prepared{b: b}
 	fail := func(class, format string, args ...any) *prepared {
 		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf(format, args...), ErrorClass: class}
-		p.log.Warn("batch refused", "seq", b.Seq, "class", class, "reason", rep.Error)
 		if pr.js != nil {
-			p.pend.putBack(pr.js)
+			// Opened (one-shot replies) and refused: name the spent ones.
+			if ids := spentIDs(pr.js); len(ids) > 0 {
+				rep.ErrorClass, rep.Missing = ErrClassSpent, ids
+			}
+			p.back(pr.js, ErrClassSpent, rep.Error)
 		}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
 		return &prepared{b: b, rep: rep}
 	}
 	tier := msg.Tier(b.Tier)
@@ -616,6 +674,7 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	n := 0
 	for _, j := range js {
 		n += len(j.shares)
+		j.run, j.seq = run, b.Seq
 	}
 	shares := make([]msg.Share, 0, n)
 	for _, j := range js {
@@ -628,6 +687,14 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	}
 	res, err := p.mod.Do(ctx, calls, true)
 	clear(shares)
+	if !early && pr.frames.Count() > 0 {
+		switch {
+		case err != nil:
+			markOpened(js, tier, -1) // whether it opened them is unknown
+		case res[0].Err == nil:
+			markOpened(js, tier, framesOpened(res[1]))
+		}
+	}
 	if err != nil {
 		return fail(ErrClassDesync, "module: %v", err)
 	}
@@ -675,7 +742,7 @@ func duplicateIDs(items []*pb.BatchItem) []uint64 {
 // so a peer cannot mint metric labels or application error classes.
 func peerClass(c string) string {
 	switch c {
-	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync:
+	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync, ErrClassTampered, ErrClassSpent:
 		return c
 	}
 	return ErrClassDesync
@@ -695,7 +762,7 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 	for pr := range work {
 		if err != nil {
 			if pr.js != nil {
-				p.pend.putBack(pr.js)
+				p.back(pr.js, ErrClassSpent, "the peer session ended before the batch was answered")
 			}
 			continue
 		}
@@ -740,12 +807,17 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 // carrying the digest (the whole reply without early), or a refusal. err
 // is a failure to send the early part.
 func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early bool, send func(*pb.BatchReply) error) (*pb.BatchReply, error) {
-	b, js := pr.b, pr.js
+	b, js, tier := pr.b, pr.js, msg.Tier(pr.b.Tier)
 	rep := &pb.BatchReply{Seq: b.Seq}
-	fail := func(format string, args ...any) *pb.BatchReply {
+	// fail refuses the batch; the spent jobs fail with class (tampered or
+	// spent) and are named in the refusal, so that party 0 fails them too.
+	fail := func(class, format string, args ...any) *pb.BatchReply {
 		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), ErrClassDesync
+		if ids := spentIDs(js); len(ids) > 0 {
+			rep.ErrorClass, rep.Missing = class, ids
+		}
 		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
-		p.pend.putBack(js)
+		p.back(js, class, rep.Error)
 		return rep
 	}
 	sub, packed := pr.res[0].Submit, pr.res[0].Packed
@@ -753,21 +825,33 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	if early {
 		if err := send(&pb.BatchReply{Seq: b.Seq, FirstCounter: sub.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
 			DigestFollows: true}); err != nil {
-			p.pend.putBack(js)
+			p.back(js, ErrClassSpent, "the peer session ended before the batch was answered") // nothing opened yet
 			return nil, err
 		}
 		var err error
-		if res, err = p.mod.Do(ctx, batchCalls(nil, pr.frames, js, b.FirstCounter), true); err != nil {
-			return fail("module: %v", err), nil
+		res, err = p.mod.Do(ctx, batchCalls(nil, pr.frames, js, b.FirstCounter), true)
+		if pr.frames.Count() > 0 {
+			if err != nil {
+				markOpened(js, tier, -1) // whether it opened them is unknown
+			} else {
+				markOpened(js, tier, framesOpened(res[0]))
+			}
 		}
+		if err != nil {
+			return fail(ErrClassSpent, "module: %v", err), nil
+		}
+	}
+	class := ErrClassSpent
+	if pr.frames.Count() > 0 && res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != pr.frames.Count() {
+		class = ErrClassTampered // a frame of party 0 was refused
 	}
 	reps, digest, err := outputs(res, pr.frames, js)
 	if err != nil {
-		return fail("%v", err), nil
+		return fail(class, "%v", err), nil
 	}
 	p.heldMu.Lock()
 	p.heldRun = run
-	p.held = append(p.held, &heldBatch{seq: b.Seq, jobs: js, replies: reps})
+	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
 	rep.Digest = digest

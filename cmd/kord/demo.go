@@ -94,7 +94,14 @@ func demoCmd() *cobra.Command {
 				fmt.Fprintf(w, "%d pairs verified, %d failed; %d round per key; %.0f keys/s (dealer Gen %.0f keys/s)\n",
 					rep.PairsVerified, rep.PairsFailed, rep.RoundsPerKey, rep.KeysPerSec, rep.DealerKeysPerSec)
 				for _, k := range []string{"dpf-16-otp", "dpf-16-mac", "dpf-16-batchmac", "dpf-32-derived"} {
-					fmt.Fprintf(w, "  %-16s %g bytes per party per key\n", k, rep.WireBytesPerPartyPerKey[k])
+					note := ""
+					switch k {
+					case "dpf-16-batchmac":
+						note = " (the default tier)"
+					case "dpf-16-otp":
+						note = " (opt-in: semi-honest hosts and network only)"
+					}
+					fmt.Fprintf(w, "  %-16s %g bytes per party per key%s\n", k, rep.WireBytesPerPartyPerKey[k], note)
 				}
 			}
 			if rep.PairsFailed != 0 {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	mrand "math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,9 +237,14 @@ type svcDemoReport struct {
 	InProcessBytesPerKey    map[string]float64 `json:"in_process_wire_bytes_per_party_per_key"`
 	DealerBytesPerPartyKey  map[string]float64 `json:"dealer_bytes_per_party_per_key"`
 	RoundsPerKey            map[string]float64 `json:"rounds_per_key"`
-	Batch                   int                `json:"batch"`
-	InFlight                int                `json:"in_flight"`
-	Resyncs                 uint64             `json:"resyncs"`
+	// KeysPerSecByClass is each class's rate between the processes (the
+	// cost of a tier in time; wire_bytes_per_party_per_key its cost in
+	// bytes). DefaultTier names the tier of a request that names none.
+	KeysPerSecByClass map[string]float64 `json:"keys_per_sec_by_class"`
+	DefaultTier       string             `json:"default_tier"`
+	Batch             int                `json:"batch"`
+	InFlight          int                `json:"in_flight"`
+	Resyncs           uint64             `json:"resyncs"`
 	// DaemonCPUPerKey is the CPU time (user + system) of the four daemons
 	// over the whole run, per key they served.
 	DaemonCPUPerKey float64 `json:"daemon_cpu_us_per_key"`
@@ -296,7 +303,8 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 	per := max(1, keys/len(classes))
 	rep := &svcDemoReport{Mode: "processes", Batch: batch, InFlight: inFlight,
 		WireBytesPerPartyPerKey: map[string]float64{}, InProcessBytesPerKey: map[string]float64{},
-		DealerBytesPerPartyKey: map[string]float64{}, RoundsPerKey: map[string]float64{}}
+		DealerBytesPerPartyKey: map[string]float64{}, RoundsPerKey: map[string]float64{},
+		KeysPerSecByClass: map[string]float64{}, DefaultTier: service.DefaultTier.String()}
 
 	say("starting 2 modules and 2 parties as child processes on loopback… ")
 	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight, PeerPlaintext: plaintext})
@@ -371,6 +379,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		e1, _ := c.apps[1].Status(ctx)
 		bytes := float64(e0.FrameBytesSent-st0.FrameBytesSent+e1.FrameBytesSent-st1.FrameBytesSent) / 2 / float64(n)
 		rep.WireBytesPerPartyPerKey[j.k.name()] = bytes
+		rep.KeysPerSecByClass[j.k.name()] = math.Round(float64(n) / el.Seconds())
 		if j.k.mode != "derived" {
 			rep.RoundsPerKey[j.k.name()] = 1 // every key's frames cross in the one exchange of its batch
 		} else {
@@ -483,7 +492,7 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 		fmt.Fprintf(w, "(the two sites and this client share these %d CPUs; how the ratio depends on them: BENCHMARKS.md, \"Cores\")\n", rep.CPUs)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-24s %14s %14s %14s %8s\n", "keys", "wire B/party", "in-process B", "dealer B", "rounds")
+	fmt.Fprintf(w, "%-24s %14s %14s %14s %8s %10s\n", "keys", "wire B/party", "in-process B", "dealer B", "rounds", "keys/s")
 	names := make([]string, 0, len(rep.WireBytesPerPartyPerKey))
 	for k := range rep.WireBytesPerPartyPerKey {
 		names = append(names, k)
@@ -499,9 +508,16 @@ func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
 		return "-"
 	}
 	for _, k := range names {
-		fmt.Fprintf(w, "%-24s %14.3f %14s %14s %8.0f\n", k, rep.WireBytesPerPartyPerKey[k],
-			cell(rep.InProcessBytesPerKey, k, "%.3f"), cell(rep.DealerBytesPerPartyKey, k, "%.0f"), rep.RoundsPerKey[k])
+		name := k
+		if strings.HasSuffix(k, "-"+rep.DefaultTier) {
+			name += " *"
+		}
+		fmt.Fprintf(w, "%-24s %14.3f %14s %14s %8.0f %10s\n", name, rep.WireBytesPerPartyPerKey[k],
+			cell(rep.InProcessBytesPerKey, k, "%.3f"), cell(rep.DealerBytesPerPartyKey, k, "%.0f"), rep.RoundsPerKey[k],
+			cell(rep.KeysPerSecByClass, k, "%.0f"))
 	}
+	fmt.Fprintf(w, "* %s: the default tier of bound and consume requests (authenticated). otp sends the fewest bytes but is an\n"+
+		"  explicit opt-in for semi-honest hosts and network only (docs/api.md, \"Tiers\").\n", rep.DefaultTier)
 	return nil
 }
 

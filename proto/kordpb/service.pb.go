@@ -241,7 +241,7 @@ type KeyReply struct {
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Keys          []*KeyShare            `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
 	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`                             // empty on success
-	ErrorClass    string                 `protobuf:"bytes,4,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"` // bad_request, mismatch, peer, unavailable, internal
+	ErrorClass    string                 `protobuf:"bytes,4,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"` // see kordpb.Classes (status.go) and docs/api.md
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1088,7 +1088,11 @@ type Hello struct {
 	// BatchReply.digest_follows), so both modules generate a batch's keys at
 	// the same time. A party 1 that does not know the field answers in one
 	// part, which party 0 also accepts.
-	EarlyFrames   bool `protobuf:"varint,4,opt,name=early_frames,json=earlyFrames,proto3" json:"early_frames,omitempty"`
+	EarlyFrames bool `protobuf:"varint,4,opt,name=early_frames,json=earlyFrames,proto3" json:"early_frames,omitempty"`
+	// spent: requests party 0 failed as spent or tampered (its module had
+	// opened party 1's frames for them) while party 1 may still hold them;
+	// party 1 fails them too rather than wait for a batch that never comes.
+	Spent         *SpentRequests `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1151,6 +1155,67 @@ func (x *Hello) GetEarlyFrames() bool {
 	return false
 }
 
+func (x *Hello) GetSpent() *SpentRequests {
+	if x != nil {
+		return x.Spent
+	}
+	return nil
+}
+
+// SpentRequests names requests by the batch they were last in and their
+// id, as parallel lists (docs/api.md, "Spent requests").
+type SpentRequests struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seqs          []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	Ids           []uint64               `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpentRequests) Reset() {
+	*x = SpentRequests{}
+	mi := &file_kord_v1_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpentRequests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpentRequests) ProtoMessage() {}
+
+func (x *SpentRequests) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpentRequests.ProtoReflect.Descriptor instead.
+func (*SpentRequests) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SpentRequests) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
+func (x *SpentRequests) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 type HelloReply struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Challenge []byte                 `protobuf:"bytes,1,opt,name=challenge,proto3" json:"challenge,omitempty"` // party 1 module's challenge
@@ -1158,14 +1223,18 @@ type HelloReply struct {
 	// packed_items: party 1 reads Batch.packed_items (and chains their
 	// transcript in the packed encoding). A party 1 that does not know the
 	// field leaves it unset, and party 0 sends Batch.items.
-	PackedItems   bool `protobuf:"varint,3,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"`
+	PackedItems bool `protobuf:"varint,3,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"`
+	// spent: requests party 1 failed as spent or tampered in batches of
+	// this run of party 0 (its module had opened party 0's frames for
+	// them); party 0 fails them too instead of batching them again.
+	Spent         *SpentRequests `protobuf:"bytes,4,opt,name=spent,proto3" json:"spent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1246,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1259,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -1214,6 +1283,13 @@ func (x *HelloReply) GetPackedItems() bool {
 	return false
 }
 
+func (x *HelloReply) GetSpent() *SpentRequests {
+	if x != nil {
+		return x.Spent
+	}
+	return nil
+}
+
 type Witness struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Witness       []byte                 `protobuf:"bytes,1,opt,name=witness,proto3" json:"witness,omitempty"`
@@ -1223,7 +1299,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1311,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1324,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -1267,7 +1343,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1355,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1368,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -1318,7 +1394,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1406,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1419,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1423,7 +1499,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1511,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1524,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1515,16 +1591,22 @@ func (x *BatchReply) GetDigestFollows() bool {
 }
 
 type Confirm struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Ok    bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	// error_class (ok false): why party 0 did not deliver the batch, as the
+	// class it failed its spent requests with (tampered: the digests or
+	// frames disagreed; spent: anything else after its module opened party
+	// 1's frames). Party 1 fails its own spent requests with the same class.
+	// Empty from a party 0 that predates it: party 1 reads tampered.
+	ErrorClass    string `protobuf:"bytes,3,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1618,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1631,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1564,6 +1646,13 @@ func (x *Confirm) GetOk() bool {
 		return x.Ok
 	}
 	return false
+}
+
+func (x *Confirm) GetErrorClass() string {
+	if x != nil {
+		return x.ErrorClass
+	}
+	return ""
 }
 
 type PeerMsg struct {
@@ -1584,7 +1673,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1685,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1698,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1738,7 +1827,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1839,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1852,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1882,17 +1971,22 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x06counts\x18\x03 \x03(\rR\x06counts\x12\x1f\n" +
 	"\vderive_beta\x18\x04 \x01(\fR\n" +
 	"deriveBeta\x12\x14\n" +
-	"\x05betas\x18\x05 \x03(\x04R\x05betas\"\x87\x01\n" +
+	"\x05betas\x18\x05 \x03(\x04R\x05betas\"\xb5\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
 	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
-	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\"g\n" +
+	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\x12,\n" +
+	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"5\n" +
+	"\rSpentRequests\x12\x12\n" +
+	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\x95\x01\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
 	"\awitness\x18\x02 \x01(\fR\awitness\x12!\n" +
-	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\"#\n" +
+	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\x12,\n" +
+	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"#\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\"-\n" +
 	"\bSyncDone\x12!\n" +
@@ -1924,10 +2018,12 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"frame_lens\x18\t \x03(\rR\tframeLens\x12%\n" +
 	"\x0edigest_follows\x18\n" +
-	" \x01(\bR\rdigestFollowsJ\x04\b\x03\x10\x04\"+\n" +
+	" \x01(\bR\rdigestFollowsJ\x04\b\x03\x10\x04\"L\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
-	"\x02ok\x18\x02 \x01(\bR\x02ok\"\xdc\x02\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
+	"\verror_class\x18\x03 \x01(\tR\n" +
+	"errorClass\"\xdc\x02\n" +
 	"\aPeerMsg\x12&\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0e.kord.v1.HelloH\x00R\x05hello\x126\n" +
 	"\vhello_reply\x18\x02 \x01(\v2\x13.kord.v1.HelloReplyH\x00R\n" +
@@ -1963,7 +2059,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -1979,15 +2075,16 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*BatchItem)(nil),             // 11: kord.v1.BatchItem
 	(*PackedItems)(nil),           // 12: kord.v1.PackedItems
 	(*Hello)(nil),                 // 13: kord.v1.Hello
-	(*HelloReply)(nil),            // 14: kord.v1.HelloReply
-	(*Witness)(nil),               // 15: kord.v1.Witness
-	(*SyncDone)(nil),              // 16: kord.v1.SyncDone
-	(*Batch)(nil),                 // 17: kord.v1.Batch
-	(*BatchReply)(nil),            // 18: kord.v1.BatchReply
-	(*Confirm)(nil),               // 19: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 20: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 21: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 22: kord.v1.PollResponse
+	(*SpentRequests)(nil),         // 14: kord.v1.SpentRequests
+	(*HelloReply)(nil),            // 15: kord.v1.HelloReply
+	(*Witness)(nil),               // 16: kord.v1.Witness
+	(*SyncDone)(nil),              // 17: kord.v1.SyncDone
+	(*Batch)(nil),                 // 18: kord.v1.Batch
+	(*BatchReply)(nil),            // 19: kord.v1.BatchReply
+	(*Confirm)(nil),               // 20: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 21: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 22: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 23: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
@@ -1995,33 +2092,35 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	4,  // 2: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 3: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 4: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	22, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	11, // 6: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 7: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
-	13, // 8: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	14, // 9: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	15, // 10: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	16, // 11: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	17, // 12: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	18, // 13: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	19, // 14: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 15: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 16: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 17: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 18: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	21, // 19: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	20, // 20: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 21: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 22: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 23: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 24: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	21, // 25: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	20, // 26: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	23, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	14, // 6: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
+	14, // 7: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
+	11, // 8: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	12, // 9: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	13, // 10: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	15, // 11: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	16, // 12: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	17, // 13: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	18, // 14: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	19, // 15: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	20, // 16: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 17: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 18: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 19: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 20: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	22, // 21: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	21, // 22: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 23: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 24: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 25: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 26: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	22, // 27: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	21, // 28: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	23, // [23:29] is the sub-list for method output_type
+	17, // [17:23] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -2029,7 +2128,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[20].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[21].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -2044,7 +2143,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
