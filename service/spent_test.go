@@ -60,6 +60,17 @@ func (c *countingModule) Submit(ctx context.Context, r *msg.SubmitRequest) (*msg
 	return c.Module.Submit(ctx, r)
 }
 
+// submittedOnce fails t unless each site's module got the shares of its
+// request i (id) exactly once.
+func submittedOnce(t *testing.T, cm [2]*countingModule, reqs [2][]*pb.KeyRequest, i int, id uint64) {
+	t.Helper()
+	for b := 0; b < 2; b++ {
+		if k := cm[b].times(reqs[b][i].AlphaShare, reqs[b][i].BetaShare); k != 1 {
+			t.Fatalf("request %d: module %d got its shares %d times, want once", id, b, k)
+		}
+	}
+}
+
 // times is how often the module got the share pair (a, b).
 func (c *countingModule) times(a, b uint64) int {
 	c.mu.Lock()
@@ -193,11 +204,7 @@ func testTamperedKeystreamBatchSpent(t *testing.T, oneShot bool) {
 			if pb.AlphaReusable(c0) {
 				t.Fatal("tampered must not let α be used again")
 			}
-			for b := 0; b < 2; b++ {
-				if k := cm[b].times(reqs[b][i].AlphaShare, reqs[b][i].BetaShare); k != 1 {
-					t.Fatalf("request %d: module %d got its shares %d times, want once", r0.ID, b, k)
-				}
-			}
+			submittedOnce(t, cm, reqs, i, r0.ID)
 			continue
 		}
 		if c0 != "" || c1 != "" {
@@ -301,11 +308,7 @@ func testSessionLostAfterFramesOpened(t *testing.T, oneShot bool) {
 			if c0 != ErrClassSpent || c1 != ErrClassSpent {
 				t.Fatalf("request %d of the cut batch: %q / %q, want spent at both sites", r0.ID, c0, c1)
 			}
-			for b := 0; b < 2; b++ {
-				if k := cm[b].times(reqs[b][i].AlphaShare, reqs[b][i].BetaShare); k != 1 {
-					t.Fatalf("request %d: module %d got its shares %d times, want once", r0.ID, b, k)
-				}
-			}
+			submittedOnce(t, cm, reqs, i, r0.ID)
 			continue
 		}
 		if c0 != "" || c1 != "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/channel"
 	"github.com/kord-fss/kord/module/msg"
 )
 
@@ -147,7 +148,8 @@ func (h *harness) probe(tier msg.Tier, j job, i int) (agree, observed bool, err 
 	// an envelope carries it after its header, under authentication.
 	off := 0
 	if tier != msg.Keystream {
-		off = len(f[0]) - j.s.sizeOfShares() - 16
+		d := channel.Desc{InBits: j.s.l, OutBits: j.s.n}
+		off = len(f[0]) - d.Size() - channel.TagSize
 	}
 	for b := 0; b < 2; b++ {
 		f[b][off+i/8] ^= 1 << (i % 8)
@@ -180,6 +182,3 @@ func (h *harness) probe(tier msg.Tier, j job, i int) (agree, observed bool, err 
 	}
 	return tags[0] == tags[1], true, nil
 }
-
-// sizeOfShares is the packed size of one key's share fields.
-func (s shape) sizeOfShares() int { return (s.l+7)/8 + (s.n+7)/8 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -63,7 +64,7 @@ func ParseSealKey(raw []byte) ([]byte, error) {
 	if len(raw) == SealKeySize {
 		return append([]byte(nil), raw...), nil
 	}
-	t := trimSpace(raw)
+	t := bytes.TrimSpace(raw)
 	if len(t) == 2*SealKeySize {
 		k := make([]byte, SealKeySize)
 		if _, err := hex.Decode(k, t); err == nil {
@@ -87,16 +88,6 @@ func ReadSealKeyFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("--seal-key-file %s: %w", path, err)
 	}
 	return k, nil
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\r' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 func sealKeyCopy(k []byte) ([]byte, error) {

@@ -175,7 +175,7 @@ func FuzzSealKey(f *testing.F) {
 		if err == nil && len(k) != SealKeySize {
 			t.Fatalf("%d-byte key", len(k))
 		}
-		if err == nil && len(in) != SealKeySize && len(trimSpace(in)) != 2*SealKeySize {
+		if err == nil && len(in) != SealKeySize && len(bytes.TrimSpace(in)) != 2*SealKeySize {
 			t.Fatalf("accepted %q", in)
 		}
 	})
