@@ -35,14 +35,19 @@ type svcClass struct {
 
 func (k svcClass) params() fss.Params { return fss.Params{Type: k.typ, InBits: k.l, OutBits: k.n} }
 
+// tierID is the class's tier as reports name it: otp, mac, batchmac, or
+// derived for derived mode.
+func (k svcClass) tierID() string {
+	if k.mode == "derived" {
+		return "derived"
+	}
+	return k.tier
+}
+
 // name is the report key <type>-<ℓ>-<tier>, tier otp/mac/batchmac/derived;
 // consume adds "-consume".
 func (k svcClass) name() string {
-	t := k.tier
-	if k.mode == "derived" {
-		t = "derived"
-	}
-	s := fmt.Sprintf("%v-%d-%s", k.typ, k.l, t)
+	s := fmt.Sprintf("%v-%d-%s", k.typ, k.l, k.tierID())
 	if k.mode == "consume" {
 		s += "-consume"
 	}
@@ -59,13 +64,19 @@ type svcTruth struct {
 // svcRequests builds both sites' requests for keys of class k, ids from
 // base; derived requests carry up to 64 keys each.
 func svcRequests(k svcClass, base uint64, keys int, rng *mrand.Rand) (reqs [2][]*pb.KeyRequest, truth []svcTruth) {
+	return svcRequestsPer(k, base, keys, 64, rng)
+}
+
+// svcRequestsPer is svcRequests with up to perDerived keys per derived
+// request (1..service.MaxCount).
+func svcRequestsPer(k svcClass, base uint64, keys, perDerived int, rng *mrand.Rand) (reqs [2][]*pb.KeyRequest, truth []svcTruth) {
 	p := k.params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
 	id := base
 	for keys > 0 {
 		switch k.mode {
 		case "derived":
-			c := min(keys, 64)
+			c := min(keys, perDerived)
 			beta := rng.Uint64() & mb
 			for b := 0; b < 2; b++ {
 				reqs[b] = append(reqs[b], client.Derived(id, p, c, beta, false))

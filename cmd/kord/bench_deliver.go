@@ -1,0 +1,421 @@
+package main
+
+// kord bench deliver: the rate at which an application receives verified
+// key pairs, in process (host.LocalPair) and through the five processes of
+// `kord demo` (2 modules, 2 parties, this client), each set against raw
+// fss.BatchGen on one worker for the same shape in the same run (issue 19).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/service"
+)
+
+// deliverOpts are the flags of bench deliver.
+type deliverOpts struct {
+	keys     int           // key pairs per row and path
+	batch    int           // keys per batch (parties and the in-process pair)
+	inFlight int           // batches outstanding between the parties
+	chunk    int           // keys delivered between two verification pauses
+	rawTime  time.Duration // one raw BatchGen measurement
+	json     bool
+	png      string
+}
+
+// deliverRow is one shape and tier: raw Gen and both delivered rates.
+type deliverRow struct {
+	Type             string  `json:"type"`
+	InBits           int     `json:"in_bits"`
+	Tier             string  `json:"tier"`
+	Mode             string  `json:"mode"`
+	RawKeysPerSec    float64 `json:"raw_keys_per_sec"`
+	InProcKeysPerSec float64 `json:"in_process_keys_per_sec"`
+	ProcKeysPerSec   float64 `json:"processes_keys_per_sec"`
+	InProcRatio      float64 `json:"in_process_ratio"`
+	ProcRatio        float64 `json:"processes_ratio"`
+	PairsVerified    int     `json:"pairs_verified"`
+	PairsFailed      int     `json:"pairs_failed"`
+}
+
+// deliverReport is what bench deliver --json prints.
+type deliverReport struct {
+	Rows []deliverRow `json:"rows"`
+	CPUs int          `json:"cpus"`
+}
+
+// Defaults of bench deliver: the fastest settings measured on the 2-core
+// machine (BENCHMARKS.md, "Delivered rate (issue 19)").
+const (
+	deliverDefaultKeys     = 100000
+	deliverDefaultBatch    = 1024
+	deliverDefaultInFlight = 4
+	deliverDefaultChunk    = 16384
+)
+
+func init() {
+	var o deliverOpts
+	cmd := &cobra.Command{
+		Use:   "deliver [--keys N] [--json] [--png FILE]",
+		Short: "Verified key pairs delivered to an application, in process and through five processes, against raw BatchGen",
+		Long: `For DPF-32 and DCF-32, each tier (otp, mac, batchmac) in bound mode and
+derived mode, measure in one run:
+
+  raw        fss.BatchGen on one worker (the fastest of three runs of
+             --raw-time / 3), no transport, keys never leave the buffer;
+  in-process two software modules and two hosts in this process
+             (host.LocalPair): key pairs received by the application,
+             parsed;
+  processes  the five processes of ` + "`kord demo`" + ` (2 modules, 2 parties with a
+             mutual-TLS peer link, this client on two streams), started once
+             for all rows: key pairs received by the application, parsed.
+
+Both delivered paths hand out --chunk keys at a time; only the delivery is
+timed. Between chunks, outside the clock, every pair is verified:
+Eval(0,k0,x) + Eval(1,k1,x) = f(x) at α, α±1 and a random point (derived:
+at the α the two parties' shares add up to, with β checked as well). Each
+rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			rep, err := runBenchDeliver(cmd.Context(), o, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if o.png != "" {
+				if err := drawDeliver(o.png, rep); err != nil {
+					return fmt.Errorf("--png: %w", err)
+				}
+			}
+			if err := printDeliver(cmd.OutOrStdout(), rep, o.json); err != nil {
+				return err
+			}
+			for _, r := range rep.Rows {
+				if r.PairsFailed != 0 {
+					return fmt.Errorf("bench deliver: %s-%d-%s: %d key pairs failed verification", r.Type, r.InBits, r.Tier, r.PairsFailed)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.keys, "keys", deliverDefaultKeys, "key pairs per row and delivered path")
+	f.IntVar(&o.batch, "batch", deliverDefaultBatch, fmt.Sprintf("keys per batch, for the parties and the in-process pair (1..%d)", service.MaxCount))
+	f.IntVar(&o.inFlight, "in-flight", deliverDefaultInFlight, "batches outstanding between the parties (1..1024)")
+	f.IntVar(&o.chunk, "chunk", deliverDefaultChunk, "keys delivered between two verification pauses (the clock stops while the pairs are verified)")
+	f.DurationVar(&o.rawTime, "raw-time", 300*time.Millisecond, "time of the raw BatchGen measurement per row")
+	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	f.StringVar(&o.png, "png", "", "draw delivered keys/s per path beside raw Gen, per row, to this PNG")
+	benchCmd.AddCommand(cmd)
+}
+
+// check validates every flag.
+func (o deliverOpts) check() error {
+	switch {
+	case o.keys < 1:
+		return badInput("--keys %d must be at least 1", o.keys)
+	case o.batch < 1 || o.batch > service.MaxCount:
+		return badInput("--batch %d is outside 1..%d", o.batch, service.MaxCount)
+	case o.inFlight < 1 || o.inFlight > 1024:
+		return badInput("--in-flight %d is outside 1..1024", o.inFlight)
+	case o.chunk < 1:
+		return badInput("--chunk %d must be at least 1", o.chunk)
+	case o.rawTime <= 0:
+		return badInput("--raw-time must be positive")
+	}
+	return nil
+}
+
+// deliverClasses are the rows: DPF-32 and DCF-32, each bound tier, derived.
+func deliverClasses() []svcClass {
+	var out []svcClass
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		for _, t := range []string{"otp", "mac", "batchmac"} {
+			out = append(out, svcClass{mode: "bound", tier: t, typ: typ, l: 32, n: 32})
+		}
+		out = append(out, svcClass{mode: "derived", typ: typ, l: 32, n: 32})
+	}
+	return out
+}
+
+// runBenchDeliver measures every row; progress goes to stderr.
+func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*deliverReport, error) {
+	say := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
+	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
+	c, err := startCluster(ctx, "", clusterOpts{Batch: o.batch, InFlight: o.inFlight})
+	if err != nil {
+		return nil, fmt.Errorf("starting the cluster: %w", err)
+	}
+	defer c.Remove()
+	lp, err := host.NewLocalPair(ctx, host.LocalOptions{InFlight: o.batch})
+	if err != nil {
+		return nil, fmt.Errorf("in-process pair: %w", err)
+	}
+	defer lp.Close()
+	say("paired.\n")
+	rep := &deliverReport{CPUs: runtime.NumCPU()}
+	id := uint64(1)
+	for i, k := range deliverClasses() {
+		row := deliverRow{Type: k.typ.String(), InBits: k.l, Tier: k.tierID(), Mode: k.mode}
+		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.name())
+		raw, err := rawGenRate(k.params(), o.rawTime)
+		if err != nil {
+			return nil, fmt.Errorf("%s: raw Gen: %w", k.name(), err)
+		}
+		say("in-process… ")
+		ipEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
+			return inProcessChunk(ctx, lp, k, n, rng)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: in process: %w", k.name(), err)
+		}
+		row.PairsVerified, row.PairsFailed = ok, bad
+		say("processes… ")
+		prEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
+			return processesChunk(ctx, c.apps, k, n, o.batch, &id, rng)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: processes: %w", k.name(), err)
+		}
+		row.PairsVerified += ok
+		row.PairsFailed += bad
+		row.RawKeysPerSec = math.Round(raw)
+		row.InProcKeysPerSec = math.Round(float64(o.keys) / ipEl.Seconds())
+		row.ProcKeysPerSec = math.Round(float64(o.keys) / prEl.Seconds())
+		row.InProcRatio = round4(row.InProcKeysPerSec / raw)
+		row.ProcRatio = round4(row.ProcKeysPerSec / raw)
+		say("%.0f / %.0f / %.0f keys/s\n", row.RawKeysPerSec, row.InProcKeysPerSec, row.ProcKeysPerSec)
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// deliverPath delivers o.keys pairs in chunks of o.chunk through one path
+// and adds up the delivery time and the verification counts.
+func deliverPath(o deliverOpts, chunk func(n int) (time.Duration, int, int, error)) (el time.Duration, ok, bad int, err error) {
+	for done := 0; done < o.keys; {
+		n := min(o.chunk, o.keys-done)
+		d, g, b, err := chunk(n)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		el += d
+		ok += g
+		bad += b
+		done += n
+	}
+	return el, ok, bad, nil
+}
+
+// rawGenRate is fss.BatchGen's keys/s on one worker for p: the fastest of
+// three runs of d/3, 1024 keys a call into reused buffers (as bench gen).
+func rawGenRate(p fss.Params, d time.Duration) (float64, error) {
+	g, err := fss.NewBatchGen(p, 1)
+	if err != nil {
+		return 0, err
+	}
+	b := benchGenBatch
+	alpha, beta, root0, root1 := benchInputs(p, b, 11)
+	out0, out1 := make([]byte, b*p.KeySize()), make([]byte, b*p.KeySize())
+	best := 0.0
+	for range 3 {
+		done := 0
+		start := time.Now()
+		for done == 0 || time.Since(start) < d/3 {
+			if err := g.GenWithRoots(alpha, beta, root0, root1, out0, out1); err != nil {
+				return 0, err
+			}
+			done += b
+		}
+		best = max(best, float64(done)/time.Since(start).Seconds())
+	}
+	return best, nil
+}
+
+// deliveredPair is one key pair as the application received it, with what
+// it knows to check it (α from the parties' shares in derived mode).
+type deliveredPair struct {
+	k0, k1      *fss.Key
+	alpha, beta uint64
+}
+
+// inProcessDeliver obtains n key pairs of class k from the in-process pair
+// (both hosts, keys parsed) and returns them with the time the delivery
+// took. It is the one place to change for another in-process API.
+func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k svcClass, n int, rng *mrand.Rand) ([]deliveredPair, time.Duration, error) {
+	p := k.params()
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	tier := msg.MAC
+	pairs := make([]deliveredPair, n)
+	var reqs [2][]host.Request
+	for b := range reqs {
+		reqs[b] = make([]host.Request, n)
+	}
+	// Derived: one public β for the chunk, as the process path's requests.
+	dBeta := rng.Uint64() & mb
+	for i := range pairs {
+		s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Derived, Beta: dBeta}
+		if k.mode == "derived" {
+			reqs[0][i].Share, reqs[1][i].Share = s, s
+			pairs[i].beta = dBeta
+			continue
+		}
+		tier, _ = msg.ParseTier(k.tier)
+		a, bt := rng.Uint64()&ma, rng.Uint64()&mb
+		a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
+		s.Mode, s.Beta = msg.Bound, 0
+		s.AlphaShare, s.BetaShare = a0, b0
+		reqs[0][i].Share = s
+		s.AlphaShare, s.BetaShare = (a-a0)&ma, (bt-b0)&mb
+		reqs[1][i].Share = s
+		pairs[i].alpha, pairs[i].beta = a, bt
+	}
+	t0 := time.Now()
+	res, err := lp.Generate(ctx, tier, reqs)
+	el := time.Since(t0)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range pairs {
+		pairs[i].k0, pairs[i].k1 = res[0][i].Key, res[1][i].Key
+		if k.mode == "derived" {
+			pairs[i].alpha = (res[0][i].AlphaShare + res[1][i].AlphaShare) & ma
+			if (res[0][i].BetaShare+res[1][i].BetaShare)&mb != dBeta {
+				pairs[i].k1 = nil // fails verification
+			}
+		}
+	}
+	return pairs, el, nil
+}
+
+// inProcessChunk delivers n pairs in process, then verifies and wipes them.
+func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n int, rng *mrand.Rand) (time.Duration, int, int, error) {
+	pairs, el, err := inProcessDeliver(ctx, lp, k, n, rng)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ok, bad := verifyPairs(k.params(), pairs, rng)
+	return el, ok, bad, nil
+}
+
+// verifyPairs checks every pair with svcCheckKeys and wipes its keys.
+func verifyPairs(p fss.Params, pairs []deliveredPair, rng *mrand.Rand) (ok, bad int) {
+	for _, pr := range pairs {
+		if svcCheckKeys(p, pr.k0, pr.k1, pr.alpha, pr.beta, rng) {
+			ok++
+		} else {
+			bad++
+		}
+		for _, key := range []*fss.Key{pr.k0, pr.k1} {
+			if key != nil {
+				key.Wipe()
+			}
+		}
+	}
+	return ok, bad
+}
+
+// processesChunk streams n pairs of class k through the parties (derived
+// requests of up to batch keys each), then verifies and wipes them.
+func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
+	reqs, truth := svcRequestsPer(k, *id, n, batch, rng)
+	*id += uint64(len(reqs[0]))
+	t0 := time.Now()
+	reps, _, err := svcStream(ctx, apps, reqs)
+	el := time.Since(t0)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ok, bad := 0, 0
+	for i, t := range truth {
+		g, b := svcVerify(k, t, reps[0][i], reps[1][i], rng)
+		ok += g
+		bad += b
+		wipeReplies(reps[0][i], reps[1][i])
+	}
+	return el, ok, bad, nil
+}
+
+// wipeReplies wipes the key shares of replies the application is done with.
+func wipeReplies(rs ...*client.Reply) {
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		for _, s := range r.Shares {
+			if s.Key != nil {
+				s.Key.Wipe()
+			}
+		}
+	}
+}
+
+// printDeliver prints the report as a table or JSON.
+func printDeliver(w io.Writer, rep *deliverReport, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(rep)
+	}
+	fmt.Fprintf(w, "bench deliver: verified key pairs received by the application, %d CPUs (ratio: to raw BatchGen, 1 worker, same shape)\n", rep.CPUs)
+	fmt.Fprintf(w, "%-18s %12s %12s %7s %12s %7s %9s %6s\n", "row", "raw Gen/s", "in-process/s", "ratio", "processes/s", "ratio", "verified", "failed")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(w, "%-18s %12.0f %12.0f %7.3f %12.0f %7.3f %9d %6d\n", fmt.Sprintf("%s-%d-%s", r.Type, r.InBits, r.Tier),
+			r.RawKeysPerSec, r.InProcKeysPerSec, r.InProcRatio, r.ProcKeysPerSec, r.ProcRatio, r.PairsVerified, r.PairsFailed)
+	}
+	return nil
+}
+
+// drawDeliver draws, per row, raw Gen and the two delivered rates as
+// grouped bars (millions of keys/s).
+func drawDeliver(file string, rep *deliverReport) error {
+	pl := plot.New()
+	pl.Title.Text = fmt.Sprintf("kord bench deliver: verified key pairs delivered vs raw BatchGen (1 worker), %d CPUs", rep.CPUs)
+	pl.Y.Label.Text = "keys/s (millions)"
+	pl.Add(plotter.NewGrid())
+	pl.Legend.Top = true
+	var raw, ip, pr plotter.Values
+	names := make([]string, len(rep.Rows))
+	for i, r := range rep.Rows {
+		raw = append(raw, r.RawKeysPerSec/1e6)
+		ip = append(ip, r.InProcKeysPerSec/1e6)
+		pr = append(pr, r.ProcKeysPerSec/1e6)
+		names[i] = fmt.Sprintf("%s-%d\n%s", r.Type, r.InBits, r.Tier)
+	}
+	w := vg.Points(14)
+	for i, s := range []struct {
+		v     plotter.Values
+		label string
+	}{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes (kord demo)"}} {
+		bars, err := plotter.NewBarChart(s.v, w)
+		if err != nil {
+			return err
+		}
+		bars.LineStyle.Width = 0
+		bars.Color = plotColor(i + 1)
+		bars.Offset = vg.Length(i-1) * w
+		pl.Add(bars)
+		pl.Legend.Add(s.label, bars)
+	}
+	pl.NominalX(names...)
+	return pl.Save(10*vg.Inch, 5*vg.Inch, file)
+}
