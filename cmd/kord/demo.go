@@ -7,13 +7,18 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/spf13/cobra"
+	"github.com/kord-fss/kord/service"
 )
 
 func init() {
@@ -32,7 +37,7 @@ type demoReport struct {
 	WireBytesPerPartyPerKey map[string]float64 `json:"wire_bytes_per_party_per_key"`
 	DealerBytesPerPartyKey  map[string]float64 `json:"dealer_bytes_per_party_per_key"`
 	KeysByMode              map[string]int     `json:"keys_by_mode"`
-	InFlight                int                `json:"in_flight"`
+	Batch                   int                `json:"batch"`
 	KEM                     string             `json:"kem"`
 }
 
@@ -46,45 +51,79 @@ type demoChunk struct {
 	tierID string // otp, mac, batchmac, derived, dealer
 }
 
+// demoOpts are the flags of `kord demo`.
+type demoOpts struct {
+	inProcess, json bool
+	keys            int
+	batch           int // keys per batch (both paths)
+	inFlight        int // batches outstanding between the parties (process path)
+	kem             string
+	seed            uint64
+}
+
+// check validates every flag, whichever path the demo takes.
+func (o demoOpts) check(cmd *cobra.Command) error {
+	if o.keys < 1 {
+		return badInput("--keys %d must be at least 1", o.keys)
+	}
+	if o.batch < 1 || o.batch > service.MaxCount {
+		return badInput("--batch %d is outside 1..%d", o.batch, service.MaxCount)
+	}
+	if o.inFlight < 1 || o.inFlight > 1024 {
+		return badInput("--in-flight %d is outside 1..1024", o.inFlight)
+	}
+	if err := checkKEM(o.kem); err != nil {
+		return err
+	}
+	if !o.inProcess {
+		return nil
+	}
+	if cmd.Flags().Changed("peer-plaintext") {
+		return badInput("--peer-plaintext is for the demo's party processes: leave out --in-process (which has no peer link)")
+	}
+	if cmd.Flags().Changed("in-flight") {
+		return badInput("--in-flight (batches outstanding between the parties) is for the demo's party processes: leave out --in-process (whose hosts run one batch at a time); --batch sets the keys per batch")
+	}
+	return nil
+}
+
+// checkKEM refuses a pairing KEM the modules do not know ("" = default).
+func checkKEM(kem string) error {
+	if kem == "" || slices.Contains(module.KEMs(), kem) {
+		return nil
+	}
+	return badInput("--kem %q: want one of %s", kem, strings.Join(module.KEMs(), ", "))
+}
+
 // demoCmd is `kord demo`: two modules and two hosts, many keys, every pair
 // checked by evaluation.
 func demoCmd() *cobra.Command {
-	var (
-		inProcess, asJSON bool
-		keys, inFlight    int
-		kem               string
-		seed              uint64
-	)
+	var o demoOpts
 	cmd := &cobra.Command{
-		Use:   "demo --in-process --keys N [--json]",
+		Use:   "demo [--in-process] --keys N [--json]",
 		Short: "Pair two modules, generate keys of every mode, tier, type and width through two hosts, verify every pair",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if keys < 1 {
-				return badInput("--keys %d must be at least 1", keys)
+			if err := o.check(cmd); err != nil {
+				return err
 			}
-			if inFlight < 1 || inFlight > 4096 {
-				return badInput("--in-flight %d is outside 1..4096", inFlight)
+			if !o.inProcess {
+				return demoServices(cmd, o) // demo_services.go
 			}
-			if !inProcess {
-				return demoServices(cmd, keys, inFlight, seed, asJSON) // demo_services.go
-			}
-			if cmd.Flags().Changed("peer-plaintext") {
-				return badInput("--peer-plaintext is for the demo's party processes: leave out --in-process (which has no peer link)")
-			}
+			seed := o.seed
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())
 			}
 			var progress io.Writer
-			if !asJSON {
+			if !o.json {
 				progress = cmd.ErrOrStderr()
 			}
-			rep, err := runDemo(cmd.Context(), keys, inFlight, kem, seed, progress)
+			rep, err := runDemo(cmd.Context(), o.keys, o.batch, o.kem, seed, progress)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
+			if o.json {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -111,17 +150,18 @@ func demoCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&inProcess, "in-process", false, "run both modules and both hosts in this process")
-	f.IntVar(&keys, "keys", 1000, "number of keys")
-	f.IntVar(&inFlight, "in-flight", 64, "keys in flight per host (batch size M)")
-	f.StringVar(&kem, "kem", "", "pairing KEM: mlkem768 (default), ntru-ees1087ep1, ntru-ees1499ep1")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.Uint64Var(&seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
+	f.BoolVar(&o.inProcess, "in-process", false, "run both modules and both hosts in this process")
+	f.IntVar(&o.keys, "keys", 1000, "number of keys")
+	f.IntVar(&o.batch, "batch", service.DefaultBatch, fmt.Sprintf("keys per batch (1..%d), as kord party --batch", service.MaxCount))
+	f.IntVar(&o.inFlight, "in-flight", service.DefaultInFlight, "without --in-process: batches outstanding between the parties (1..1024), as kord party --in-flight")
+	f.StringVar(&o.kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
 	f.Bool("peer-plaintext", false, "without --in-process: run the parties' peer link without TLS (default: mutual TLS 1.3 with certificates made for the run), to see what TLS costs")
 	return cmd
 }
 
-func demoChunks(keys, inFlight int, rng *rand.Rand) []demoChunk {
+func demoChunks(keys, batch int, rng *rand.Rand) []demoChunk {
 	type combo struct {
 		mode   string
 		tier   msg.Tier
@@ -149,7 +189,7 @@ func demoChunks(keys, inFlight int, rng *rand.Rand) []demoChunk {
 			n++
 		}
 		for n > 0 {
-			c.count = min(n, inFlight)
+			c.count = min(n, batch)
 			chunks = append(chunks, c)
 			n -= c.count
 		}
@@ -158,9 +198,9 @@ func demoChunks(keys, inFlight int, rng *rand.Rand) []demoChunk {
 	return chunks
 }
 
-func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, progress io.Writer) (*demoReport, error) {
+func runDemo(ctx context.Context, keys, batch int, kem string, seed uint64, progress io.Writer) (*demoReport, error) {
 	rng := rand.New(rand.NewPCG(seed, seed>>1^0x64656d6f))
-	lp, err := host.NewLocalPair(ctx, host.LocalOptions{KEM: kem, InFlight: inFlight})
+	lp, err := host.NewLocalPair(ctx, host.LocalOptions{KEM: kem, InFlight: batch})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +209,7 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 		kem = "mlkem768"
 	}
 	rep := &demoReport{
-		Keys: keys, InFlight: inFlight, KEM: kem,
+		Keys: keys, Batch: batch, KEM: kem,
 		RoundsPerKeyByTier:      map[string]int{},
 		WireBytesPerPartyPerKey: map[string]float64{},
 		DealerBytesPerPartyKey:  map[string]float64{},
@@ -179,7 +219,7 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 	var protoKeys, dealerKeys int
 	var protoTime, dealerTime time.Duration
 	done := 0
-	for _, c := range demoChunks(keys, inFlight, rng) {
+	for _, c := range demoChunks(keys, batch, rng) {
 		p := fss.Params{Type: c.typ, InBits: c.l, OutBits: c.l}
 		mask := prg.Mask(c.l)
 		alphas, betas := make([]uint64, c.count), make([]uint64, c.count)
@@ -187,6 +227,7 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 		var k0s, k1s []*fss.Key
 		var evals [2][][]uint64
 		var points [][]uint64
+		var betaBad []bool // derived: the β shares did not add up to β
 		switch c.mode {
 		case "dealer":
 			d := &fss.Dealer{}
@@ -211,6 +252,9 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 			case "derived":
 				mode = msg.Derived
 			}
+			// Derived: a public β per chunk, as the process demo's requests
+			// (svcRequests) and its in-process phase use.
+			dBeta := rng.Uint64() & mask
 			for i := 0; i < c.count; i++ {
 				var s [2]msg.Share
 				for b := range s {
@@ -218,7 +262,8 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 				}
 				var pts []uint64
 				if mode == msg.Derived {
-					s[0].DeriveBeta, s[1].DeriveBeta = true, true
+					s[0].Beta, s[1].Beta = dBeta, dBeta
+					betas[i] = dBeta
 				} else {
 					alphas[i], betas[i] = rng.Uint64()&mask, rng.Uint64()&mask
 					a0, b0 := rng.Uint64()&mask, rng.Uint64()&mask
@@ -252,7 +297,8 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 			for i := range res[0] {
 				if mode == msg.Derived {
 					alphas[i] = (res[0][i].AlphaShare + res[1][i].AlphaShare) & mask
-					betas[i] = (res[0][i].BetaShare + res[1][i].BetaShare) & mask
+					// The β shares must add up to the public β.
+					betaBad = append(betaBad, (res[0][i].BetaShare+res[1][i].BetaShare)&mask != dBeta)
 				}
 				if mode == msg.Consume {
 					evals[0] = append(evals[0], res[0][i].Evals)
@@ -267,7 +313,8 @@ func runDemo(ctx context.Context, keys, inFlight int, kem string, seed uint64, p
 			if c.mode == "consume" {
 				ok = demoCheckEvals(p, alphas[i], betas[i], points[i], evals[0][i], evals[1][i])
 			} else {
-				ok = demoCheckKeys(p, k0s[i], k1s[i], alphas[i], betas[i], demoPoints(rng, alphas[i], mask))
+				ok = demoCheckKeys(p, k0s[i], k1s[i], alphas[i], betas[i], demoPoints(rng, alphas[i], mask)) &&
+					(i >= len(betaBad) || !betaBad[i])
 				k0s[i].Wipe()
 				k1s[i].Wipe()
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
@@ -257,7 +258,9 @@ type svcDemoReport struct {
 	InFlight          int                `json:"in_flight"`
 	Resyncs           uint64             `json:"resyncs"`
 	// DaemonCPUPerKey is the CPU time (user + system) of the four daemons
-	// over the whole run, per key they served.
+	// while they streamed keys (start-up, prefault and pairing excluded:
+	// read from /proc before and after each stream), per key they served;
+	// 0 where /proc is not available.
 	DaemonCPUPerKey float64 `json:"daemon_cpu_us_per_key"`
 	// ClientCPUPerKey is this process's CPU time during the timed
 	// process-path phases (the application's side: two streams, replies
@@ -303,7 +306,7 @@ func pct(d []time.Duration, q float64) float64 {
 // parties as child processes of this binary on loopback, paired, streaming
 // keys of every mode and tier, every pair verified; the same workload runs
 // through the in-process path and the dealer for comparison.
-func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64, plaintext bool, progress io.Writer) (*svcDemoReport, error) {
+func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string, seed uint64, plaintext bool, progress io.Writer) (*svcDemoReport, error) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x6b6f7264))
 	say := func(format string, a ...any) {
 		if progress != nil {
@@ -318,7 +321,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		KeysPerSecByClass: map[string]float64{}, DefaultTier: service.DefaultTier.String()}
 
 	say("starting 2 modules and 2 parties as child processes on loopback… ")
-	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight, PeerPlaintext: plaintext})
+	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight, KEM: kem, PeerPlaintext: plaintext})
 	if err != nil {
 		return nil, err
 	}
@@ -350,12 +353,13 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		id += uint64(len(r[0]))
 		jobs = append(jobs, job{k, r, t})
 	}
-	lp, err := host.NewLocalPair(ctx, host.LocalOptions{InFlight: batch})
+	lp, err := host.NewLocalPair(ctx, host.LocalOptions{KEM: kem, InFlight: batch})
 	if err != nil {
 		return nil, err
 	}
 	defer lp.Close()
-	var total, ipTotal, clientCPU, ipCPU time.Duration
+	var total, ipTotal, clientCPU, ipCPU, daemonCPU time.Duration
+	daemonOK := true
 	var lats, ipLats []time.Duration
 	ipKeys := 0
 	for i, j := range jobs {
@@ -364,6 +368,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		if err0 != nil || err1 != nil {
 			return nil, fmt.Errorf("status: %v %v", err0, err1)
 		}
+		d0, ok0 := c.liveCPU()
 		cpu0 := selfCPU()
 		t0 := time.Now()
 		reps, lat, err := svcStream(ctx, c.apps, j.reqs)
@@ -371,6 +376,9 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 		if j.k.mode != "consume" {
 			clientCPU += selfCPU() - cpu0
 		}
+		d1, ok1 := c.liveCPU()
+		daemonCPU += d1 - d0
+		daemonOK = daemonOK && ok0 && ok1
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", j.k.name(), err)
 		}
@@ -413,8 +421,8 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, seed uint64
 	}
 	rep.KeysPerSec = float64(rep.Keys) / total.Seconds()
 	c.Close()
-	if served := rep.PairsVerified + rep.PairsFailed; served > 0 {
-		rep.DaemonCPUPerKey = float64(c.cpuTime().Microseconds()) / float64(served)
+	if served := rep.PairsVerified + rep.PairsFailed; served > 0 && daemonOK {
+		rep.DaemonCPUPerKey = float64(daemonCPU.Nanoseconds()) / 1e3 / float64(served)
 	}
 	rep.LatencyP50, rep.LatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
 
@@ -437,11 +445,16 @@ func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k svcClass, per,
 	p := k.params()
 	var reqs [2][]host.Request
 	tier := msg.MAC
+	// Derived: a public β per 64 keys, as svcRequests gives the parties.
+	var beta uint64
 	for i := 0; i < per; i++ {
+		if i%64 == 0 {
+			beta = rng.Uint64() & prg.Mask(p.OutBits)
+		}
 		for b := 0; b < 2; b++ {
 			s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Bound}
 			if k.mode == "derived" {
-				s.Mode = msg.Derived
+				s.Mode, s.Beta = msg.Derived, beta
 			} else {
 				s.AlphaShare, s.BetaShare = rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
 				tier, _ = msg.ParseTier(k.tier)
@@ -537,6 +550,7 @@ func init() {
 		keys, batch, inFlight int
 		asJSON                bool
 		seed                  uint64
+		kem                   string
 	)
 	cmd := &cobra.Command{
 		Use:    "demo-processes",
@@ -544,13 +558,17 @@ func init() {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return svcDemoMain(cmd, keys, batch, inFlight, seed, asJSON)
+			if err := checkKEM(kem); err != nil {
+				return err
+			}
+			return svcDemoMain(cmd, keys, batch, inFlight, kem, seed, asJSON)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&keys, "keys", 1000, "number of keys")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "keys per batch")
-	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "batches in flight")
+	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "batches outstanding between the parties")
+	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.Uint64Var(&seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
 	f.Bool("peer-plaintext", false, "run the parties' peer link without TLS (default: mutual TLS 1.3 with certificates made for the run)")
@@ -558,7 +576,7 @@ func init() {
 }
 
 // svcDemoMain runs and prints the multi-process demo.
-func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJSON bool) error {
+func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed uint64, asJSON bool) error {
 	if keys < 1 {
 		return badInput("--keys %d must be at least 1", keys)
 	}
@@ -574,7 +592,7 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 		progress = cmd.ErrOrStderr()
 	}
 	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
-	rep, err := runServicesDemo(cmd.Context(), keys, batch, inFlight, seed, plaintext, progress)
+	rep, err := runServicesDemo(cmd.Context(), keys, batch, inFlight, kem, seed, plaintext, progress)
 	if err != nil {
 		return err
 	}
@@ -587,12 +605,9 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, seed uint64, asJ
 	return nil
 }
 
-// demoServices is `kord demo` without --in-process (called from demo.go):
-// the demo's --in-flight (keys per batch M) sets the batch size when given.
-func demoServices(cmd *cobra.Command, keys, inFlight int, seed uint64, asJSON bool) error {
-	batch := service.DefaultBatch
-	if cmd.Flags().Changed("in-flight") {
-		batch = min(inFlight, service.MaxCount)
-	}
-	return svcDemoMain(cmd, keys, batch, service.DefaultInFlight, seed, asJSON)
+// demoServices is `kord demo` without --in-process (called from demo.go,
+// which has checked the flags): --batch keys per batch, --in-flight
+// batches outstanding, as kord party takes them.
+func demoServices(cmd *cobra.Command, o demoOpts) error {
+	return svcDemoMain(cmd, o.keys, o.batch, o.inFlight, o.kem, o.seed, o.json)
 }

@@ -148,6 +148,7 @@ type clusterOpts struct {
 	Batch, InFlight int
 	Window          uint64
 	Journal         bool                                  // modules journal keystream positions
+	KEM             string                                // modules' pairing KEM ("" = default)
 	MatchTimeout    time.Duration                         // party 1
 	PeerTimeout     time.Duration                         // party 0
 	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
@@ -169,6 +170,9 @@ func (c *svcCluster) modArgs(b int) []string {
 	}
 	if c.opts.Journal {
 		args = append(args, "--journal", c.JournalPath(b))
+	}
+	if c.opts.KEM != "" {
+		args = append(args, "--kem", c.opts.KEM)
 	}
 	return args
 }
@@ -326,16 +330,23 @@ func (c *svcCluster) Close() {
 	}
 }
 
-// cpuTime is the user and system CPU time of the cluster's processes that
-// have exited (after Close: all four).
-func (c *svcCluster) cpuTime() time.Duration {
-	var t time.Duration
+// liveCPU is the user and system CPU time the cluster's running daemons
+// have used so far (from /proc); ok is false if any could not be read.
+func (c *svcCluster) liveCPU() (t time.Duration, ok bool) {
+	ok = true
 	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
-		if p != nil && p.cmd.ProcessState != nil {
-			t += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+		if p == nil || p.cmd.Process == nil {
+			ok = false
+			continue
 		}
+		d, err := procCPU(p.cmd.Process.Pid)
+		if err != nil {
+			ok = false
+			continue
+		}
+		t += d
 	}
-	return t
+	return t, ok
 }
 
 // Remove closes the cluster and deletes its directory.

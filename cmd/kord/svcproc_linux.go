@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -59,4 +63,36 @@ func svcStartOn(c *exec.Cmd, cpus []int) error {
 	}
 	defer unix.SchedSetaffinity(0, &old)
 	return c.Start()
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
+// every Linux architecture Go supports).
+const userHZ = 100
+
+// procCPU is the user and system CPU time process pid has used so far, all
+// its threads, from /proc/PID/stat (in 1/USER_HZ s).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields counted from the last ')' start at field 3, state.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	var ticks uint64
+	for _, s := range f[11:13] { // utime (field 14), stime (field 15)
+		v, err := strconv.ParseUint(string(s), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
