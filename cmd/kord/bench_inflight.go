@@ -1,8 +1,9 @@
 package main
 
 // kord bench inflight: the fabric law (package fabric) fitted to the CPU
-// batch engine. One worker generates keys with M keys in flight (the group
-// size of fss.BatchGen) for M = 1 … 256; keys/s against M is fitted to
+// batch engine. One worker generates keys with M keys per worker carried
+// through the levels together (the group size of fss.BatchGen,
+// --keys-per-worker) for M = 1 … 256; keys/s against M is fitted to
 // rate(M) = min(s·M, p) and read as a fabric with W lanes and a slot
 // period of Leff, in units of the AES kernel measured in the same run.
 
@@ -26,8 +27,13 @@ import (
 	"github.com/kord-fss/kord/internal/prg"
 )
 
-// inflightM are the keys in flight per worker that bench inflight sweeps.
+// inflightM are the keys per worker (M) that bench inflight sweeps by
+// default (--keys-per-worker).
 var inflightM = []int{1, 2, 4, 8, 16, 32, 64, 128, 256}
+
+// maxKeysPerWorker bounds --keys-per-worker: every call makes 4·M keys at
+// the largest M, and they must stay a few hundred MiB at most.
+const maxKeysPerWorker = 4096
 
 // inflightOpts are the flags of bench inflight.
 type inflightOpts struct {
@@ -39,6 +45,8 @@ type inflightOpts struct {
 	json    bool
 	png     string
 	kernel  string
+	// keysPerWorker are the M to sweep (nil: inflightM).
+	keysPerWorker []int
 }
 
 // inflightPointJSON is one measured M.
@@ -83,9 +91,10 @@ func init() {
 	var o inflightOpts
 	cmd := &cobra.Command{
 		Use:   "inflight",
-		Short: "Batched Gen keys/s against keys in flight per worker, fitted to the fabric law",
-		Long: `Measure batched key generation on one worker with M keys in flight
-(fss.BatchOptions.InFlight) for M = 1, 2, 4, …, 256, and fit the fabric law
+		Short: "Batched Gen keys/s against keys per worker, fitted to the fabric law",
+		Long: `Measure batched key generation on one worker with M keys per worker
+carried through the levels together (fss.BatchOptions.InFlight) for
+M = 1, 2, 4, …, 256 (--keys-per-worker), and fit the fabric law
 rate(M) = min(s·M, p) (fabric.FitLaw). The CPU is read as a fabric whose
 cycle is one kernel-block slot (1 / the MMO kernel's blocks/s, measured in
 the same run): W = p·C·L / kernel blocks/s is the effective number of AES
@@ -110,6 +119,7 @@ See docs/fabric.md, "The CPU engine under the same law".`,
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	f.StringVar(&o.png, "png", "", "draw keys/s against M and the fitted law to this PNG")
 	f.StringVar(&o.kernel, "kernel", "", "MMO kernel to use (default: the fastest)")
+	f.IntSliceVar(&o.keysPerWorker, "keys-per-worker", inflightM, fmt.Sprintf("keys per worker M to sweep (comma-separated, at least two, each 1..%d)", maxKeysPerWorker))
 	benchCmd.AddCommand(cmd)
 }
 
@@ -129,19 +139,23 @@ func runBenchInflight(stdout io.Writer, o inflightOpts) error {
 			return badInput("--kernel: %v", err)
 		}
 	}
-	gens := make([]*fss.BatchGen, len(inflightM))
-	for i, m := range inflightM {
+	ms, err := sweepKeysPerWorker(o.keysPerWorker)
+	if err != nil {
+		return err
+	}
+	gens := make([]*fss.BatchGen, len(ms))
+	for i, m := range ms {
 		if gens[i], err = fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: 1, InFlight: m}); err != nil {
 			return err
 		}
 	}
-	// Every call makes 1024 keys: four groups at the largest M, so the
-	// group set-up and the copy-out are paid alike at every M.
-	const batch = 1024
+	// Every call makes at least 1024 keys and four groups at the largest M,
+	// so the group set-up and the copy-out are paid alike at every M.
+	batch := max(1024, 4*ms[len(ms)-1])
 	alpha, beta, root0, root1 := benchInputs(p, batch, 7)
 	ks := p.KeySize()
 	out0, out1 := make([]byte, batch*ks), make([]byte, batch*ks)
-	runs := make([][]float64, len(inflightM))
+	runs := make([][]float64, len(ms))
 	var kernelRuns []float64
 	for range o.rounds {
 		kernelRuns = append(kernelRuns, kernelBlocksPerSec(1, o.minTime))
@@ -167,8 +181,8 @@ func runBenchInflight(stdout io.Writer, o inflightOpts) error {
 	res := inflightJSON{Type: p.Type.String(), InBits: p.InBits, OutBits: p.OutBits, Kernel: prg.Active(),
 		Workers: 1, KernelBlocksPerSec: rk, KernelMedian: median(kernelRuns), BlockLatencyNs: lat.Seconds() * 1e9, C: c, L: l,
 		AESBoundKS: rk / float64(c*l)}
-	pts := make([]fabric.RatePoint, len(inflightM))
-	for i, m := range inflightM {
+	pts := make([]fabric.RatePoint, len(ms))
+	for i, m := range ms {
 		best := slices.Max(runs[i])
 		pts[i] = fabric.RatePoint{M: float64(m), Rate: best}
 		res.Points = append(res.Points, inflightPointJSON{M: m, KeysPerSec: best, Median: median(runs[i]),
@@ -212,6 +226,22 @@ func runBenchInflight(stdout io.Writer, o inflightOpts) error {
 	return nil
 }
 
+// sweepKeysPerWorker checks --keys-per-worker and returns its values
+// sorted, without repeats (inflightM when none are given).
+func sweepKeysPerWorker(ms []int) ([]int, error) {
+	if len(ms) == 0 {
+		return inflightM, nil
+	}
+	ms = slices.Compact(slices.Sorted(slices.Values(ms)))
+	if len(ms) < 2 {
+		return nil, badInput("--keys-per-worker: give at least two different values to fit the law")
+	}
+	if ms[0] < 1 || ms[len(ms)-1] > maxKeysPerWorker {
+		return nil, badInput("--keys-per-worker: each value must be 1..%d", maxKeysPerWorker)
+	}
+	return ms, nil
+}
+
 // median returns the median of xs (xs is not modified).
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
@@ -245,11 +275,12 @@ func blockLatency() time.Duration {
 func drawInflight(file string, p fss.Params, res inflightJSON, fit fabric.Fit) error {
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("kord CPU batch Gen under the fabric law: %v, 1 worker, %s", p, res.Kernel)
-	pl.X.Label.Text = "keys in flight per worker M (BatchOptions.InFlight)"
+	pl.X.Label.Text = "keys per worker M (--keys-per-worker; BatchOptions.InFlight)"
 	pl.Y.Label.Text = "keys/s (millions)"
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	pl.X.Min, pl.X.Max = 0.8, 320
+	xMax := 1.25 * float64(res.Points[len(res.Points)-1].M)
+	pl.X.Min, pl.X.Max = 0.8, xMax
 	pl.Y.Min, pl.Y.Max = 0, 1.35*res.AESBoundKS/1e6 // room for the legend above the bound
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
@@ -263,10 +294,10 @@ func drawInflight(file string, p fss.Params, res inflightJSON, fit fabric.Fit) e
 		}
 	}
 	var law plotter.XYs
-	for x := 0.8; x <= 320; x *= 1.05 {
+	for x := 0.8; x <= xMax; x *= 1.05 {
 		law = append(law, plotter.XY{X: x, Y: math.Min(fit.Slope*x, fit.Plateau) / 1e6})
 	}
-	bound := plotter.XYs{{X: 0.8, Y: res.AESBoundKS / 1e6}, {X: 320, Y: res.AESBoundKS / 1e6}}
+	bound := plotter.XYs{{X: 0.8, Y: res.AESBoundKS / 1e6}, {X: xMax, Y: res.AESBoundKS / 1e6}}
 
 	blue, red, grey := color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255}, color.RGBA{120, 120, 120, 255}
 	runs, err := plotter.NewScatter(all)

@@ -30,7 +30,10 @@ func TestBenchInflight(t *testing.T) {
 	}
 	for _, bad := range []inflightOpts{{typ: "xor", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond},
 		{typ: "dpf", inBits: 0, outBits: 8, rounds: 1, minTime: time.Millisecond},
-		{typ: "dpf", inBits: 8, outBits: 8, rounds: 0, minTime: time.Millisecond}} {
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 0, minTime: time.Millisecond},
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{4}},
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{0, 4}},
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{1, maxKeysPerWorker + 1}}} {
 		if err := runBenchInflight(&out, bad); err == nil {
 			t.Errorf("accepted %+v", bad)
 		}
@@ -42,4 +45,23 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestBenchInflightKeysPerWorker: --keys-per-worker picks the M swept.
+func TestBenchInflightKeysPerWorker(t *testing.T) {
+	_, errOut, code := runKord(t, "bench", "inflight", "--keys-per-worker", "8,2,8", "--rounds", "1", "--time", "1ms", "--in-bits", "8", "--out-bits", "8", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	out, _, _ := runKord(t, "bench", "inflight", "--keys-per-worker", "2,8", "--rounds", "1", "--time", "1ms", "--in-bits", "8", "--out-bits", "8", "--json")
+	var res inflightJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Points[0].M != 2 || res.Points[1].M != 8 {
+		t.Fatalf("points %+v, want M = 2 and 8", res.Points)
+	}
+	if _, _, code := runKord(t, "bench", "inflight", "--keys-per-worker", "4"); code != 2 {
+		t.Errorf("one value: exit %d, want 2", code)
+	}
 }
