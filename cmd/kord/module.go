@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -107,6 +108,45 @@ func openModuleState(state, secretFile string, o store.BoltOptions) (*store.Bolt
 	return st, sec, nil
 }
 
+// moduleFiles are what a durable software module is opened from: the
+// flags of kord module, which kord party --module in-process takes too.
+type moduleFiles struct {
+	party                               int
+	state, secretFile, sealKeyFile, kem string
+	window                              uint64
+}
+
+// openDurableModule opens the state file (sealed under the seal key file,
+// if given) and the durable software module on it; base is the module's
+// logger, log this command's. The caller closes the store once done.
+func openDurableModule(f moduleFiles, base, log *slog.Logger) (*module.Durable, *store.Bolt, error) {
+	bo := store.BoltOptions{Window: f.window}
+	if f.sealKeyFile != "" {
+		var err error
+		if bo.SealKey, err = store.ReadSealKeyFile(f.sealKeyFile); err != nil {
+			return nil, nil, badInput("%v", err)
+		}
+	}
+	st, sec, err := openModuleState(f.state, f.secretFile, bo)
+	clear(bo.SealKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sec == nil && f.secretFile != "" {
+		log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", f.secretFile)
+	}
+	dev, err := module.OpenDurable(module.Config{Party: f.party, Secret: sec, KEM: f.kem, Store: st, Logger: base})
+	clear(sec)
+	if err != nil {
+		st.Close()
+		if errors.Is(err, module.ErrBadRequest) {
+			return nil, nil, badInput("%v", err)
+		}
+		return nil, nil, err
+	}
+	return dev, st, nil
+}
+
 func moduleCmd() *cobra.Command {
 	var (
 		party                    int
@@ -187,30 +227,12 @@ longer accepted.`,
 			} else if !ok {
 				log.Info("this OS cannot mark the module undumpable: run it under its own user")
 			}
-			var bo store.BoltOptions
-			bo.Window = window
-			if sealKeyFile != "" {
-				if bo.SealKey, err = store.ReadSealKeyFile(sealKeyFile); err != nil {
-					return badInput("%v", err)
-				}
-			}
-			st, sec, err := openModuleState(state, secret, bo)
-			clear(bo.SealKey)
+			dev, st, err := openDurableModule(moduleFiles{party: party, state: state, secretFile: secret,
+				sealKeyFile: sealKeyFile, kem: kem, window: window}, base, log)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			if sec == nil && secret != "" {
-				log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", secret)
-			}
-			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: base})
-			clear(sec)
-			if errors.Is(err, module.ErrBadRequest) {
-				return badInput("%v", err)
-			}
-			if err != nil {
-				return err
-			}
 			opts := socket.ServerOptions{Logger: log, Access: access}
 			if journal != "" {
 				f, err := os.OpenFile(journal, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)

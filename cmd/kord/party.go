@@ -87,12 +87,15 @@ func partyCmd() *cobra.Command {
 		tlsPeerName                           string
 		peerPlaintext                         bool
 		matchTimeout, peerTimeout, modTimeout time.Duration
+		inProc                                moduleFiles
 	)
 	cmd := &cobra.Command{
-		Use:   "party --party B --module SOCKET --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
+		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
 		Short: "Run a party's host daemon: applications' gRPC API, the peer link and the module socket",
 		Long: `kord party runs one site's host. It talks to its module (kord module) over
-the module's Unix socket, to the peer party over gRPC on TCP, and serves the
+the module's Unix socket (or, with --module in-process, runs the software
+module inside its own process: see below), to the peer party over gRPC on
+TCP, and serves the
 site's applications over gRPC (the KeySource API, docs/api.md; Go client in
 package client). It batches submissions (--batch keys per batch), keeps up
 to --in-flight batches outstanding, and after any transport failure or
@@ -109,7 +112,16 @@ party 0 and kord-party-0 for party 1). Without them the party refuses to
 start; --peer-plaintext runs the link without transport security and must
 be given explicitly. The application API (--listen) is not TLS: serve it on
 loopback or a Unix socket. Prometheus metrics are served on --metrics at
-/metrics.`,
+/metrics.
+
+--module in-process runs the software module (what kord module runs) inside
+the party, from the state file and secret kord module would take (--state,
+--secret-file or KORD_SECRET, --seal-key-file, --kem, --window): one process
+fewer and no module socket, for deployments where the module is software
+anyway. The party's memory then holds the module's secrets, so whoever
+compromises the party (its network-facing gRPC servers included) holds them
+too: docs/threat-model.md, "The module inside the party". The separate
+module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := svcConfigure(cmd); err != nil {
@@ -132,6 +144,9 @@ loopback or a Unix socket. Prometheus metrics are served on --metrics at
 			}
 			if modSock == "" || listen == "" {
 				return badInput("--module and --listen are required")
+			}
+			if err := checkPartyModule(cmd, modSock, inProc); err != nil {
+				return err
 			}
 			if party == 0 && peer == "" {
 				return badInput("party 0 needs --peer (party 1's --peer-listen address)")
@@ -166,8 +181,11 @@ loopback or a Unix socket. Prometheus metrics are served on --metrics at
 			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			mod := socket.Dial(modSock, modTimeout)
-			defer mod.Close()
+			mod, closeMod, err := openPartyModule(modSock, party, inProc, modTimeout, lvl, log)
+			if err != nil {
+				return err
+			}
+			defer closeMod()
 			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
 				PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending,
 				MaxStreamKeys: maxStreamKeys, Logger: base, Registry: reg})
@@ -227,7 +245,7 @@ loopback or a Unix socket. Prometheus metrics are served on --metrics at
 	}
 	f := cmd.Flags()
 	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1")
-	f.StringVar(&modSock, "module", "", "the module's Unix socket")
+	f.StringVar(&modSock, "module", "", "the module's Unix socket, or in-process to run the software module inside the party (with --state, --secret-file)")
 	f.StringVar(&listen, "listen", "127.0.0.1:7300", "application API address (host:port or unix:///path)")
 	f.StringVar(&peerListen, "peer-listen", "", "party 1: address to accept the peer party on")
 	f.StringVar(&peer, "peer", "", "party 0: party 1's peer address")
@@ -244,6 +262,7 @@ loopback or a Unix socket. Prometheus metrics are served on --metrics at
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
+	addPartyModuleFlags(cmd, &inProc)
 	svcCommonFlags(cmd)
 	svcPrefaultFlag(cmd)
 	return cmd

@@ -149,6 +149,9 @@ type clusterOpts struct {
 	Window          uint64
 	Journal         bool                                  // modules journal keystream positions
 	KEM             string                                // modules' pairing KEM ("" = default)
+	// InProcessModules: no module processes; each party runs its module
+	// inside its own process (kord party --module in-process).
+	InProcessModules bool
 	MatchTimeout    time.Duration                         // party 1
 	PeerTimeout     time.Duration                         // party 0
 	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
@@ -229,7 +232,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 			peerArgs[b] = []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 		}
 	}
-	for b := 0; b < 2; b++ {
+	for b := 0; b < 2 && !o.InProcessModules; b++ {
 		if err := c.StartModule(ctx, b); err != nil {
 			return nil, err
 		}
@@ -237,6 +240,16 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 	common := func(b int) []string {
 		a := []string{"party", "--party", strconv.Itoa(b), "--module", c.sockPath(b), "--listen", "127.0.0.1:0",
 			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
+		if o.InProcessModules {
+			a[4] = moduleInProcess
+			a = append(a, "--state", c.statePath(b), "--secret-file", filepath.Join(c.dir, "secret"))
+			if o.Window != 0 {
+				a = append(a, "--window", strconv.FormatUint(o.Window, 10))
+			}
+			if o.KEM != "" {
+				a = append(a, "--kem", o.KEM)
+			}
+		}
 		if o.Batch > 0 {
 			a = append(a, "--batch", strconv.Itoa(o.Batch))
 		}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/fss"
+)
+
+// TestPartyModuleInProcess starts a party pair whose modules run inside
+// the party processes (kord party --module in-process), pairs them through
+// the parties and checks keys of every tier and derived mode by evaluation.
+func TestPartyModuleInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 16, InProcessModules: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.started != 2 || c.mods[0] != nil || c.mods[1] != nil {
+		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.started, c.mods[0], c.mods[1])
+	}
+	rng := mrand.New(mrand.NewPCG(5, 6))
+	base := uint64(1)
+	for _, k := range []svcClass{
+		{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16},
+		{mode: "bound", tier: "mac", typ: fss.DCF, l: 32, n: 32},
+		{mode: "bound", tier: "batchmac", typ: fss.DPF, l: 32, n: 32},
+		{mode: "derived", typ: fss.DCF, l: 16, n: 16},
+	} {
+		reqs, truth := svcRequests(k, base, 40, rng)
+		base += uint64(len(reqs[0]))
+		reps, _, err := svcStream(ctx, c.apps, reqs)
+		if err != nil {
+			t.Fatalf("%s: %v", k.name(), err)
+		}
+		verified := 0
+		for i, tr := range truth {
+			ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng)
+			if bad != 0 {
+				t.Fatalf("%s: request %d: %d pairs failed", k.name(), i, bad)
+			}
+			verified += ok
+		}
+		if verified != 40 {
+			t.Fatalf("%s: %d pairs verified, want 40", k.name(), verified)
+		}
+	}
+	for b := 0; b < 2; b++ {
+		if st, err := os.Stat(c.statePath(b)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("party %d's module state file: %v %v", b, st, err)
+		}
+	}
+}
+
+// TestPartyModuleFlags: the module flags go only with --module in-process,
+// which needs --state.
+func TestPartyModuleFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--module", filepath.Join(dir, "m.sock"), "--state", filepath.Join(dir, "m.db")}, "--state is for --module in-process"},
+		{[]string{"--module", filepath.Join(dir, "m.sock"), "--kem", "mlkem768"}, "--kem is for --module in-process"},
+		{[]string{"--module", "in-process"}, "needs --state"},
+		{[]string{"--module", "in-process", "--state", filepath.Join(dir, "m.db"), "--kem", "nope"}, "--kem"},
+	} {
+		args := append([]string{"party", "--party", "1", "--peer-listen", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--peer-plaintext"}, c.args...)
+		_, errOut, code := runKord(t, args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("kord %v: exit %d, want 2 and %q: %s", args, code, c.want, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m.db")); err == nil {
+		t.Errorf("a refused start left a state file")
+	}
+}
