@@ -147,22 +147,23 @@ type svcCluster struct {
 type clusterOpts struct {
 	Batch, InFlight int
 	Window          uint64
-	Journal         bool   // modules journal keystream positions
-	KEM             string // modules' pairing KEM ("" = default)
-	// InProcessModules: no module processes; each party runs its module
-	// inside its own process (kord party --module in-process).
-	InProcessModules bool
-	MatchTimeout     time.Duration                         // party 1
-	PeerTimeout      time.Duration                         // party 0
-	PeerVia          func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
-	PartyArgs        [2][]string                           // extra flags of party 0 and party 1 (e.g. --tls-*)
-	Bin              string                                // the kord binary ("" = this executable)
+	Journal         bool                                  // modules journal keystream positions
+	KEM             string                                // modules' pairing KEM ("" = default)
+	MatchTimeout    time.Duration                         // party 1
+	PeerTimeout     time.Duration                         // party 0
+	PeerVia         func(peerAddr string) (string, error) // optional: a proxy in front of party 1's peer port
+	PartyArgs       [2][]string                           // extra flags of party 0 and party 1 (e.g. --tls-*)
+	Bin             string                                // the kord binary ("" = this executable)
 
 	// The peer link runs mutual TLS with certificates made under the
 	// cluster's directory (peertls.Init), unless PeerPlaintext (then
 	// --peer-plaintext) or OwnPeerTLS (PartyArgs carry --tls-* or
 	// --peer-plaintext themselves).
 	PeerPlaintext, OwnPeerTLS bool
+
+	// InProcessModules: no module processes; each party runs its module
+	// inside its own process (kord party --module in-process).
+	InProcessModules bool
 }
 
 func (c *svcCluster) modArgs(b int) []string {
