@@ -275,6 +275,8 @@ type svcDemoReport struct {
 	// the application share them here, so the rate ratio depends on it
 	// (BENCHMARKS.md, "Cores").
 	CPUs int `json:"cpus"`
+	// KEM is the modules' pairing KEM.
+	KEM string `json:"kem"`
 	// PeerLink is how the parties' peer link ran: "mutual TLS 1.3" (the
 	// default) or "plaintext" (--peer-plaintext).
 	PeerLink string `json:"peer_link"`
@@ -329,6 +331,10 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 	rep.PeerLink = "mutual TLS 1.3"
 	if plaintext {
 		rep.PeerLink = "plaintext"
+	}
+	rep.KEM = kem
+	if kem == "" {
+		rep.KEM = "mlkem768" // the modules' default, as demo.go reports it
 	}
 	rep.ChildProcesses = c.started
 	rep.Processes = c.started + 1

@@ -95,9 +95,8 @@ func partyCmd() *cobra.Command {
 		Long: `kord party runs one site's host. It talks to its module (kord module) over
 the module's Unix socket (or, with --module in-process, runs the software
 module inside its own process: see below), to the peer party over gRPC on
-TCP, and serves the
-site's applications over gRPC (the KeySource API, docs/api.md; Go client in
-package client). It batches submissions (--batch keys per batch), keeps up
+TCP, and serves the site's applications over gRPC (the KeySource API,
+docs/api.md; Go client in package client). It batches submissions (--batch keys per batch), keeps up
 to --in-flight batches outstanding, and after any transport failure or
 disagreement with the peer starts a new session: the rollback witness moves
 both modules forward to a common counter and undelivered requests are
