@@ -396,6 +396,9 @@ func TestRecvOverBatches(t *testing.T) {
 // receiving and releasing a message of 300 keys costs a few allocations
 // (gRPC's side of the message aside), whatever its size.
 func TestRecvBatchAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
 	r := rand.New(rand.NewPCG(9, 10))
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	msgs, _ := packedMessages(t, r, p, [][]int{{100, 200}, {50, 250}}, 1)
@@ -409,5 +412,53 @@ func TestRecvBatchAllocs(t *testing.T) {
 	})
 	if a > 2 {
 		t.Errorf("RecvBatch+Release of 300 keys: %v allocations", a)
+	}
+}
+
+// TestBatchReleasedElsewhere: the usual pipeline — the stream's goroutine
+// receives, workers evaluate and release — keeps every batch intact while
+// it is live (run it with -race).
+func TestBatchReleasedElsewhere(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	p := fss.Params{Type: fss.DPF, InBits: 10, OutBits: 16}
+	counts := make([][]int, 24)
+	for i := range counts {
+		counts[i] = []int{1 + r.IntN(30), 1 + r.IntN(30)}
+	}
+	msgs, pairs := packedMessages(t, r, p, counts, 1)
+	s := newWireStream(msgs[0], false)
+	work := make(chan Batch, 4)
+	done := make(chan error)
+	go func() {
+		k := 0
+		for b := range work {
+			for i := 0; i < b.Len(); i++ {
+				if !bytes.Equal(b.Key(i).Bytes(), pairs[k].k[0]) || b.Counter(i) != pairs[k].counter || b.AlphaShare(i) != pairs[k].a[0] {
+					done <- errors.New("a live batch's key changed")
+					return
+				}
+				if _, err := b.Key(i).Eval(3); err != nil {
+					done <- err
+					return
+				}
+				k++
+			}
+			b.Release()
+		}
+		done <- nil
+	}()
+	for {
+		b, err := s.RecvBatch()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		work <- b
+	}
+	close(work)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
