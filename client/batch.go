@@ -116,6 +116,18 @@ func (b Batch) Key(i int) fss.KeyView {
 	return fss.KeyView{}
 }
 
+// ReplyViews returns the views of reply r's keys, Key(First) …
+// Key(First+N-1), as one slice of the batch's memory (nil once released),
+// for fss.BatchEval.EvalViews: a reply's keys all have its request's shape.
+func (b Batch) ReplyViews(r int) []fss.KeyView {
+	m := b.live()
+	if m == nil || r < 0 || r >= len(m.reps)-b.r0 {
+		return nil
+	}
+	rep := m.reps[b.r0+r]
+	return m.views[rep.First : rep.First+rep.N : rep.First+rep.N]
+}
+
 // Counter returns key i's counter.
 func (b Batch) Counter(i int) uint64 {
 	if m, k, ok := b.key(i); ok {

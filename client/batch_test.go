@@ -169,12 +169,36 @@ func TestBatchViewsPair(t *testing.T) {
 			if b0.Len() != b1.Len() || b0.Replies() != b1.Replies() {
 				t.Fatalf("batches differ: %d/%d keys, %d/%d replies", b0.Len(), b1.Len(), b0.Replies(), b1.Replies())
 			}
+			e, _ := fss.NewBatchEval(p)
 			for rr := 0; rr < b0.Replies(); rr++ {
 				rep := b0.Reply(rr)
 				if rep.ID != id || rep.Err != nil {
 					t.Fatalf("reply %d: %+v, want id %d", rr, rep, id)
 				}
 				id++
+				// The reply's views evaluated as a batch pair too.
+				xs := make([]uint64, rep.N)
+				for i := range xs {
+					xs[i] = pairs[k+rep.First+i].alpha
+				}
+				var y [2][]uint64
+				for s, bt := range []Batch{b0, b1} {
+					y[s] = make([]uint64, rep.N)
+					if vs := bt.ReplyViews(rr); len(vs) != rep.N {
+						t.Fatalf("reply %d: %d views of %d keys", rr, len(vs), rep.N)
+					} else if err := e.EvalViews(vs, xs, y[s]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range xs {
+					want := pairs[k+rep.First+i].beta // f(α): β for a DPF, 0 for a DCF (x < α)
+					if p.Type == fss.DCF {
+						want = 0
+					}
+					if (y[0][i]+y[1][i])&prg.Mask(p.OutBits) != want {
+						t.Fatalf("reply %d key %d: batch-evaluated views do not pair", rr, i)
+					}
+				}
 			}
 			for i := 0; i < b0.Len(); i++ {
 				d := pairs[k]
@@ -240,7 +264,7 @@ func TestBatchReleaseWipesAndRefuses(t *testing.T) {
 	checkRefused := func(when string) {
 		t.Helper()
 		for _, h := range []Batch{a, copyA} {
-			if !h.Released() || h.Len() != 0 || h.Replies() != 0 || !h.Key(0).IsZero() || h.Counter(0) != 0 ||
+			if !h.Released() || h.Len() != 0 || h.ReplyViews(0) != nil || h.Replies() != 0 || !h.Key(0).IsZero() || h.Counter(0) != 0 ||
 				h.AlphaShare(0) != 0 || h.BetaShare(0) != 0 || h.Evals(0) != nil || h.Reply(0) != (BatchReply{}) {
 				t.Fatalf("%s: a released batch still answers", when)
 			}
