@@ -90,15 +90,19 @@ func (v *KeyView) scan(check bool) error {
 	}
 	mask := prg.Mask(n)
 	off := valOff
-	if check && v.p.Type == DCF {
-		for j := 1; j <= l; j++ {
-			if readValue(v.b[off:off+vb])&^mask != 0 {
-				return fmt.Errorf("%w: VCW_%d", ErrValueBits, j)
+	if v.p.Type == DCF {
+		// A value field has bits above n only in its last byte, above bit
+		// n mod 8 (none when n fills its bytes).
+		if r := uint(n % 8); check && r != 0 {
+			for j := 1; j <= l; j++ {
+				if v.b[off+vb-1]>>r != 0 {
+					return fmt.Errorf("%w: VCW_%d", ErrValueBits, j)
+				}
+				off += vb
 			}
-			off += vb
+		} else {
+			off += l * vb
 		}
-	} else if v.p.Type == DCF {
-		off += l * vb
 	}
 	final := readValue(v.b[off : off+vb])
 	if check && final&^mask != 0 {

@@ -141,6 +141,13 @@ func TestKeyViewRefusesLikeParseKey(t *testing.T) {
 			try(b)
 		}
 		ctrlOff, valOff, vb := p.layout()
+		for off := valOff + vb - 1; off < len(good); off += vb { // every value field's top byte
+			for _, val := range []byte{0xff, 0x80, byte(1) << uint(p.OutBits%8)} {
+				b := append([]byte(nil), good...)
+				b[off] |= val
+				try(b)
+			}
+		}
 		edges := []int{0, 1, 2, 3, 4, 5, 6, ctrlOff - 1, ctrlOff, valOff - 1, valOff, valOff + vb - 1, len(good) - 1}
 		for range 8 {
 			edges = append(edges, r.IntN(len(good)))
