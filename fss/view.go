@@ -145,12 +145,32 @@ func (v KeyView) Bytes() []byte { return v.b }
 // IsZero reports whether v is the zero KeyView (no key).
 func (v KeyView) IsZero() bool { return v.b == nil }
 
-// Key parses the viewed bytes into a Key of its own (a copy).
+// Key returns the viewed key as a Key of its own (a copy), equal to what
+// ParseKey returns for the bytes; it does not validate them again, beyond
+// refusing a view whose header or value fields have changed since.
 func (v KeyView) Key() (*Key, error) {
 	if err := v.live(); err != nil {
 		return nil, err
 	}
-	return ParseKey(v.b)
+	l := v.p.InBits
+	k := &Key{p: v.p, party: v.party, root: *(*prg.Block)(v.b[headerSize : headerSize+16]), seedCW: make([]prg.Block, l),
+		tL: v.tL, tR: v.tR, final: v.final}
+	for j := range k.seedCW {
+		k.seedCW[j] = *v.seedCW(j)
+	}
+	if v.p.Type == DCF {
+		mask := prg.Mask(v.p.OutBits)
+		_, off, vb := v.p.layout()
+		k.valCW = make([]uint64, l)
+		for j := range k.valCW {
+			if k.valCW[j] = readValue(v.b[off : off+vb]); k.valCW[j]&^mask != 0 {
+				k.Wipe()
+				return nil, ErrStaleView
+			}
+			off += vb
+		}
+	}
+	return k, nil
 }
 
 // live checks that v is a view whose header is still in place.

@@ -34,6 +34,9 @@ func checkViewEval(t testing.TB, v KeyView, k *Key, xs ...uint64) {
 	if v.Params() != k.Params() || v.Party() != k.Party() {
 		t.Fatalf("view is %v party %d, key %v party %d", v.Params(), v.Party(), k.Params(), k.Party())
 	}
+	if vk, err := v.Key(); err != nil || !vk.Equal(k) {
+		t.Fatalf("%v: the view's Key differs from ParseKey's (%v)", k.p, err)
+	}
 	for _, x := range xs {
 		got, verr := v.Eval(x)
 		want, kerr := k.Eval(x)
@@ -391,4 +394,28 @@ func FuzzKeyView(f *testing.F) {
 		}
 		checkViewEval(t, v, k, x, x&prg.Mask(k.p.InBits))
 	})
+}
+
+// TestKeyViewKeyRefusesChangedValues: a view whose value fields were
+// changed after it was made (bits above n) gives no Key — a Key is always
+// well formed — while its evaluations still neither panic nor read out of
+// the key.
+func TestKeyViewKeyRefusesChangedValues(t *testing.T) {
+	p := Params{DCF, 8, 13}
+	k0, _, _ := GenWithRoots(p, 100, 7, prg.Block{1}, prg.Block{2})
+	raw, _ := k0.MarshalBinary()
+	v, err := ViewKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, valOff, vb := p.layout()
+	raw[valOff+vb-1] |= 0x80
+	if _, err := v.Key(); !errors.Is(err, ErrStaleView) {
+		t.Fatalf("Key of a changed view: %v", err)
+	}
+	for x := uint64(0); x < 256; x++ {
+		if _, err := v.Eval(x); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
