@@ -88,6 +88,7 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := Codec()
+	var reused PooledKeyReplies // recycled between messages: reads into spare lists
 	released := 0
 	defer func() {
 		if released == 0 {
@@ -136,6 +137,11 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 				}
 			}
 			pm.Release()
+			rerr := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(x))}, &reused)
+			if (werr == nil) != (rerr == nil) || werr == nil && !proto.Equal(&want, reused.M) {
+				t.Fatalf("%x: decode into recycled lists %v / %v, want %v / %v", x, rerr, reused.M, werr, &want)
+			}
+			reused.Recycle()
 		}
 	}
 }
