@@ -25,7 +25,10 @@ import (
 // not be used after Release: until the memory is reused their bytes read
 // zero (views are refused), afterwards they would read another batch's.
 // Release may be called from another goroutine than the stream's, but not
-// while the same batch is being read.
+// while the same batch is being read. (A batch holding the rest of a
+// message from which RecvRaw has handed out replies is the exception to
+// the wipe: those replies are slices of the message, so Release leaves it
+// to the garbage collector, as RecvRaw says.)
 type Batch struct {
 	m      *batchMem
 	gen    uint64
@@ -201,8 +204,10 @@ func (m *batchMem) wipe() {
 	m.msg.Recycle()
 }
 
-// freeBatches is how many released batches' memory a stream keeps.
-const freeBatches = 8
+// freeBatches is how many released batches' memory a stream keeps for
+// later messages (each up to some hundred KiB of index for a 4096-key
+// message; the message buffers themselves return to the codec's pool).
+const freeBatches = 4
 
 // RecvBatch returns the replies of the next message, in request order, as
 // a Batch read in place. The application releases it when done with its
