@@ -486,3 +486,61 @@ func TestBatchReleasedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzRecvBatch: whatever message arrives, RecvBatch and Recv neither
+// panic nor hand out a view that ParseKey would refuse, and they agree.
+func FuzzRecvBatch(f *testing.F) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, p := range []fss.Params{{Type: fss.DPF, InBits: 4, OutBits: 3}, {Type: fss.DCF, InBits: 3, OutBits: 9}} {
+		msgs, _ := packedMessages(f, r, p, [][]int{{1, 2}, {3}}, 1)
+		for _, m := range msgs[0] {
+			f.Add(m)
+		}
+	}
+	plain, _ := proto.Marshal(&pb.KeyReplies{Replies: []*pb.KeyReply{{Id: 3, Keys: []*pb.KeyShare{{Counter: 1, Key: []byte{0x4b, 1}, Evals: []uint64{1}}}}, {Id: 4, Error: "e"}}})
+	f.Add(plain)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := newWireStream([][]byte{data}, false).RecvBatch()
+		var want []*Reply
+		s := newWireStream([][]byte{data}, false)
+		for {
+			rep, err := s.Recv()
+			if err != nil {
+				break
+			}
+			want = append(want, rep)
+		}
+		if err != nil {
+			if len(want) != 0 {
+				t.Fatalf("RecvBatch refuses (%v), Recv reads %d replies", err, len(want))
+			}
+			return
+		}
+		defer b.Release()
+		if b.Replies() != len(want) {
+			t.Fatalf("RecvBatch reads %d replies, Recv %d", b.Replies(), len(want))
+		}
+		for rr := 0; rr < b.Replies(); rr++ {
+			rep := b.Reply(rr)
+			if rep.ID != want[rr].ID || (rep.Err == nil) != (want[rr].Err == nil) {
+				t.Fatalf("reply %d: batch %+v, Recv %+v", rr, rep, want[rr])
+			}
+			for i := rep.First; i < rep.First+rep.N; i++ {
+				v := b.Key(i)
+				if v.IsZero() {
+					continue
+				}
+				k, err := fss.ParseKey(v.Bytes())
+				if err != nil {
+					t.Fatalf("a view of a key ParseKey refuses: %v", err)
+				}
+				if rep.Err == nil && !want[rr].Shares[i-rep.First].Key.Equal(k) {
+					t.Fatalf("reply %d key %d: batch and Recv differ", rr, i)
+				}
+				b.Counter(i)
+				b.AlphaShare(i)
+				b.Evals(i)
+			}
+		}
+	})
+}
