@@ -18,6 +18,12 @@
 // old one. Bound and consume requests with an empty tier get batchmac
 // (authenticated); otp, the keystream tier, is an explicit opt-in for
 // semi-honest hosts and network only.
+//
+// Receiving in bulk: Stream.RecvBatch hands out the replies of a received
+// message as a Batch of fss.KeyViews over the received buffer (no Key
+// parsed and nothing allocated per key); Release wipes its memory and
+// returns it to the stream for a later message. Recv, which parses each
+// key into an fss.Key of its own, is a convenience over it.
 package client
 
 import (
