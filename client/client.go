@@ -18,11 +18,16 @@
 // old one. Bound and consume requests with an empty tier get batchmac
 // (authenticated); otp, the keystream tier, is an explicit opt-in for
 // semi-honest hosts and network only.
+//
+// Receiving in bulk: Stream.RecvBatch hands out the replies of a received
+// message as a Batch of fss.KeyViews over the received buffer (no Key
+// parsed and nothing allocated per key); Release wipes its memory and
+// returns it to the stream for a later message. Recv, which parses each
+// key into an fss.Key of its own, is a convenience over it.
 package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -163,20 +168,15 @@ func (c *Client) Pair(ctx context.Context) error {
 	return err
 }
 
-// Stream is a stream of requests answered in order.
+// Stream is a stream of requests answered in order. RecvBatch reads its
+// replies a message at a time, in place; Recv and RecvRaw read them one
+// reply at a time, over the same batches.
 type Stream struct {
 	s      pb.KeySource_KeysClient
 	packed bool // the party reads packed requests
-	buf    []*pb.KeyReply
-	// pk is a packed message being read: reply pr of it next, its keys
-	// from key index pi, key byte ko, evaluation eo.
-	pk             *pb.PackedReplies
-	pr, pi, ko, eo int
-	// msg holds the buffer pk's keys are slices of; it is released once
-	// every reply of pk has been read with Recv (whose keys are parsed
-	// copies), and left to the GC if RecvRaw handed out slices of it.
-	msg    pb.PooledKeyReplies
-	rawOut bool
+	// cur is the batch Recv and RecvRaw are reading, from reply cur.r0.
+	cur  Batch
+	free chan *batchMem // released batches' memory, for the next messages
 }
 
 // Stream opens a request stream. It asks the party for packed replies
@@ -201,7 +201,7 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{s: s, packed: c.packedReq.Load() == 1}, nil
+	return &Stream{s: s, packed: c.packedReq.Load() == 1, free: make(chan *batchMem, freeBatches)}, nil
 }
 
 // Send sends one request.
@@ -261,124 +261,115 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 // CloseSend says no more requests follow.
 func (s *Stream) CloseSend() error { return s.s.CloseSend() }
 
-// Recv returns the next reply, in request order, its keys parsed.
+// Recv returns the next reply, in request order, its keys parsed (copies
+// of their own: nothing of it refers to the stream's memory). It is a
+// convenience over RecvBatch, which spares the per-key allocations.
 func (s *Stream) Recv() (*Reply, error) {
-	if err := s.fill(); err != nil {
+	m, rep, err := s.next()
+	if err != nil {
 		return nil, err
 	}
-	if s.pk == nil {
-		r := s.buf[0]
-		s.buf = s.buf[1:]
-		return Parse(r), nil
-	}
-	id, n := s.nextPacked()
-	out := &Reply{ID: id, Shares: make([]Share, n)}
-	pk := s.pk
-	for i := range out.Shares {
-		k := s.pi + i
-		sh := &out.Shares[i]
-		sh.Counter = pk.Counters[k]
-		if len(pk.AlphaShares) > 0 {
-			sh.AlphaShare, sh.BetaShare = pk.AlphaShares[k], pk.BetaShares[k]
-		}
-		if l := int(pk.KeyLens[k]); l > 0 && out.Err == nil {
-			key, err := fss.ParseKey(pk.Keys[s.ko : s.ko+l : s.ko+l])
-			if err != nil {
-				out.Err = fmt.Errorf("client: key at counter %d: %w", sh.Counter, err)
+	out := &Reply{ID: rep.ID, Err: rep.Err}
+	if rep.Err == nil {
+		out.Shares = make([]Share, rep.N)
+		var evals []uint64
+		for i := range out.Shares {
+			k := rep.First + i
+			sh := &out.Shares[i]
+			sh.Counter = m.counters[k]
+			if k < len(m.alphas) {
+				sh.AlphaShare, sh.BetaShare = m.alphas[k], m.betas[k]
 			}
-			sh.Key = key
-		}
-		s.ko += int(pk.KeyLens[k])
-		if len(pk.EvalLens) > 0 {
-			if l := int(pk.EvalLens[k]); l > 0 {
-				sh.Evals = pk.Evals[s.eo : s.eo+l : s.eo+l]
+			if k < len(m.evals) && len(m.evals[k]) > 0 {
+				if evals == nil {
+					evals = make([]uint64, 0, evalCount(m.evals[rep.First:rep.First+rep.N]))
+				}
+				lo := len(evals)
+				evals = append(evals, m.evals[k]...)
+				sh.Evals = evals[lo:len(evals):len(evals)]
 			}
-			s.eo += int(pk.EvalLens[k])
+			if v := m.views[k]; !v.IsZero() {
+				key, err := v.Key()
+				if err != nil { // the views were checked as the batch was read
+					out.Err, out.Shares = fmt.Errorf("client: key at counter %d: %w", sh.Counter, err), nil
+					break
+				}
+				sh.Key = key
+			}
 		}
 	}
-	if out.Err != nil {
-		out.Shares = nil
-	}
-	s.pi += n
-	s.advance()
+	s.done(rep)
 	return out, nil
 }
 
-// RecvRaw returns the next wire reply without parsing the keys.
+// evalCount is the number of evaluation shares in es.
+func evalCount(es [][]uint64) int {
+	n := 0
+	for _, e := range es {
+		n += len(e)
+	}
+	return n
+}
+
+// RecvRaw returns the next wire reply without parsing the keys. Its key
+// shares and evaluation shares are slices of the received message, which
+// the stream then leaves to the garbage collector instead of wiping and
+// reusing it.
 func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
-	if err := s.fill(); err != nil {
+	m, rep, err := s.next()
+	if err != nil {
 		return nil, err
 	}
-	s.rawOut = true // its keys are slices of the message's buffer
-	if s.pk == nil {
-		r := s.buf[0]
-		s.buf = s.buf[1:]
-		return r, nil
-	}
-	id, n := s.nextPacked()
-	pk := s.pk
-	out := &pb.KeyReply{Id: id, Keys: make([]*pb.KeyShare, n)}
-	shares := make([]pb.KeyShare, n)
-	for i := range shares {
-		k := s.pi + i
-		sh := &shares[i]
-		sh.Counter = pk.Counters[k]
-		if len(pk.AlphaShares) > 0 {
-			sh.AlphaShare, sh.BetaShare = pk.AlphaShares[k], pk.BetaShares[k]
-		}
-		if l := int(pk.KeyLens[k]); l > 0 {
-			sh.Key = pk.Keys[s.ko : s.ko+l : s.ko+l]
-		}
-		s.ko += int(pk.KeyLens[k])
-		if len(pk.EvalLens) > 0 {
-			if l := int(pk.EvalLens[k]); l > 0 {
-				sh.Evals = pk.Evals[s.eo : s.eo+l : s.eo+l]
+	m.raw = true
+	msg := m.msg.M
+	var out *pb.KeyReply
+	if pk := msg.GetPacked(); pk != nil && len(pk.Ids) > 0 {
+		out = &pb.KeyReply{Id: rep.ID, Keys: make([]*pb.KeyShare, rep.N)}
+		shares := make([]pb.KeyShare, rep.N)
+		for i := range shares {
+			k := rep.First + i
+			sh := &shares[i]
+			sh.Counter = m.counters[k]
+			if k < len(m.alphas) {
+				sh.AlphaShare, sh.BetaShare = m.alphas[k], m.betas[k]
 			}
-			s.eo += int(pk.EvalLens[k])
+			if l := int(pk.KeyLens[k]); l > 0 {
+				sh.Key = pk.Keys[m.koff[k] : m.koff[k]+l : m.koff[k]+l]
+			}
+			if k < len(m.evals) {
+				sh.Evals = m.evals[k]
+			}
+			out.Keys[i] = sh
 		}
-		out.Keys[i] = sh
+	} else {
+		out = msg.Replies[s.cur.r0]
 	}
-	s.pi += n
-	s.advance()
+	s.done(rep)
 	return out, nil
 }
 
-// fill reads messages until a reply is buffered.
-func (s *Stream) fill() error {
-	for len(s.buf) == 0 && s.pk == nil {
-		s.msg = pb.PooledKeyReplies{}
-		if err := s.s.RecvMsg(&s.msg); err != nil {
-			return err
+// next returns the reply Recv or RecvRaw reads next, reading a message
+// when the current batch is used up.
+func (s *Stream) next() (*batchMem, BatchReply, error) {
+	if s.cur.Replies() == 0 {
+		b, err := s.RecvBatch()
+		if err != nil {
+			return nil, BatchReply{}, err
 		}
-		m := s.msg.M
-		s.rawOut = false
-		if pk := m.GetPacked(); pk != nil && len(pk.Ids) > 0 {
-			if err := checkPacked(pk); err != nil {
-				return err
-			}
-			s.pk, s.pr, s.pi, s.ko, s.eo = pk, 0, 0, 0, 0
-		}
-		s.buf = m.Replies
-		if s.pk != nil && len(s.buf) > 0 {
-			return errors.New("client: a reply message is both packed and not")
-		}
+		s.cur = b
 	}
-	return nil
+	rep := s.cur.m.reps[s.cur.r0]
+	return s.cur.m, rep, nil
 }
 
-// nextPacked returns the id and key count of the next packed reply.
-func (s *Stream) nextPacked() (id uint64, n int) {
-	return s.pk.Ids[s.pr], int(s.pk.Counts[s.pr])
-}
-
-// advance moves past the current packed reply.
-func (s *Stream) advance() {
-	s.pr++
-	if s.pr == len(s.pk.Ids) {
-		s.pk = nil
-		if !s.rawOut {
-			s.msg.Release()
-		}
+// done moves past rep, the reply next returned, and releases the batch
+// after its last reply.
+func (s *Stream) done(rep BatchReply) {
+	s.cur.r0++
+	s.cur.k0 = rep.First + rep.N
+	if s.cur.Replies() == 0 {
+		s.cur.Release()
+		s.cur = Batch{}
 	}
 }
 

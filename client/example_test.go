@@ -83,3 +83,46 @@ func Example() {
 	// 1234 99
 	// 1235 0
 }
+
+// RecvBatch reads a message's replies in place: views over the received
+// buffer instead of a parsed Key per key, released (wiped and reused)
+// once evaluated. It needs running parties, as Example does.
+func ExampleStream_RecvBatch() {
+	ctx := context.Background()
+	c, err := client.Dial("127.0.0.1:7300", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.Stream(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
+	// derived keys: α drawn in the modules; the other site asks the same
+	if err := s.Send(client.Derived(7, p, 1000, 0, true)); err != nil {
+		log.Fatal(err)
+	}
+	eval, _ := fss.NewBatchEval(p)
+	for got := 0; got < 1000; {
+		b, err := s.RecvBatch()
+		if err != nil {
+			log.Fatal(err)
+		}
+		for r := 0; r < b.Replies(); r++ {
+			rep := b.Reply(r)
+			if rep.Err != nil {
+				log.Fatal(rep.Err)
+			}
+			xs, ys := make([]uint64, rep.N), make([]uint64, rep.N)
+			if err := eval.EvalViews(b.ReplyViews(r), xs, ys); err != nil { // shares of f(0)
+				log.Fatal(err)
+			}
+			for i := rep.First; i < rep.First+rep.N; i++ {
+				_ = b.AlphaShare(i) // this site's share of key i's α, for the computation
+			}
+			got += rep.N
+		}
+		b.Release() // wipes the keys and shares; the memory serves a later message
+	}
+}

@@ -68,20 +68,12 @@ func (e *BatchEval) Eval(keys []*Key, xs, out []uint64) error {
 		hi := min(len(keys), base+GroupKeys)
 		e.group(keys[base:hi], xs[base:hi], out[base:hi])
 	}
-	clear(e.s)
-	clear(e.l)
-	clear(e.r)
-	clear(e.cws)
-	clear(e.vl)
-	clear(e.vr)
-	clear(e.vcws)
+	e.wipe()
 	return nil
 }
 
 func (e *BatchEval) group(keys []*Key, xs, out []uint64) {
-	n := len(keys)
-	l, nb := e.p.InBits, e.p.OutBits
-	mask := prg.Mask(nb)
+	l := e.p.InBits
 	dcf := e.p.Type == DCF
 	for i, k := range keys {
 		e.s[i], e.t[i], e.acc[i] = k.root, k.party, 0
@@ -91,6 +83,106 @@ func (e *BatchEval) group(keys []*Key, xs, out []uint64) {
 		}
 		e.tl[i], e.tr[i], e.final[i], e.party[i] = k.tL, k.tR, k.final, k.party
 	}
+	e.walk(len(keys), xs, out)
+}
+
+// load copies key i of a group from a view (of the evaluator's shape).
+func (e *BatchEval) load(i int, v *KeyView) {
+	l := e.p.InBits
+	e.s[i], e.t[i], e.acc[i] = *(*prg.Block)(v.b[headerSize : headerSize+16]), v.party, 0
+	cws := e.cws[i*l : (i+1)*l]
+	for j := range cws {
+		cws[j] = *v.seedCW(j)
+	}
+	if e.p.Type == DCF {
+		_, off, vb := e.p.layout()
+		vcws := e.vcws[i*l : (i+1)*l]
+		for j := range vcws {
+			vcws[j] = readValue(v.b[off : off+vb])
+			off += vb
+		}
+	}
+	e.tl[i], e.tr[i], e.final[i], e.party[i] = v.tL, v.tR, v.final, v.party
+}
+
+// EvalViews is Eval on key views: out[i] = keys[i].Eval(xs[i]).
+func (e *BatchEval) EvalViews(keys []KeyView, xs, out []uint64) error {
+	if len(xs) != len(keys) || len(out) != len(keys) {
+		return fmt.Errorf("fss: batch eval of %d keys got %d points and %d outputs", len(keys), len(xs), len(out))
+	}
+	for i := range keys {
+		if err := keys[i].live(); err != nil {
+			return fmt.Errorf("fss: batch eval key %d: %w", i, err)
+		}
+		if keys[i].p != e.p {
+			return fmt.Errorf("fss: batch eval key %d is not a %v key", i, e.p)
+		}
+		if xs[i]&^prg.Mask(e.p.InBits) != 0 {
+			return fmt.Errorf("fss: batch eval point %d = %d does not fit in %d bits", i, xs[i], e.p.InBits)
+		}
+	}
+	for base := 0; base < len(keys); base += GroupKeys {
+		hi := min(len(keys), base+GroupKeys)
+		for i := base; i < hi; i++ {
+			e.load(i-base, &keys[i])
+		}
+		e.walk(hi-base, xs[base:hi], out[base:hi])
+	}
+	e.wipe()
+	return nil
+}
+
+// EvalSlab is Eval on the keys of a slab: out[i] = s.Key(i).Eval(xs[i]).
+func (e *BatchEval) EvalSlab(s Slab, xs, out []uint64) error {
+	n := s.Len()
+	if len(xs) != n || len(out) != n {
+		return fmt.Errorf("fss: batch eval of %d keys got %d points and %d outputs", n, len(xs), len(out))
+	}
+	if n > 0 && s.p != e.p {
+		return fmt.Errorf("fss: batch eval slab holds %v keys, not %v", s.p, e.p)
+	}
+	for i := range xs {
+		if xs[i]&^prg.Mask(e.p.InBits) != 0 {
+			return fmt.Errorf("fss: batch eval point %d = %d does not fit in %d bits", i, xs[i], e.p.InBits)
+		}
+	}
+	var vs [GroupKeys]KeyView
+	for base := 0; base < n; base += GroupKeys {
+		hi := min(n, base+GroupKeys)
+		for i := base; i < hi; i++ {
+			if vs[i-base] = s.Key(i); vs[i-base].IsZero() {
+				clear(vs[:])
+				return fmt.Errorf("fss: batch eval slab key %d: %w", i, ErrStaleView)
+			}
+		}
+		for i := base; i < hi; i++ {
+			e.load(i-base, &vs[i-base])
+		}
+		e.walk(hi-base, xs[base:hi], out[base:hi])
+	}
+	clear(vs[:])
+	e.wipe()
+	return nil
+}
+
+func (e *BatchEval) wipe() {
+	clear(e.s)
+	clear(e.l)
+	clear(e.r)
+	clear(e.cws)
+	clear(e.vl)
+	clear(e.vr)
+	clear(e.vcws)
+	clear(e.tl)
+	clear(e.tr)
+	clear(e.final)
+}
+
+// walk evaluates the n loaded keys of a group at xs.
+func (e *BatchEval) walk(n int, xs, out []uint64) {
+	l, nb := e.p.InBits, e.p.OutBits
+	mask := prg.Mask(nb)
+	dcf := e.p.Type == DCF
 	s, L, R := e.s[:n], e.l[:n], e.r[:n]
 	for j := 0; j < l; j++ {
 		sh := uint(l - 1 - j)

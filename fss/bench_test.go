@@ -62,3 +62,67 @@ func BenchmarkEvalAll(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseVsView reads the same serialized keys through ParseKey and
+// through ViewKey / ViewSlab, alone and followed by one Eval each: what an
+// application pays per received key. Each op is one key.
+func BenchmarkParseVsView(b *testing.B) {
+	const n = 1024
+	for _, typ := range []Type{DPF, DCF} {
+		p := Params{typ, 32, 32}
+		alpha, beta := make([]uint64, n), make([]uint64, n)
+		root0, root1 := make([][16]byte, n), make([][16]byte, n)
+		for i := range alpha {
+			alpha[i], beta[i] = uint64(i)*7919, uint64(i)
+			root0[i][0], root0[i][1], root1[i][2] = byte(i), byte(i>>8), 1
+		}
+		slab, _, err := GenBatchWithRoots(p, alpha, beta, root0, root1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ks := p.KeySize()
+		key := func(i int) []byte { i %= n; return slab[i*ks : (i+1)*ks] }
+		run := func(name string, f func(i int)) {
+			b.Run(fmt.Sprintf("%v-32/%s", typ, name), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					f(i)
+					i++
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+			})
+		}
+		run("ParseKey", func(i int) {
+			if _, err := ParseKey(key(i)); err != nil {
+				b.Fatal(err)
+			}
+		})
+		run("ViewKey", func(i int) {
+			if _, err := ViewKey(key(i)); err != nil {
+				b.Fatal(err)
+			}
+		})
+		run("ViewSlab", func(i int) { // per key: one slab of n keys per n ops
+			if i%n == 0 {
+				if _, err := ViewSlab(slab, p, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		run("ParseKey+Eval", func(i int) {
+			k, err := ParseKey(key(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			k.Eval(uint64(i))
+		})
+		run("ViewKey+Eval", func(i int) {
+			v, err := ViewKey(key(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			v.Eval(uint64(i))
+		})
+	}
+}

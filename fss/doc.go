@@ -12,4 +12,8 @@
 // pair of kord key-generation modules, or from any other implementation of
 // the spec is the same key byte for byte. The package is the dealer's
 // mathematics only: it knows nothing of modules, hosts or pairing.
+//
+// A serialized key can be evaluated in place, without parsing it into a
+// Key: ViewKey (one key) and ViewSlab (N keys of one shape end to end)
+// validate exactly as ParseKey does and allocate nothing.
 package fss

@@ -3,7 +3,11 @@
 // through proto.Unmarshal.
 package pbwire
 
-import "google.golang.org/protobuf/encoding/protowire"
+import (
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
 
 // varints counts the varints of a packed field (the bytes that end one).
 func varints(v []byte) int {
@@ -32,6 +36,34 @@ func Packed64(v []byte) (out []uint64, ok bool) {
 		v = v[n:]
 	}
 	return out, true
+}
+
+// AppendPacked64 is Packed64 appending to dst (whose capacity it reuses).
+func AppendPacked64(dst []uint64, v []byte) (out []uint64, ok bool) {
+	dst = slices.Grow(dst, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return dst, false
+		}
+		dst = append(dst, x)
+		v = v[n:]
+	}
+	return dst, true
+}
+
+// AppendPacked32 is Packed32 appending to dst (whose capacity it reuses).
+func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) {
+	dst = slices.Grow(dst, varints(v))
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return dst, false
+		}
+		dst = append(dst, uint32(x))
+		v = v[n:]
+	}
+	return dst, true
 }
 
 // Packed32 reads the body of a packed repeated uint32 field, truncating

@@ -92,6 +92,42 @@ func wipeReply(r *KeyReply) {
 type PooledKeyReplies struct {
 	M   *KeyReplies
 	buf *[]byte
+	// spare and spareM are a recycled message whose lists' memory the
+	// next Unmarshal into this value reuses (Recycle).
+	spare  *PackedReplies
+	spareM *KeyReplies
+}
+
+// Recycle is Release for a caller that holds no reference to M or to any
+// slice of it: it also wipes M's parallel lists (counters, additive and
+// evaluation shares, lengths) and any key bytes outside the pooled buffer,
+// and keeps the lists' memory for the next message read into p, so that a
+// stream of messages read into one PooledKeyReplies allocates no lists
+// once their sizes have settled.
+func (p *PooledKeyReplies) Recycle() {
+	m := p.M
+	if m == nil {
+		p.Release()
+		return
+	}
+	for _, r := range m.Replies {
+		for _, k := range r.GetKeys() {
+			clear(k.Key)
+			clear(k.Evals)
+			k.AlphaShare, k.BetaShare = 0, 0
+		}
+	}
+	if pk := m.Packed; pk != nil {
+		if p.buf == nil {
+			clear(pk.Keys) // not in the pooled buffer that Release wipes
+		}
+		wipeLists(pk)
+		pk.Keys = nil
+		p.spare = pk
+	}
+	m.Reset()
+	p.spareM = m
+	p.Release()
 }
 
 // Release wipes and recycles the buffer M's keys are slices of; M must
@@ -131,13 +167,30 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
 
+// wipeLists overwrites pk's parallel lists with zeros.
+func wipeLists(pk *PackedReplies) {
+	clear(pk.Ids)
+	clear(pk.Counts)
+	clear(pk.Counters)
+	clear(pk.KeyLens)
+	clear(pk.AlphaShares)
+	clear(pk.BetaShares)
+	clear(pk.Evals)
+	clear(pk.EvalLens)
+}
+
 func unmarshalPooled(data mem.BufferSlice, pm *PooledKeyReplies) error {
+	spare, m := pm.spare, pm.spareM
 	pm.Release()
-	pm.M = &KeyReplies{}
+	pm.spare, pm.spareM = nil, nil
+	if m == nil {
+		m = &KeyReplies{}
+	}
+	pm.M = m
 	if data.Len() >= 1<<12 {
 		buf := wipePool.Get(data.Len())
 		data.CopyTo(*buf)
-		if decodeKeyReplies(*buf, pm.M) {
+		if decodeKeyRepliesInto(*buf, pm.M, spare) {
 			pm.buf = buf
 			return nil
 		}
@@ -208,7 +261,11 @@ func (p *clearOnPut) Put(b *[]byte) {
 // packed — with keys a slice of b; it returns false for anything else,
 // which proto.Unmarshal then reads (so nothing is accepted that it would
 // refuse).
-func decodeKeyReplies(b []byte, m *KeyReplies) bool {
+func decodeKeyReplies(b []byte, m *KeyReplies) bool { return decodeKeyRepliesInto(b, m, nil) }
+
+// decodeKeyRepliesInto is decodeKeyReplies reusing the lists of spare
+// (nil: none) for m.Packed.
+func decodeKeyRepliesInto(b []byte, m *KeyReplies, spare *PackedReplies) bool {
 	var pk *PackedReplies
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -221,7 +278,7 @@ func decodeKeyReplies(b []byte, m *KeyReplies) bool {
 			return false
 		}
 		b = b[n:]
-		if pk = decodePacked(v); pk == nil {
+		if pk = decodePacked(v, spare); pk == nil {
 			return false
 		}
 	}
@@ -230,33 +287,45 @@ func decodeKeyReplies(b []byte, m *KeyReplies) bool {
 	return true
 }
 
-func decodePacked(b []byte) *PackedReplies {
+// decodePacked reads a PackedReplies body; with spare (not nil) it reads
+// into spare, appending to its emptied lists, where absent fields are then
+// empty rather than nil (the same message to proto.Equal).
+func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 	pk := &PackedReplies{}
+	if spare != nil {
+		pk = spare
+		ids, counts, counters, keyLens := pk.Ids[:0], pk.Counts[:0], pk.Counters[:0], pk.KeyLens[:0]
+		as, bs, evals, evalLens := pk.AlphaShares[:0], pk.BetaShares[:0], pk.Evals[:0], pk.EvalLens[:0]
+		pk.Reset()
+		pk.Ids, pk.Counts, pk.Counters, pk.KeyLens = ids, counts, counters, keyLens
+		pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = as, bs, evals, evalLens
+	}
 	ok := pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
-			pk.Ids, ok = pbwire.Packed64(v)
+			pk.Ids, ok = pbwire.AppendPacked64(pk.Ids, v)
 		case 2:
-			pk.Counts, ok = pbwire.Packed32(v)
+			pk.Counts, ok = pbwire.AppendPacked32(pk.Counts, v)
 		case 3:
-			pk.Counters, ok = pbwire.Packed64(v)
+			pk.Counters, ok = pbwire.AppendPacked64(pk.Counters, v)
 		case 4:
 			pk.Keys = v[:len(v):len(v)]
 		case 5:
-			pk.KeyLens, ok = pbwire.Packed32(v)
+			pk.KeyLens, ok = pbwire.AppendPacked32(pk.KeyLens, v)
 		case 6:
-			pk.AlphaShares, ok = pbwire.Packed64(v)
+			pk.AlphaShares, ok = pbwire.AppendPacked64(pk.AlphaShares, v)
 		case 7:
-			pk.BetaShares, ok = pbwire.Packed64(v)
+			pk.BetaShares, ok = pbwire.AppendPacked64(pk.BetaShares, v)
 		case 8:
-			pk.Evals, ok = pbwire.Packed64(v)
+			pk.Evals, ok = pbwire.AppendPacked64(pk.Evals, v)
 		case 9:
-			pk.EvalLens, ok = pbwire.Packed32(v)
+			pk.EvalLens, ok = pbwire.AppendPacked32(pk.EvalLens, v)
 		}
 		return ok
 	})
 	if !ok {
+		wipeLists(pk)
 		return nil
 	}
 	return pk

@@ -88,6 +88,7 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := Codec()
+	var reused PooledKeyReplies // recycled between messages: reads into spare lists
 	released := 0
 	defer func() {
 		if released == 0 {
@@ -136,6 +137,11 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 				}
 			}
 			pm.Release()
+			rerr := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(x))}, &reused)
+			if (werr == nil) != (rerr == nil) || werr == nil && !proto.Equal(&want, reused.M) {
+				t.Fatalf("%x: decode into recycled lists %v / %v, want %v / %v", x, rerr, reused.M, werr, &want)
+			}
+			reused.Recycle()
 		}
 	}
 }
@@ -183,5 +189,66 @@ func TestMarshalWipesKeyReply(t *testing.T) {
 			t.Fatalf("key length %d: encoding not wiped when freed", keyLen)
 		}
 		want.Free()
+	}
+}
+
+// TestRecycleReusesAndWipes reads a run of packed messages of varying
+// shape into one PooledKeyReplies, recycling it between them: each reads
+// as proto.Unmarshal reads it (fields absent after present ones included),
+// Recycle wipes the lists and the key bytes, and once the sizes have been
+// seen the lists' memory is reused rather than allocated.
+func TestRecycleReusesAndWipes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	c := Codec()
+	var pm PooledKeyReplies
+	mk := func(n int, shares, evals bool) *KeyReplies {
+		pk := &PackedReplies{Ids: []uint64{uint64(n)}, Counts: []uint32{uint32(n)}, Keys: make([]byte, 100*n)}
+		for i := 0; i < n; i++ {
+			pk.Counters = append(pk.Counters, rng.Uint64())
+			pk.KeyLens = append(pk.KeyLens, 100)
+			if shares {
+				pk.AlphaShares = append(pk.AlphaShares, rng.Uint64()|1)
+				pk.BetaShares = append(pk.BetaShares, rng.Uint64()|1)
+			}
+			if evals {
+				pk.Evals = append(pk.Evals, rng.Uint64()|1)
+				pk.EvalLens = append(pk.EvalLens, 1)
+			}
+		}
+		for i := range pk.Keys {
+			pk.Keys[i] = byte(rng.Uint32()) | 1
+		}
+		return &KeyReplies{Packed: pk}
+	}
+	for it := 0; it < 40; it++ {
+		m := mk(50+rng.IntN(100), it%3 != 0, it%4 == 1)
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(1, func() {
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &pm); err != nil {
+				t.Fatal(err)
+			}
+			if it >= 20 { // keep the last one for the checks below
+				pm.Recycle()
+			}
+		})
+		if it < 20 {
+			if !proto.Equal(m, pm.M) {
+				t.Fatalf("message %d: read %v, want %v", it, pm.M, m)
+			}
+			pk := pm.M.Packed
+			keys, as, cs := pk.Keys, pk.AlphaShares, pk.Counters
+			pm.Recycle()
+			if pm.M != nil || bytes.Count(keys, []byte{0}) != len(keys) || slices.ContainsFunc(as, func(x uint64) bool { return x != 0 }) ||
+				slices.ContainsFunc(cs, func(x uint64) bool { return x != 0 }) {
+				t.Fatalf("message %d: Recycle left data", it)
+			}
+		} else if allocs > 2 {
+			// The lists and the messages are reused; what is left is the
+			// pooled buffer's pointer when the pool was emptied by GC.
+			t.Errorf("message %d: %v allocations with recycled lists", it, allocs)
+		}
 	}
 }

@@ -1,0 +1,341 @@
+package fss
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+// KeyView is one serialized kord-v1 DPF or DCF key share read in place: a
+// validated view over the caller's bytes that evaluates like the Key that
+// ParseKey would return, without copying the key or allocating. ViewKey
+// accepts exactly the byte strings ParseKey accepts and refuses the others
+// with the same errors.
+//
+// The view refers to the caller's buffer, which must not change while the
+// view is used. Each evaluation checks that the 6-byte header still reads
+// as it did when the view was made, so a view whose bytes were wiped (for
+// instance a key of a released client.Batch) is refused with ErrStaleView;
+// a buffer reused for another key of the same shape is not detected. The
+// zero KeyView is refused the same way. A KeyView holds the key's control
+// bits and last correction word; drop or zero it with the buffer.
+type KeyView struct {
+	b      []byte // exactly p.KeySize() bytes
+	p      Params
+	party  uint8
+	tL, tR uint64 // as in Key
+	final  uint64
+}
+
+// ErrStaleView is returned by evaluations on a zero KeyView or on one whose
+// buffer no longer starts with the header it was made from.
+var ErrStaleView = errors.New("fss: key view is empty or its bytes were wiped or changed since it was made")
+
+// ViewKey validates data as ParseKey does, with the same checks and the
+// same errors, and returns a view over it. It allocates only on error.
+func ViewKey(data []byte) (KeyView, error) {
+	if err := checkHeader(data); err != nil {
+		return KeyView{}, err
+	}
+	p := Params{Type: Type(data[2]), InBits: int(data[4]), OutBits: int(data[5])}
+	if p.Type != DPF && p.Type != DCF {
+		return KeyView{}, fmt.Errorf("%w: got %#02x", ErrType, data[2])
+	}
+	if data[3] > 1 {
+		return KeyView{}, fmt.Errorf("%w: got %d", ErrParty, data[3])
+	}
+	if p.InBits < 1 || p.InBits > 64 {
+		return KeyView{}, fmt.Errorf("%w: got %d", ErrInBits, p.InBits)
+	}
+	if p.OutBits < 1 || p.OutBits > 64 {
+		return KeyView{}, fmt.Errorf("%w: got %d", ErrOutBits, p.OutBits)
+	}
+	if want := p.KeySize(); len(data) != want {
+		return KeyView{}, fmt.Errorf("%w: got %d bytes, a %v key is %d", ErrLength, len(data), p, want)
+	}
+	v := KeyView{b: data[:len(data):len(data)], p: p, party: data[3]}
+	if err := v.scan(true); err != nil {
+		return KeyView{}, err
+	}
+	return v, nil
+}
+
+// layout returns the offsets of a key's control bits and value fields and
+// the width of a value field.
+func (p Params) layout() (ctrlOff, valOff, vb int) {
+	l := p.InBits
+	ctrlOff = headerSize + 16 + 16*l
+	return ctrlOff, ctrlOff + (2*l+7)/8, valueBytes(p.OutBits)
+}
+
+// scan reads the control bits and CW_last of v.b (whose header and length
+// are checked) into v; with check it refuses set padding bits and value
+// fields with bits above n, in ParseKey's order and with its errors.
+func (v *KeyView) scan(check bool) error {
+	l, n := v.p.InBits, v.p.OutBits
+	ctrlOff, valOff, vb := v.p.layout()
+	nc := valOff - ctrlOff
+	ctrl := v.b[ctrlOff:valOff]
+	// The control bits interleave tLCW_j (even) and tRCW_j (odd).
+	var w [16]byte
+	copy(w[:], ctrl)
+	lo, hi := binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:])
+	m := prg.Mask(l)
+	tL := (evenBits(lo) | evenBits(hi)<<32) & m
+	tR := (evenBits(lo>>1) | evenBits(hi>>1)<<32) & m
+	if used := 2 * l; check && used%8 != 0 && ctrl[nc-1]>>uint(used%8) != 0 {
+		return fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
+	}
+	mask := prg.Mask(n)
+	off := valOff
+	if v.p.Type == DCF {
+		// A value field has bits above n only in its last byte, above bit
+		// n mod 8 (none when n fills its bytes).
+		if r := uint(n % 8); check && r != 0 {
+			for j := 1; j <= l; j++ {
+				if v.b[off+vb-1]>>r != 0 {
+					return fmt.Errorf("%w: VCW_%d", ErrValueBits, j)
+				}
+				off += vb
+			}
+		} else {
+			off += l * vb
+		}
+	}
+	final := readValue(v.b[off : off+vb])
+	if check && final&^mask != 0 {
+		return fmt.Errorf("%w: CW_last", ErrValueBits)
+	}
+	v.tL, v.tR, v.final = tL, tR, final
+	return nil
+}
+
+// evenBits gathers bits 0, 2, …, 62 of x into bits 0..31.
+func evenBits(x uint64) uint64 {
+	x &= 0x5555555555555555
+	x = (x | x>>1) & 0x3333333333333333
+	x = (x | x>>2) & 0x0f0f0f0f0f0f0f0f
+	x = (x | x>>4) & 0x00ff00ff00ff00ff
+	x = (x | x>>8) & 0x0000ffff0000ffff
+	return (x | x>>16) & 0x00000000ffffffff
+}
+
+// readValue reads a little-endian value field of up to 8 bytes.
+func readValue(b []byte) uint64 {
+	if len(b) == 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	var w [8]byte
+	copy(w[:], b)
+	return binary.LittleEndian.Uint64(w[:])
+}
+
+// Params returns the key's type and widths (zero for the zero view).
+func (v KeyView) Params() Params { return v.p }
+
+// Party returns 0 or 1.
+func (v KeyView) Party() int { return int(v.party) }
+
+// Bytes returns the serialized key the view reads: a slice of the caller's
+// buffer, not a copy (nil for the zero view).
+func (v KeyView) Bytes() []byte { return v.b }
+
+// IsZero reports whether v is the zero KeyView (no key).
+func (v KeyView) IsZero() bool { return v.b == nil }
+
+// Key returns the viewed key as a Key of its own (a copy), equal to what
+// ParseKey returns for the bytes; it does not validate them again, beyond
+// refusing a view whose header or value fields have changed since.
+func (v KeyView) Key() (*Key, error) {
+	if err := v.live(); err != nil {
+		return nil, err
+	}
+	l := v.p.InBits
+	k := &Key{p: v.p, party: v.party, root: *(*prg.Block)(v.b[headerSize : headerSize+16]), seedCW: make([]prg.Block, l),
+		tL: v.tL, tR: v.tR, final: v.final}
+	for j := range k.seedCW {
+		k.seedCW[j] = *v.seedCW(j)
+	}
+	if v.p.Type == DCF {
+		mask := prg.Mask(v.p.OutBits)
+		_, off, vb := v.p.layout()
+		k.valCW = make([]uint64, l)
+		for j := range k.valCW {
+			if k.valCW[j] = readValue(v.b[off : off+vb]); k.valCW[j]&^mask != 0 {
+				k.Wipe()
+				return nil, ErrStaleView
+			}
+			off += vb
+		}
+	}
+	return k, nil
+}
+
+// live checks that v is a view whose header is still in place.
+func (v *KeyView) live() error {
+	b := v.b
+	if len(b) < headerSize || b[0] != magic || b[1] != version || Type(b[2]) != v.p.Type || b[3] != v.party ||
+		int(b[4]) != v.p.InBits || int(b[5]) != v.p.OutBits {
+		return ErrStaleView
+	}
+	return nil
+}
+
+// seedCW returns sCW_{j+1}, the seed correction of level j (0-based).
+func (v *KeyView) seedCW(j int) *prg.Block {
+	off := headerSize + 16 + 16*j
+	return (*prg.Block)(v.b[off : off+16])
+}
+
+// Eval returns this party's share of f(x), equal to the parsed Key's Eval.
+// x must be below 2^ℓ.
+func (v KeyView) Eval(x uint64) (uint64, error) {
+	if err := v.live(); err != nil {
+		return 0, err
+	}
+	if x&^prg.Mask(v.p.InBits) != 0 {
+		return 0, fmt.Errorf("fss: x = %d does not fit in the key's %d input bits", x, v.p.InBits)
+	}
+	return v.eval(x), nil
+}
+
+// eval is Key.eval reading the corrections from the serialized key.
+func (v *KeyView) eval(x uint64) uint64 {
+	l, n := v.p.InBits, v.p.OutBits
+	mask := prg.Mask(n)
+	dcf := v.p.Type == DCF
+	_, valOff, vb := v.p.layout()
+	b := v.party
+	s := *(*prg.Block)(v.b[headerSize : headerSize+16])
+	t := b
+	var acc uint64
+	var buf, vbuf [1]prg.Block
+	for j := 1; j <= l; j++ {
+		xj := uint8(x >> uint(l-j) & 1)
+		seedLane, valLane, tcw := prg.SeedLeft, prg.ValueLeft, v.tL
+		if xj == 1 {
+			seedLane, valLane, tcw = prg.SeedRight, prg.ValueRight, v.tR
+		}
+		in := [1]prg.Block{s}
+		if dcf {
+			prg.HashPair(seedLane, valLane, buf[:], vbuf[:], in[:])
+			c := prg.Convert(&vbuf[0], n)
+			if t == 1 {
+				off := valOff + (j-1)*vb
+				c += readValue(v.b[off : off+vb])
+			}
+			acc += neg(b, c, mask)
+		} else {
+			prg.Hash(seedLane, buf[:], in[:])
+		}
+		child := buf[0]
+		tc := prg.SplitControl(&child)
+		if t == 1 {
+			cw := v.seedCW(j - 1)
+			for i := range child {
+				child[i] ^= cw[i]
+			}
+			tc ^= uint8(tcw >> uint(j-1) & 1)
+		}
+		s, t = child, tc
+	}
+	c := prg.Convert(&s, n)
+	if t == 1 {
+		c += v.final
+	}
+	buf[0], vbuf[0], s = prg.Block{}, prg.Block{}, prg.Block{}
+	return (acc + neg(b, c, mask)) & mask
+}
+
+// EvalAll is Key.EvalAll on the viewed key: out must have 2^ℓ entries.
+// The full-domain kernels want the corrections as words, so it copies them
+// into scratch (one allocation of O(ℓ) beside the evaluation's own, wiped
+// afterwards).
+func (v KeyView) EvalAll(out []uint64) error {
+	k, err := v.Key()
+	if err != nil {
+		return err
+	}
+	defer k.Wipe()
+	return k.EvalAll(out)
+}
+
+// EvalRange is Key.EvalRange on the viewed key, with EvalAll's scratch.
+func (v KeyView) EvalRange(lo, hi uint64, out []uint64) error {
+	k, err := v.Key()
+	if err != nil {
+		return err
+	}
+	defer k.Wipe()
+	return k.EvalRange(lo, hi, out)
+}
+
+// Slab is N serialized key shares of one shape laid end to end at the
+// shape's kord-v1 size (Params.KeySize), as BatchGen writes them and as
+// a batch of keys arrives: read in place, without a view or a Key per key
+// allocated.
+type Slab struct {
+	b []byte
+	p Params
+	n int
+}
+
+// ViewSlab validates buf as n keys of shape p at stride p.KeySize() —
+// len(buf) must be exactly n·p.KeySize() and every key must be a key
+// ParseKey accepts, of shape p (either party) — and returns a view of
+// them. It allocates only on error, which names the first bad key.
+func ViewSlab(buf []byte, p Params, n int) (Slab, error) {
+	if err := p.Validate(); err != nil {
+		return Slab{}, err
+	}
+	ks := p.KeySize()
+	if n < 0 || n > len(buf)/ks || len(buf) != n*ks {
+		return Slab{}, fmt.Errorf("%w: a slab of %d %v keys is %d×%d bytes, got %d", ErrLength, n, p, n, ks, len(buf))
+	}
+	for i := 0; i < n; i++ {
+		v, err := ViewKey(buf[i*ks : (i+1)*ks])
+		if err != nil {
+			return Slab{}, fmt.Errorf("fss: slab key %d: %w", i, err)
+		}
+		if v.p != p {
+			return Slab{}, fmt.Errorf("fss: slab key %d is a %v key, not %v", i, v.p, p)
+		}
+	}
+	return Slab{b: buf[:len(buf):len(buf)], p: p, n: n}, nil
+}
+
+// Len returns the number of keys.
+func (s Slab) Len() int { return s.n }
+
+// Params returns the keys' shape.
+func (s Slab) Params() Params { return s.p }
+
+// Stride returns the size in bytes of each key (p.KeySize()).
+func (s Slab) Stride() int {
+	if s.n == 0 {
+		return 0
+	}
+	return len(s.b) / s.n
+}
+
+// Bytes returns the slab's buffer (not a copy).
+func (s Slab) Bytes() []byte { return s.b }
+
+// Key returns a view of key i, 0 ≤ i < Len(). It rereads only the key's
+// control bits and CW_last (validated by ViewSlab); a key whose header has
+// changed since gives the zero view, which evaluations refuse.
+func (s Slab) Key(i int) KeyView {
+	if i < 0 || i >= s.n {
+		return KeyView{}
+	}
+	ks := len(s.b) / s.n
+	b := s.b[i*ks : (i+1)*ks : (i+1)*ks]
+	v := KeyView{b: b, p: s.p, party: b[3]}
+	if v.party > 1 || v.live() != nil {
+		return KeyView{}
+	}
+	v.scan(false)
+	return v
+}
