@@ -8,11 +8,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	mrand "math/rand/v2"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +27,7 @@ import (
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -371,38 +374,120 @@ func verifyPairs(p fss.Params, pairs []deliveredPair, rng *mrand.Rand) (ok, bad 
 }
 
 // processesChunk streams n pairs of class k through the parties (derived
-// requests of up to batch keys each), then verifies and wipes them.
+// requests of up to batch keys each), received as client batches (key
+// views over the received messages, no per-key parse), then verifies and
+// releases them outside the clock.
 func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
 	reqs, truth := svcRequestsPer(k, *id, n, batch, rng)
+	base := *id
 	*id += uint64(len(reqs[0]))
 	t0 := time.Now()
-	reps, _, err := svcStream(ctx, apps, reqs)
+	got, err := streamBatches(ctx, apps, reqs)
 	el := time.Since(t0)
+	defer func() {
+		for b := range got {
+			for _, bt := range got[b] {
+				bt.Release()
+			}
+		}
+	}()
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	// Where each request's keys are, per site.
+	type at struct {
+		bt     client.Batch
+		first  int
+		n      int
+		failed bool
+	}
+	var where [2][]at
+	for b := range got {
+		where[b] = make([]at, len(truth))
+		for _, bt := range got[b] {
+			for r := 0; r < bt.Replies(); r++ {
+				rp := bt.Reply(r)
+				if i := rp.ID - base; i < uint64(len(truth)) {
+					where[b][i] = at{bt: bt, first: rp.First, n: rp.N, failed: rp.Err != nil}
+				}
+			}
+		}
+	}
+	p := k.params()
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
 	ok, bad := 0, 0
 	for i, t := range truth {
-		g, b := svcVerify(k, t, reps[0][i], reps[1][i], rng)
-		ok += g
-		bad += b
-		wipeReplies(reps[0][i], reps[1][i])
+		w0, w1 := where[0][i], where[1][i]
+		if w0.failed || w1.failed || w0.n == 0 || w0.n != w1.n {
+			bad += max(w0.n, w1.n, 1)
+			continue
+		}
+		for j := 0; j < w0.n; j++ {
+			i0, i1 := w0.first+j, w1.first+j
+			alpha, beta := t.alpha, t.beta
+			good := w0.bt.Counter(i0) == w1.bt.Counter(i1)
+			if k.mode == "derived" {
+				alpha = (w0.bt.AlphaShare(i0) + w1.bt.AlphaShare(i1)) & ma
+				good = good && (w0.bt.BetaShare(i0)+w1.bt.BetaShare(i1))&mb == beta
+			}
+			k0, e0 := w0.bt.Key(i0).Key()
+			k1, e1 := w1.bt.Key(i1).Key()
+			good = good && e0 == nil && e1 == nil && svcCheckKeys(p, k0, k1, alpha, beta, rng)
+			for _, key := range []*fss.Key{k0, k1} {
+				if key != nil {
+					key.Wipe()
+				}
+			}
+			if good {
+				ok++
+			} else {
+				bad++
+			}
+		}
 	}
 	return el, ok, bad, nil
 }
 
-// wipeReplies wipes the key shares of replies the application is done with.
-func wipeReplies(rs ...*client.Reply) {
-	for _, r := range rs {
-		if r == nil {
-			continue
+// streamBatches sends both sites' requests on one stream each and receives
+// their replies as client batches (RecvBatch: views over the received
+// messages, what an application that keeps up with the stream reads),
+// until every request of the site is answered.
+func streamBatches(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyRequest) (got [2][]client.Batch, err error) {
+	var wg sync.WaitGroup
+	var errs [4]error
+	for b := 0; b < 2; b++ {
+		st, e := apps[b].Stream(ctx)
+		if e != nil {
+			return got, e
 		}
-		for _, s := range r.Shares {
-			if s.Key != nil {
-				s.Key.Wipe()
+		n := len(reqs[b])
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			const chunk = 64
+			for i := 0; i < n; i += chunk {
+				if e := st.SendBatch(reqs[b][i:min(i+chunk, n)]); e != nil {
+					errs[2*b] = e
+					return
+				}
 			}
-		}
+			st.CloseSend()
+		}()
+		go func() {
+			defer wg.Done()
+			for seen := 0; seen < n; {
+				bt, e := st.RecvBatch()
+				if e != nil {
+					errs[2*b+1] = e
+					return
+				}
+				got[b] = append(got[b], bt)
+				seen += bt.Replies()
+			}
+		}()
 	}
+	wg.Wait()
+	return got, errors.Join(errs[:]...)
 }
 
 // printDeliver prints the report as a table or JSON.
