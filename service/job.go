@@ -35,6 +35,8 @@ const (
 	ErrClassExhausted   = pb.ClassExhausted
 	ErrClassTampered    = pb.ClassTampered
 	ErrClassSpent       = pb.ClassSpent
+	ErrClassUnmatched   = pb.ClassUnmatched
+	ErrClassVoid        = pb.ClassVoid
 )
 
 // DefaultTier is the tier of a bound or consume request that names none:
@@ -72,6 +74,12 @@ type job struct {
 	// run, seq: the party 0 run and batch the job was last sent in (0
 	// before), which name it in a SpentRequests report.
 	run, seq uint64
+	// arrived (party 1): when the request joined the pending set, for its
+	// own match timeout. batched (party 0): when it was first sent in a
+	// batch; missed: party 1 had no request with its id then, so it is
+	// retried in a batch of its own until batched + MatchTimeout.
+	arrived, batched time.Time
+	missed           bool
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -500,6 +508,28 @@ func dropSpent(js []*job) []*job {
 	return js
 }
 
+// extract removes and returns the queued jobs whose ids are in set.
+func (q *queue) extract(set map[uint64]bool) []*job {
+	if len(set) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*job
+	keep := q.jobs[:0]
+	for _, j := range q.jobs {
+		if set[j.id] {
+			out = append(out, j)
+			q.keys -= j.keys()
+			continue
+		}
+		keep = append(keep, j)
+	}
+	clear(q.jobs[len(keep):])
+	q.jobs = keep
+	return out
+}
+
 func (q *queue) size() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -517,8 +547,8 @@ func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
 			n := 0
 			for len(q.jobs) > 0 {
 				j := q.jobs[0]
-				if len(out) > 0 && n+j.keys() > max {
-					break
+				if len(out) > 0 && (n+j.keys() > max || j.missed || out[0].missed) {
+					break // a retried unmatched request goes alone
 				}
 				if j.tier != 0 {
 					if tier != 0 && j.tier != tier {
@@ -552,9 +582,80 @@ type pending struct {
 	jobs    map[uint64]*job
 	wake    chan struct{} // closed and replaced when jobs arrive while a claim waits
 	waiting int           // claims waiting on wake
+	// unmatched: ids party 0 batched when this site had no request for
+	// them, or whose request here expired unmatched, with when; a claim
+	// does not wait for them again (party 0 retries them alone).
+	unmatched map[uint64]time.Time
 }
 
-func newPending() *pending { return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{})} }
+func newPending() *pending {
+	return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{}), unmatched: map[uint64]time.Time{}}
+}
+
+// maxUnmatched bounds the ids pending remembers as unmatched.
+const maxUnmatched = 1 << 16
+
+// noteUnmatched remembers ids as unmatched (now), so that a claim of them
+// does not wait again; entries older than keep are dropped.
+func (p *pending) noteUnmatched(ids []uint64, keep time.Duration) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneUnmatched(now, keep)
+	for _, id := range ids {
+		if len(p.unmatched) >= maxUnmatched {
+			break
+		}
+		p.unmatched[id] = now
+	}
+}
+
+// pruneUnmatched drops unmatched ids noted more than keep before now; p.mu held.
+func (p *pending) pruneUnmatched(now time.Time, keep time.Duration) {
+	for id, t := range p.unmatched {
+		if now.Sub(t) > keep {
+			delete(p.unmatched, id)
+		}
+	}
+}
+
+// expire fails, as unmatched, the pending requests that arrived before
+// cutoff and that no batch of party 0 has claimed, and remembers their
+// ids (keep: how long); it returns how many it failed.
+func (p *pending) expire(cutoff time.Time, keep time.Duration) int {
+	var gone []*job
+	now := time.Now()
+	p.mu.Lock()
+	for id, j := range p.jobs {
+		if !j.arrived.IsZero() && j.arrived.Before(cutoff) {
+			delete(p.jobs, id)
+			gone = append(gone, j)
+			if len(p.unmatched) < maxUnmatched {
+				p.unmatched[id] = now
+			}
+		}
+	}
+	p.pruneUnmatched(now, keep)
+	p.mu.Unlock()
+	for _, j := range gone {
+		j.fail(ErrClassUnmatched, "no request with id %d reached party 0 within the match timeout; nothing was generated for it", j.id)
+	}
+	return len(gone)
+}
+
+// take removes and returns the pending jobs with the given ids.
+func (p *pending) take(ids []uint64) []*job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*job
+	for _, id := range ids {
+		if j, ok := p.jobs[id]; ok {
+			delete(p.jobs, id)
+			out = append(out, j)
+		}
+	}
+	return out
+}
 
 // notify wakes waiting claims; p.mu held.
 func (p *pending) notify() {
@@ -570,6 +671,7 @@ func (p *pending) add(j *job) error {
 	if _, ok := p.jobs[j.id]; ok {
 		return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 	}
+	j.arrived = time.Now()
 	p.jobs[j.id] = j
 	p.notify()
 	return nil
@@ -578,6 +680,7 @@ func (p *pending) add(j *job) error {
 // addAll adds js as add does one at a time, under one lock; errs (nil if
 // none) holds the refusals, n the pending set's size after.
 func (p *pending) addAll(js []*job) (errs []error, n int) {
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, j := range js {
@@ -588,6 +691,7 @@ func (p *pending) addAll(js []*job) (errs []error, n int) {
 			errs[i] = fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 			continue
 		}
+		j.arrived = now
 		p.jobs[j.id] = j
 	}
 	p.notify()
@@ -604,9 +708,11 @@ func (p *pending) size() int {
 // instead (spent.go: it must never be submitted again).
 func (p *pending) putBack(js []*job) {
 	js = dropSpent(js)
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range js {
+		j.arrived = now // its match timeout starts again
 		p.jobs[j.id] = j
 	}
 	p.notify()
@@ -673,9 +779,26 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			// Every job was looked up under this hold of the lock.
 			for _, it := range items {
 				delete(p.jobs, it.Id)
+				delete(p.unmatched, it.Id)
 			}
 			p.mu.Unlock()
 			return js, nil, nil
+		}
+		// Ids already found unmatched (party 0 retries them alone) are
+		// not waited for again.
+		known := true
+		for _, i := range todo {
+			if _, ok := p.unmatched[items[i].Id]; !ok {
+				known = false
+				break
+			}
+		}
+		if known {
+			p.mu.Unlock()
+			for _, i := range todo {
+				missing = append(missing, items[i].Id)
+			}
+			return nil, missing, nil
 		}
 		p.waiting++
 		wake := p.wake

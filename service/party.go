@@ -231,8 +231,21 @@ func (p *Party) Register(app, peer grpc.ServiceRegistrar) {
 // it waits (sessions arrive over the peer link).
 func (p *Party) Run(ctx context.Context) error {
 	if p.cfg.Party == 1 {
-		<-ctx.Done()
-		return nil
+		// A request no batch of party 0 has claimed within MatchTimeout
+		// fails unmatched on its own (it holds up nothing else).
+		t := time.NewTicker(max(p.cfg.MatchTimeout/10, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			if n := p.pend.expire(time.Now().Add(-p.cfg.MatchTimeout), p.cfg.MatchTimeout); n > 0 {
+				p.m.rejects.WithLabelValues(ErrClassUnmatched).Add(float64(n))
+				p.m.pending.Set(float64(p.pend.size()))
+			}
+		}
 	}
 	backoff := 20 * time.Millisecond
 	for ctx.Err() == nil {

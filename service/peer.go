@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -180,6 +181,12 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			p.m.pending.Set(float64(p.q.size()))
+			now := time.Now()
+			for _, j := range jobs {
+				if j.batched.IsZero() {
+					j.batched = now
+				}
+			}
 			n := 0
 			for _, j := range jobs {
 				n += len(j.shares)
@@ -261,6 +268,22 @@ func (p *Party) session(ctx context.Context) (err error) {
 				mu.Unlock()
 				p.inFlight.Add(^uint64(0))
 				p.m.inFlight.Dec()
+			}
+			if br.Error != "" && br.SessionContinues && br.ErrorClass == ErrClassUnmatched && len(br.FrameData) == 0 {
+				// Refused for unmatched ids alone, before any frame was
+				// opened; party 1's module has moved past the batch.
+				drop()
+				p.m.rejects.WithLabelValues(ErrClassUnmatched).Inc()
+				ctx, cancel := context.WithTimeout(sctx, p.cfg.PeerTimeout)
+				_, aerr := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
+				cancel()
+				if aerr != nil {
+					errc <- fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
+					return
+				}
+				p.unmatched(fl.jobs, br.Missing)
+				<-slots
+				continue
 			}
 			if br.Error != "" {
 				drop()
@@ -588,7 +611,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			}
 			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, run, hello.EarlyFrames)
 			work <- pr
-			if pr.rep != nil {
+			if pr.rep != nil && !pr.soft {
 				return nil // refused: the finisher sends the refusal and stops
 			}
 		default:
@@ -608,6 +631,10 @@ type prepared struct {
 	js     []*job
 	frames socket.Frames // party 0's frames
 	res    []socket.Result
+	// soft: rep refuses this batch only (skipBatch); the module's filler
+	// outputs through last are abandoned when it is answered.
+	soft bool
+	last uint64
 }
 
 // prepareBatch checks a batch against the session, claims its requests
@@ -658,12 +685,15 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 		r.rep.Missing = dup
 		return r
 	}
-	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.cfg.MatchTimeout))
+	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
 	if len(differ) > 0 {
 		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
 		r.rep.Missing = differ
 		return r
+	}
+	if len(missing) > 0 && ctx.Err() == nil {
+		return p.skipBatch(ctx, b, t, items, missing, transcript, expected, lastSeq)
 	}
 	if len(missing) > 0 {
 		r := fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
@@ -711,6 +741,55 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	return pr
 }
 
+// claimGrace is how long party 1 waits, within one batch, for a request
+// party 0 batched and that has not reached party 1 yet: the batch, and
+// every batch after it, waits that long. Past it the batch is refused for
+// those ids alone (skipBatch) and party 0 retries them by themselves until
+// MatchTimeout, so a stray id costs the others at most this once.
+func (p *Party) claimGrace() time.Duration { return min(p.cfg.MatchTimeout, maxClaimGrace) }
+
+// maxClaimGrace bounds claimGrace: the usual skew between two sites'
+// copies of one request is well under it.
+const maxClaimGrace = 100 * time.Millisecond
+
+// skipBatch refuses a batch some of whose ids have no request here (yet)
+// without ending the session: no job is claimed and no frame of party 0
+// is opened; the module moves past the batch's counters by generating as
+// many derived keys (no frame, α drawn by the modules: nothing of any
+// request's α is involved), which the finisher abandons in turn. Both
+// modules are then at the same counter and the session goes on; party 0
+// batches the other requests again and retries the missing ids.
+func (p *Party) skipBatch(ctx context.Context, b *pb.Batch, t []byte, items []*pb.BatchItem, missing []uint64,
+	transcript *[]byte, expected, lastSeq *uint64) *prepared {
+	p.pend.noteUnmatched(missing, p.cfg.MatchTimeout)
+	n := 0
+	for _, it := range items {
+		n += int(max(it.GetCount(), 1))
+	}
+	filler := make([]msg.Share, n)
+	for i := range filler {
+		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
+	}
+	why := fmt.Sprintf("party 1 has no request with ids %v (yet)", missing)
+	sub, err := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler})
+	if err == nil && (sub.FirstCounter != b.FirstCounter || sub.Count != n) {
+		err = fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, b.FirstCounter, n)
+	}
+	if err != nil {
+		// The module may be anywhere: end the session, the resync mends it.
+		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
+			ErrorClass: ErrClassUnmatched, Missing: missing}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		return &prepared{b: b, rep: rep}
+	}
+	*transcript = t
+	*expected += uint64(n)
+	*lastSeq = b.Seq
+	p.log.Debug("batch skipped: unmatched ids", "seq", b.Seq, "missing", len(missing))
+	return &prepared{b: b, soft: true, last: b.FirstCounter + uint64(n) - 1,
+		rep: &pb.BatchReply{Seq: b.Seq, Error: why, ErrorClass: ErrClassUnmatched, Missing: missing, SessionContinues: true}}
+}
+
 // duplicateIDs returns the ids that appear more than once in items.
 func duplicateIDs(items []*pb.BatchItem) []uint64 {
 	// Applications usually number their requests in order: strictly
@@ -742,7 +821,7 @@ func duplicateIDs(items []*pb.BatchItem) []uint64 {
 // so a peer cannot mint metric labels or application error classes.
 func peerClass(c string) string {
 	switch c {
-	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync, ErrClassTampered, ErrClassSpent:
+	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync, ErrClassTampered, ErrClassSpent, ErrClassUnmatched, ErrClassVoid:
 		return c
 	}
 	return ErrClassDesync
@@ -772,6 +851,13 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 			return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 		}
 		rep, serr := pr.rep, error(nil)
+		if pr.soft {
+			// Earlier batches are answered (their outputs collected):
+			// the filler outputs can go.
+			if _, aerr := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: pr.last}); aerr != nil {
+				p.log.Warn("abandoning a skipped batch's counters", "seq", pr.b.Seq, "err", aerr)
+			}
+		}
 		if rep == nil {
 			rep, serr = p.finishBatch(ctx, pr, run, early, reply)
 		}
@@ -791,7 +877,7 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 		switch {
 		case serr != nil:
 			err = serr
-		case rep.Error != "":
+		case rep.Error != "" && !pr.soft:
 			err = errSessionDone
 		}
 		if err != nil {
@@ -860,3 +946,42 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	}
 	return rep, nil
 }
+
+// unmatched handles, at party 0, a batch party 1 skipped because it had
+// no request for the ids in missing: no module opened a frame of it, so
+// no job is spent. The others go back to the front of the queue; a
+// missing one fails unmatched (α reusable) once MatchTimeout has passed
+// since it was first batched, and is otherwise retried alone after a
+// short delay (party 1 does not wait for it again).
+func (p *Party) unmatched(jobs []*job, missing []uint64) {
+	miss := make(map[uint64]bool, len(missing))
+	for _, id := range missing {
+		miss[id] = true
+	}
+	var again, retry []*job
+	n := 0
+	for _, j := range jobs {
+		switch {
+		case !miss[j.id]:
+			again = append(again, j)
+		case time.Since(j.batched) >= p.cfg.MatchTimeout:
+			j.fail(ErrClassUnmatched, "party 1 had no request with id %d within the match timeout (%v); nothing was generated for it",
+				j.id, p.cfg.MatchTimeout)
+			n++
+		default:
+			j.missed = true
+			retry = append(retry, j)
+		}
+	}
+	if n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassUnmatched).Add(float64(n))
+	}
+	p.q.requeue(again)
+	if len(retry) > 0 {
+		time.AfterFunc(p.retryDelay(), func() { p.m.pending.Set(float64(p.q.pushAll(retry))) })
+	}
+}
+
+// retryDelay is how long party 0 waits before batching an unmatched
+// request again.
+func (p *Party) retryDelay() time.Duration { return min(p.cfg.MatchTimeout/10, 50*time.Millisecond) }
