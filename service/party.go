@@ -132,6 +132,18 @@ type Party struct {
 	spentMu  sync.Mutex
 	spentLog []spentRef // requests failed spent, to report at the next hello
 	peerUp   atomic.Bool
+
+	// recent deliveries, for a peer that restarts (recover.go)
+	recentMu   sync.Mutex
+	recent     []recentRec
+	recentNext int
+	tags       [][16]byte // pair tags by counter mod recentKeys
+	tagCtr     []uint64
+	// what a restarted party's peer sent it (recover.go)
+	recoverMu     sync.Mutex
+	recovered     map[uint64]*recoverRec
+	recoveredN    atomic.Int64
+	recoveredKeys atomic.Uint64 // keys handed out again after a restart
 }
 
 type heldBatch struct {
@@ -294,6 +306,12 @@ func (p *Party) admit(js []*job, errs []error) {
 		}
 		ok = in
 	}
+	p.admitted(p.takeRecovered(ok))
+}
+
+// admitted queues (party 0) or adds to the pending set (party 1) jobs
+// already admitted.
+func (p *Party) admitted(ok []*job) {
 	if len(ok) == 0 {
 		return
 	}
@@ -331,6 +349,7 @@ func (p *Party) refuse(j *job, err error) {
 func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
+	p.record(jobs, reps)
 	n := 0
 	var next uint64
 	for i, j := range jobs {

@@ -139,7 +139,18 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: &pb.Witness{Witness: w}}}); err != nil {
+	wm := &pb.Witness{Witness: w}
+	if len(hr.Recent) > 0 {
+		// This party restarted (recover.go): complete or void what party
+		// 1 holds, and keep what it delivered for resends.
+		var recs []*recoverRec
+		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
+		p.keepRecovered(recs)
+	}
+	if hr.Fresh {
+		wm.Recent = p.recentItems() // party 1 restarted
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	if m, err = stream.Recv(); err != nil {
@@ -483,6 +494,48 @@ func (p *Party) settleHeld(run, through uint64) {
 	}
 }
 
+// resolveHeld settles, after a restart of party 0 (a new run), the
+// batches held for its predecessor: party 0 named the requests whose pair
+// it completed (ok: delivered) and those it could not (void); any other
+// is failed spent as before (a party 0 that does not know the lists).
+func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
+	p.heldMu.Lock()
+	held := p.held
+	p.held = nil
+	p.heldRun = run
+	p.heldMu.Unlock()
+	okSet := make(map[uint64]bool, len(ok))
+	for _, id := range ok {
+		okSet[id] = true
+	}
+	voidSet := make(map[uint64]bool, len(void))
+	for _, id := range void {
+		voidSet[id] = true
+	}
+	for _, h := range held {
+		var dj, rest []*job
+		var dr [][]msg.CollectResponse
+		for i, j := range h.jobs {
+			switch {
+			case okSet[j.id]:
+				dj, dr = append(dj, j), append(dr, h.replies[i])
+			case voidSet[j.id]:
+				wipeReplies(h.replies[i : i+1])
+				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
+			default:
+				wipeReplies(h.replies[i : i+1])
+				rest = append(rest, j)
+			}
+		}
+		if len(dj) > 0 {
+			p.deliver(dj, dr)
+			p.recoveredKeys.Add(uint64(len(dj)))
+		}
+		p.back(rest, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
+	}
+}
+
 func (p *Party) deliverHeld(h *heldBatch) {
 	p.deliver(h.jobs, h.replies)
 	p.batches.Add(1)
@@ -515,7 +568,27 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
-	p.settleHeld(hello.Run, hello.DeliveredThrough)
+	// fresh: this party has had no session since it started (recover.go).
+	fresh := p.sessions.Load() == 0
+	if fresh {
+		var recs []*recoverRec
+		for _, r := range peerSpent(hello.Spent, hello.Run) {
+			recs = append(recs, &recoverRec{shape: shape{id: r.id}, class: ErrClassSpent})
+		}
+		p.keepRecovered(recs)
+	}
+	p.heldMu.Lock()
+	newRun := p.heldRun != hello.Run
+	doubt := p.held
+	p.heldMu.Unlock()
+	var recent []*pb.RecentItem
+	if newRun {
+		// Party 0 restarted (or this is the first session): what it
+		// delivered of the held batches is settled at its witness.
+		recent = append(p.recentItems(), heldItems(doubt)...)
+	} else {
+		p.settleHeld(hello.Run, hello.DeliveredThrough)
+	}
 	chal, err := p.mod.Challenge(sctx)
 	if err != nil {
 		return err
@@ -526,7 +599,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	}
 	spent, refs := p.takeSpent(hello.Run)
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked, Spent: spent}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
 		p.restoreSpent(refs)
 		return err
 	}
@@ -536,6 +609,12 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	pw := m.GetWitness()
 	if pw == nil {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
+	}
+	if newRun {
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+	}
+	if fresh && len(pw.Recent) > 0 {
+		p.keepRecovered(recsOf(pw.Recent))
 	}
 	rc, err := p.mod.Reconcile(sctx, pw.Witness)
 	if err != nil {
