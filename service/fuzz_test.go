@@ -27,7 +27,10 @@ func FuzzAppRequests(f *testing.F) {
 		if proto.Unmarshal(b, &rs) != nil {
 			return
 		}
-		check := func(r *pb.KeyRequest) bool {
+		check := func(r *pb.KeyRequest, _ uint64, perr error) bool {
+			if perr != nil {
+				return true
+			}
 			j, err := newJob(r)
 			if err != nil {
 				return true
@@ -43,7 +46,7 @@ func FuzzAppRequests(f *testing.F) {
 			return true
 		}
 		for _, r := range rs.Requests {
-			check(r)
+			check(r, r.GetId(), nil)
 		}
 		if rs.Packed != nil {
 			eachPacked(rs.Packed, check)

@@ -80,6 +80,8 @@ type job struct {
 	// retried in a batch of its own until batched + MatchTimeout.
 	arrived, batched time.Time
 	missed           bool
+	// refused: answered at once, never queued (its id is not used up).
+	refused bool
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -320,11 +322,11 @@ func (j *job) init(r *pb.KeyRequest) error {
 	if r == nil {
 		return badf("empty request")
 	}
-	mode, err := msg.ParseMode(r.Mode)
+	mode, err := msg.ParseMode(lowerASCII(r.Mode))
 	if err != nil {
 		return badf("mode: %v", err)
 	}
-	typ, err := fss.ParseType(r.Type)
+	typ, err := fss.ParseType(lowerASCII(r.Type))
 	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
 		return badf("type: %q is not dpf or dcf", r.Type)
 	}
@@ -369,7 +371,7 @@ func (j *job) init(r *pb.KeyRequest) error {
 	}
 	j.tier = DefaultTier
 	if r.Tier != "" {
-		if j.tier, err = msg.ParseTier(r.Tier); err != nil {
+		if j.tier, err = msg.ParseTier(lowerASCII(r.Tier)); err != nil {
 			return badf("tier: %v", err)
 		}
 	}
@@ -399,6 +401,23 @@ func (j *job) init(r *pb.KeyRequest) error {
 	j.one[0] = base
 	j.shares = j.one[:]
 	return nil
+}
+
+// lowerASCII is s in lower case: the names of modes, types and tiers are
+// read without regard to case (docs/api.md, "Field rules").
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for k := i; k < len(b); k++ {
+				if 'A' <= b[k] && b[k] <= 'Z' {
+					b[k] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // queue is party 0's FIFO of requests waiting for a batch.
@@ -870,7 +889,7 @@ func simplePacked(pk *pb.PackedRequests) bool {
 // packedRequest sets r to request i of a packed message whose Shapes, Ids,
 // AlphaShares, BetaShares, Counts and Betas hold at least i+1 entries
 // (points, if any, are the caller's), as eachPacked hands it on.
-func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
+func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
 	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
 		InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
@@ -879,8 +898,9 @@ func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
 		r.Tier = msg.Tier(sh[1]).String()
 	}
 	if sh[5] > 1 {
-		r.Mode = "malformed packed request"
+		return badf("request %d (packed index %d): derive_beta: shape byte %d is not 0 or 1", pk.Ids[i], i, sh[5])
 	}
+	return nil
 }
 
 // initPacked sets j to request i of a simplePacked message when it is a
@@ -931,34 +951,78 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 }
 
 // eachPacked hands fn each packed request in order, as a KeyRequest that is
-// only valid during the call (newJob copies what it keeps); it stops when
-// fn returns false. A malformed packed message yields one request that
-// newJob refuses, so the application gets a bad_request reply.
-func eachPacked(pk *pb.PackedRequests, fn func(*pb.KeyRequest) bool) bool {
+// only valid during the call (newJob copies what it keeps), or, for a
+// request that cannot be read, its id and an error naming the field; it
+// stops when fn returns false. A malformed message yields one error per
+// id it lists (the application gets a bad_request reply for each), or
+// one with id 0 when it lists none.
+func eachPacked(pk *pb.PackedRequests, fn func(r *pb.KeyRequest, id uint64, err error) bool) bool {
 	n := len(pk.Ids)
 	var r pb.KeyRequest
-	if len(pk.Shapes) != n*packedShape || len(pk.AlphaShares) != n || len(pk.BetaShares) != n || len(pk.Counts) != n ||
-		len(pk.Betas) != n || (len(pk.PointLens) != 0 && len(pk.PointLens) != n) {
-		r.Mode = "malformed packed requests"
-		return fn(&r)
+	if err := packedLengths(pk); err != nil {
+		if n == 0 {
+			return fn(nil, 0, badf("packed request: %v", err))
+		}
+		for i, id := range pk.Ids {
+			if !fn(nil, id, badf("request %d (packed index %d): %v", id, i, err)) {
+				return false
+			}
+		}
+		return true
 	}
 	off := 0
 	for i := 0; i < n; i++ {
-		packedRequest(pk, i, &r)
+		perr := packedRequest(pk, i, &r)
 		if len(pk.PointLens) > 0 {
 			l := int(pk.PointLens[i])
 			if l > len(pk.Points)-off {
-				r.Mode = "malformed packed request"
-				return fn(&r)
+				// The points of this request and every later one are
+				// out of reach.
+				for k := i; k < n; k++ {
+					if !fn(nil, pk.Ids[k], badf("request %d (packed index %d): point_lens: the points list ends before this request's points (%d at offset %d of %d)",
+						pk.Ids[k], k, pk.PointLens[k], off, len(pk.Points))) {
+						return false
+					}
+				}
+				return true
 			}
 			if l > 0 {
 				r.Points = pk.Points[off : off+l : off+l]
 			}
 			off += l
 		}
-		if !fn(&r) {
+		if perr != nil {
+			if !fn(nil, pk.Ids[i], perr) {
+				return false
+			}
+			continue
+		}
+		if !fn(&r, r.Id, nil) {
 			return false
 		}
 	}
 	return true
+}
+
+// packedLengths checks that a packed message's lists have one entry per
+// id; the error names the first that does not.
+func packedLengths(pk *pb.PackedRequests) error {
+	n := len(pk.Ids)
+	switch {
+	case len(pk.Shapes) != n*packedShape:
+		return fmt.Errorf("shapes: %d bytes for %d ids (want %d per request)", len(pk.Shapes), n, packedShape)
+	case len(pk.AlphaShares) != n:
+		return fmt.Errorf("alpha_shares: %d entries for %d ids", len(pk.AlphaShares), n)
+	case len(pk.BetaShares) != n:
+		return fmt.Errorf("beta_shares: %d entries for %d ids", len(pk.BetaShares), n)
+	case len(pk.Counts) != n:
+		return fmt.Errorf("counts: %d entries for %d ids", len(pk.Counts), n)
+	case len(pk.Betas) != n:
+		return fmt.Errorf("betas: %d entries for %d ids", len(pk.Betas), n)
+	case len(pk.PointLens) != 0 && len(pk.PointLens) != n:
+		return fmt.Errorf("point_lens: %d entries for %d ids (want none or one per id)", len(pk.PointLens), n)
+	case n == 0 && (len(pk.Points) > 0 || len(pk.PointLens) > 0):
+		return fmt.Errorf("ids: none, but other lists are not empty")
+	}
+	return nil
 }

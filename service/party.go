@@ -140,7 +140,7 @@ type Party struct {
 	tags       [][16]byte // pair tags by counter mod recentKeys
 	tagCtr     []uint64
 	// what a restarted party's peer sent it (recover.go)
-	recoverMu     sync.Mutex
+	recoverMu     sync.RWMutex
 	recovered     map[uint64]*recoverRec
 	recoveredN    atomic.Int64
 	recoveredKeys atomic.Uint64 // keys handed out again after a restart
@@ -306,7 +306,19 @@ func (p *Party) admit(js []*job, errs []error) {
 		}
 		ok = in
 	}
-	p.admitted(p.takeRecovered(ok))
+	// What a restarted party's peer sent it is looked up and the others
+	// queued under one hold of recoverMu, so that keepRecovered, which
+	// takes the queued ones it covers, sees each job once (recover.go).
+	p.recoverMu.RLock()
+	if p.recoveredN.Load() == 0 {
+		p.admitted(ok)
+		p.recoverMu.RUnlock()
+		return
+	}
+	p.recoverMu.RUnlock()
+	p.recoverMu.Lock()
+	defer p.recoverMu.Unlock()
+	p.admitted(p.takeRecoveredLocked(ok))
 }
 
 // admitted queues (party 0) or adds to the pending set (party 1) jobs
@@ -331,6 +343,7 @@ func (p *Party) admitted(ok []*job) {
 
 // refuse answers a request the party will not queue.
 func (p *Party) refuse(j *job, err error) {
+	j.refused = true
 	class := ErrClassBadRequest
 	if errors.Is(err, errExhausted) {
 		class = ErrClassExhausted
@@ -382,13 +395,15 @@ func (p *Party) setNext(n uint64, onlyUp bool) {
 
 // request validates and enqueues one request, or answers it at once.
 func (p *Party) request(r *pb.KeyRequest) *job {
-	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}})[0]
+	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil)[0]
 }
 
 // requests validates and enqueues the requests of one message (the
 // unpacked ones, then the packed ones), or answers them at once; it
-// returns their jobs in that order. The jobs share one allocation.
-func (p *Party) requests(rs *pb.KeyRequests) []*job {
+// returns their jobs in that order. The jobs share one allocation. seen
+// (nil: not checked) holds the ids already accepted on the stream: a
+// request reusing one is refused, and the ids accepted now join it.
+func (p *Party) requests(rs *pb.KeyRequests, seen *idSet) []*job {
 	most := len(rs.Requests)
 	pk := rs.Packed
 	if pk != nil {
@@ -408,19 +423,28 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 		}
 		errs[len(js)-1] = err
 	}
-	slow := func(r *pb.KeyRequest) bool {
+	refuse := func(id uint64, err error) bool {
+		j := next()
+		j.id = id
+		setErr(err)
+		return true
+	}
+	slow := func(r *pb.KeyRequest, id uint64, err error) bool {
+		if err != nil {
+			return refuse(id, err)
+		}
 		j := next()
 		if err := j.init(r); err != nil {
 			*j = job{}
 			if r != nil {
 				j.id = r.Id
 			}
-			setErr(err)
+			setErr(fmt.Errorf("request %d: %w", j.id, err))
 		}
 		return true
 	}
 	for _, r := range rs.Requests {
-		slow(r)
+		slow(r, r.GetId(), nil)
 	}
 	if pk != nil {
 		if simplePacked(pk) {
@@ -431,8 +455,8 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 					// same reply as an unpacked request would get.
 					js = js[:len(js)-1]
 					*j = job{}
-					packedRequest(pk, i, &r)
-					slow(&r)
+					err := packedRequest(pk, i, &r)
+					slow(&r, pk.Ids[i], err)
 				}
 			}
 		} else {
@@ -442,7 +466,24 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 	if errs != nil {
 		errs = errs[:len(js)]
 	}
+	if seen != nil {
+		for i, j := range js {
+			if (errs == nil || errs[i] == nil) && seen.has(j.id) {
+				if errs == nil {
+					errs = make([]error, len(js))
+				}
+				errs[i] = fmt.Errorf("%w: request %d: this id was already used on this stream (ids are unique for the life of a stream)", errDupID, j.id)
+			}
+		}
+	}
 	p.admit(js, errs)
+	if seen != nil {
+		for i, j := range js {
+			if (errs == nil || errs[i] == nil) && !j.refused {
+				seen.add(j.id)
+			}
+		}
+	}
 	return js
 }
 
@@ -459,6 +500,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
 	var packed atomic.Bool
+	var seen idSet // the ids accepted on this stream
 	go func() {
 		defer close(order)
 		for {
@@ -469,7 +511,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.PackedReplies {
 				packed.Store(true)
 			}
-			js := p.requests(rs)
+			js := p.requests(rs, &seen)
 			for k, j := range js {
 				if held.acquire(ctx, j.keys()) == nil {
 					select {

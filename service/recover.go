@@ -173,6 +173,7 @@ func (p *Party) keepRecovered(recs []*recoverRec) {
 	now := time.Now()
 	ids := make([]uint64, 0, len(recs))
 	p.recoverMu.Lock()
+	defer p.recoverMu.Unlock()
 	if p.recovered == nil {
 		p.recovered = map[uint64]*recoverRec{}
 	}
@@ -187,7 +188,6 @@ func (p *Party) keepRecovered(recs []*recoverRec) {
 		ids = append(ids, r.id)
 	}
 	p.recoveredN.Store(int64(len(p.recovered)))
-	p.recoverMu.Unlock()
 	var waiting []*job
 	if p.cfg.Party == 0 {
 		set := make(map[uint64]bool, len(ids))
@@ -198,22 +198,19 @@ func (p *Party) keepRecovered(recs []*recoverRec) {
 	} else {
 		waiting = p.pend.take(ids)
 	}
-	if rest := p.takeRecovered(waiting); len(rest) > 0 {
-		p.admitted(rest) // not ours to recover after all
-	}
+	p.admitted(p.takeRecoveredLocked(waiting))
 }
 
-// takeRecovered answers, from what a restarted party's peer sent, the
-// jobs it covers (in the background: module calls) and returns the others.
-func (p *Party) takeRecovered(js []*job) []*job {
-	if p.recoveredN.Load() == 0 || len(js) == 0 {
+// takeRecoveredLocked answers, from what a restarted party's peer sent,
+// the jobs it covers (in the background: module calls) and returns the
+// others; recoverMu held.
+func (p *Party) takeRecoveredLocked(js []*job) []*job {
+	if len(js) == 0 {
 		return js
 	}
-	var rest []*job
-	var mine []*job
+	var rest, mine []*job
 	var recs []*recoverRec
 	now := time.Now()
-	p.recoverMu.Lock()
 	for _, j := range js {
 		r, ok := p.recovered[j.id]
 		if ok && now.Sub(r.at) <= recoverWindow {
@@ -225,7 +222,6 @@ func (p *Party) takeRecovered(js []*job) []*job {
 		rest = append(rest, j)
 	}
 	p.recoveredN.Store(int64(len(p.recovered)))
-	p.recoverMu.Unlock()
 	if len(mine) > 0 {
 		go p.recoverJobs(mine, recs)
 	}
