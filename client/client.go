@@ -25,8 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -55,7 +57,12 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
-		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
+		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
+		// A restarted party is dialled again within tens of milliseconds
+		// (gRPC's default waits a second first), so that an application
+		// can resend its unanswered requests at once.
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
+			Backoff: backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
 	if err != nil {
 		return nil, err
 	}

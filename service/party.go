@@ -32,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -197,6 +198,9 @@ func New(c Config) (*Party, error) {
 		}
 		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(p.peerCreds()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodecV2(pb.Codec())),
+			// A restarted party 1 is dialled again within peerBackoff's
+			// base delay, not gRPC's default second (recovery time).
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: peerBackoff, MinConnectTimeout: 5 * time.Second}),
 			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
 		if err != nil {
@@ -206,6 +210,9 @@ func New(c Config) (*Party, error) {
 	}
 	return p, nil
 }
+
+// peerBackoff is party 0's reconnection backoff to party 1.
+var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 // Close releases the peer connection.
 func (p *Party) Close() error {
