@@ -82,6 +82,9 @@ type job struct {
 	missed           bool
 	// refused: answered at once, never queued (its id is not used up).
 	refused bool
+	// doubt (party 0): requeued from a batch lost with its session, which
+	// party 1's module may have opened (settleDoubt).
+	doubt bool
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -525,6 +528,27 @@ func dropSpent(js []*job) []*job {
 		}
 	}
 	return js
+}
+
+// takeDoubt removes and returns the queued jobs in doubt when take is
+// set; otherwise it clears their doubt and returns none.
+func (q *queue) takeDoubt(take bool) []*job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*job
+	keep := q.jobs[:0]
+	for _, j := range q.jobs {
+		if j.doubt && take {
+			out = append(out, j)
+			q.keys -= j.keys()
+			continue
+		}
+		j.doubt = false
+		keep = append(keep, j)
+	}
+	clear(q.jobs[len(keep):])
+	q.jobs = keep
+	return out
 }
 
 // extract removes and returns the queued jobs whose ids are in set.

@@ -111,7 +111,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	spent, refs := p.takeSpent(p.run)
+	spent, refs, _ := p.takeSpent(p.run)
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
 		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
 		p.restoreSpent(refs)
@@ -147,8 +147,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
 		p.keepRecovered(recs)
 	}
+	doubt := p.settleDoubt(hr.Fresh)
 	if hr.Fresh {
-		wm.Recent = p.recentItems() // party 1 restarted
+		// Party 1 restarted: what this site delivered, and what it failed
+		// spent since, for its application's resends.
+		wm.Recent = append(p.recentItems(), tombstones(doubt, ErrClassSpent)...)
 	}
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
@@ -409,7 +412,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 	p.inFlight.Store(0)
 	p.m.inFlight.Set(0)
 	// Lost with the session: the jobs this module opened frames for fail
-	// spent, the others are batched again after the resync.
+	// spent, the others are batched again after the resync — unless party
+	// 1 turns out to have restarted (settleDoubt).
+	for _, j := range back {
+		j.doubt = !j.spent.Load()
+	}
 	p.back(back, ErrClassSpent, "the peer session ended before the batch was delivered")
 	return err
 }
@@ -597,7 +604,16 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if err != nil {
 		return err
 	}
-	spent, refs := p.takeSpent(hello.Run)
+	spent, refs, stale := p.takeSpent(hello.Run)
+	if newRun && len(stale) > 0 {
+		// Requests of party 0's previous run that this site failed spent:
+		// a restarted party 0 answers their resends alike.
+		ids := make([]uint64, len(stale))
+		for i, r := range stale {
+			ids[i] = r.id
+		}
+		recent = append(recent, tombstones(ids, ErrClassSpent)...)
+	}
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
 		PackedItems: !p.cfg.itemsUnpacked, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
 		p.restoreSpent(refs)

@@ -293,6 +293,13 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 func recsOf(items []*pb.RecentItem) []*recoverRec {
 	out := make([]*recoverRec, 0, len(items))
 	for _, it := range items {
+		if c := it.GetErrorClass(); c != "" && it.GetItem() != nil {
+			if c != ErrClassVoid {
+				c = ErrClassSpent // the only other class a peer sends
+			}
+			out = append(out, &recoverRec{shape: shape{id: it.Item.GetId()}, class: c})
+			continue
+		}
 		if it.GetItem() == nil || len(it.Digest) != sha256.Size {
 			continue
 		}
@@ -337,4 +344,33 @@ func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, rec
 		recs = append(recs, r)
 	}
 	return ok, void, recs
+}
+
+// tombstones lists ids this site failed with class, for a restarted peer.
+func tombstones(ids []uint64, class string) []*pb.RecentItem {
+	out := make([]*pb.RecentItem, len(ids))
+	for i, id := range ids {
+		out[i] = &pb.RecentItem{Item: &pb.BatchItem{Id: id}, ErrorClass: class}
+	}
+	return out
+}
+
+// settleDoubt (party 0, at a session start) settles the queued jobs that
+// were in batches lost with the previous session while party 0's module
+// had not opened party 1's frames for them: party 1's module may have
+// opened party 0's (its spent report comes at the hello). If party 1
+// restarted (fresh), that report is lost with it: they fail spent, and
+// their ids are returned for party 1 to answer a resend alike. Otherwise
+// party 1's report has been applied and they are batched again.
+func (p *Party) settleDoubt(fresh bool) []uint64 {
+	js := p.q.takeDoubt(fresh)
+	ids := make([]uint64, 0, len(js))
+	for _, j := range js {
+		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
+		ids = append(ids, j.id)
+	}
+	if len(js) > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
+	}
+	return ids
 }

@@ -176,17 +176,20 @@ func (p *Party) logSpent(j *job) {
 }
 
 // takeSpent empties the spent log and returns its entries of run as a
-// report for the peer (with the entries, to put back if it is not sent).
-func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef) {
+// report for the peer (with the entries, to put back if it is not sent),
+// and those of other runs (stale: for a restarted party 0, recover.go).
+func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef, []spentRef) {
 	p.spentMu.Lock()
 	log := p.spentLog
 	p.spentLog = nil
 	p.spentMu.Unlock()
 	var sr *pb.SpentRequests
+	var stale []spentRef
 	keep := log[:0]
 	for _, r := range log {
 		if r.run != run {
-			continue // an earlier run of party 0: its requests are gone
+			stale = append(stale, r) // an earlier run of party 0: its requests are gone
+			continue
 		}
 		if sr == nil {
 			sr = &pb.SpentRequests{}
@@ -195,7 +198,7 @@ func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef) {
 		sr.Ids = append(sr.Ids, r.id)
 		keep = append(keep, r)
 	}
-	return sr, keep
+	return sr, keep, stale
 }
 
 // restoreSpent puts back a report that did not reach the peer.

@@ -1320,12 +1320,16 @@ func (x *HelloReply) GetRecent() []*RecentItem {
 // idempotent for recent counters) and hands its share out only if its
 // pair tags give the same digest.
 type RecentItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Item          *BatchItem             `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
-	FirstCounter  uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Digest        []byte                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
-	Seq           uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
-	Held          bool                   `protobuf:"varint,5,opt,name=held,proto3" json:"held,omitempty"` // party 1: answered, party 0's confirmation not received
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Item         *BatchItem             `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
+	FirstCounter uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Digest       []byte                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	Seq          uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	Held         bool                   `protobuf:"varint,5,opt,name=held,proto3" json:"held,omitempty"` // party 1: answered, party 0's confirmation not received
+	// error_class: instead of counters, the class this site failed the
+	// request with (spent: a module may have opened a frame of it); the
+	// restarted peer answers a resend of the id with the same class.
+	ErrorClass    string `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1393,6 +1397,13 @@ func (x *RecentItem) GetHeld() bool {
 		return x.Held
 	}
 	return false
+}
+
+func (x *RecentItem) GetErrorClass() string {
+	if x != nil {
+		return x.ErrorClass
+	}
+	return ""
 }
 
 type Witness struct {
@@ -2136,14 +2147,16 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\x12,\n" +
 	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x14\n" +
 	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12+\n" +
-	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\"\x97\x01\n" +
+	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\"\xb8\x01\n" +
 	"\n" +
 	"RecentItem\x12&\n" +
 	"\x04item\x18\x01 \x01(\v2\x12.kord.v1.BatchItemR\x04item\x12#\n" +
 	"\rfirst_counter\x18\x02 \x01(\x04R\ffirstCounter\x12\x16\n" +
 	"\x06digest\x18\x03 \x01(\fR\x06digest\x12\x10\n" +
 	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x12\n" +
-	"\x04held\x18\x05 \x01(\bR\x04held\"\x86\x01\n" +
+	"\x04held\x18\x05 \x01(\bR\x04held\x12\x1f\n" +
+	"\verror_class\x18\x06 \x01(\tR\n" +
+	"errorClass\"\x86\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
