@@ -464,6 +464,14 @@ func chaosCrash(ctx context.Context, trials int, which string, seed uint64, prog
 	for v, ms := range recovery {
 		rep.RecoveryMs[v] = distOf(ms)
 	}
+	// Rollback warnings the crashes raised (nothing was rolled back): a
+	// figure to watch, not a check (counters of a party restarted since
+	// start from zero).
+	for b := 0; b < 2; b++ {
+		if n := chaosMetric(c, b, "kord_rollbacks_detected_total"); n > 0 {
+			rep.RollbacksDetected += n
+		}
+	}
 	rep.finish(l, c, start)
 	return rep, nil
 }
