@@ -101,6 +101,24 @@ func (s *confirmTrap) RecvMsg(m any) error {
 	return nil
 }
 
+// replyTrap is party 1's end of a peer session that calls hit (once)
+// instead of sending its reply to batch seq: party 1 holds the batch
+// (answered, its module opened party 0's frames), party 0 never sees it.
+type replyTrap struct {
+	grpc.ServerStream
+	seq uint64
+	hit func()
+	on  *atomic.Bool
+}
+
+func (s *replyTrap) SendMsg(m any) error {
+	if r := m.(*pb.PeerMsg).GetBatchReply(); r != nil && r.Seq == s.seq && s.on.CompareAndSwap(true, false) {
+		s.hit()
+		return errKilled
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
 // startParty1 runs party 1 on addr ("": any) behind wrap.
 func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap func(grpc.ServerStream) grpc.ServerStream) *site {
 	t.Helper()
@@ -201,13 +219,25 @@ func pump(ctx context.Context, s *site, reqs []*pb.KeyRequest, a *answers) error
 // the shares its module had generated before the crash; and that new
 // pairs flow at once: --match-timeout is 10 minutes, so anything waiting
 // for it would hold the test to its deadline.
+//
+// party0-unseen kills party 0 instead as party 1 sends its (one-part)
+// reply to a batch: party 1 holds keys whose partners module 0 never
+// generated. Those ids must be void at both sites, α spent.
 func TestPartyCrashRecovery(t *testing.T) {
 	for _, kill := range []int{1, 0} {
-		t.Run([]string{"party0", "party1"}[kill], func(t *testing.T) { testPartyCrash(t, kill) })
+		t.Run([]string{"party0", "party1"}[kill], func(t *testing.T) { testPartyCrash(t, kill, false) })
 	}
+	t.Run("party0-unseen", func(t *testing.T) {
+		if void := testPartyCrash(t, 0, true); void == 0 {
+			t.Error("no id answered void: the held batch party 0 never saw was delivered or left pending")
+		}
+	})
 }
 
-func testPartyCrash(t *testing.T, kill int) {
+// testPartyCrash runs one crash; unseen: kill party 0 before it gets the
+// reply to batch 3 (else: after it confirmed batch 3). It returns how
+// many ids were answered void.
+func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -216,7 +246,7 @@ func testPartyCrash(t *testing.T, kill int) {
 	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
 	t.Cleanup(func() { st0.Close(); st1.Close() })
 	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
-	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second}
+	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second, oneShotReplies: unseen}
 
 	var s [2]*site
 	armed := new(atomic.Bool)
@@ -233,6 +263,9 @@ func testPartyCrash(t *testing.T, kill int) {
 		}()
 	}
 	wrap := func(ss grpc.ServerStream) grpc.ServerStream {
+		if unseen {
+			return &replyTrap{ServerStream: ss, seq: 3, hit: hit, on: armed}
+		}
 		return &confirmTrap{ServerStream: ss, seq: 3, hit: hit, on: armed}
 	}
 	s[1] = startParty1(t, "", mods[1], cfg, wrap)
@@ -293,14 +326,18 @@ func testPartyCrash(t *testing.T, kill int) {
 			if c0 != c1 || pb.AlphaReusable(c0) {
 				t.Errorf("id %d: site 0 %q, site 1 %q: want one class, α spent", id, c0, c1)
 			}
+			if c0 == ErrClassVoid {
+				void++
+			}
 			failed++
 		}
 	}
 	rec := s[0].party.recoveredKeys.Load() + s[1].party.recoveredKeys.Load()
-	t.Logf("kill party %d: %d pairs, %d failed alike at both sites, %d keys completed again", kill, pairs, failed, rec)
-	if rec == 0 {
+	t.Logf("kill party %d: %d pairs, %d failed alike at both sites (%d void), %d keys completed again", kill, pairs, failed, void, rec)
+	if rec == 0 && !unseen {
 		t.Errorf("no share was completed again after the restart: the crash left nothing to recover, or recovery did not run")
 	}
 	// New pairs flow at once (a wait for --match-timeout would outlast the test).
 	streamBound(t, s, 10_000, 40, "", p)
+	return void
 }
