@@ -629,7 +629,26 @@ type pending struct {
 	// them, or whose request here expired unmatched, with when; a claim
 	// does not wait for them again (party 0 retries them alone).
 	unmatched map[uint64]time.Time
+	// batchAt: when the last batch came; drainedAt: when the last batch
+	// taken with party 0's queue left empty came (expire).
+	batchAt, drainedAt time.Time
 }
+
+// sawBatch notes a batch from party 0, which left queued requests in its
+// queue.
+func (p *pending) sawBatch(queued uint64) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.batchAt = now
+	if queued == 0 {
+		p.drainedAt = now
+	}
+}
+
+// idleDrained: a session with no batch for this long means party 0 holds
+// no request either (it batches whatever it has at once).
+const idleDrained = 100 * time.Millisecond
 
 func newPending() *pending {
 	return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{}), unmatched: map[uint64]time.Time{}}
@@ -662,15 +681,29 @@ func (p *pending) pruneUnmatched(now time.Time, keep time.Duration) {
 	}
 }
 
-// expire fails, as unmatched, the pending requests that arrived before
-// cutoff and that no batch of party 0 has claimed, and remembers their
-// ids (keep: how long); it returns how many it failed.
-func (p *pending) expire(cutoff time.Time, keep time.Duration) int {
+// expire fails, as unmatched, the pending requests that have waited
+// longer than timeout, counted from their arrival or the start of the
+// peer session (since, zero: no session) whichever is later, and that
+// party 0 cannot be holding either: its queue was empty after that time
+// (a batch said so, or no batch came for idleDrained). It remembers their
+// ids (keep: how long) and returns how many it failed.
+func (p *pending) expire(timeout time.Duration, since time.Time, keep time.Duration) int {
+	if since.IsZero() {
+		return 0 // no session: party 0 may hold every one of them
+	}
 	var gone []*job
 	now := time.Now()
 	p.mu.Lock()
+	drained := p.drainedAt
+	if last := max(p.batchAt.UnixNano(), since.UnixNano()); now.Sub(time.Unix(0, last)) > idleDrained {
+		drained = now
+	}
 	for id, j := range p.jobs {
-		if !j.arrived.IsZero() && j.arrived.Before(cutoff) {
+		start := j.arrived
+		if start.Before(since) {
+			start = since
+		}
+		if !j.arrived.IsZero() && now.Sub(start) > timeout && drained.After(start) {
 			delete(p.jobs, id)
 			gone = append(gone, j)
 			if len(p.unmatched) < maxUnmatched {

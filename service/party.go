@@ -134,6 +134,8 @@ type Party struct {
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
 	pairMismatches                                                          atomic.Uint64 // batches whose pair tags disagreed
 
+	sessionAt atomic.Int64 // when the current peer session started (unix ns)
+
 	spentMu  sync.Mutex
 	spentLog []spentRef // requests failed spent, to report at the next hello
 	peerUp   atomic.Bool
@@ -264,7 +266,11 @@ func (p *Party) Run(ctx context.Context) error {
 				return nil
 			case <-t.C:
 			}
-			if n := p.pend.expire(time.Now().Add(-p.cfg.MatchTimeout), p.cfg.MatchTimeout); n > 0 {
+			var since time.Time
+			if p.peerUp.Load() {
+				since = time.Unix(0, p.sessionAt.Load())
+			}
+			if n := p.pend.expire(p.cfg.MatchTimeout, since, p.cfg.MatchTimeout); n > 0 {
 				p.m.rejects.WithLabelValues(ErrClassUnmatched).Add(float64(n))
 				p.m.pending.Set(float64(p.pend.size()))
 			}

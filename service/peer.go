@@ -194,7 +194,8 @@ func (p *Party) session(ctx context.Context) (err error) {
 			if err != nil {
 				return
 			}
-			p.m.pending.Set(float64(p.q.size()))
+			queued := p.q.size()
+			p.m.pending.Set(float64(queued))
 			now := time.Now()
 			for _, j := range jobs {
 				if j.batched.IsZero() {
@@ -246,7 +247,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 			p.inFlight.Add(1)
 			p.m.inFlight.Inc()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
-				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens}}})
+				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued)}}})
 			if err != nil {
 				errc <- fmt.Errorf("peer: %w", err)
 				return
@@ -470,6 +471,7 @@ func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 }
 
 func (p *Party) noteSync(next uint64, rolledBack bool) {
+	p.sessionAt.Store(time.Now().UnixNano())
 	p.sessions.Add(1)
 	p.resyncs.Add(1)
 	p.m.resyncs.Inc()
@@ -704,6 +706,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 				return nil // the finisher failed; the session ends
 			default:
 			}
+			p.pend.sawBatch(v.Batch.Queued)
 			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, run, hello.EarlyFrames)
 			work <- pr
 			if pr.rep != nil && !pr.soft {

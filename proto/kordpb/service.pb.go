@@ -1525,15 +1525,20 @@ func (x *SyncDone) GetNextCounter() uint64 {
 }
 
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Tier          uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
-	FirstCounter  uint64                 `protobuf:"varint,3,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Items         []*BatchItem           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	Transcript    []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
-	FrameData     []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
-	FrameLens     []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
-	PackedItems   *PackedItems           `protobuf:"bytes,9,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"` // instead of items, when party 1 asked for it
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Tier         uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
+	FirstCounter uint64                 `protobuf:"varint,3,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Items        []*BatchItem           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	Transcript   []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
+	FrameData    []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
+	FrameLens    []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
+	PackedItems  *PackedItems           `protobuf:"bytes,9,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"` // instead of items, when party 1 asked for it
+	// queued: the requests party 0 still held queued when it took this
+	// batch. 0 tells party 1 that every request party 0 had was batched,
+	// so a request of its own still unclaimed has no partner yet (its
+	// match timeout may run out: docs/api.md).
+	Queued        uint64 `protobuf:"varint,10,opt,name=queued,proto3" json:"queued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1622,6 +1627,13 @@ func (x *Batch) GetPackedItems() *PackedItems {
 		return x.PackedItems
 	}
 	return nil
+}
+
+func (x *Batch) GetQueued() uint64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
 }
 
 type BatchReply struct {
@@ -2163,7 +2175,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\x99\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xb1\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2176,7 +2188,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
 	"\n" +
 	"frame_lens\x18\b \x03(\rR\tframeLens\x127\n" +
-	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItemsJ\x04\b\x06\x10\a\"\xc4\x02\n" +
+	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItems\x12\x16\n" +
+	"\x06queued\x18\n" +
+	" \x01(\x04R\x06queuedJ\x04\b\x06\x10\a\"\xc4\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
