@@ -7,7 +7,17 @@
 // request with the same id and the same mode, tier, type and widths. Party
 // 0 decides the order in which requests are served (its arrival order);
 // party 1 serves its requests in that order by id. Ids must be unique
-// among a site's requests in flight.
+// among a site's requests in flight, and on one stream for its life. A
+// request with no partner at the other site fails unmatched on its own
+// after --match-timeout; it holds up no other request.
+//
+// Crashes: when a stream breaks because a party went away, open a new
+// stream and resend every request it has no answer for, unchanged (same
+// id, shape and shares): the restarted party completes the pairs its
+// module generated before the crash, and answers the others spent or void
+// at both sites (docs/api.md, "Recovery after a party restart"). void
+// means the pair cannot be completed: any share of that id delivered at
+// the other site must be discarded too.
 //
 // Failures and α: a refusal (ReplyError) says whether the same α may be
 // used again (ReplyError.AlphaReusable). Once a module has opened the
@@ -118,13 +128,14 @@ func (e *ReplyError) Error() string { return fmt.Sprintf("kord %s: %s", e.Class,
 
 // AlphaReusable reports whether the application may ask for a key with
 // the same α again after this refusal (kordpb.Classes, docs/api.md). It is
-// false for tampered and spent (the batch ended after a module had opened
-// the peer's frame for the request: the outcome may have revealed a bit of
-// α) and for any class it does not know. Then the application must choose
-// a fresh α — a fresh sharing of the same α is not enough, since host 0
-// knows its own share. The decision is joint: reuse α only when the other
-// site's reply allows it too, and take a reply that never came (a broken
-// stream) as spent.
+// false for tampered, spent and void (the batch ended after a module had
+// opened the peer's frame for the request: the outcome may have revealed a
+// bit of α) and for any class it does not know. Then the application must
+// choose a fresh α — a fresh sharing of the same α is not enough, since
+// host 0 knows its own share. The decision is joint: reuse α only when the
+// other site's reply allows it too. A reply that never came because a
+// party went away is obtained by resending the request unchanged; take
+// one that never came for any other reason as spent.
 func (e *ReplyError) AlphaReusable() bool { return pb.AlphaReusable(e.Class) }
 
 // Parse converts a wire reply, parsing the keys.
