@@ -5,8 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -74,4 +78,40 @@ func TestUnmatchedTimesOutAlone(t *testing.T) {
 			t.Errorf("party %d: %d sessions, want 1", b, n)
 		}
 	}
+}
+
+// slowSubmits delays each batch submission of a module (party 0's), so
+// that its queue backs up.
+type slowSubmits struct {
+	socket.Module
+	d time.Duration
+}
+
+func (s *slowSubmits) Do(ctx context.Context, calls []socket.Call, stop bool) ([]socket.Result, error) {
+	if len(calls) > 0 && calls[0].Submit != nil && calls[0].Submit.Kind == msg.SubmitShares {
+		time.Sleep(s.d)
+	}
+	return s.Module.Do(ctx, calls, stop)
+}
+
+// TestBacklogIsNotUnmatched: requests that wait at party 1 longer than
+// --match-timeout because party 0 is working through a backlog (its
+// batches say it still has requests queued) do not expire: every pair is
+// delivered.
+func TestBacklogIsNotUnmatched(t *testing.T) {
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
+	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
+	t.Cleanup(func() { st0.Close(); st1.Close() })
+	cfg := Config{Batch: 8, InFlight: 1, MatchTimeout: 150 * time.Millisecond}
+	var s [2]*site
+	s[1] = startParty1(t, "", socket.Local(d1), cfg, func(ss grpc.ServerStream) grpc.ServerStream { return ss })
+	s[0] = startSite(t, 0, &slowSubmits{Module: socket.Local(d0), d: 20 * time.Millisecond}, s[1].addr, cfg)
+	if err := s[0].app.Pair(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 40 batches at ≥ 20 ms each: the last requests wait at party 1 for
+	// about 5 match timeouts.
+	streamBound(t, s, 1, 320, "", fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12})
 }
