@@ -539,7 +539,9 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 		}
 		if len(dj) > 0 {
 			p.deliver(dj, dr)
-			p.recoveredKeys.Add(uint64(len(dj)))
+			for _, r := range dr {
+				p.recoveredKeys.Add(uint64(len(r)))
+			}
 		}
 		p.back(rest, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 	}
