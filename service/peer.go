@@ -541,6 +541,7 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 			p.deliver(dj, dr)
 			for _, r := range dr {
 				p.recoveredKeys.Add(uint64(len(r)))
+				p.m.recovered.Add(float64(len(r)))
 			}
 		}
 		p.back(rest, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))

@@ -249,6 +249,7 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 		}
 		p.log.Info("request completed again after a party restart", "id", j.id, "first_counter", r.first, "keys", r.n)
 		p.recoveredKeys.Add(uint64(len(outs)))
+		p.m.recovered.Add(float64(len(outs)))
 		p.deliver([]*job{j}, [][]msg.CollectResponse{outs})
 	}
 }
