@@ -879,7 +879,7 @@ func (p *Party) skipBatch(ctx context.Context, b *pb.Batch, t []byte, items []*p
 	if err != nil {
 		// The module may be anywhere: end the session, the resync mends it.
 		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
-			ErrorClass: ErrClassUnmatched, Missing: missing}
+			ErrorClass: ErrClassPeer, Missing: missing}
 		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
 		return &prepared{b: b, rep: rep}
 	}
