@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
@@ -340,4 +341,115 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	// New pairs flow at once (a wait for --match-timeout would outlast the test).
 	streamBound(t, s, 10_000, 40, "", p)
 	return void
+}
+
+// TestVoidNoticeReachesOtherSite: after party 1's restart its application
+// resends, for an id whose keys party 0 had delivered, a request that
+// differs from the one delivered, so party 1 cannot complete the pair
+// from its module: site 1 gets void, and site 0's stream — which got keys
+// for that id — gets a second reply for it, class void.
+func TestVoidNoticeReachesOtherSite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
+	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
+	t.Cleanup(func() { st0.Close(); st1.Close() })
+	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second}
+	var s [2]*site
+	armed := new(atomic.Bool)
+	armed.Store(true)
+	dead := make(chan struct{})
+	hit := func() {
+		mods[1].dead.Store(true)
+		victim := s[1]
+		victim.cancel()
+		go func() { victim.srv.Stop(); victim.party.Close(); close(dead) }()
+	}
+	wrap := func(ss grpc.ServerStream) grpc.ServerStream {
+		return &confirmTrap{ServerStream: ss, seq: 3, hit: hit, on: armed}
+	}
+	s[1] = startParty1(t, "", mods[1], cfg, wrap)
+	s[0] = startSite(t, 0, mods[0], s[1].addr, cfg)
+	if err := s[0].app.Pair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}
+	_, reqs := boundRequests(p, 1, 64, "")
+	// Site 0's stream stays open and is read throughout.
+	st0s, err := s[0].app.Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got0 := map[uint64][]*client.Reply{}
+	go func() {
+		for {
+			r, err := st0s.Recv()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got0[r.ID] = append(got0[r.ID], r)
+			mu.Unlock()
+		}
+	}()
+	if err := st0s.SendBatch(reqs[0]); err != nil {
+		t.Fatal(err)
+	}
+	ans1 := &answers{got: map[uint64]*client.Reply{}}
+	done1 := make(chan error, 1)
+	go func() { done1 <- pump(ctx, s[1], reqs[1], ans1) }()
+	select {
+	case <-dead:
+	case <-ctx.Done():
+		t.Fatal("party 1 was never killed")
+	}
+	<-done1
+	mods[1] = &killable{Module: mods[1].Module}
+	s[1] = startParty1(t, s[1].addr, mods[1], cfg, wrap)
+	// An id with keys at site 0 and no answer at site 1.
+	var victim uint64
+	for victim == 0 && ctx.Err() == nil {
+		mu.Lock()
+		for _, r := range reqs[1] {
+			if g := got0[r.Id]; len(g) > 0 && g[0].Err == nil && ans1.got[r.Id] == nil {
+				victim = r.Id
+				break
+			}
+		}
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	resend := ans1.missing(reqs[1])
+	for i, r := range resend {
+		if r.Id == victim {
+			c := proto.Clone(r).(*pb.KeyRequest)
+			c.InBits++ // not the request delivered before
+			resend[i] = c
+		}
+	}
+	if err := pump(ctx, s[1], resend, ans1); err != nil {
+		t.Fatal(err)
+	}
+	if c := replyClass(t, ans1.got[victim]); c != ErrClassVoid {
+		t.Fatalf("site 1: id %d answered %q, want void", victim, c)
+	}
+	// The report rides on the next batch reply: make a few batches.
+	streamBound(t, s, 1000, 16, "", p)
+	for ctx.Err() == nil {
+		mu.Lock()
+		g := got0[victim]
+		mu.Unlock()
+		if len(g) == 2 {
+			if c := replyClass(t, g[1]); c != ErrClassVoid || pb.AlphaReusable(c) {
+				t.Fatalf("site 0: second reply for id %d: %q", victim, c)
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("site 0 never heard that id %d is void", victim)
 }

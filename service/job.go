@@ -82,6 +82,9 @@ type job struct {
 	missed           bool
 	// refused: answered at once, never queued (its id is not used up).
 	refused bool
+	// notice: where a void notice for this request goes once delivered
+	// (its stream's reply loop; nil: none).
+	notice chan<- *pb.KeyReply
 	// doubt (party 0): requeued from a batch lost with its session, which
 	// party 1's module may have opened (settleDoubt).
 	doubt bool

@@ -151,6 +151,10 @@ type Party struct {
 	recovered     map[uint64]*recoverRec
 	recoveredN    atomic.Int64
 	recoveredKeys atomic.Uint64 // keys handed out again after a restart
+	// ids answered void after a restart whose keys the peer delivered, to
+	// tell the peer with the next batch (party 0) or batch reply (party 1)
+	voidMu  sync.Mutex
+	voidOut []uint64
 }
 
 type heldBatch struct {
@@ -412,7 +416,7 @@ func (p *Party) setNext(n uint64, onlyUp bool) {
 
 // request validates and enqueues one request, or answers it at once.
 func (p *Party) request(r *pb.KeyRequest) *job {
-	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil)[0]
+	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
 }
 
 // requests validates and enqueues the requests of one message (the
@@ -420,7 +424,8 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 // returns their jobs in that order. The jobs share one allocation. seen
 // (nil: not checked) holds the ids already accepted on the stream: a
 // request reusing one is refused, and the ids accepted now join it.
-func (p *Party) requests(rs *pb.KeyRequests, seen *idSet) []*job {
+// notices (nil: none) takes void notices for the stream's delivered ids.
+func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
 	most := len(rs.Requests)
 	pk := rs.Packed
 	if pk != nil {
@@ -493,6 +498,9 @@ func (p *Party) requests(rs *pb.KeyRequests, seen *idSet) []*job {
 			}
 		}
 	}
+	for _, j := range js {
+		j.notice = notices
+	}
 	p.admit(js, errs)
 	if seen != nil {
 		for i, j := range js {
@@ -518,6 +526,8 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
 	var packed atomic.Bool
 	var seen idSet // the ids accepted on this stream
+	// notices: void notices for ids this stream got keys for (recover.go).
+	notices := make(chan *pb.KeyReply, 64)
 	go func() {
 		defer close(order)
 		for {
@@ -528,7 +538,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.PackedReplies {
 				packed.Store(true)
 			}
-			js := p.requests(rs, &seen)
+			js := p.requests(rs, &seen, notices)
 			for k, j := range js {
 				if held.acquire(ctx, j.keys()) == nil {
 					select {
@@ -614,7 +624,17 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			next = nil
 			if j == nil {
 				var ok bool
-				if j, ok = <-order; !ok {
+				select {
+				case j, ok = <-order:
+				case n := <-notices:
+					// A void notice for an id this stream got keys for.
+					if err := stream.Send(&pb.KeyReplies{Replies: []*pb.KeyReply{n}}); err != nil {
+						errc <- err
+						return
+					}
+					continue
+				}
+				if !ok {
 					break
 				}
 			}

@@ -246,9 +246,12 @@ func (p *Party) session(ctx context.Context) (err error) {
 			mu.Unlock()
 			p.inFlight.Add(1)
 			p.m.inFlight.Inc()
+			void := p.takeVoid()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
-				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued)}}})
+				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
+				VoidIds: void}}})
 			if err != nil {
+				p.restoreVoid(void)
 				errc <- fmt.Errorf("peer: %w", err)
 				return
 			}
@@ -267,6 +270,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			br := m.GetBatchReply()
+			p.peerVoid(br.GetVoidIds())
 			mu.Lock()
 			var fl *flight
 			if len(flights) > 0 {
@@ -336,6 +340,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				// both modules generated this batch at the same time; the
 				// digest (or party 1's refusal) comes now.
 				br2, rerr := recvDigest(stream, fl.seq)
+				p.peerVoid(br2.GetVoidIds())
 				if rerr != nil {
 					wipeReplies(reps)
 					errc <- rerr
@@ -710,6 +715,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 			default:
 			}
 			p.pend.sawBatch(v.Batch.Queued)
+			p.peerVoid(v.Batch.VoidIds)
 			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, run, hello.EarlyFrames)
 			work <- pr
 			if pr.rep != nil && !pr.soft {
@@ -949,7 +955,12 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 		var sent uint64 // frame bytes sent for this batch
 		reply := func(r *pb.BatchReply) error {
 			sent += uint64(len(r.FrameData))
-			return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			r.VoidIds = p.takeVoid()
+			err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			if err != nil {
+				p.restoreVoid(r.VoidIds)
+			}
+			return err
 		}
 		rep, serr := pr.rep, error(nil)
 		if pr.soft {

@@ -53,8 +53,9 @@ const recoverWindow = time.Minute
 // count. Its pair tags are in Party.tags, by counter.
 type recentRec struct {
 	shape
-	first uint64
-	n     int
+	first  uint64
+	n      int
+	notice chan<- *pb.KeyReply // the stream it was delivered on
 }
 
 // shape is a BatchItem's fields (a BatchItem is not copied by value).
@@ -98,7 +99,7 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 		if len(reps[i]) == 0 {
 			continue
 		}
-		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i])}
+		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice}
 		p.recentNext = (p.recentNext + 1) % recentKeys
 		for k := range reps[i] {
 			c := reps[i][k].Counter
@@ -241,6 +242,7 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 		}
 		outs, err := p.recollect(j, r)
 		if err != nil {
+			p.addVoid(j.id) // the peer delivered its keys: it tells its application
 			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",
 				"id", j.id, "first_counter", r.first, "keys", r.n, "err", err)
@@ -374,4 +376,68 @@ func (p *Party) settleDoubt(fresh bool) []uint64 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
 	}
 	return ids
+}
+
+// addVoid notes an id to report void to the peer.
+func (p *Party) addVoid(id uint64) {
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	if len(p.voidOut) < maxSpentLog {
+		p.voidOut = append(p.voidOut, id)
+	}
+}
+
+// takeVoid returns and clears the ids to report void to the peer.
+func (p *Party) takeVoid() []uint64 {
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	v := p.voidOut
+	p.voidOut = nil
+	return v
+}
+
+// restoreVoid puts back ids whose report did not go out.
+func (p *Party) restoreVoid(ids []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	p.voidOut = append(ids, p.voidOut...)
+}
+
+// peerVoid handles the peer's report that it answered ids void after its
+// restart: this site delivered their keys, and the stream that got them
+// (if it is still open) gets a second reply for each id, class void.
+func (p *Party) peerVoid(ids []uint64) {
+	if len(ids) == 0 || len(ids) > maxSpentLog {
+		return
+	}
+	want := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	p.recentMu.Lock()
+	var notes []chan<- *pb.KeyReply
+	var found []uint64
+	for i := range p.recent {
+		r := &p.recent[i]
+		if r.n > 0 && want[r.id] {
+			want[r.id] = false
+			notes, found = append(notes, r.notice), append(found, r.id)
+		}
+	}
+	p.recentMu.Unlock()
+	for i, id := range found {
+		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "id", id)
+		if notes[i] == nil {
+			continue
+		}
+		select {
+		case notes[i] <- &pb.KeyReply{Id: id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
+			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", id)}:
+		default: // the stream is gone or not reading: the log and metric remain
+		}
+	}
 }

@@ -202,16 +202,29 @@ func (l *chaosLoad) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest
 		}
 		st.CloseSend()
 	}()
-	for range todo {
+	for left := len(todo); left > 0; {
 		r, err := st.Recv()
 		if err != nil {
 			return err
 		}
-		if i, ok := pos[r.ID]; ok && reps[i] == nil {
+		i, ok := pos[r.ID]
+		switch {
+		case !ok:
+		case reps[i] == nil:
 			reps[i], at[i] = r, time.Now()
+			left--
+		case isVoid(r):
+			// A void notice: the keys this site got for the id are void
+			// (the other site could not complete the pair after a restart).
+			reps[i] = r
 		}
 	}
 	return nil
+}
+
+func isVoid(r *client.Reply) bool {
+	var re *client.ReplyError
+	return errors.As(r.Err, &re) && re.Class == pb.ClassVoid
 }
 
 // app is site b's client (replaced when its party restarts).

@@ -1538,7 +1538,11 @@ type Batch struct {
 	// batch. 0 tells party 1 that every request party 0 had was batched,
 	// so a request of its own still unclaimed has no partner yet (its
 	// match timeout may run out: docs/api.md).
-	Queued        uint64 `protobuf:"varint,10,opt,name=queued,proto3" json:"queued,omitempty"`
+	Queued uint64 `protobuf:"varint,10,opt,name=queued,proto3" json:"queued,omitempty"`
+	// void_ids: ids party 0 answered void after its restart although party
+	// 1 had delivered their keys; party 1 tells its application (a second
+	// reply for the id, class void).
+	VoidIds       []uint64 `protobuf:"varint,11,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1636,6 +1640,13 @@ func (x *Batch) GetQueued() uint64 {
 	return 0
 }
 
+func (x *Batch) GetVoidIds() []uint64 {
+	if x != nil {
+		return x.VoidIds
+	}
+	return nil
+}
+
 type BatchReply struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1657,8 +1668,11 @@ type BatchReply struct {
 	// no request at party 1 yet (error_class unmatched): party 0 batches the
 	// others again and retries the missing ids until --match-timeout.
 	SessionContinues bool `protobuf:"varint,11,opt,name=session_continues,json=sessionContinues,proto3" json:"session_continues,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// void_ids: ids party 1 answered void after its restart although party
+	// 0 had delivered their keys; party 0 tells its application.
+	VoidIds       []uint64 `protobuf:"varint,12,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchReply) Reset() {
@@ -1759,6 +1773,13 @@ func (x *BatchReply) GetSessionContinues() bool {
 		return x.SessionContinues
 	}
 	return false
+}
+
+func (x *BatchReply) GetVoidIds() []uint64 {
+	if x != nil {
+		return x.VoidIds
+	}
+	return nil
 }
 
 type Confirm struct {
@@ -2175,7 +2196,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xb1\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xcc\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2190,7 +2211,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"frame_lens\x18\b \x03(\rR\tframeLens\x127\n" +
 	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItems\x12\x16\n" +
 	"\x06queued\x18\n" +
-	" \x01(\x04R\x06queuedJ\x04\b\x06\x10\a\"\xc4\x02\n" +
+	" \x01(\x04R\x06queued\x12\x19\n" +
+	"\bvoid_ids\x18\v \x03(\x04R\avoidIdsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -2206,7 +2228,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"frame_lens\x18\t \x03(\rR\tframeLens\x12%\n" +
 	"\x0edigest_follows\x18\n" +
 	" \x01(\bR\rdigestFollows\x12+\n" +
-	"\x11session_continues\x18\v \x01(\bR\x10sessionContinuesJ\x04\b\x03\x10\x04\"L\n" +
+	"\x11session_continues\x18\v \x01(\bR\x10sessionContinues\x12\x19\n" +
+	"\bvoid_ids\x18\f \x03(\x04R\avoidIdsJ\x04\b\x03\x10\x04\"L\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
