@@ -17,7 +17,9 @@
 // module generated before the crash, and answers the others spent or void
 // at both sites (docs/api.md, "Recovery after a party restart"). void
 // means the pair cannot be completed: any share of that id delivered at
-// the other site must be discarded too.
+// the other site must be discarded too, and that site's stream gets a
+// second reply for the id, class void (a Reply whose ID was answered
+// before: discard the key share it carried).
 //
 // Failures and α: a refusal (ReplyError) says whether the same α may be
 // used again (ReplyError.AlphaReusable). Once a module has opened the
