@@ -7,7 +7,19 @@
 // request with the same id and the same mode, tier, type and widths. Party
 // 0 decides the order in which requests are served (its arrival order);
 // party 1 serves its requests in that order by id. Ids must be unique
-// among a site's requests in flight.
+// among a site's requests in flight, and on one stream for its life. A
+// request with no partner at the other site fails unmatched on its own
+// after --match-timeout; it holds up no other request.
+//
+// Crashes: when a stream breaks because a party went away, open a new
+// stream and resend every request it has no answer for, unchanged (same
+// id, shape and shares): the restarted party completes the pairs its
+// module generated before the crash, and answers the others spent or void
+// at both sites (docs/api.md, "Recovery after a party restart"). void
+// means the pair cannot be completed: any share of that id delivered at
+// the other site must be discarded too, and that site's stream gets a
+// second reply for the id, class void (a Reply whose ID was answered
+// before: discard the key share it carried).
 //
 // Failures and α: a refusal (ReplyError) says whether the same α may be
 // used again (ReplyError.AlphaReusable). Once a module has opened the
@@ -30,8 +42,10 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -60,7 +74,12 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
-		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
+		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
+		// A restarted party is dialled again within tens of milliseconds
+		// (gRPC's default waits a second first), so that an application
+		// can resend its unanswered requests at once.
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
+			Backoff: backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +135,14 @@ func (e *ReplyError) Error() string { return fmt.Sprintf("kord %s: %s", e.Class,
 
 // AlphaReusable reports whether the application may ask for a key with
 // the same α again after this refusal (kordpb.Classes, docs/api.md). It is
-// false for tampered and spent (the batch ended after a module had opened
-// the peer's frame for the request: the outcome may have revealed a bit of
-// α) and for any class it does not know. Then the application must choose
-// a fresh α — a fresh sharing of the same α is not enough, since host 0
-// knows its own share. The decision is joint: reuse α only when the other
-// site's reply allows it too, and take a reply that never came (a broken
-// stream) as spent.
+// false for tampered, spent and void (the batch ended after a module had
+// opened the peer's frame for the request: the outcome may have revealed a
+// bit of α) and for any class it does not know. Then the application must
+// choose a fresh α — a fresh sharing of the same α is not enough, since
+// host 0 knows its own share. The decision is joint: reuse α only when the
+// other site's reply allows it too. A reply that never came because a
+// party went away is obtained by resending the request unchanged; take
+// one that never came for any other reason as spent.
 func (e *ReplyError) AlphaReusable() bool { return pb.AlphaReusable(e.Class) }
 
 // Parse converts a wire reply, parsing the keys.

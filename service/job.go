@@ -35,6 +35,8 @@ const (
 	ErrClassExhausted   = pb.ClassExhausted
 	ErrClassTampered    = pb.ClassTampered
 	ErrClassSpent       = pb.ClassSpent
+	ErrClassUnmatched   = pb.ClassUnmatched
+	ErrClassVoid        = pb.ClassVoid
 )
 
 // DefaultTier is the tier of a bound or consume request that names none:
@@ -72,6 +74,20 @@ type job struct {
 	// run, seq: the party 0 run and batch the job was last sent in (0
 	// before), which name it in a SpentRequests report.
 	run, seq uint64
+	// arrived (party 1): when the request joined the pending set, for its
+	// own match timeout. batched (party 0): when it was first sent in a
+	// batch; missed: party 1 had no request with its id then, so it is
+	// retried in a batch of its own until batched + MatchTimeout.
+	arrived, batched time.Time
+	missed           bool
+	// refused: answered at once, never queued (its id is not used up).
+	refused bool
+	// notice: where a void notice for this request goes once delivered
+	// (its stream's reply loop; nil: none).
+	notice chan<- *pb.KeyReply
+	// doubt (party 0): requeued from a batch lost with its session, which
+	// party 1's module may have opened (settleDoubt).
+	doubt bool
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -312,11 +328,11 @@ func (j *job) init(r *pb.KeyRequest) error {
 	if r == nil {
 		return badf("empty request")
 	}
-	mode, err := msg.ParseMode(r.Mode)
+	mode, err := msg.ParseMode(lowerASCII(r.Mode))
 	if err != nil {
 		return badf("mode: %v", err)
 	}
-	typ, err := fss.ParseType(r.Type)
+	typ, err := fss.ParseType(lowerASCII(r.Type))
 	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
 		return badf("type: %q is not dpf or dcf", r.Type)
 	}
@@ -361,7 +377,7 @@ func (j *job) init(r *pb.KeyRequest) error {
 	}
 	j.tier = DefaultTier
 	if r.Tier != "" {
-		if j.tier, err = msg.ParseTier(r.Tier); err != nil {
+		if j.tier, err = msg.ParseTier(lowerASCII(r.Tier)); err != nil {
 			return badf("tier: %v", err)
 		}
 	}
@@ -391,6 +407,23 @@ func (j *job) init(r *pb.KeyRequest) error {
 	j.one[0] = base
 	j.shares = j.one[:]
 	return nil
+}
+
+// lowerASCII is s in lower case: the names of modes, types and tiers are
+// read without regard to case (docs/api.md, "Field rules").
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for k := i; k < len(b); k++ {
+				if 'A' <= b[k] && b[k] <= 'Z' {
+					b[k] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // queue is party 0's FIFO of requests waiting for a batch.
@@ -500,6 +533,49 @@ func dropSpent(js []*job) []*job {
 	return js
 }
 
+// takeDoubt removes and returns the queued jobs in doubt when take is
+// set; otherwise it clears their doubt and returns none.
+func (q *queue) takeDoubt(take bool) []*job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*job
+	keep := q.jobs[:0]
+	for _, j := range q.jobs {
+		if j.doubt && take {
+			out = append(out, j)
+			q.keys -= j.keys()
+			continue
+		}
+		j.doubt = false
+		keep = append(keep, j)
+	}
+	clear(q.jobs[len(keep):])
+	q.jobs = keep
+	return out
+}
+
+// extract removes and returns the queued jobs whose ids are in set.
+func (q *queue) extract(set map[uint64]bool) []*job {
+	if len(set) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*job
+	keep := q.jobs[:0]
+	for _, j := range q.jobs {
+		if set[j.id] {
+			out = append(out, j)
+			q.keys -= j.keys()
+			continue
+		}
+		keep = append(keep, j)
+	}
+	clear(q.jobs[len(keep):])
+	q.jobs = keep
+	return out
+}
+
 func (q *queue) size() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -517,8 +593,8 @@ func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
 			n := 0
 			for len(q.jobs) > 0 {
 				j := q.jobs[0]
-				if len(out) > 0 && n+j.keys() > max {
-					break
+				if len(out) > 0 && (n+j.keys() > max || j.missed || out[0].missed) {
+					break // a retried unmatched request goes alone
 				}
 				if j.tier != 0 {
 					if tier != 0 && j.tier != tier {
@@ -552,9 +628,113 @@ type pending struct {
 	jobs    map[uint64]*job
 	wake    chan struct{} // closed and replaced when jobs arrive while a claim waits
 	waiting int           // claims waiting on wake
+	// unmatched: ids party 0 batched when this site had no request for
+	// them, or whose request here expired unmatched, with when; a claim
+	// does not wait for them again (party 0 retries them alone).
+	unmatched map[uint64]time.Time
+	// batchAt: when the last batch came; drainedAt: when the last batch
+	// taken with party 0's queue left empty came (expire).
+	batchAt, drainedAt time.Time
 }
 
-func newPending() *pending { return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{})} }
+// sawBatch notes a batch from party 0, which left queued requests in its
+// queue.
+func (p *pending) sawBatch(queued uint64) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.batchAt = now
+	if queued == 0 {
+		p.drainedAt = now
+	}
+}
+
+// idleDrained: a session with no batch for this long means party 0 holds
+// no request either (it batches whatever it has at once).
+const idleDrained = 100 * time.Millisecond
+
+func newPending() *pending {
+	return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{}), unmatched: map[uint64]time.Time{}}
+}
+
+// maxUnmatched bounds the ids pending remembers as unmatched.
+const maxUnmatched = 1 << 16
+
+// noteUnmatched remembers ids as unmatched (now), so that a claim of them
+// does not wait again; entries older than keep are dropped.
+func (p *pending) noteUnmatched(ids []uint64, keep time.Duration) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneUnmatched(now, keep)
+	for _, id := range ids {
+		if len(p.unmatched) >= maxUnmatched {
+			break
+		}
+		p.unmatched[id] = now
+	}
+}
+
+// pruneUnmatched drops unmatched ids noted more than keep before now; p.mu held.
+func (p *pending) pruneUnmatched(now time.Time, keep time.Duration) {
+	for id, t := range p.unmatched {
+		if now.Sub(t) > keep {
+			delete(p.unmatched, id)
+		}
+	}
+}
+
+// expire fails, as unmatched, the pending requests that have waited
+// longer than timeout, counted from their arrival or the start of the
+// peer session (since, zero: no session) whichever is later, and that
+// party 0 cannot be holding either: its queue was empty after that time
+// (a batch said so, or no batch came for idleDrained). It remembers their
+// ids (keep: how long) and returns how many it failed.
+func (p *pending) expire(timeout time.Duration, since time.Time, keep time.Duration) int {
+	if since.IsZero() {
+		return 0 // no session: party 0 may hold every one of them
+	}
+	var gone []*job
+	now := time.Now()
+	p.mu.Lock()
+	drained := p.drainedAt
+	if last := max(p.batchAt.UnixNano(), since.UnixNano()); now.Sub(time.Unix(0, last)) > idleDrained {
+		drained = now
+	}
+	for id, j := range p.jobs {
+		start := j.arrived
+		if start.Before(since) {
+			start = since
+		}
+		if !j.arrived.IsZero() && now.Sub(start) > timeout && drained.After(start) {
+			delete(p.jobs, id)
+			gone = append(gone, j)
+			if len(p.unmatched) < maxUnmatched {
+				p.unmatched[id] = now
+			}
+		}
+	}
+	p.pruneUnmatched(now, keep)
+	p.mu.Unlock()
+	for _, j := range gone {
+		j.fail(ErrClassUnmatched, "no request with id %d reached party 0 within the match timeout; nothing was generated for it", j.id)
+	}
+	return len(gone)
+}
+
+// take removes and returns the pending jobs with the given ids.
+func (p *pending) take(ids []uint64) []*job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*job
+	for _, id := range ids {
+		if j, ok := p.jobs[id]; ok {
+			delete(p.jobs, id)
+			out = append(out, j)
+		}
+	}
+	return out
+}
 
 // notify wakes waiting claims; p.mu held.
 func (p *pending) notify() {
@@ -570,6 +750,7 @@ func (p *pending) add(j *job) error {
 	if _, ok := p.jobs[j.id]; ok {
 		return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 	}
+	j.arrived = time.Now()
 	p.jobs[j.id] = j
 	p.notify()
 	return nil
@@ -578,6 +759,7 @@ func (p *pending) add(j *job) error {
 // addAll adds js as add does one at a time, under one lock; errs (nil if
 // none) holds the refusals, n the pending set's size after.
 func (p *pending) addAll(js []*job) (errs []error, n int) {
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, j := range js {
@@ -588,6 +770,7 @@ func (p *pending) addAll(js []*job) (errs []error, n int) {
 			errs[i] = fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 			continue
 		}
+		j.arrived = now
 		p.jobs[j.id] = j
 	}
 	p.notify()
@@ -604,9 +787,11 @@ func (p *pending) size() int {
 // instead (spent.go: it must never be submitted again).
 func (p *pending) putBack(js []*job) {
 	js = dropSpent(js)
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range js {
+		j.arrived = now // its match timeout starts again
 		p.jobs[j.id] = j
 	}
 	p.notify()
@@ -673,9 +858,26 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			// Every job was looked up under this hold of the lock.
 			for _, it := range items {
 				delete(p.jobs, it.Id)
+				delete(p.unmatched, it.Id)
 			}
 			p.mu.Unlock()
 			return js, nil, nil
+		}
+		// Ids already found unmatched (party 0 retries them alone) are
+		// not waited for again.
+		known := true
+		for _, i := range todo {
+			if _, ok := p.unmatched[items[i].Id]; !ok {
+				known = false
+				break
+			}
+		}
+		if known {
+			p.mu.Unlock()
+			for _, i := range todo {
+				missing = append(missing, items[i].Id)
+			}
+			return nil, missing, nil
 		}
 		p.waiting++
 		wake := p.wake
@@ -747,7 +949,7 @@ func simplePacked(pk *pb.PackedRequests) bool {
 // packedRequest sets r to request i of a packed message whose Shapes, Ids,
 // AlphaShares, BetaShares, Counts and Betas hold at least i+1 entries
 // (points, if any, are the caller's), as eachPacked hands it on.
-func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
+func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
 	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
 		InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
@@ -756,8 +958,9 @@ func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) {
 		r.Tier = msg.Tier(sh[1]).String()
 	}
 	if sh[5] > 1 {
-		r.Mode = "malformed packed request"
+		return badf("request %d (packed index %d): derive_beta: shape byte %d is not 0 or 1", pk.Ids[i], i, sh[5])
 	}
+	return nil
 }
 
 // initPacked sets j to request i of a simplePacked message when it is a
@@ -808,34 +1011,78 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 }
 
 // eachPacked hands fn each packed request in order, as a KeyRequest that is
-// only valid during the call (newJob copies what it keeps); it stops when
-// fn returns false. A malformed packed message yields one request that
-// newJob refuses, so the application gets a bad_request reply.
-func eachPacked(pk *pb.PackedRequests, fn func(*pb.KeyRequest) bool) bool {
+// only valid during the call (newJob copies what it keeps), or, for a
+// request that cannot be read, its id and an error naming the field; it
+// stops when fn returns false. A malformed message yields one error per
+// id it lists (the application gets a bad_request reply for each), or
+// one with id 0 when it lists none.
+func eachPacked(pk *pb.PackedRequests, fn func(r *pb.KeyRequest, id uint64, err error) bool) bool {
 	n := len(pk.Ids)
 	var r pb.KeyRequest
-	if len(pk.Shapes) != n*packedShape || len(pk.AlphaShares) != n || len(pk.BetaShares) != n || len(pk.Counts) != n ||
-		len(pk.Betas) != n || (len(pk.PointLens) != 0 && len(pk.PointLens) != n) {
-		r.Mode = "malformed packed requests"
-		return fn(&r)
+	if err := packedLengths(pk); err != nil {
+		if n == 0 {
+			return fn(nil, 0, badf("packed request: %v", err))
+		}
+		for i, id := range pk.Ids {
+			if !fn(nil, id, badf("request %d (packed index %d): %v", id, i, err)) {
+				return false
+			}
+		}
+		return true
 	}
 	off := 0
 	for i := 0; i < n; i++ {
-		packedRequest(pk, i, &r)
+		perr := packedRequest(pk, i, &r)
 		if len(pk.PointLens) > 0 {
 			l := int(pk.PointLens[i])
 			if l > len(pk.Points)-off {
-				r.Mode = "malformed packed request"
-				return fn(&r)
+				// The points of this request and every later one are
+				// out of reach.
+				for k := i; k < n; k++ {
+					if !fn(nil, pk.Ids[k], badf("request %d (packed index %d): point_lens: the points list ends before this request's points (%d at offset %d of %d)",
+						pk.Ids[k], k, pk.PointLens[k], off, len(pk.Points))) {
+						return false
+					}
+				}
+				return true
 			}
 			if l > 0 {
 				r.Points = pk.Points[off : off+l : off+l]
 			}
 			off += l
 		}
-		if !fn(&r) {
+		if perr != nil {
+			if !fn(nil, pk.Ids[i], perr) {
+				return false
+			}
+			continue
+		}
+		if !fn(&r, r.Id, nil) {
 			return false
 		}
 	}
 	return true
+}
+
+// packedLengths checks that a packed message's lists have one entry per
+// id; the error names the first that does not.
+func packedLengths(pk *pb.PackedRequests) error {
+	n := len(pk.Ids)
+	switch {
+	case len(pk.Shapes) != n*packedShape:
+		return fmt.Errorf("shapes: %d bytes for %d ids (want %d per request)", len(pk.Shapes), n, packedShape)
+	case len(pk.AlphaShares) != n:
+		return fmt.Errorf("alpha_shares: %d entries for %d ids", len(pk.AlphaShares), n)
+	case len(pk.BetaShares) != n:
+		return fmt.Errorf("beta_shares: %d entries for %d ids", len(pk.BetaShares), n)
+	case len(pk.Counts) != n:
+		return fmt.Errorf("counts: %d entries for %d ids", len(pk.Counts), n)
+	case len(pk.Betas) != n:
+		return fmt.Errorf("betas: %d entries for %d ids", len(pk.Betas), n)
+	case len(pk.PointLens) != 0 && len(pk.PointLens) != n:
+		return fmt.Errorf("point_lens: %d entries for %d ids (want none or one per id)", len(pk.PointLens), n)
+	case n == 0 && (len(pk.Points) > 0 || len(pk.PointLens) > 0):
+		return fmt.Errorf("ids: none, but other lists are not empty")
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ type metrics struct {
 	frameBytes *prometheus.CounterVec // by tier
 	rounds     prometheus.Counter
 	batches    prometheus.Counter
+	recovered  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, party int) *metrics {
@@ -44,9 +45,11 @@ func newMetrics(reg prometheus.Registerer, party int) *metrics {
 			Help: "Batch exchanges with the peer (one round each).", ConstLabels: cl}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "kord_batches_total",
 			Help: "Batches delivered.", ConstLabels: cl}),
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kord_keys_recovered_total",
+			Help: "Key shares generated before a party restart and delivered after it (re-collected from the module, or held and settled).", ConstLabels: cl}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.keys, m.rejects, m.inFlight, m.pending, m.next, m.floor, m.resyncs, m.rollbacks, m.frameBytes, m.rounds, m.batches)
+		reg.MustRegister(m.keys, m.rejects, m.inFlight, m.pending, m.next, m.floor, m.resyncs, m.rollbacks, m.frameBytes, m.rounds, m.batches, m.recovered)
 	}
 	return m
 }

@@ -16,7 +16,11 @@
 // or late message — ends the session; the next session starts with the
 // rollback witness, which moves both modules forward to a common counter,
 // and the undelivered requests are batched again. No application is ever
-// handed a key whose pair was not confirmed.
+// handed a key whose pair was not confirmed. An id party 1 has no request
+// for costs only itself: that batch alone is refused, before any frame is
+// opened, and the session goes on (peer.go, skipBatch). A party that
+// restarts completes, from its module, the pairs generated before its
+// crash when their ids are resent (recover.go).
 package service
 
 import (
@@ -32,6 +36,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -129,9 +134,27 @@ type Party struct {
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
 	pairMismatches                                                          atomic.Uint64 // batches whose pair tags disagreed
 
+	sessionAt atomic.Int64 // when the current peer session started (unix ns)
+
 	spentMu  sync.Mutex
 	spentLog []spentRef // requests failed spent, to report at the next hello
 	peerUp   atomic.Bool
+
+	// recent deliveries, for a peer that restarts (recover.go)
+	recentMu   sync.Mutex
+	recent     []recentRec
+	recentNext int
+	tags       [][16]byte // pair tags by counter mod recentKeys
+	tagCtr     []uint64
+	// what a restarted party's peer sent it (recover.go)
+	recoverMu     sync.RWMutex
+	recovered     map[uint64]*recoverRec
+	recoveredN    atomic.Int64
+	recoveredKeys atomic.Uint64 // keys handed out again after a restart
+	// ids answered void after a restart whose keys the peer delivered, to
+	// tell the peer with the next batch (party 0) or batch reply (party 1)
+	voidMu  sync.Mutex
+	voidOut []uint64
 }
 
 type heldBatch struct {
@@ -185,6 +208,9 @@ func New(c Config) (*Party, error) {
 		}
 		conn, err := grpc.NewClient(c.PeerAddr, grpc.WithTransportCredentials(p.peerCreds()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodecV2(pb.Codec())),
+			// A restarted party 1 is dialled again within peerBackoff's
+			// base delay, not gRPC's default second (recovery time).
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: peerBackoff, MinConnectTimeout: 5 * time.Second}),
 			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
 		if err != nil {
@@ -194,6 +220,9 @@ func New(c Config) (*Party, error) {
 	}
 	return p, nil
 }
+
+// peerBackoff is party 0's reconnection backoff to party 1.
+var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 // Close releases the peer connection.
 func (p *Party) Close() error {
@@ -231,8 +260,25 @@ func (p *Party) Register(app, peer grpc.ServiceRegistrar) {
 // it waits (sessions arrive over the peer link).
 func (p *Party) Run(ctx context.Context) error {
 	if p.cfg.Party == 1 {
-		<-ctx.Done()
-		return nil
+		// A request no batch of party 0 has claimed within MatchTimeout
+		// fails unmatched on its own (it holds up nothing else).
+		t := time.NewTicker(max(p.cfg.MatchTimeout/10, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			var since time.Time
+			if p.peerUp.Load() {
+				since = time.Unix(0, p.sessionAt.Load())
+			}
+			if n := p.pend.expire(p.cfg.MatchTimeout, since, p.cfg.MatchTimeout); n > 0 {
+				p.m.rejects.WithLabelValues(ErrClassUnmatched).Add(float64(n))
+				p.m.pending.Set(float64(p.pend.size()))
+			}
+		}
 	}
 	backoff := 20 * time.Millisecond
 	for ctx.Err() == nil {
@@ -281,6 +327,24 @@ func (p *Party) admit(js []*job, errs []error) {
 		}
 		ok = in
 	}
+	// What a restarted party's peer sent it is looked up and the others
+	// queued under one hold of recoverMu, so that keepRecovered, which
+	// takes the queued ones it covers, sees each job once (recover.go).
+	p.recoverMu.RLock()
+	if p.recoveredN.Load() == 0 {
+		p.admitted(ok)
+		p.recoverMu.RUnlock()
+		return
+	}
+	p.recoverMu.RUnlock()
+	p.recoverMu.Lock()
+	defer p.recoverMu.Unlock()
+	p.admitted(p.takeRecoveredLocked(ok))
+}
+
+// admitted queues (party 0) or adds to the pending set (party 1) jobs
+// already admitted.
+func (p *Party) admitted(ok []*job) {
 	if len(ok) == 0 {
 		return
 	}
@@ -300,6 +364,7 @@ func (p *Party) admit(js []*job, errs []error) {
 
 // refuse answers a request the party will not queue.
 func (p *Party) refuse(j *job, err error) {
+	j.refused = true
 	class := ErrClassBadRequest
 	if errors.Is(err, errExhausted) {
 		class = ErrClassExhausted
@@ -318,6 +383,7 @@ func (p *Party) refuse(j *job, err error) {
 func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
+	p.record(jobs, reps)
 	n := 0
 	var next uint64
 	for i, j := range jobs {
@@ -350,13 +416,16 @@ func (p *Party) setNext(n uint64, onlyUp bool) {
 
 // request validates and enqueues one request, or answers it at once.
 func (p *Party) request(r *pb.KeyRequest) *job {
-	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}})[0]
+	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
 }
 
 // requests validates and enqueues the requests of one message (the
 // unpacked ones, then the packed ones), or answers them at once; it
-// returns their jobs in that order. The jobs share one allocation.
-func (p *Party) requests(rs *pb.KeyRequests) []*job {
+// returns their jobs in that order. The jobs share one allocation. seen
+// (nil: not checked) holds the ids already accepted on the stream: a
+// request reusing one is refused, and the ids accepted now join it.
+// notices (nil: none) takes void notices for the stream's delivered ids.
+func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
 	most := len(rs.Requests)
 	pk := rs.Packed
 	if pk != nil {
@@ -376,19 +445,28 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 		}
 		errs[len(js)-1] = err
 	}
-	slow := func(r *pb.KeyRequest) bool {
+	refuse := func(id uint64, err error) bool {
+		j := next()
+		j.id = id
+		setErr(err)
+		return true
+	}
+	slow := func(r *pb.KeyRequest, id uint64, err error) bool {
+		if err != nil {
+			return refuse(id, err)
+		}
 		j := next()
 		if err := j.init(r); err != nil {
 			*j = job{}
 			if r != nil {
 				j.id = r.Id
 			}
-			setErr(err)
+			setErr(fmt.Errorf("request %d: %w", j.id, err))
 		}
 		return true
 	}
 	for _, r := range rs.Requests {
-		slow(r)
+		slow(r, r.GetId(), nil)
 	}
 	if pk != nil {
 		if simplePacked(pk) {
@@ -399,8 +477,8 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 					// same reply as an unpacked request would get.
 					js = js[:len(js)-1]
 					*j = job{}
-					packedRequest(pk, i, &r)
-					slow(&r)
+					err := packedRequest(pk, i, &r)
+					slow(&r, pk.Ids[i], err)
 				}
 			}
 		} else {
@@ -410,7 +488,27 @@ func (p *Party) requests(rs *pb.KeyRequests) []*job {
 	if errs != nil {
 		errs = errs[:len(js)]
 	}
+	if seen != nil {
+		for i, j := range js {
+			if (errs == nil || errs[i] == nil) && seen.has(j.id) {
+				if errs == nil {
+					errs = make([]error, len(js))
+				}
+				errs[i] = fmt.Errorf("%w: request %d: this id was already used on this stream (ids are unique for the life of a stream)", errDupID, j.id)
+			}
+		}
+	}
+	for _, j := range js {
+		j.notice = notices
+	}
 	p.admit(js, errs)
+	if seen != nil {
+		for i, j := range js {
+			if (errs == nil || errs[i] == nil) && !j.refused {
+				seen.add(j.id)
+			}
+		}
+	}
 	return js
 }
 
@@ -427,6 +525,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
 	var packed atomic.Bool
+	var seen idSet // the ids accepted on this stream
+	// notices: void notices for ids this stream got keys for (recover.go).
+	notices := make(chan *pb.KeyReply, 64)
 	go func() {
 		defer close(order)
 		for {
@@ -437,7 +538,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.PackedReplies {
 				packed.Store(true)
 			}
-			js := p.requests(rs)
+			js := p.requests(rs, &seen, notices)
 			for k, j := range js {
 				if held.acquire(ctx, j.keys()) == nil {
 					select {
@@ -523,7 +624,17 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			next = nil
 			if j == nil {
 				var ok bool
-				if j, ok = <-order; !ok {
+				select {
+				case j, ok = <-order:
+				case n := <-notices:
+					// A void notice for an id this stream got keys for.
+					if err := stream.Send(&pb.KeyReplies{Replies: []*pb.KeyReply{n}}); err != nil {
+						errc <- err
+						return
+					}
+					continue
+				}
+				if !ok {
 					break
 				}
 			}

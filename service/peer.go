@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -110,7 +111,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	spent, refs := p.takeSpent(p.run)
+	spent, refs, _ := p.takeSpent(p.run)
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
 		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
 		p.restoreSpent(refs)
@@ -138,7 +139,21 @@ func (p *Party) session(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: &pb.Witness{Witness: w}}}); err != nil {
+	wm := &pb.Witness{Witness: w}
+	if len(hr.Recent) > 0 {
+		// This party restarted (recover.go): complete or void what party
+		// 1 holds, and keep what it delivered for resends.
+		var recs []*recoverRec
+		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
+		p.keepRecovered(recs)
+	}
+	doubt := p.settleDoubt(hr.Fresh)
+	if hr.Fresh {
+		// Party 1 restarted: what this site delivered, and what it failed
+		// spent since, for its application's resends.
+		wm.Recent = append(p.recentItems(), tombstones(doubt, ErrClassSpent)...)
+	}
+	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	if m, err = stream.Recv(); err != nil {
@@ -179,7 +194,14 @@ func (p *Party) session(ctx context.Context) (err error) {
 			if err != nil {
 				return
 			}
-			p.m.pending.Set(float64(p.q.size()))
+			queued := p.q.size()
+			p.m.pending.Set(float64(queued))
+			now := time.Now()
+			for _, j := range jobs {
+				if j.batched.IsZero() {
+					j.batched = now
+				}
+			}
 			n := 0
 			for _, j := range jobs {
 				n += len(j.shares)
@@ -224,9 +246,12 @@ func (p *Party) session(ctx context.Context) (err error) {
 			mu.Unlock()
 			p.inFlight.Add(1)
 			p.m.inFlight.Inc()
+			void := p.takeVoid()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
-				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens}}})
+				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
+				VoidIds: void}}})
 			if err != nil {
+				p.restoreVoid(void)
 				errc <- fmt.Errorf("peer: %w", err)
 				return
 			}
@@ -245,6 +270,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				return
 			}
 			br := m.GetBatchReply()
+			p.peerVoid(br.GetVoidIds())
 			mu.Lock()
 			var fl *flight
 			if len(flights) > 0 {
@@ -261,6 +287,22 @@ func (p *Party) session(ctx context.Context) (err error) {
 				mu.Unlock()
 				p.inFlight.Add(^uint64(0))
 				p.m.inFlight.Dec()
+			}
+			if br.Error != "" && br.SessionContinues && br.ErrorClass == ErrClassUnmatched && len(br.FrameData) == 0 {
+				// Refused for unmatched ids alone, before any frame was
+				// opened; party 1's module has moved past the batch.
+				drop()
+				p.m.rejects.WithLabelValues(ErrClassUnmatched).Inc()
+				ctx, cancel := context.WithTimeout(sctx, p.cfg.PeerTimeout)
+				_, aerr := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
+				cancel()
+				if aerr != nil {
+					errc <- fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
+					return
+				}
+				p.unmatched(fl.jobs, br.Missing)
+				<-slots
+				continue
 			}
 			if br.Error != "" {
 				drop()
@@ -298,6 +340,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				// both modules generated this batch at the same time; the
 				// digest (or party 1's refusal) comes now.
 				br2, rerr := recvDigest(stream, fl.seq)
+				p.peerVoid(br2.GetVoidIds())
 				if rerr != nil {
 					wipeReplies(reps)
 					errc <- rerr
@@ -375,7 +418,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 	p.inFlight.Store(0)
 	p.m.inFlight.Set(0)
 	// Lost with the session: the jobs this module opened frames for fail
-	// spent, the others are batched again after the resync.
+	// spent, the others are batched again after the resync — unless party
+	// 1 turns out to have restarted (settleDoubt).
+	for _, j := range back {
+		j.doubt = !j.spent.Load()
+	}
 	p.back(back, ErrClassSpent, "the peer session ended before the batch was delivered")
 	return err
 }
@@ -429,6 +476,7 @@ func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 }
 
 func (p *Party) noteSync(next uint64, rolledBack bool) {
+	p.sessionAt.Store(time.Now().UnixNano())
 	p.sessions.Add(1)
 	p.resyncs.Add(1)
 	p.m.resyncs.Inc()
@@ -457,6 +505,51 @@ func (p *Party) settleHeld(run, through uint64) {
 			wipeReplies(h.replies)
 			p.back(h.jobs, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 		}
+	}
+}
+
+// resolveHeld settles, after a restart of party 0 (a new run), the
+// batches held for its predecessor: party 0 named the requests whose pair
+// it completed (ok: delivered) and those it could not (void); any other
+// is failed spent as before (a party 0 that does not know the lists).
+func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
+	p.heldMu.Lock()
+	held := p.held
+	p.held = nil
+	p.heldRun = run
+	p.heldMu.Unlock()
+	okSet := make(map[uint64]bool, len(ok))
+	for _, id := range ok {
+		okSet[id] = true
+	}
+	voidSet := make(map[uint64]bool, len(void))
+	for _, id := range void {
+		voidSet[id] = true
+	}
+	for _, h := range held {
+		var dj, rest []*job
+		var dr [][]msg.CollectResponse
+		for i, j := range h.jobs {
+			switch {
+			case okSet[j.id]:
+				dj, dr = append(dj, j), append(dr, h.replies[i])
+			case voidSet[j.id]:
+				wipeReplies(h.replies[i : i+1])
+				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
+			default:
+				wipeReplies(h.replies[i : i+1])
+				rest = append(rest, j)
+			}
+		}
+		if len(dj) > 0 {
+			p.deliver(dj, dr)
+			for _, r := range dr {
+				p.recoveredKeys.Add(uint64(len(r)))
+				p.m.recovered.Add(float64(len(r)))
+			}
+		}
+		p.back(rest, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 	}
 }
 
@@ -492,7 +585,27 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
-	p.settleHeld(hello.Run, hello.DeliveredThrough)
+	// fresh: this party has had no session since it started (recover.go).
+	fresh := p.sessions.Load() == 0
+	if fresh {
+		var recs []*recoverRec
+		for _, r := range peerSpent(hello.Spent, hello.Run) {
+			recs = append(recs, &recoverRec{shape: shape{id: r.id}, class: ErrClassSpent})
+		}
+		p.keepRecovered(recs)
+	}
+	p.heldMu.Lock()
+	newRun := p.heldRun != hello.Run
+	doubt := p.held
+	p.heldMu.Unlock()
+	var recent []*pb.RecentItem
+	if newRun {
+		// Party 0 restarted (or this is the first session): what it
+		// delivered of the held batches is settled at its witness.
+		recent = append(p.recentItems(), heldItems(doubt)...)
+	} else {
+		p.settleHeld(hello.Run, hello.DeliveredThrough)
+	}
 	chal, err := p.mod.Challenge(sctx)
 	if err != nil {
 		return err
@@ -501,9 +614,18 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	if err != nil {
 		return err
 	}
-	spent, refs := p.takeSpent(hello.Run)
+	spent, refs, stale := p.takeSpent(hello.Run)
+	if newRun && len(stale) > 0 {
+		// Requests of party 0's previous run that this site failed spent:
+		// a restarted party 0 answers their resends alike.
+		ids := make([]uint64, len(stale))
+		for i, r := range stale {
+			ids[i] = r.id
+		}
+		recent = append(recent, tombstones(ids, ErrClassSpent)...)
+	}
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked, Spent: spent}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
 		p.restoreSpent(refs)
 		return err
 	}
@@ -513,6 +635,12 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 	pw := m.GetWitness()
 	if pw == nil {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
+	}
+	if newRun {
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+	}
+	if fresh && len(pw.Recent) > 0 {
+		p.keepRecovered(recsOf(pw.Recent))
 	}
 	rc, err := p.mod.Reconcile(sctx, pw.Witness)
 	if err != nil {
@@ -586,9 +714,11 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 				return nil // the finisher failed; the session ends
 			default:
 			}
+			p.pend.sawBatch(v.Batch.Queued)
+			p.peerVoid(v.Batch.VoidIds)
 			pr := p.prepareBatch(sctx, v.Batch, &transcript, &expected, &lastSeq, run, hello.EarlyFrames)
 			work <- pr
-			if pr.rep != nil {
+			if pr.rep != nil && !pr.soft {
 				return nil // refused: the finisher sends the refusal and stops
 			}
 		default:
@@ -608,6 +738,10 @@ type prepared struct {
 	js     []*job
 	frames socket.Frames // party 0's frames
 	res    []socket.Result
+	// soft: rep refuses this batch only (skipBatch); the module's filler
+	// outputs through last are abandoned when it is answered.
+	soft bool
+	last uint64
 }
 
 // prepareBatch checks a batch against the session, claims its requests
@@ -658,12 +792,15 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 		r.rep.Missing = dup
 		return r
 	}
-	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.cfg.MatchTimeout))
+	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
 	if len(differ) > 0 {
 		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
 		r.rep.Missing = differ
 		return r
+	}
+	if len(missing) > 0 && ctx.Err() == nil {
+		return p.skipBatch(ctx, b, t, items, missing, transcript, expected, lastSeq)
 	}
 	if len(missing) > 0 {
 		r := fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
@@ -711,6 +848,55 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	return pr
 }
 
+// claimGrace is how long party 1 waits, within one batch, for a request
+// party 0 batched and that has not reached party 1 yet: the batch, and
+// every batch after it, waits that long. Past it the batch is refused for
+// those ids alone (skipBatch) and party 0 retries them by themselves until
+// MatchTimeout, so a stray id costs the others at most this once.
+func (p *Party) claimGrace() time.Duration { return min(p.cfg.MatchTimeout, maxClaimGrace) }
+
+// maxClaimGrace bounds claimGrace: the usual skew between two sites'
+// copies of one request is well under it.
+const maxClaimGrace = 100 * time.Millisecond
+
+// skipBatch refuses a batch some of whose ids have no request here (yet)
+// without ending the session: no job is claimed and no frame of party 0
+// is opened; the module moves past the batch's counters by generating as
+// many derived keys (no frame, α drawn by the modules: nothing of any
+// request's α is involved), which the finisher abandons in turn. Both
+// modules are then at the same counter and the session goes on; party 0
+// batches the other requests again and retries the missing ids.
+func (p *Party) skipBatch(ctx context.Context, b *pb.Batch, t []byte, items []*pb.BatchItem, missing []uint64,
+	transcript *[]byte, expected, lastSeq *uint64) *prepared {
+	p.pend.noteUnmatched(missing, p.cfg.MatchTimeout)
+	n := 0
+	for _, it := range items {
+		n += int(max(it.GetCount(), 1))
+	}
+	filler := make([]msg.Share, n)
+	for i := range filler {
+		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
+	}
+	why := fmt.Sprintf("party 1 has no request with ids %v (yet)", missing)
+	sub, err := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler})
+	if err == nil && (sub.FirstCounter != b.FirstCounter || sub.Count != n) {
+		err = fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, b.FirstCounter, n)
+	}
+	if err != nil {
+		// The module may be anywhere: end the session, the resync mends it.
+		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
+			ErrorClass: ErrClassPeer, Missing: missing}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		return &prepared{b: b, rep: rep}
+	}
+	*transcript = t
+	*expected += uint64(n)
+	*lastSeq = b.Seq
+	p.log.Debug("batch skipped: unmatched ids", "seq", b.Seq, "missing", len(missing))
+	return &prepared{b: b, soft: true, last: b.FirstCounter + uint64(n) - 1,
+		rep: &pb.BatchReply{Seq: b.Seq, Error: why, ErrorClass: ErrClassUnmatched, Missing: missing, SessionContinues: true}}
+}
+
 // duplicateIDs returns the ids that appear more than once in items.
 func duplicateIDs(items []*pb.BatchItem) []uint64 {
 	// Applications usually number their requests in order: strictly
@@ -742,7 +928,7 @@ func duplicateIDs(items []*pb.BatchItem) []uint64 {
 // so a peer cannot mint metric labels or application error classes.
 func peerClass(c string) string {
 	switch c {
-	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync, ErrClassTampered, ErrClassSpent:
+	case ErrClassBadRequest, ErrClassMismatch, ErrClassPeer, ErrClassDesync, ErrClassTampered, ErrClassSpent, ErrClassUnmatched, ErrClassVoid:
 		return c
 	}
 	return ErrClassDesync
@@ -769,9 +955,21 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 		var sent uint64 // frame bytes sent for this batch
 		reply := func(r *pb.BatchReply) error {
 			sent += uint64(len(r.FrameData))
-			return stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			r.VoidIds = p.takeVoid()
+			err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			if err != nil {
+				p.restoreVoid(r.VoidIds)
+			}
+			return err
 		}
 		rep, serr := pr.rep, error(nil)
+		if pr.soft {
+			// Earlier batches are answered (their outputs collected):
+			// the filler outputs can go.
+			if _, aerr := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: pr.last}); aerr != nil {
+				p.log.Warn("abandoning a skipped batch's counters", "seq", pr.b.Seq, "err", aerr)
+			}
+		}
 		if rep == nil {
 			rep, serr = p.finishBatch(ctx, pr, run, early, reply)
 		}
@@ -791,7 +989,7 @@ func (p *Party) finishBatches(ctx context.Context, stream pb.PeerLink_SessionSer
 		switch {
 		case serr != nil:
 			err = serr
-		case rep.Error != "":
+		case rep.Error != "" && !pr.soft:
 			err = errSessionDone
 		}
 		if err != nil {
@@ -860,3 +1058,42 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	}
 	return rep, nil
 }
+
+// unmatched handles, at party 0, a batch party 1 skipped because it had
+// no request for the ids in missing: no module opened a frame of it, so
+// no job is spent. The others go back to the front of the queue; a
+// missing one fails unmatched (α reusable) once MatchTimeout has passed
+// since it was first batched, and is otherwise retried alone after a
+// short delay (party 1 does not wait for it again).
+func (p *Party) unmatched(jobs []*job, missing []uint64) {
+	miss := make(map[uint64]bool, len(missing))
+	for _, id := range missing {
+		miss[id] = true
+	}
+	var again, retry []*job
+	n := 0
+	for _, j := range jobs {
+		switch {
+		case !miss[j.id]:
+			again = append(again, j)
+		case time.Since(j.batched) >= p.cfg.MatchTimeout:
+			j.fail(ErrClassUnmatched, "party 1 had no request with id %d within the match timeout (%v); nothing was generated for it",
+				j.id, p.cfg.MatchTimeout)
+			n++
+		default:
+			j.missed = true
+			retry = append(retry, j)
+		}
+	}
+	if n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassUnmatched).Add(float64(n))
+	}
+	p.q.requeue(again)
+	if len(retry) > 0 {
+		time.AfterFunc(p.retryDelay(), func() { p.m.pending.Set(float64(p.q.pushAll(retry))) })
+	}
+}
+
+// retryDelay is how long party 0 waits before batching an unmatched
+// request again.
+func (p *Party) retryDelay() time.Duration { return min(p.cfg.MatchTimeout/10, 50*time.Millisecond) }

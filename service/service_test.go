@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -508,8 +510,10 @@ func (s *replyCounter) SendMsg(m any) error {
 }
 
 // TestPackedRequestsMalformed: a packed request message whose lists do not
-// agree is answered with one bad_request reply and moves nothing; the
-// stream then still serves packed requests.
+// agree is answered with one bad_request reply per id, each naming the
+// field and its request, and moves nothing; the stream goes on (a later
+// message's bad requests are answered alike), and packed requests are
+// still served.
 func TestPackedRequestsMalformed(t *testing.T) {
 	s := pairOfSites(t, Config{Batch: 8})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -527,17 +531,41 @@ func TestPackedRequestsMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := &pb.PackedRequests{Ids: []uint64{5, 6}, Shapes: make([]byte, 6)} // one shape for two ids
-	if err := ks.Send(&pb.KeyRequests{Packed: bad}); err != nil {
+	// recv reads replies until it has n, and checks each is a bad_request
+	// for id ids[i] whose message names field[i] and the id.
+	recv := func(ids []uint64, fields []string) {
+		t.Helper()
+		var got []*pb.KeyReply
+		for len(got) < len(ids) {
+			m, err := ks.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.Replies...)
+		}
+		if len(got) != len(ids) {
+			t.Fatalf("malformed packed requests: %d replies, want %d", len(got), len(ids))
+		}
+		for i, r := range got {
+			if r.Id != ids[i] || r.ErrorClass != ErrClassBadRequest || !strings.Contains(r.Error, fields[i]) ||
+				!strings.Contains(r.Error, fmt.Sprint(ids[i])) {
+				t.Fatalf("reply %d: %+v, want bad_request for id %d naming %s", i, r, ids[i], fields[i])
+			}
+		}
+	}
+	// One shape for two ids: each id is refused, naming the list.
+	if err := ks.Send(&pb.KeyRequests{Packed: &pb.PackedRequests{Ids: []uint64{5, 6}, Shapes: make([]byte, 6)}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ks.Recv()
-	if err != nil {
+	recv([]uint64{5, 6}, []string{"shapes", "shapes"})
+	// The stream goes on: a bad derive_beta byte and a bad width, each
+	// named with its own request.
+	sh := []byte{byte(msg.Derived), 0, byte(fss.DPF), 8, 8, 2, byte(msg.Derived), 0, byte(fss.DPF), 0, 8, 0}
+	if err := ks.Send(&pb.KeyRequests{Packed: &pb.PackedRequests{Ids: []uint64{8, 9}, Shapes: sh, AlphaShares: make([]uint64, 2),
+		BetaShares: make([]uint64, 2), Counts: make([]uint32, 2), Betas: make([]uint64, 2)}}); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Replies) != 1 || m.Replies[0].ErrorClass != ErrClassBadRequest {
-		t.Fatalf("malformed packed requests: %+v, want one bad_request reply", m)
-	}
+	recv([]uint64{8, 9}, []string{"derive_beta", "in_bits"})
 	after, err := s[0].app.Status(ctx)
 	if err != nil || after.Module.GetNextCounter() != st.Module.GetNextCounter() || after.KeysDelivered != st.KeysDelivered {
 		t.Fatalf("a malformed packed message moved counters: %v → %v (%v)", st.Module, after.Module, err)

@@ -91,14 +91,25 @@ import (
 // Resync after reconnect: the witness exchange moves both modules to a
 // common counter; what either module still held for the old counters is
 // dropped, and only unspent jobs are batched again (fresh counters).
-// Timeouts: party 0's watchdog ends the session (as "session lost"); party
-// 1's match timeout refuses before any frame (peer). Crash or restart of a
-// party: its jobs and their applications' streams end with it (no reply:
-// the application must take α as spent, since it cannot know whether a
-// frame was opened); the peer's in-flight or held jobs fail as above. A
-// module restart mid-batch is a module error (spent when frames were
-// opened). Abandon: the party never abandons a batch it will retry; it
-// abandons only with Mismatch, to have both modules count the outcome.
+// Timeouts: party 0's watchdog ends the session (as "session lost").
+// Unmatched ids (issue 20): party 1 refuses a batch with ids it has no
+// request for before opening any frame and without ending the session
+// (skipBatch: its module skips the counters with derived filler, both
+// modules abandon them); no job is spent, party 0 batches the others
+// again and retries the missing ones alone until MatchTimeout, then fails
+// them unmatched (α reusable). Crash or restart of a party (recover.go):
+// its jobs and their applications' streams end with it; the application
+// resends each unanswered request unchanged, and the restarted party
+// answers it from what its peer sends at the first session: the pair
+// completed by re-collecting the module's outputs (no frame opened
+// again), or the class the peer failed it with (spent), or void. Jobs
+// party 0 requeued from batches lost with a party 1 that turns out to
+// have restarted fail spent (doubt, settleDoubt): party 1's module may
+// have opened them and its spent report died with it. A module restart
+// mid-batch is a module error (spent when frames were opened). Abandon:
+// the party never abandons a batch it will retry except a skipped one
+// (no frame opened) and abandons with Mismatch to have both modules count
+// the outcome.
 
 // markOpened records that this site's module opened the peer's frames of
 // a batch of jobs under tier: accepted is how many frames it accepted, in
@@ -176,17 +187,20 @@ func (p *Party) logSpent(j *job) {
 }
 
 // takeSpent empties the spent log and returns its entries of run as a
-// report for the peer (with the entries, to put back if it is not sent).
-func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef) {
+// report for the peer (with the entries, to put back if it is not sent),
+// and those of other runs (stale: for a restarted party 0, recover.go).
+func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef, []spentRef) {
 	p.spentMu.Lock()
 	log := p.spentLog
 	p.spentLog = nil
 	p.spentMu.Unlock()
 	var sr *pb.SpentRequests
+	var stale []spentRef
 	keep := log[:0]
 	for _, r := range log {
 		if r.run != run {
-			continue // an earlier run of party 0: its requests are gone
+			stale = append(stale, r) // an earlier run of party 0: its requests are gone
+			continue
 		}
 		if sr == nil {
 			sr = &pb.SpentRequests{}
@@ -195,7 +209,7 @@ func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef) {
 		sr.Ids = append(sr.Ids, r.id)
 		keep = append(keep, r)
 	}
-	return sr, keep
+	return sr, keep, stale
 }
 
 // restoreSpent puts back a report that did not reach the peer.

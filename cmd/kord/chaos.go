@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,37 +28,68 @@ func init() { rootCmd.AddCommand(chaosCmd()) }
 
 // chaosReport is the JSON result of a fault run.
 type chaosReport struct {
-	Test               string             `json:"test"`
-	Trials             int                `json:"trials,omitempty"`
-	PairsVerified      int                `json:"pairs_verified"`
-	PairsMismatched    int                `json:"pairs_mismatched"`
-	OneSided           int                `json:"one_sided_deliveries"`
-	Refused            int                `json:"requests_refused"`
-	PositionsUsed      [2]int             `json:"keystream_positions_used"`
-	PositionsReused    [2]int             `json:"keystream_positions_reused"`
-	CounterRollbacks   int                `json:"counter_rollbacks"`
-	RollbacksDetected  int                `json:"rollbacks_detected,omitempty"`
-	LockedAfterRestore bool               `json:"locked_after_restore,omitempty"`
-	Resyncs            uint64             `json:"resyncs"`
-	Faults             int                `json:"faults_injected,omitempty"`
-	KeysPerSec         float64            `json:"keys_per_sec,omitempty"`
-	RSSMiB             map[string]float64 `json:"rss_mib,omitempty"`
-	Seconds            float64            `json:"seconds"`
-	OK                 bool               `json:"ok"`
-	Problems           []string           `json:"problems,omitempty"`
+	Test            string `json:"test"`
+	Trials          int    `json:"trials,omitempty"`
+	PairsVerified   int    `json:"pairs_verified"`
+	PairsMismatched int    `json:"pairs_mismatched"`
+	OneSided        int    `json:"one_sided_deliveries"`
+	// OrphanedShares: requests whose key share reached the application at
+	// one site and whose partner never reached the other (a refusal, or
+	// no answer at all after every resend); must be 0.
+	OrphanedShares int `json:"orphaned_shares"`
+	// Kills counts the kill -9s per daemon (crash).
+	Kills map[string]int `json:"kills,omitempty"`
+	// RecoveryMs: per daemon killed, the time from its restart (the
+	// process ready) to the first new pair delivered at both sites, in
+	// milliseconds (crash).
+	RecoveryMs         map[string]chaosDist `json:"recovery_ms,omitempty"`
+	Refused            int                  `json:"requests_refused"`
+	PositionsUsed      [2]int               `json:"keystream_positions_used"`
+	PositionsReused    [2]int               `json:"keystream_positions_reused"`
+	CounterRollbacks   int                  `json:"counter_rollbacks"`
+	RollbacksDetected  int                  `json:"rollbacks_detected,omitempty"`
+	LockedAfterRestore bool                 `json:"locked_after_restore,omitempty"`
+	Resyncs            uint64               `json:"resyncs"`
+	Faults             int                  `json:"faults_injected,omitempty"`
+	KeysPerSec         float64              `json:"keys_per_sec,omitempty"`
+	RSSMiB             map[string]float64   `json:"rss_mib,omitempty"`
+	Seconds            float64              `json:"seconds"`
+	OK                 bool                 `json:"ok"`
+	Problems           []string             `json:"problems,omitempty"`
+}
+
+// chaosDist is a distribution of durations in milliseconds.
+type chaosDist struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
+	Max    float64 `json:"max"`
+}
+
+func distOf(ms []float64) chaosDist {
+	if len(ms) == 0 {
+		return chaosDist{}
+	}
+	s := append([]float64(nil), ms...)
+	sort.Float64s(s)
+	q := func(f float64) float64 { return s[min(len(s)-1, int(f*float64(len(s))))] }
+	return chaosDist{N: len(s), Median: q(0.5), P90: q(0.9), Max: s[len(s)-1]}
 }
 
 // chaosLoad streams rounds of bound keys through both sites and checks
 // every delivered pair. A refused request (an error reply) is counted, a
-// mismatched pair is a failure.
+// mismatched pair is a failure. A site whose stream breaks (its party was
+// killed) resends the requests it has no answer for once it can open a
+// stream again (docs/operations.md, Recovery).
 type chaosLoad struct {
 	c                             *svcCluster
 	rng                           *mrand.Rand
 	mu                            sync.Mutex
 	id                            uint64
 	verified, mismatched, refused int
-	oneSided                      int // keys at one site, a refusal at the other
+	oneSided                      int // keys at one site, a refusal or nothing at the other
 	maxCounter                    uint64
+	pairsAt                       []time.Time // when each verified pair was complete at both sites
 }
 
 var chaosClasses = []svcClass{
@@ -74,7 +106,7 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 	reqs, truth := svcRequests(k, l.id, n, l.rng)
 	l.id += uint64(len(reqs[0]))
 	l.mu.Unlock()
-	reps, _, err := svcStream(ctx, l.c.apps, reqs)
+	reps, at, err := l.stream(ctx, reqs)
 	if err != nil {
 		return err
 	}
@@ -96,10 +128,158 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 		ok, bad := svcVerify(k, t, r0, r1, l.rng)
 		l.verified += ok
 		l.mismatched += bad
+		if ok > 0 {
+			l.pairsAt = append(l.pairsAt, maxTime(at[0][i], at[1][i]))
+		}
 		for _, s := range r0.Shares {
 			l.maxCounter = max(l.maxCounter, s.Counter)
 		}
 	}
+	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// stream sends reqs[b] to site b and returns each request's answer and
+// when it came. When a site's stream breaks, the requests it has no
+// answer for are sent again on a new stream (to the restarted party)
+// until ctx ends.
+func (l *chaosLoad) stream(ctx context.Context, reqs [2][]*pb.KeyRequest) (reps [2][]*client.Reply, at [2][]time.Time, err error) {
+	var wg sync.WaitGroup
+	var errs [2]error
+	for b := 0; b < 2; b++ {
+		n := len(reqs[b])
+		reps[b], at[b] = make([]*client.Reply, n), make([]time.Time, n)
+		pos := make(map[uint64]int, n)
+		for i, r := range reqs[b] {
+			pos[r.Id] = i
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var todo []*pb.KeyRequest
+				for i, r := range reqs[b] {
+					if reps[b][i] == nil {
+						todo = append(todo, r)
+					}
+				}
+				if len(todo) == 0 {
+					return
+				}
+				if err := l.streamOnce(ctx, b, todo, pos, reps[b], at[b]); err != nil {
+					select { // the party is down: try again shortly
+					case <-time.After(10 * time.Millisecond):
+					case <-ctx.Done():
+					}
+				}
+			}
+			errs[b] = ctx.Err()
+		}()
+	}
+	wg.Wait()
+	return reps, at, errors.Join(errs[0], errs[1])
+}
+
+// streamOnce sends todo on one stream of site b and records the answers.
+func (l *chaosLoad) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos map[uint64]int, reps []*client.Reply, at []time.Time) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := l.c.app(b).Stream(sctx)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for i := 0; i < len(todo); i += 64 {
+			if st.SendBatch(todo[i:min(i+64, len(todo))]) != nil {
+				return
+			}
+		}
+		st.CloseSend()
+	}()
+	for left := len(todo); left > 0; {
+		r, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		i, ok := pos[r.ID]
+		switch {
+		case !ok:
+		case reps[i] == nil:
+			reps[i], at[i] = r, time.Now()
+			left--
+		case isVoid(r):
+			// A void notice: the keys this site got for the id are void
+			// (the other site could not complete the pair after a restart).
+			reps[i] = r
+		}
+	}
+	return nil
+}
+
+func isVoid(r *client.Reply) bool {
+	var re *client.ReplyError
+	return errors.As(r.Err, &re) && re.Class == pb.ClassVoid
+}
+
+// app is site b's client (replaced when its party restarts).
+func (c *svcCluster) app(b int) *client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps[b]
+}
+
+// KillParty kill -9s party b.
+func (c *svcCluster) KillParty(b int) *svcProc {
+	c.mu.Lock()
+	p := c.parties[b]
+	c.mu.Unlock()
+	p.kill()
+	return p
+}
+
+// RestartParty starts party b again as old ran, on the same addresses,
+// and gives its site a new client.
+func (c *svcCluster) RestartParty(ctx context.Context, b int, old *svcProc) error {
+	args := append([]string(nil), old.cmd.Args[1:]...)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--listen":
+			args[i+1] = old.ready["app"]
+		case "--metrics":
+			args[i+1] = old.ready["metrics"]
+		case "--peer-listen":
+			args[i+1] = old.ready["peer"]
+		}
+	}
+	var p *svcProc
+	var err error
+	for try := 0; try < 20; try++ { // a killed process's ports free at once, mostly
+		if p, err = svcStart(ctx, b, c.bin, old.name, c.logPath(old.name), args...); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	app, err := client.Dial(p.ready["app"], nil)
+	if err != nil {
+		p.kill()
+		return err
+	}
+	c.mu.Lock()
+	c.parties[b] = p
+	prev := c.apps[b]
+	c.apps[b] = app
+	c.started++
+	c.mu.Unlock()
+	prev.Close() // its streams break and are sent again on the new client
 	return nil
 }
 
@@ -138,6 +318,7 @@ func positions(path string) (used, reused int, err error) {
 
 func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 	r.PairsVerified, r.PairsMismatched, r.Refused, r.OneSided = l.verified, l.mismatched, l.refused, l.oneSided
+	r.OrphanedShares = l.oneSided
 	for b := 0; b < 2; b++ {
 		u, re, err := positions(c.JournalPath(b))
 		if err != nil {
@@ -145,15 +326,15 @@ func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 		}
 		r.PositionsUsed[b], r.PositionsReused[b] = u, re
 	}
-	if st, err := c.apps[0].Status(context.Background()); err == nil {
-		r.Resyncs = st.Resyncs
+	if st, err := c.app(0).Status(context.Background()); err == nil {
+		r.Resyncs += st.Resyncs // (crash: plus those of party 0's earlier runs)
 	}
 	r.Seconds = time.Since(start).Seconds()
 	if r.PairsMismatched > 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d mismatched pairs delivered", r.PairsMismatched))
 	}
 	if r.OneSided > 0 {
-		r.Problems = append(r.Problems, fmt.Sprintf("%d requests got keys at one site and a refusal at the other", r.OneSided))
+		r.Problems = append(r.Problems, fmt.Sprintf("%d orphaned shares: requests got keys at one site and a refusal at the other", r.OneSided))
 	}
 	if r.PositionsReused[0]+r.PositionsReused[1] > 0 {
 		r.Problems = append(r.Problems, "a keystream position was used twice")
@@ -169,7 +350,7 @@ func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 
 // moduleNext asks party b for its module's next counter.
 func moduleNext(ctx context.Context, c *svcCluster, b int) (uint64, bool, error) {
-	st, err := c.apps[b].Status(ctx)
+	st, err := c.app(b).Status(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -179,8 +360,22 @@ func moduleNext(ctx context.Context, c *svcCluster, b int) (uint64, bool, error)
 	return st.Module.NextCounter, st.Module.Locked, nil
 }
 
-// chaosCrash kill -9s a module at random points of a stream and restarts it.
-func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer) (*chaosReport, error) {
+// chaosCrash kill -9s a daemon (which: modules, parties or all four) at
+// random points of a stream and restarts it; the application at a killed
+// party's site resends what it has no answer for. It reports orphaned
+// shares and, per daemon, the time from its restart to the first new pair.
+func chaosCrash(ctx context.Context, trials int, which string, seed uint64, progress io.Writer) (*chaosReport, error) {
+	var victims []string
+	switch which {
+	case "all":
+		victims = []string{"module0", "module1", "party0", "party1"}
+	case "modules":
+		victims = []string{"module0", "module1"}
+	case "parties":
+		victims = []string{"party0", "party1"}
+	default:
+		return nil, badInput("--kill %q: want all, modules or parties", which)
+	}
 	start := time.Now()
 	c, err := startCluster(ctx, "", clusterOpts{Batch: 16, InFlight: 2, Window: 32, Journal: true,
 		MatchTimeout: 2 * time.Second, PeerTimeout: 3 * time.Second})
@@ -190,7 +385,8 @@ func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer
 	defer c.Remove()
 	rng := mrand.New(mrand.NewPCG(seed, 1))
 	l := &chaosLoad{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1}
-	rep := &chaosReport{Test: "crash", Trials: trials}
+	rep := &chaosReport{Test: "crash", Trials: trials, Kills: map[string]int{}, RecoveryMs: map[string]chaosDist{}}
+	recovery := map[string][]float64{}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var rounds atomic.Int64
@@ -211,11 +407,26 @@ func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer
 	var lastNext [2]uint64
 	for t := 0; t < trials; t++ {
 		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
-		b := rng.IntN(2)
-		c.KillModule(b)
-		if err := c.StartModule(ctx, b); err != nil {
-			return nil, err
+		victim := victims[rng.IntN(len(victims))]
+		b := int(victim[len(victim)-1] - '0')
+		if victim[0] == 'm' {
+			c.KillModule(b)
+			if err := c.StartModule(ctx, b); err != nil {
+				return nil, err
+			}
+		} else {
+			if b == 0 { // its counters go with it
+				if st, err := c.app(0).Status(ctx); err == nil {
+					rep.Resyncs += st.Resyncs
+				}
+			}
+			old := c.KillParty(b)
+			if err := c.RestartParty(ctx, b, old); err != nil {
+				return nil, err
+			}
 		}
+		restarted := time.Now()
+		rep.Kills[victim]++
 		// The stream must resume: wait for two more completed rounds.
 		want := rounds.Load() + 2
 		deadline := time.Now().Add(60 * time.Second)
@@ -229,8 +440,20 @@ func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer
 			case <-time.After(5 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("trial %d: stream did not resume after restarting module %d", t, b)
+				return nil, fmt.Errorf("trial %d: stream did not resume after restarting %s", t, victim)
 			}
+		}
+		l.mu.Lock()
+		first := time.Time{}
+		for _, at := range l.pairsAt {
+			if at.After(restarted) && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+		l.pairsAt = l.pairsAt[:0]
+		l.mu.Unlock()
+		if !first.IsZero() {
+			recovery[victim] = append(recovery[victim], float64(first.Sub(restarted).Microseconds())/1000)
 		}
 		for p := 0; p < 2; p++ {
 			n, _, err := moduleNext(ctx, c, p)
@@ -243,7 +466,7 @@ func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer
 			lastNext[p] = n
 		}
 		if progress != nil {
-			fmt.Fprintf(progress, "\rtrial %d/%d: killed module %d; %d pairs verified", t+1, trials, b, l.verified)
+			fmt.Fprintf(progress, "\rtrial %d/%d: killed %s; %d pairs verified", t+1, trials, victim, l.verified)
 		}
 	}
 	if progress != nil {
@@ -251,6 +474,17 @@ func chaosCrash(ctx context.Context, trials int, seed uint64, progress io.Writer
 	}
 	cancel()
 	<-loadErr
+	for v, ms := range recovery {
+		rep.RecoveryMs[v] = distOf(ms)
+	}
+	// Rollback warnings the crashes raised (nothing was rolled back): a
+	// figure to watch, not a check (counters of a party restarted since
+	// start from zero).
+	for b := 0; b < 2; b++ {
+		if n := chaosMetric(c, b, "kord_rollbacks_detected_total"); n > 0 {
+			rep.RollbacksDetected += n
+		}
+	}
 	rep.finish(l, c, start)
 	return rep, nil
 }
@@ -432,6 +666,7 @@ func chaosCmd() *cobra.Command {
 		duration time.Duration
 		seed     uint64
 		asJSON   bool
+		kill     string
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos crash|rollback|network|soak",
@@ -439,10 +674,14 @@ func chaosCmd() *cobra.Command {
 		Long: `kord chaos runs two modules and two parties as child processes (peer link
 with mutual TLS, certificates made for the run) and attacks them:
 
-  crash     kill -9 a module at random points of a stream and restart it
-            (--trials, 20 in CI, 200 for the long run); checks no counter
-            rollback, no keystream position used twice (module journals), no
-            mismatched pair delivered, and that the stream resumes
+  crash     kill -9 a daemon (--kill all, modules or parties) at random
+            points of a stream and restart it (--trials, 20 in CI, 200 for
+            the long run); the application at a killed party's site resends
+            the ids it has no answer for. Checks no counter rollback, no
+            keystream position used twice (module journals), no mismatched
+            pair delivered, no orphaned share (keys at one site only), and
+            that the stream resumes; reports per daemon the time from its
+            restart to the first new pair (recovery_ms: median, p90, max)
   rollback  restore a module's state file from an older copy; the module must
             detect it from its peer's witness and resynchronise forward
   network   a fault proxy between the parties that delays, partitions, resets
@@ -469,7 +708,7 @@ Exit status 1 if any check fails.`,
 				if trials < 1 {
 					return badInput("--trials must be at least 1")
 				}
-				rep, err = chaosCrash(ctx, trials, seed, progress)
+				rep, err = chaosCrash(ctx, trials, kill, seed, progress)
 			case "rollback":
 				rep, err = chaosRollback(ctx, seed)
 			case "network":
@@ -498,6 +737,7 @@ Exit status 1 if any check fails.`,
 	f.DurationVar(&duration, "duration", 10*time.Second, "network, soak: how long")
 	f.Uint64Var(&seed, "seed", 0, "random seed (0 = from the clock)")
 	f.BoolVar(&asJSON, "json", false, "no progress on stderr")
+	f.StringVar(&kill, "kill", "all", "crash: which daemons to kill: all, modules or parties")
 	return cmd
 }
 

@@ -253,7 +253,7 @@ module process stays the default.`,
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
 	f.IntVar(&maxStreamKeys, "max-stream-keys", service.DefaultMaxStreamKeys, "most keys one application stream holds read and not yet sent back; past it the party stops reading the stream until the application reads its replies")
 	f.IntVar(&maxPending, "max-pending", service.DefaultMaxPending, "most keys queued and not yet answered, over all application streams; requests beyond it are refused (resource_exhausted)")
-	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "party 1: how long to wait for a request id party 0 has batched")
+	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "how long one request waits for its partner at the other site before it fails unmatched (alone; other requests go on)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
 	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
 	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")

@@ -22,11 +22,20 @@ func chaosJSON(t *testing.T, args ...string) chaosReport {
 	return rep
 }
 
-// TestChaosCrash kill -9s a module 20 times at random points of a stream.
+// TestChaosCrash kill -9s a module or a party 20 times at random points
+// of a stream: no pair mismatched, no share orphaned (the application at a
+// killed party's site resends its unanswered ids), and a recovery time is
+// reported for every daemon killed (a figure, not a threshold).
 func TestChaosCrash(t *testing.T) {
 	rep := chaosJSON(t, "crash", "--trials", "20")
-	if rep.PairsMismatched != 0 || rep.CounterRollbacks != 0 || rep.PositionsReused != [2]int{} || rep.PairsVerified == 0 {
+	if rep.PairsMismatched != 0 || rep.CounterRollbacks != 0 || rep.PositionsReused != [2]int{} || rep.PairsVerified == 0 ||
+		rep.OrphanedShares != 0 {
 		t.Fatalf("crash: %+v", rep)
+	}
+	for d, n := range rep.Kills {
+		if n > 0 && rep.RecoveryMs[d].N == 0 {
+			t.Errorf("crash: %s killed %d times, no recovery time reported", d, n)
+		}
 	}
 	if rep.Resyncs < 20 {
 		t.Fatalf("crash: %d resyncs for 20 restarts", rep.Resyncs)

@@ -1227,7 +1227,16 @@ type HelloReply struct {
 	// spent: requests party 1 failed as spent or tampered in batches of
 	// this run of party 0 (its module had opened party 0's frames for
 	// them); party 0 fails them too instead of batching them again.
-	Spent         *SpentRequests `protobuf:"bytes,4,opt,name=spent,proto3" json:"spent,omitempty"`
+	Spent *SpentRequests `protobuf:"bytes,4,opt,name=spent,proto3" json:"spent,omitempty"`
+	// fresh: party 1 has had no session since its process started, so it
+	// holds none of the requests it had before (it crashed or restarted);
+	// party 0 sends it its recent deliveries in Witness.recent.
+	Fresh bool `protobuf:"varint,5,opt,name=fresh,proto3" json:"fresh,omitempty"`
+	// recent: when party 0's run is new to party 1 (party 0 restarted),
+	// the requests party 1 delivered lately or holds unconfirmed, so that a
+	// restarted party 0 can complete them from its module (docs/api.md,
+	// "Recovery after a party restart").
+	Recent        []*RecentItem `protobuf:"bytes,6,rep,name=recent,proto3" json:"recent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1290,16 +1299,132 @@ func (x *HelloReply) GetSpent() *SpentRequests {
 	return nil
 }
 
+func (x *HelloReply) GetFresh() bool {
+	if x != nil {
+		return x.Fresh
+	}
+	return false
+}
+
+func (x *HelloReply) GetRecent() []*RecentItem {
+	if x != nil {
+		return x.Recent
+	}
+	return nil
+}
+
+// RecentItem is one request a party delivered (or, party 1, holds
+// answered and unconfirmed): its batch header item, the first counter of
+// its keys and the SHA-256 over their pair tags. The restarted peer
+// re-collects the same counters from its own module (collect is
+// idempotent for recent counters) and hands its share out only if its
+// pair tags give the same digest.
+type RecentItem struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Item         *BatchItem             `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
+	FirstCounter uint64                 `protobuf:"varint,2,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Digest       []byte                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	Seq          uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	Held         bool                   `protobuf:"varint,5,opt,name=held,proto3" json:"held,omitempty"` // party 1: answered, party 0's confirmation not received
+	// error_class: instead of counters, the class this site failed the
+	// request with (spent: a module may have opened a frame of it); the
+	// restarted peer answers a resend of the id with the same class.
+	ErrorClass    string `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecentItem) Reset() {
+	*x = RecentItem{}
+	mi := &file_kord_v1_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecentItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecentItem) ProtoMessage() {}
+
+func (x *RecentItem) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecentItem.ProtoReflect.Descriptor instead.
+func (*RecentItem) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RecentItem) GetItem() *BatchItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *RecentItem) GetFirstCounter() uint64 {
+	if x != nil {
+		return x.FirstCounter
+	}
+	return 0
+}
+
+func (x *RecentItem) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *RecentItem) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RecentItem) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *RecentItem) GetErrorClass() string {
+	if x != nil {
+		return x.ErrorClass
+	}
+	return ""
+}
+
 type Witness struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Witness       []byte                 `protobuf:"bytes,1,opt,name=witness,proto3" json:"witness,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Witness []byte                 `protobuf:"bytes,1,opt,name=witness,proto3" json:"witness,omitempty"`
+	// recent: party 0's recent deliveries, sent when HelloReply.fresh.
+	Recent []*RecentItem `protobuf:"bytes,2,rep,name=recent,proto3" json:"recent,omitempty"`
+	// held_ok, held_void: for the held items of HelloReply.recent, the ids
+	// whose pair party 0 completed (its module had collected the same
+	// counters with the same digest: party 1 delivers) and those it could
+	// not (party 1 fails them void; so does party 0 if the application
+	// asks again).
+	HeldOk        []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
+	HeldVoid      []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1436,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,12 +1449,33 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Witness) GetWitness() []byte {
 	if x != nil {
 		return x.Witness
+	}
+	return nil
+}
+
+func (x *Witness) GetRecent() []*RecentItem {
+	if x != nil {
+		return x.Recent
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldOk() []uint64 {
+	if x != nil {
+		return x.HeldOk
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldVoid() []uint64 {
+	if x != nil {
+		return x.HeldVoid
 	}
 	return nil
 }
@@ -1343,7 +1489,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1501,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1514,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -1379,22 +1525,31 @@ func (x *SyncDone) GetNextCounter() uint64 {
 }
 
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Tier          uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
-	FirstCounter  uint64                 `protobuf:"varint,3,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
-	Items         []*BatchItem           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	Transcript    []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
-	FrameData     []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
-	FrameLens     []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
-	PackedItems   *PackedItems           `protobuf:"bytes,9,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"` // instead of items, when party 1 asked for it
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Tier         uint32                 `protobuf:"varint,2,opt,name=tier,proto3" json:"tier,omitempty"`
+	FirstCounter uint64                 `protobuf:"varint,3,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
+	Items        []*BatchItem           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	Transcript   []byte                 `protobuf:"bytes,5,opt,name=transcript,proto3" json:"transcript,omitempty"`                // chained SHA-256 over the batch headers of the session
+	FrameData    []byte                 `protobuf:"bytes,7,opt,name=frame_data,json=frameData,proto3" json:"frame_data,omitempty"` // party 0's frames, concatenated
+	FrameLens    []uint32               `protobuf:"varint,8,rep,packed,name=frame_lens,json=frameLens,proto3" json:"frame_lens,omitempty"`
+	PackedItems  *PackedItems           `protobuf:"bytes,9,opt,name=packed_items,json=packedItems,proto3" json:"packed_items,omitempty"` // instead of items, when party 1 asked for it
+	// queued: the requests party 0 still held queued when it took this
+	// batch. 0 tells party 1 that every request party 0 had was batched,
+	// so a request of its own still unclaimed has no partner yet (its
+	// match timeout may run out: docs/api.md).
+	Queued uint64 `protobuf:"varint,10,opt,name=queued,proto3" json:"queued,omitempty"`
+	// void_ids: ids party 0 answered void after its restart although party
+	// 1 had delivered their keys; party 1 tells its application (a second
+	// reply for the id, class void).
+	VoidIds       []uint64 `protobuf:"varint,11,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1561,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1574,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1478,6 +1633,20 @@ func (x *Batch) GetPackedItems() *PackedItems {
 	return nil
 }
 
+func (x *Batch) GetQueued() uint64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Batch) GetVoidIds() []uint64 {
+	if x != nil {
+		return x.VoidIds
+	}
+	return nil
+}
+
 type BatchReply struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1493,13 +1662,22 @@ type BatchReply struct {
 	// an error, once party 1's module has opened party 0's frames. Only sent
 	// when the Hello asked for early_frames.
 	DigestFollows bool `protobuf:"varint,10,opt,name=digest_follows,json=digestFollows,proto3" json:"digest_follows,omitempty"`
+	// session_continues (with error): the refusal covers only this batch;
+	// party 1 has moved its module past the batch's counters without
+	// opening any frame of it, and the session goes on. Sent for ids with
+	// no request at party 1 yet (error_class unmatched): party 0 batches the
+	// others again and retries the missing ids until --match-timeout.
+	SessionContinues bool `protobuf:"varint,11,opt,name=session_continues,json=sessionContinues,proto3" json:"session_continues,omitempty"`
+	// void_ids: ids party 1 answered void after its restart although party
+	// 0 had delivered their keys; party 0 tells its application.
+	VoidIds       []uint64 `protobuf:"varint,12,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1689,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1702,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -1590,6 +1768,20 @@ func (x *BatchReply) GetDigestFollows() bool {
 	return false
 }
 
+func (x *BatchReply) GetSessionContinues() bool {
+	if x != nil {
+		return x.SessionContinues
+	}
+	return false
+}
+
+func (x *BatchReply) GetVoidIds() []uint64 {
+	if x != nil {
+		return x.VoidIds
+	}
+	return nil
+}
+
 type Confirm struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1606,7 +1798,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1810,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1823,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -1673,7 +1865,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1877,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1890,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -1827,7 +2019,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[22]
+	mi := &file_kord_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +2031,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[22]
+	mi := &file_kord_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +2044,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -1980,17 +2172,31 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"5\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\x95\x01\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xd8\x01\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
 	"\awitness\x18\x02 \x01(\fR\awitness\x12!\n" +
 	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\x12,\n" +
-	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"#\n" +
+	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x14\n" +
+	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12+\n" +
+	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\"\xb8\x01\n" +
+	"\n" +
+	"RecentItem\x12&\n" +
+	"\x04item\x18\x01 \x01(\v2\x12.kord.v1.BatchItemR\x04item\x12#\n" +
+	"\rfirst_counter\x18\x02 \x01(\x04R\ffirstCounter\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04held\x18\x05 \x01(\bR\x04held\x12\x1f\n" +
+	"\verror_class\x18\x06 \x01(\tR\n" +
+	"errorClass\"\x86\x01\n" +
 	"\aWitness\x12\x18\n" +
-	"\awitness\x18\x01 \x01(\fR\awitness\"-\n" +
+	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
+	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
+	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
+	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\x99\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xcc\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2003,7 +2209,10 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"frame_data\x18\a \x01(\fR\tframeData\x12\x1d\n" +
 	"\n" +
 	"frame_lens\x18\b \x03(\rR\tframeLens\x127\n" +
-	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItemsJ\x04\b\x06\x10\a\"\x97\x02\n" +
+	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItems\x12\x16\n" +
+	"\x06queued\x18\n" +
+	" \x01(\x04R\x06queued\x12\x19\n" +
+	"\bvoid_ids\x18\v \x03(\x04R\avoidIdsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -2018,7 +2227,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"frame_lens\x18\t \x03(\rR\tframeLens\x12%\n" +
 	"\x0edigest_follows\x18\n" +
-	" \x01(\bR\rdigestFollowsJ\x04\b\x03\x10\x04\"L\n" +
+	" \x01(\bR\rdigestFollows\x12+\n" +
+	"\x11session_continues\x18\v \x01(\bR\x10sessionContinues\x12\x19\n" +
+	"\bvoid_ids\x18\f \x03(\x04R\avoidIdsJ\x04\b\x03\x10\x04\"L\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
@@ -2059,7 +2270,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -2077,14 +2288,15 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*Hello)(nil),                 // 13: kord.v1.Hello
 	(*SpentRequests)(nil),         // 14: kord.v1.SpentRequests
 	(*HelloReply)(nil),            // 15: kord.v1.HelloReply
-	(*Witness)(nil),               // 16: kord.v1.Witness
-	(*SyncDone)(nil),              // 17: kord.v1.SyncDone
-	(*Batch)(nil),                 // 18: kord.v1.Batch
-	(*BatchReply)(nil),            // 19: kord.v1.BatchReply
-	(*Confirm)(nil),               // 20: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 21: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 22: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 23: kord.v1.PollResponse
+	(*RecentItem)(nil),            // 16: kord.v1.RecentItem
+	(*Witness)(nil),               // 17: kord.v1.Witness
+	(*SyncDone)(nil),              // 18: kord.v1.SyncDone
+	(*Batch)(nil),                 // 19: kord.v1.Batch
+	(*BatchReply)(nil),            // 20: kord.v1.BatchReply
+	(*Confirm)(nil),               // 21: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 22: kord.v1.PeerMsg
+	(*PairMessage)(nil),           // 23: kord.v1.PairMessage
+	(*modulepb.PollResponse)(nil), // 24: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
@@ -2092,35 +2304,38 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	4,  // 2: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 3: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 4: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	23, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	24, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
 	14, // 6: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
 	14, // 7: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
-	11, // 8: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 9: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
-	13, // 10: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	15, // 11: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	16, // 12: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	17, // 13: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	18, // 14: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	19, // 15: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	20, // 16: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 17: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 18: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 19: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 20: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	22, // 21: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	21, // 22: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 23: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 24: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 25: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 26: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	22, // 27: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	21, // 28: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	23, // [23:29] is the sub-list for method output_type
-	17, // [17:23] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	16, // 8: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
+	11, // 9: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
+	16, // 10: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
+	11, // 11: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	12, // 12: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	13, // 13: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	15, // 14: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	17, // 15: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	18, // 16: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	19, // 17: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	20, // 18: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	21, // 19: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 20: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 21: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 22: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 23: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	23, // 24: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	22, // 25: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 26: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 27: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 28: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 29: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	23, // 30: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	22, // 31: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -2128,7 +2343,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[21].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[22].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -2143,7 +2358,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

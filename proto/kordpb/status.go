@@ -24,10 +24,12 @@ const (
 	ClassBadRequest  = "bad_request"        // the request is malformed; nothing moved
 	ClassExhausted   = "resource_exhausted" // the party holds its most pending keys; nothing moved
 	ClassMismatch    = "mismatch"           // the two sites' requests differ (found before any frame was opened)
-	ClassPeer        = "peer"               // the peer site has no such request (in time)
+	ClassPeer        = "peer"               // the peer site had no such request as the session ended
 	ClassUnavailable = "unavailable"        // the stream or party is going away
 	ClassTampered    = "tampered"           // the two modules' keys did not pair: frames or pair tags disagree
 	ClassSpent       = "spent"              // the batch ended without keys after a module opened the peer's frames for it
+	ClassUnmatched   = "unmatched"          // no request with this id reached the other site within --match-timeout
+	ClassVoid        = "void"               // after a party restart the pair could not be completed; any share of it is void
 	ClassDesync      = "desync"             // peer link: the sites disagree on a batch (not sent to applications)
 	ClassInternal    = "internal"
 )
@@ -47,10 +49,12 @@ var Classes = []ClassInfo{
 	{ClassBadRequest, true, "malformed request, or an id already pending at this site; refused before it was queued"},
 	{ClassExhausted, true, "the party holds its most pending keys (--max-pending); refused before it was queued"},
 	{ClassMismatch, true, "the two sites' requests under this id differ; found by party 1 when it claims the batch, before either module opened a frame of it"},
-	{ClassPeer, true, "the peer site had no request with this id in time; the batch was refused before party 1's module opened any frame"},
+	{ClassPeer, true, "the peer site had no request with this id while the peer session was ending; the batch was refused before party 1's module opened any frame"},
 	{ClassUnavailable, true, "the stream or party went away while the request waited to be batched or matched (a request already opened fails spent instead)"},
 	{ClassTampered, false, "the two modules' keys did not pair: their pair-tag digests differed, or a peer frame was refused after others were opened; no key delivered"},
 	{ClassSpent, false, "the batch ended without delivery (session lost, timeout, peer refusal, module error) after a module had opened the peer's frames for it; no key delivered"},
+	{ClassUnmatched, true, "no request with this id reached the other site within --match-timeout (or the other site's request for it expired unmatched); no module opened a frame for it, the other requests went on"},
+	{ClassVoid, false, "a party restarted while the pair for this id was being delivered and it could not be completed at both sites (the restarted party's module no longer holds its share, or the pair tags disagree); any share of this id delivered at the other site is void and must be discarded"},
 	{ClassDesync, true, "peer link only: the sites disagree on a batch header; never sent to applications"},
 	{ClassInternal, false, "an unexpected failure; whether a frame was opened is unknown"},
 }
