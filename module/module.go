@@ -61,12 +61,15 @@ type Config struct {
 	Store store.Store
 	// Logger receives operational logs (never secrets); nil discards.
 	Logger *slog.Logger
+	// Workers is the number of goroutines each batch Gen of the module
+	// runs on; 0 means runtime.GOMAXPROCS.
+	Workers int
 }
 
 // NewSoftware returns an unpaired software module: the default backend.
 func NewSoftware(c Config) (Device, error) {
 	e, err := engine.New(engine.Config{
-		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger,
+		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger, Workers: c.Workers,
 	})
 	if err != nil {
 		return nil, err

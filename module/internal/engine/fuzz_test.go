@@ -115,3 +115,62 @@ func FuzzSubmitShares(f *testing.F) {
 		e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: r.FirstCounter})
 	})
 }
+
+// FuzzBulkFrame feeds arbitrary bytes as the peer's one frame of a bound
+// bulk, each tier. No panic; a rejected frame moves nothing and the honest
+// frame still opens; on the mac tiers only the honest frame is accepted.
+func FuzzBulkFrame(f *testing.F) {
+	e := pair(f)
+	b := msg.Bulk{Mode: msg.Bound, Type: fss.DCF, InBits: 12, OutBits: 20, N: 3,
+		AlphaShares: []uint64{5, 6, 7}, BetaShares: []uint64{9, 10, 11}}
+	for sel := uint8(0); sel < 3; sel++ {
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tierOf(sel), Bulk: &b})
+		if err != nil {
+			f.Fatal(err)
+		}
+		if _, err := e[1].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tierOf(sel), Bulk: &b}); err != nil {
+			f.Fatal(err)
+		}
+		fr := r.Frames[0]
+		f.Add(sel, fr)
+		f.Add(sel, fr[:len(fr)-1])
+		f.Add(sel, append(bytes.Clone(fr), 0))
+		for x := range 2 {
+			e[x].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
+		}
+	}
+	f.Add(uint8(0), []byte{})
+	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
+		tier := tierOf(sel)
+		r0, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r1, err := e[1].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := state(e[1])
+		r := frame(t, e[1], data)
+		if !r.Accepted {
+			if state(e[1]) != before {
+				t.Fatal("a rejected bulk frame moved state")
+			}
+			if !frame(t, e[1], r0.Frames[0]).Accepted {
+				t.Fatal("honest bulk frame rejected after a rejected one")
+			}
+		} else if tier != msg.Keystream && !bytes.Equal(data, r0.Frames[0]) {
+			t.Fatal("a forged mac-tier bulk frame was accepted")
+		}
+		if !frame(t, e[0], r1.Frames[0]).Accepted {
+			t.Fatal("honest bulk frame rejected")
+		}
+		for x := range 2 {
+			c, err := e[x].Collect(ctx, &msg.CollectRequest{Counter: r0.FirstCounter, Count: b.N})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Slab.Wipe()
+		}
+	})
+}
