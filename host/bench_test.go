@@ -67,8 +67,9 @@ func rawBatchGenRate(tb testing.TB, p fss.Params) float64 {
 
 // BenchmarkDelivered measures, in one run per shape, raw fss.BatchGen on
 // one worker and the keys an application receives from host.LocalPair
-// (derived mode, and bound mode under each tier), and reports the
-// delivered rate and its ratio to raw BatchGen.
+// (derived mode, and bound mode under each tier; through the *fss.Key API
+// and the slab API), and reports the delivered rate and its ratio to raw
+// BatchGen. Every pair is checked, outside the clock.
 //
 //	go test ./host -run '^$' -bench Delivered -benchtime 20x -count 3
 func BenchmarkDelivered(b *testing.B) {
@@ -80,28 +81,30 @@ func BenchmarkDelivered(b *testing.B) {
 			if tier == 0 {
 				mode, name = msg.Derived, "derived"
 			}
-			b.Run(fmt.Sprintf("%v-32/%s", typ, name), func(b *testing.B) {
-				raw := rawBatchGenRate(b, p)
-				m, err := newDeliverer(ctx, p, mode, tier, benchBatch)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.close()
-				var keys int
-				var clock time.Duration
-				for b.Loop() {
-					d, n, err := m.round(ctx)
+			for _, api := range []string{"keys", "slab"} {
+				b.Run(fmt.Sprintf("%v-32/%s/%s", typ, name, api), func(b *testing.B) {
+					raw := rawBatchGenRate(b, p)
+					m, err := newDeliverer(ctx, p, mode, tier, benchBatch, api == "slab")
 					if err != nil {
 						b.Fatal(err)
 					}
-					clock += d
-					keys += n
-				}
-				rate := float64(keys) / clock.Seconds()
-				b.ReportMetric(raw, "raw_keys/s")
-				b.ReportMetric(rate, "keys/s")
-				b.ReportMetric(rate/raw, "ratio")
-			})
+					defer m.close()
+					var keys int
+					var clock time.Duration
+					for b.Loop() {
+						d, n, err := m.round(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						clock += d
+						keys += n
+					}
+					rate := float64(keys) / clock.Seconds()
+					b.ReportMetric(raw, "raw_keys/s")
+					b.ReportMetric(rate, "keys/s")
+					b.ReportMetric(rate/raw, "ratio")
+				})
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ type deliverer struct {
 	p    fss.Params
 	tier msg.Tier // 0: derived mode
 	n    int      // keys per round
+	slab bool     // the slab API (DerivedSlab, BoundSlab), not the *fss.Key one
 	rng  *rand.Rand
 
 	alphas, betas [2][]uint64
@@ -29,8 +30,8 @@ type deliverer struct {
 	verified, failed int
 }
 
-func newDeliverer(ctx context.Context, p fss.Params, mode msg.Mode, tier msg.Tier, n int) (*deliverer, error) {
-	d := &deliverer{p: p, n: n, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+func newDeliverer(ctx context.Context, p fss.Params, mode msg.Mode, tier msg.Tier, n int, slab bool) (*deliverer, error) {
+	d := &deliverer{p: p, n: n, slab: slab, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 	switch mode {
 	case msg.Derived:
 	case msg.Bound:
@@ -61,6 +62,9 @@ func (d *deliverer) close() { d.lp.Close() }
 // counting the check) and the number of keys.
 func (d *deliverer) round(ctx context.Context) (time.Duration, int, error) {
 	ma, mb := prg.Mask(d.p.InBits), prg.Mask(d.p.OutBits)
+	if d.slab {
+		return d.roundSlab(ctx)
+	}
 	if d.tier == 0 {
 		start := time.Now()
 		out, err := d.lp.DerivedKeys(ctx, d.p, d.n, 0, true)
@@ -90,6 +94,50 @@ func (d *deliverer) round(ctx context.Context) (time.Duration, int, error) {
 		d.check(keys[0][i], keys[1][i], (d.alphas[0][i]+d.alphas[1][i])&ma, (d.betas[0][i]+d.betas[1][i])&mb)
 	}
 	return el, d.n, nil
+}
+
+// roundSlab is round over the slab API; the check parses each key from
+// the slabs, outside the clock.
+func (d *deliverer) roundSlab(ctx context.Context) (time.Duration, int, error) {
+	ma, mb := prg.Mask(d.p.InBits), prg.Mask(d.p.OutBits)
+	var s [2]*msg.Slab
+	var el time.Duration
+	var err error
+	if d.tier == 0 {
+		start := time.Now()
+		s, err = d.lp.DerivedSlab(ctx, d.p, d.n, 0, true)
+		el = time.Since(start)
+	} else {
+		for i := range d.n {
+			for b := range 2 {
+				d.alphas[b][i], d.betas[b][i] = d.rng.Uint64()&ma, d.rng.Uint64()&mb
+			}
+		}
+		start := time.Now()
+		s, err = d.lp.BoundSlab(ctx, d.tier, d.p, d.alphas, d.betas)
+		el = time.Since(start)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s[0].Wipe()
+	defer s[1].Wipe()
+	for i := range s[0].N {
+		var a, be uint64
+		if d.tier == 0 {
+			a, be = (s[0].AlphaShares[i]+s[1].AlphaShares[i])&ma, (s[0].BetaShares[i]+s[1].BetaShares[i])&mb
+		} else {
+			a, be = (d.alphas[0][i]+d.alphas[1][i])&ma, (d.betas[0][i]+d.betas[1][i])&mb
+		}
+		k0, err0 := fss.ParseKey(s[0].Key(i))
+		k1, err1 := fss.ParseKey(s[1].Key(i))
+		if err0 != nil || err1 != nil {
+			d.failed++
+			continue
+		}
+		d.check(k0, k1, a, be)
+	}
+	return el, s[0].N, nil
 }
 
 // check verifies one pair at α, its neighbours and a random point, and
@@ -135,12 +183,14 @@ func pairTruth(p fss.Params, alpha, beta, x uint64) uint64 {
 // of key pairs to deliver (rounded up to whole batches). Every pair is checked
 // outside the clock — Eval(0,k0,x)+Eval(1,k1,x) = f(x) at α, α±1 and a
 // random point — and counted in verified or failed; keysPerSec counts
-// only the delivery.
+// only the delivery. The application receives its keys as slabs
+// (LocalPair.DerivedSlab, BoundSlab): the keys at a fixed stride, to be
+// viewed in place.
 func MeasureDelivered(ctx context.Context, params fss.Params, mode msg.Mode, tier msg.Tier, n int) (keysPerSec float64, verified, failed int, err error) {
 	if n <= 0 {
 		return 0, 0, 0, errors.New("host: MeasureDelivered needs n > 0")
 	}
-	d, err := newDeliverer(ctx, params, mode, tier, min(n, benchBatch))
+	d, err := newDeliverer(ctx, params, mode, tier, min(n, benchBatch), true)
 	if err != nil {
 		return 0, 0, 0, err
 	}

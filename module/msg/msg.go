@@ -253,13 +253,16 @@ const MaxBulk = 16384
 // Bound mode (N share pairs at once): AlphaShares and BetaShares hold
 // this party's N additive shares, ⟨α_i⟩ mod 2^ℓ and ⟨β_i⟩ mod 2^n; the
 // keys take the counters FirstCounter … FirstCounter+N-1 in order. The one
-// own frame carries them all:
+// own frame carries them all: it is the bytes of the frames the one-key
+// path (SubmitShares) sends for the same N requests, concatenated, so
+// every tier keeps its format and its cost on the wire:
 //
-//   - otp (Keystream): the N keystream-tier frames of the keys,
-//     concatenated (N · (⌈ℓ/8⌉+⌈n/8⌉) bytes);
-//   - mac and batchmac: one envelope over the N share pairs at the first
-//     counter, under the tier's own direction key (the batchmac format;
-//     36 bytes of overhead per bulk).
+//   - otp (Keystream): the N keystream-tier frames of the keys
+//     (N · (⌈ℓ/8⌉+⌈n/8⌉) bytes);
+//   - mac: the N one-key envelopes, each at its own counter (36 bytes of
+//     overhead per key);
+//   - batchmac: one envelope over the N share pairs at the first counter
+//     (36 bytes per bulk).
 //
 // The peer host must submit a Bulk of the same shape, N and tier, and
 // forward the one peer frame; it is accepted or rejected as a whole.

@@ -306,8 +306,8 @@ func (e *Engine) bulkDescs(d channel.Desc, n int) []channel.Desc {
 }
 
 // sealBulk returns this party's one frame for a bound bulk slot (see
-// msg.Bulk): the keys' keystream frames concatenated, or one envelope at
-// the first counter under the tier's key.
+// msg.Bulk): the bytes of the frames the one-key path sends for the same
+// batch, concatenated — per key on otp and mac, one envelope on batchmac.
 func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 	bs := sl.bulk
 	d := bs.desc()
@@ -318,6 +318,22 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 		}
 		return f, nil
 	}
+	if sl.tier == msg.MAC {
+		one := []channel.Desc{d}
+		es := channel.EnvelopeSize(one)
+		f := make([]byte, 0, bs.n*es)
+		for i := range bs.n {
+			plain := channel.Pack(e.plain[:0], d, bs.alpha[i], bs.beta[i])
+			e.plain = plain
+			var err error
+			f, err = e.ch.SealTo(f, channel.TierMAC, bs.first+uint64(i), one, plain)
+			clear(plain)
+			if err != nil {
+				return nil, err
+			}
+		}
+		return f, nil
+	}
 	ds := e.bulkDescs(d, bs.n)
 	plain := e.plain[:0]
 	for i := range bs.n {
@@ -325,11 +341,7 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 	}
 	e.plain = plain
 	defer clear(plain)
-	tier := channel.TierMAC
-	if sl.tier == msg.BatchMAC {
-		tier = channel.TierBatchMAC
-	}
-	return e.ch.SealTo(make([]byte, 0, channel.EnvelopeSize(ds)), tier, bs.first, ds, plain)
+	return e.ch.SealTo(make([]byte, 0, channel.EnvelopeSize(ds)), channel.TierBatchMAC, bs.first, ds, plain)
 }
 
 // submitBulkFrame opens the peer's one frame of the oldest pending slot, a
@@ -355,6 +367,10 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 			}
 			peerA[i], peerB[i] = a, b
 		}
+	} else if sl.tier == msg.MAC {
+		if rej, ok := e.openBulkMAC(bs, frame, peerA, peerB); !ok {
+			return e.reject(rej, bs.first)
+		}
 	} else {
 		ds := e.bulkDescs(d, n)
 		got, err := channel.EnvelopeCounter(frame, ds)
@@ -367,11 +383,7 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 		if got != bs.first {
 			return e.reject(RejectOrder, bs.first)
 		}
-		tier := channel.TierMAC
-		if sl.tier == msg.BatchMAC {
-			tier = channel.TierBatchMAC
-		}
-		plain, err := e.ch.OpenTo(e.plain[:0], tier, got, ds, frame)
+		plain, err := e.ch.OpenTo(e.plain[:0], channel.TierBatchMAC, got, ds, frame)
 		if err != nil {
 			return e.reject(RejectAuth, bs.first)
 		}
@@ -448,4 +460,43 @@ func (e *Engine) dropSlabs(counter uint64) int {
 	e.slabs = keep
 	e.slabKeys -= n
 	return n
+}
+
+// openBulkMAC opens a mac-tier bulk frame: n one-key envelopes at the
+// counters first… in order, each checked (length, replay, order,
+// authentication, range) before the next; the first failure names the
+// reject reason, and the peer shares opened so far are left for the
+// caller's wipe.
+func (e *Engine) openBulkMAC(bs *bulkSlot, frame []byte, peerA, peerB []uint64) (string, bool) {
+	d := bs.desc()
+	one := []channel.Desc{d}
+	es := channel.EnvelopeSize(one)
+	if len(frame) != bs.n*es {
+		return RejectLength, false
+	}
+	for i := range bs.n {
+		env := frame[i*es : (i+1)*es]
+		got, err := channel.EnvelopeCounter(env, one)
+		if err != nil {
+			return RejectLength, false
+		}
+		if got < e.ctr.PeerFloor {
+			return RejectReplay, false
+		}
+		if got != bs.first+uint64(i) {
+			return RejectOrder, false
+		}
+		plain, err := e.ch.OpenTo(e.plain[:0], channel.TierMAC, got, one, env)
+		if err != nil {
+			return RejectAuth, false
+		}
+		e.plain = plain
+		a, b, err := channel.Unpack(plain, d)
+		clear(plain)
+		if err != nil {
+			return RejectRange, false
+		}
+		peerA[i], peerB[i] = a, b
+	}
+	return "", true
 }
