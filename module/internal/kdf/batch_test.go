@@ -1,6 +1,7 @@
 package kdf
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 
@@ -43,6 +44,36 @@ func TestBatchFormsMatchOneKey(t *testing.T) {
 		x, x0, y, y0 := p.Derived(c)
 		if x != a[i] || x0 != a0[i] || y != b[i] || y0 != b0[i] {
 			t.Fatalf("key %d: batch derived values differ from Derived", i)
+		}
+	}
+}
+
+// TestMultiMatchesCryptoAES pins the multi-block cipher (the AES-NI
+// kernel where the CPU has it) to crypto/aes, for every count of blocks
+// around the eight-block stride.
+func TestMultiMatchesCryptoAES(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for trial := range 4 {
+		var key [32]byte
+		for i := range key {
+			key[i] = byte(r.Uint32())
+		}
+		m, err := newMulti(&key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := newPortable(&key)
+		for n := range 20 {
+			buf := make([]byte, 16*n)
+			for i := range buf {
+				buf[i] = byte(r.Uint32())
+			}
+			want := bytes.Clone(buf)
+			ref.encrypt(want)
+			m.encrypt(buf)
+			if !bytes.Equal(buf, want) {
+				t.Fatalf("trial %d, %d blocks: multi-block AES-256 differs from crypto/aes", trial, n)
+			}
 		}
 	}
 }
