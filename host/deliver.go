@@ -120,8 +120,7 @@ func (d *deliverer) roundSlab(ctx context.Context) (time.Duration, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s[0].Wipe()
-	defer s[1].Wipe()
+	defer d.lp.Release(s)
 	for i := range s[0].N {
 		var a, be uint64
 		if d.tier == 0 {

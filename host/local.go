@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"github.com/kord-fss/kord/fss"
@@ -32,6 +33,10 @@ type LocalOptions struct {
 	InFlight int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Workers is the number of goroutines each module's batch Gen runs
+	// on; 0 means half of GOMAXPROCS (at least one): the two modules
+	// share this process and generate at the same time.
+	Workers int
 }
 
 // NewLocalPair builds two software modules under a fresh random
@@ -43,8 +48,12 @@ func NewLocalPair(ctx context.Context, o LocalOptions) (*LocalPair, error) {
 	}
 	defer clear(secret)
 	lp := &LocalPair{}
+	workers := o.Workers
+	if workers == 0 {
+		workers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
 	for b := 0; b < 2; b++ {
-		d, err := module.NewSoftware(module.Config{Party: b, Secret: secret, KEM: o.KEM, Logger: o.Logger})
+		d, err := module.NewSoftware(module.Config{Party: b, Secret: secret, KEM: o.KEM, Logger: o.Logger, Workers: workers})
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 )
 
@@ -116,7 +117,7 @@ func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ 
 	if err != nil {
 		return nil, spent, err
 	}
-	defer s.Wipe()
+	defer h.Release(s)
 	res := make([]Result, s.N)
 	for i := range res {
 		k, err := fss.ParseKey(s.Key(i))
@@ -132,6 +133,28 @@ func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ 
 		res[i] = r
 	}
 	return res, spent, nil
+}
+
+// Release hands a slab this host's GenerateSlab returned back to its
+// module to reuse (module.Recycler), which wipes it; with a module that
+// does not take slabs back, it wipes it. The caller must not use it after.
+func (h *Host) Release(s *msg.Slab) {
+	if s == nil {
+		return
+	}
+	if r, ok := h.dev.(module.Recycler); ok {
+		r.Recycle(s)
+		return
+	}
+	s.Wipe()
+}
+
+// Release hands both slabs of a DerivedSlab or BoundSlab back (see
+// Host.Release); nil slabs are skipped.
+func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
+	for b := range 2 {
+		lp.Hosts[b].Release(slabs[b])
+	}
 }
 
 // runSlabs runs both hosts' GenerateSlab at once and checks that the two
@@ -163,7 +186,7 @@ func (lp *LocalPair) runSlabs(ctx context.Context, tier msg.Tier, b [2]*msg.Bulk
 				// The peer failed a bulk this side finished: in bound
 				// mode, this module opened the peer's frame.
 				be.Spent = be.Spent || out[x].Mode != msg.Derived
-				out[x].Wipe()
+				lp.Hosts[x].Release(out[x])
 				out[x] = nil
 			} else if !errors.As(errs[x], &e) || e.Spent {
 				be.Spent = true
@@ -174,7 +197,7 @@ func (lp *LocalPair) runSlabs(ctx context.Context, tier msg.Tier, b [2]*msg.Bulk
 	if !bytes.Equal(out[0].PairTags, out[1].PairTags) {
 		for x := range 2 {
 			lp.Hosts[x].abandon(ctx, out[x].First+uint64(out[x].N)-1, true, nil)
-			out[x].Wipe()
+			lp.Hosts[x].Release(out[x])
 			out[x] = nil
 		}
 		lp.Hosts[0].log.Warn("pair tags disagree: a frame was altered or the requests differ; the bulk is spent")
@@ -187,7 +210,8 @@ func (lp *LocalPair) runSlabs(ctx context.Context, tier msg.Tier, b [2]*msg.Bulk
 // whose α (and β when deriveBeta; otherwise β is the public beta) are
 // drawn inside both modules; slabs[b] is party b's (its keys, and its
 // shares of each α and β in AlphaShares and BetaShares). The slabs pair
-// (their pair tags were compared). The caller owns both and wipes them.
+// (their pair tags were compared). The caller owns both and wipes them
+// (Slab.Wipe), or hands them back (Release) for reuse.
 func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta uint64, deriveBeta bool) (slabs [2]*msg.Slab, err error) {
 	b := &msg.Bulk{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, N: n, DeriveBeta: deriveBeta, Beta: beta}
 	return lp.runSlabs(ctx, 0, [2]*msg.Bulk{b, b})
@@ -197,7 +221,8 @@ func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta 
 // each α (mod 2^ℓ) and β (mod 2^n), at most msg.MaxBulk, it returns each
 // party's slab of key shares, slabs[b] for party b, key i at
 // slabs[b].Key(i). The slabs pair (their pair tags were compared). The
-// caller owns both and wipes them. Errors are as for Generate: a
+// caller owns both and wipes them (Slab.Wipe), or hands them back
+// (Release) for reuse. Errors are as for Generate: a
 // *BatchError, Spent when the α may not be used again.
 func (lp *LocalPair) BoundSlab(ctx context.Context, tier msg.Tier, p fss.Params, alphaShares, betaShares [2][]uint64) (slabs [2]*msg.Slab, err error) {
 	n := len(alphaShares[0])

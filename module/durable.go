@@ -111,6 +111,10 @@ func (m *Durable) CollectSlab(_ context.Context, first uint64, count int, emit f
 	return m.d.CollectSlab(first, count, nil, emit)
 }
 
+// Recycle takes back a slab this module's Collect handed out (see
+// Recycler).
+func (m *Durable) Recycle(s *msg.Slab) { m.d.Recycle(s) }
+
 // Challenge draws a fresh nonce for the peer's witness and this module's
 // share of the next session's keys.
 func (m *Durable) Challenge(context.Context) ([]byte, error) { return m.d.Challenge() }

@@ -39,6 +39,15 @@ type Device interface {
 	Collect(context.Context, *msg.CollectRequest) (*msg.CollectResponse, error)
 }
 
+// Recycler is implemented by a Device that takes back the slabs it hands
+// out (msg.Slab, from a range collect) to reuse their buffers: Recycle
+// wipes the slab (the one wipe its buffers get) and keeps it for a later
+// bulk; the caller must not use it after. The software module implements
+// it.
+type Recycler interface {
+	Recycle(*msg.Slab)
+}
+
 // Errors a Device returns (test with errors.Is).
 var (
 	ErrBadRequest = engine.ErrBadRequest

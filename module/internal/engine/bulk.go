@@ -218,29 +218,70 @@ func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
 	defer s.wipe()
 	e.prf.DerivedBatch(first, s.alpha, s.alpha0, s.beta, s.beta0)
 	ma, mb := prg.Mask(params.InBits), prg.Mask(params.OutBits)
-	as, bs := make([]uint64, n), make([]uint64, n)
+	var as, bs []uint64
 	for i := range n {
-		a, a0 := s.alpha[i]&ma, s.alpha0[i]&ma
-		be, b0 := s.beta[i]&mb, s.beta0[i]&mb
+		s.alpha[i] &= ma
+		s.beta[i] &= mb
 		if !b.DeriveBeta {
-			be, b0 = b.Beta, b.Beta
+			s.beta[i] = b.Beta
 		}
-		s.alpha[i], s.beta[i] = a, be
+	}
+	sl, err := e.makeSlab(first, msg.Derived, params, n)
+	if err != nil {
+		return err
+	}
+	as, bs = grow(sl.AlphaShares, n), grow(sl.BetaShares, n)
+	for i := range n {
+		a, a0, be, b0 := s.alpha[i], s.alpha0[i]&ma, s.beta[i], s.beta0[i]&mb
+		if !b.DeriveBeta {
+			b0 = b.Beta
+		}
 		if e.party == 0 {
 			as[i], bs[i] = a0, b0
 		} else {
 			as[i], bs[i] = (a-a0)&ma, (be-b0)&mb
 		}
 	}
-	sl, err := e.makeSlab(first, msg.Derived, params, n)
-	if err != nil {
-		clear(as)
-		clear(bs)
-		return err
-	}
 	sl.AlphaShares, sl.BetaShares = as, bs
 	e.keepSlab(sl)
 	return nil
+}
+
+// maxFreeSlabs bounds the recycled slabs a module keeps.
+const maxFreeSlabs = 8
+
+// newSlab returns a recycled slab whose key buffer holds keyBytes, or a
+// fresh one; its buffers were wiped when it was recycled.
+func (e *Engine) newSlab(keyBytes int) *msg.Slab {
+	for i, s := range e.freeSlabs {
+		if cap(s.Keys) >= keyBytes {
+			last := len(e.freeSlabs) - 1
+			e.freeSlabs[i], e.freeSlabs[last] = e.freeSlabs[last], nil
+			e.freeSlabs = e.freeSlabs[:last]
+			return s
+		}
+	}
+	return &msg.Slab{}
+}
+
+// Recycle takes back a slab this module handed out, once its holder is
+// done with it: the slab is wiped (the one wipe its buffers get) and its
+// buffers serve a later bulk. The caller must not use it after.
+func (e *Engine) Recycle(s *msg.Slab) {
+	if s == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.recycleLocked(s)
+}
+
+// recycleLocked is Recycle under e.mu.
+func (e *Engine) recycleLocked(s *msg.Slab) {
+	s.Wipe()
+	if len(e.freeSlabs) < maxFreeSlabs {
+		e.freeSlabs = append(e.freeSlabs, s)
+	}
 }
 
 // makeSlab generates this party's keys of a bulk from the (α, β) in
@@ -254,8 +295,10 @@ func (e *Engine) makeSlab(first uint64, mode msg.Mode, p fss.Params, n int) (*ms
 		return nil, err
 	}
 	ks := p.KeySize()
-	sl := &msg.Slab{First: first, N: n, Mode: mode, Params: p, Stride: ks,
-		Keys: make([]byte, n*ks), PairTags: make([]byte, n*msg.PairTagSize)}
+	sl := e.newSlab(n * ks)
+	*sl = msg.Slab{First: first, N: n, Mode: mode, Params: p, Stride: ks,
+		Keys: grow(sl.Keys, n*ks), PairTags: grow(sl.PairTags, n*msg.PairTagSize),
+		AlphaShares: sl.AlphaShares[:0], BetaShares: sl.BetaShares[:0]}
 	m, t, l, o := byte(mode), byte(p.Type), byte(p.InBits), byte(p.OutBits)
 	e.prf.PairTags(first, m, t, l, o, alpha, beta, sl.PairTags)
 	e.prf.RootsBatch(first, m, t, l, o, alpha, beta, s.r0[:n], s.r1[:n])

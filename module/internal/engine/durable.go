@@ -325,7 +325,7 @@ func (d *Durable) keepCollected(s *msg.Slab) {
 	d.slabKeys += s.N
 	drop := 0
 	for len(d.slabs)-drop > minSlabs && d.slabKeys-d.slabs[drop].N >= collectCache {
-		d.slabs[drop].Wipe()
+		d.recycleLocked(d.slabs[drop])
 		d.slabKeys -= d.slabs[drop].N
 		drop++
 	}

@@ -265,9 +265,10 @@ type Engine struct {
 	gens    map[fss.Params]*fss.BatchGen // batch generators, by shape
 	workers int                          // each generator's goroutines
 
-	bulk     bulkScratch // a bulk's working buffers, wiped after each use
-	slabs    []*msg.Slab // generated bulk outputs not collected yet, in order
-	slabKeys int         // keys in slabs
+	bulk      bulkScratch // a bulk's working buffers, wiped after each use
+	slabs     []*msg.Slab // generated bulk outputs not collected yet, in order
+	slabKeys  int         // keys in slabs
+	freeSlabs []*msg.Slab // recycled slabs (wiped), for the next bulks
 
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
