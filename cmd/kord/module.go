@@ -116,6 +116,7 @@ func moduleCmd() *cobra.Command {
 		partyUIDs                []string
 		sockGroup, sealKeyFile   string
 		sameUID, unverified      bool
+		workers                  int
 	)
 	cmd := &cobra.Command{
 		Use:   "module --party B --socket PATH --state FILE --secret-file FILE (--party-uid UID | --allow-same-uid)",
@@ -167,6 +168,9 @@ longer accepted.`,
 			if sock == "" || state == "" {
 				return badInput("--socket and --state are required")
 			}
+			if workers < 0 {
+				return badInput("--workers %d: want 0 (all cores) or more", workers)
+			}
 			access, err := moduleAccess(partyUIDs, sameUID, unverified)
 			if err != nil {
 				return err
@@ -203,7 +207,7 @@ longer accepted.`,
 			if sec == nil && secret != "" {
 				log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", secret)
 			}
-			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: base})
+			dev, err := module.OpenDurable(module.Config{Party: party, Secret: sec, KEM: kem, Store: st, Logger: base, Workers: workers})
 			clear(sec)
 			if errors.Is(err, module.ErrBadRequest) {
 				return badInput("%v", err)
@@ -253,6 +257,7 @@ longer accepted.`,
 	f.StringVar(&sealKeyFile, "seal-key-file", "", "seal the pairing secret in the state file under this 32-byte key (raw or hex, mode 0600), e.g. written by a KMS or TPM unseal step")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
+	f.IntVar(&workers, "workers", 0, "goroutines each batch of key generation runs on (0 = all cores, GOMAXPROCS)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
 	svcCommonFlags(cmd)
 	svcPrefaultFlag(cmd)
