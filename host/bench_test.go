@@ -35,8 +35,9 @@ func BenchmarkBoundMAC(b *testing.B) {
 }
 
 // rawBatchGenRate measures raw fss.BatchGen on one worker (both parties'
-// keys, as a dealer would) for about 100 ms: keys/s.
-func rawBatchGenRate(tb testing.TB, p fss.Params) float64 {
+// keys, as a dealer would) for about 100 ms: keys/s of wall time (the best
+// of five runs) and of CPU time.
+func rawBatchGenRate(tb testing.TB, p fss.Params) (float64, float64) {
 	const k = 4096
 	r := rand.New(rand.NewPCG(1, 2))
 	alpha, beta := make([]uint64, k), make([]uint64, k)
@@ -50,7 +51,8 @@ func rawBatchGenRate(tb testing.TB, p fss.Params) float64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	best := 0.0
+	best, total := 0.0, 0
+	cpu0 := cpuTime()
 	for range 5 {
 		n := 0
 		start := time.Now()
@@ -61,8 +63,9 @@ func rawBatchGenRate(tb testing.TB, p fss.Params) float64 {
 			n += k
 		}
 		best = max(best, float64(n)/time.Since(start).Seconds())
+		total += n
 	}
-	return best
+	return best, float64(total) / (cpuTime() - cpu0).Seconds()
 }
 
 // BenchmarkDelivered measures, in one run per shape, raw fss.BatchGen on
@@ -83,26 +86,37 @@ func BenchmarkDelivered(b *testing.B) {
 			}
 			for _, api := range []string{"keys", "slab"} {
 				b.Run(fmt.Sprintf("%v-32/%s/%s", typ, name, api), func(b *testing.B) {
-					raw := rawBatchGenRate(b, p)
+					raw, rawCPU := rawBatchGenRate(b, p)
 					m, err := newDeliverer(ctx, p, mode, tier, benchBatch, api == "slab")
 					if err != nil {
 						b.Fatal(err)
 					}
 					defer m.close()
+					m.cpuNow = cpuTime
 					var keys int
-					var clock time.Duration
+					var clock, cpu time.Duration
 					for b.Loop() {
+						c0 := cpuTime()
 						d, n, err := m.round(ctx)
 						if err != nil {
 							b.Fatal(err)
 						}
+						cpu += m.clockCPU - c0
 						clock += d
 						keys += n
+					}
+					if m.failed > 0 {
+						b.Fatalf("%d pairs failed the check", m.failed)
 					}
 					rate := float64(keys) / clock.Seconds()
 					b.ReportMetric(raw, "raw_keys/s")
 					b.ReportMetric(rate, "keys/s")
 					b.ReportMetric(rate/raw, "ratio")
+					if cpu > 0 && rawCPU > 0 {
+						// CPU time per delivered key against raw Gen's: the
+						// ratio on one core, whatever else runs.
+						b.ReportMetric(float64(keys)/cpu.Seconds()/rawCPU, "cpu_ratio")
+					}
 				})
 			}
 		}

@@ -355,11 +355,7 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 	bs := sl.bulk
 	d := bs.desc()
 	if sl.tier == msg.Keystream {
-		f := make([]byte, 0, bs.n*d.Size())
-		for i := range bs.n {
-			f = e.ch.SealKeystreamTo(f, bs.first+uint64(i), d, bs.alpha[i], bs.beta[i])
-		}
-		return f, nil
+		return e.ch.SealKeystreamBulk(make([]byte, 0, bs.n*d.Size()), bs.first, d, bs.alpha, bs.beta), nil
 	}
 	if sl.tier == msg.MAC {
 		one := []channel.Desc{d}
@@ -399,16 +395,11 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 	defer s.wipe()
 	peerA, peerB := s.alpha0[:n], s.beta0[:n]
 	if sl.tier == msg.Keystream {
-		sz := d.Size()
-		if len(frame) != n*sz {
+		if len(frame) != n*d.Size() {
 			return e.reject(RejectLength, bs.first)
 		}
-		for i := range n {
-			a, b, err := e.ch.OpenKeystream(bs.first+uint64(i), d, frame[i*sz:(i+1)*sz])
-			if err != nil {
-				return e.reject(RejectRange, bs.first)
-			}
-			peerA[i], peerB[i] = a, b
+		if err := e.ch.OpenKeystreamBulk(bs.first, d, frame, peerA, peerB); err != nil {
+			return e.reject(RejectRange, bs.first)
 		}
 	} else if sl.tier == msg.MAC {
 		if rej, ok := e.openBulkMAC(bs, frame, peerA, peerB); !ok {

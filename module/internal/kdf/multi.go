@@ -32,3 +32,21 @@ func (p portable) encrypt(buf []byte) {
 		p.b.Encrypt(buf[i:i+16], buf[i:i+16])
 	}
 }
+
+// Multi is AES-256 under one key over many blocks per call: each 16-byte
+// block of the buffer is encrypted in place on its own (the blocks are
+// separate PRF inputs). It runs the AES-NI kernel where the CPU has it,
+// crypto/aes otherwise (and under purego).
+type Multi struct{ m multi }
+
+// NewMulti keys a Multi.
+func NewMulti(key *[32]byte) (*Multi, error) {
+	m, err := newMulti(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Multi{m}, nil
+}
+
+// Encrypt encrypts every whole 16-byte block of buf in place.
+func (m *Multi) Encrypt(buf []byte) { m.m.encrypt(buf[:len(buf)&^15]) }
