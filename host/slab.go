@@ -127,7 +127,7 @@ func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ 
 		}
 		r := Result{Counter: s.First + uint64(i), Mode: s.Mode, Key: k}
 		copy(r.PairTag[:], s.PairTag(i))
-		if s.AlphaShares != nil {
+		if len(s.AlphaShares) == s.N {
 			r.AlphaShare, r.BetaShare = s.AlphaShares[i], s.BetaShares[i]
 		}
 		res[i] = r

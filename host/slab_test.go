@@ -151,3 +151,34 @@ func TestMeasureDelivered(t *testing.T) {
 		t.Fatal("consume mode accepted")
 	}
 }
+
+// TestGenerateMixedModes: the *fss.Key API over the bulk path, derived
+// then bound batches on one pair (their slabs recycled between them).
+func TestGenerateMixedModes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	lp := newPair(t, 8)
+	ctx := context.Background()
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
+	for range 2 {
+		d, err := lp.DerivedKeys(ctx, p, 20, 5, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range d[0] {
+			a := (d[0][i].AlphaShare + d[1][i].AlphaShare) & prg.Mask(16)
+			b := (d[0][i].BetaShare + d[1][i].BetaShare) & prg.Mask(16)
+			if b != 5 {
+				t.Fatal("public β lost")
+			}
+			checkPair(t, rng, d[0][i].Key, d[1][i].Key, a, b)
+		}
+		alphas, betas, as, bs := sharesOf(rng, p, 20)
+		k, err := lp.BoundKeys(ctx, msg.MAC, p, as, bs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range alphas {
+			checkPair(t, rng, k[0][i], k[1][i], alphas[i], betas[i])
+		}
+	}
+}

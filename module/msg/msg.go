@@ -292,7 +292,7 @@ func (b *Bulk) Params() fss.Params {
 //
 // Key i is Keys[i·Stride : (i+1)·Stride], a serialized kord-v1 key share
 // (Stride = Params.KeySize()). AlphaShares and BetaShares (derived mode,
-// N each; nil in bound mode) are this party's shares of the drawn α_i and
+// N each; empty in bound mode) are this party's shares of the drawn α_i and
 // β_i, as CollectResponse.AlphaShare and BetaShare. PairTags holds key
 // i's pair tag at [i·PairTagSize : (i+1)·PairTagSize]: the two parties'
 // slabs pair exactly when their PairTags are equal.

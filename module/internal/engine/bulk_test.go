@@ -160,7 +160,7 @@ func TestBulkBound(t *testing.T) {
 				t.Fatalf("%v: after frame %+v", tier, st)
 			}
 			s0, s1 := slabOf(t, e[0], 0, n), slabOf(t, e[1], 0, n)
-			if s0.AlphaShares != nil || s0.Params != p {
+			if len(s0.AlphaShares) != 0 || len(s0.BetaShares) != 0 || s0.Params != p {
 				t.Fatal("bound slab carries shares or the wrong shape")
 			}
 			checkSlabs(t, e[0], s0, s1, alpha, beta)
