@@ -196,6 +196,11 @@ func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []by
 		buf, err = appendMsg(dst, bad)
 		return buf, buf, err
 	}
+	if c := req.Calls[len(req.Calls)-1].GetCollect(); c.GetCount() > 0 && len(c.GetPoints()) == 0 {
+		if sc, ok := s.dev.(slabCollector); ok {
+			return s.appendSlab(ctx, req, sc, c, dst)
+		}
+	}
 	last := req.Calls[len(req.Calls)-1].GetCollectRange()
 	if last == nil {
 		resp := s.handle(ctx, req, req.Calls)
@@ -229,6 +234,51 @@ func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []by
 	buf, err = appendMsg(dst[:0], head)
 	wipeResults(head)
 	return buf, buf, err
+}
+
+// slabCollector is a module that hands out a remembered slab during a
+// callback (module.Durable): the server encodes it from there, with no
+// copy in between.
+type slabCollector interface {
+	CollectSlab(ctx context.Context, first uint64, count int, emit func(*msg.Slab)) error
+}
+
+// appendSlab is handleAppend for a request that ends with a range collect
+// (a bulk's slab) from a slabCollector: the response is encoded while the
+// module holds the slab, so each key is copied once, from the module's
+// memory into buf.
+func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabCollector, c *pb.CollectRequest, dst []byte) (buf, out []byte, err error) {
+	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
+	defer wipeResults(head)
+	failed := false
+	for _, r := range head.Results {
+		failed = failed || r.ErrorClass != ClassOK
+	}
+	if failed && req.StopOnError {
+		head.Results = append(head.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+		buf, err = appendMsg(dst, head)
+		return buf, buf, err
+	}
+	emitted := false
+	cerr := sc.CollectSlab(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
+		cr := &pb.CollectResponse{Counter: sl.First, Mode: uint32(sl.Mode), Slab: slabToPB(sl)}
+		head.Results = append(head.Results, &pb.Result{Op: &pb.Result_Collect{Collect: cr}})
+		buf, err = appendMsg(dst, head)
+		cr.Slab = nil // the module's memory: not this response's to wipe
+		emitted = true
+	})
+	if !emitted {
+		if cerr == nil {
+			cerr = errors.New("socket: the module emitted no slab")
+		}
+		head.Results = append(head.Results, fail(cerr))
+		buf, err = appendMsg(dst, head)
+	}
+	if err != nil {
+		clear(buf)
+		return dst[:0], nil, err
+	}
+	return buf, buf, nil
 }
 
 // wipeResults clears the key shares a response's collect results hold,

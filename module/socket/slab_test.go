@@ -158,3 +158,30 @@ func FuzzSlabFromPB(f *testing.F) {
 		_ = c.Slab.PairTag(c.Slab.N - 1)
 	})
 }
+
+// TestSocketBulkDo: a bulk submission and its slab collect in one round
+// trip (Client.Do), and a refused slab collect at the end of a batch.
+func TestSocketBulkDo(t *testing.T) {
+	cs, _ := servedPair(t)
+	ctx := context.Background()
+	for b := range 2 {
+		st, err := cs[b].Poll(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs[b].Do(ctx, []Call{
+			{Submit: &msg.SubmitRequest{Kind: msg.SubmitBulk, Bulk: &msg.Bulk{Mode: msg.Derived, Type: fss.DPF, InBits: 10, OutBits: 10, N: 5, DeriveBeta: true}}},
+			{Collect: &msg.CollectRequest{Counter: st.NextCounter, Count: 5}},
+		}, true)
+		if err != nil || res[0].Err != nil || res[1].Err != nil {
+			t.Fatalf("Do: %v %v %v", err, res[0].Err, res[1].Err)
+		}
+		if s := res[1].Collect.Slab; s == nil || s.N != 5 || s.First != st.NextCounter || len(s.AlphaShares) != 5 {
+			t.Fatalf("slab %+v", s)
+		}
+		res, err = cs[b].Do(ctx, []Call{{Poll: true}, {Collect: &msg.CollectRequest{Counter: st.NextCounter, Count: 4}}}, false)
+		if err != nil || res[0].Err != nil || !errors.Is(res[1].Err, module.ErrBadRequest) {
+			t.Fatalf("partial slab collect: %v %v %v", err, res[0].Err, res[1].Err)
+		}
+	}
+}
