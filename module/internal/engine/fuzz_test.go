@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/kord-fss/kord/fss"
@@ -171,6 +172,47 @@ func FuzzBulkFrame(f *testing.F) {
 				t.Fatal(err)
 			}
 			c.Slab.Wipe()
+		}
+	})
+}
+
+// FuzzSubmitBulk feeds arbitrary bulk requests. No panic; a refused one is
+// ErrBadRequest and moves nothing; an accepted one moves the next counter
+// by exactly N and its outputs can be collected (derived) or abandoned.
+func FuzzSubmitBulk(f *testing.F) {
+	e := pair(f)
+	f.Add(uint8(2), uint8(1), uint8(8), uint8(8), uint16(3), uint8(0), uint8(0), true, uint64(0), uint8(3))
+	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(2), uint8(2), false, uint64(0), uint8(2))
+	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(1), uint8(2), false, uint64(0), uint8(1))
+	f.Add(uint8(2), uint8(1), uint8(8), uint8(8), uint16(0), uint8(0), uint8(0), false, uint64(7), uint8(0))
+	f.Fuzz(func(t *testing.T, mode, typ, in, out uint8, n uint16, na, nb uint8, deriveBeta bool, beta uint64, tier uint8) {
+		b := &msg.Bulk{Mode: msg.Mode(mode), Type: fss.Type(typ), InBits: int(in), OutBits: int(out), N: int(n) % 64,
+			AlphaShares: make([]uint64, na%70), BetaShares: make([]uint64, nb%70), DeriveBeta: deriveBeta, Beta: beta}
+		for i := range b.AlphaShares {
+			b.AlphaShares[i] = uint64(i) * 0x9e3779b97f4a7c15 >> (64 - min(63, max(1, int(in))))
+		}
+		before := state(e[0])
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: msg.Tier(tier % 5), Bulk: b})
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("refused with %v, not ErrBadRequest", err)
+			}
+			if state(e[0]) != before {
+				t.Fatal("a refused bulk moved state")
+			}
+			return
+		}
+		if st := state(e[0]); st.next != before.next+uint64(b.N) || r.Count != b.N {
+			t.Fatalf("an accepted bulk of %d moved next %d → %d", b.N, before.next, st.next)
+		}
+		if b.Mode == msg.Derived {
+			c, err := e[0].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: b.N})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Slab.Wipe()
+		} else {
+			e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
 		}
 	})
 }
