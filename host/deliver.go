@@ -14,7 +14,7 @@ import (
 )
 
 // benchBatch is the batch size (keys per submission) MeasureDelivered uses.
-const benchBatch = 1024
+const benchBatch = 4096
 
 // deliverer runs rounds of one LocalPair at one shape and mode and checks
 // every pair it delivers, outside the clock.
