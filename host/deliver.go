@@ -65,7 +65,7 @@ func newDeliverer(ctx context.Context, p fss.Params, mode msg.Mode, tier msg.Tie
 	}
 	d.lp = lp
 	for b := range 2 {
-		d.alphas[b], d.betas[b] = make([]uint64, n), make([]uint64, n)
+		d.alphas[b], d.betas[b] = make([]uint64, slabBurst*n), make([]uint64, slabBurst*n)
 	}
 	return d, nil
 }
@@ -101,8 +101,10 @@ func (d *deliverer) round(ctx context.Context) (time.Duration, int, error) {
 			d.alphas[b][i], d.betas[b][i] = d.rng.Uint64()&ma, d.rng.Uint64()&mb
 		}
 	}
+	as := [2][]uint64{d.alphas[0][:d.n], d.alphas[1][:d.n]}
+	bs := [2][]uint64{d.betas[0][:d.n], d.betas[1][:d.n]}
 	start := time.Now()
-	keys, err := d.lp.BoundKeys(ctx, d.tier, d.p, d.alphas, d.betas)
+	keys, err := d.lp.BoundKeys(ctx, d.tier, d.p, as, bs)
 	el := d.stop(start)
 	if err != nil {
 		return 0, 0, err
@@ -113,47 +115,63 @@ func (d *deliverer) round(ctx context.Context) (time.Duration, int, error) {
 	return el, d.n, nil
 }
 
-// roundSlab is round over the slab API; the check parses each key from
-// the slabs, outside the clock.
+// slabBurst is how many bulks roundSlab delivers back to back before it
+// checks them, as an application streaming keys receives them.
+const slabBurst = 4
+
+// roundSlab is round over the slab API: slabBurst bulks delivered back
+// to back, then every pair checked (each key parsed from the slabs),
+// outside the clock.
 func (d *deliverer) roundSlab(ctx context.Context) (time.Duration, int, error) {
 	ma, mb := prg.Mask(d.p.InBits), prg.Mask(d.p.OutBits)
-	var s [2]*msg.Slab
+	var slabs [slabBurst][2]*msg.Slab
+	defer func() {
+		for _, s := range slabs {
+			d.lp.Release(s)
+		}
+	}()
 	var el time.Duration
-	var err error
-	if d.tier == 0 {
-		start := time.Now()
-		s, err = d.lp.DerivedSlab(ctx, d.p, d.n, 0, true)
-		el = d.stop(start)
-	} else {
-		for i := range d.n {
-			for b := range 2 {
-				d.alphas[b][i], d.betas[b][i] = d.rng.Uint64()&ma, d.rng.Uint64()&mb
-			}
-		}
-		start := time.Now()
-		s, err = d.lp.BoundSlab(ctx, d.tier, d.p, d.alphas, d.betas)
-		el = d.stop(start)
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	defer d.lp.Release(s)
-	for i := range s[0].N {
-		var a, be uint64
+	for j := range slabBurst {
+		var err error
 		if d.tier == 0 {
-			a, be = (s[0].AlphaShares[i]+s[1].AlphaShares[i])&ma, (s[0].BetaShares[i]+s[1].BetaShares[i])&mb
+			start := time.Now()
+			slabs[j], err = d.lp.DerivedSlab(ctx, d.p, d.n, 0, true)
+			el += d.stop(start)
 		} else {
-			a, be = (d.alphas[0][i]+d.alphas[1][i])&ma, (d.betas[0][i]+d.betas[1][i])&mb
+			var as, bs [2][]uint64
+			for b := range 2 {
+				as[b], bs[b] = d.alphas[b][j*d.n:(j+1)*d.n], d.betas[b][j*d.n:(j+1)*d.n]
+				for i := range d.n {
+					as[b][i], bs[b][i] = d.rng.Uint64()&ma, d.rng.Uint64()&mb
+				}
+			}
+			start := time.Now()
+			slabs[j], err = d.lp.BoundSlab(ctx, d.tier, d.p, as, bs)
+			el += d.stop(start)
 		}
-		k0, err0 := fss.ParseKey(s[0].Key(i))
-		k1, err1 := fss.ParseKey(s[1].Key(i))
-		if err0 != nil || err1 != nil {
-			d.failed++
-			continue
+		if err != nil {
+			return 0, 0, err
 		}
-		d.check(k0, k1, a, be)
 	}
-	return el, s[0].N, nil
+	for j, s := range slabs {
+		for i := range s[0].N {
+			var a, be uint64
+			if d.tier == 0 {
+				a, be = (s[0].AlphaShares[i]+s[1].AlphaShares[i])&ma, (s[0].BetaShares[i]+s[1].BetaShares[i])&mb
+			} else {
+				x := j*d.n + i
+				a, be = (d.alphas[0][x]+d.alphas[1][x])&ma, (d.betas[0][x]+d.betas[1][x])&mb
+			}
+			k0, err0 := fss.ParseKey(s[0].Key(i))
+			k1, err1 := fss.ParseKey(s[1].Key(i))
+			if err0 != nil || err1 != nil {
+				d.failed++
+				continue
+			}
+			d.check(k0, k1, a, be)
+		}
+	}
+	return el, slabBurst * d.n, nil
 }
 
 // check verifies one pair at α, its neighbours and a random point, and
@@ -196,7 +214,8 @@ func pairTruth(p fss.Params, alpha, beta, x uint64) uint64 {
 // and hosts in this process) at its best settings: mode is msg.Derived
 // (random α and β drawn inside the modules; tier is ignored) or msg.Bound
 // (shares of random α and β drawn here, frames under tier), n the number
-// of key pairs to deliver (rounded up to whole batches). Every pair is checked
+// of key pairs to deliver (rounded up to whole rounds: four bulks of up to
+// 4096 keys, delivered back to back, then checked). Every pair is checked
 // outside the clock — Eval(0,k0,x)+Eval(1,k1,x) = f(x) at α, α±1 and a
 // random point — and counted in verified or failed; keysPerSec counts
 // only the delivery. The application receives its keys as slabs
