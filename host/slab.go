@@ -118,14 +118,14 @@ func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ 
 		return nil, spent, err
 	}
 	defer h.Release(s)
+	keys, err := fss.ParseKeys(s.Keys, s.Stride, s.N)
+	if err != nil {
+		h.abandon(ctx, s.First+uint64(s.N)-1, false, nil)
+		return nil, spent, fmt.Errorf("host: keys at counters %d…: %w", s.First, err)
+	}
 	res := make([]Result, s.N)
 	for i := range res {
-		k, err := fss.ParseKey(s.Key(i))
-		if err != nil {
-			h.abandon(ctx, s.First+uint64(s.N)-1, false, res[:i])
-			return nil, spent, fmt.Errorf("host: key at counter %d: %w", s.First+uint64(i), err)
-		}
-		r := Result{Counter: s.First + uint64(i), Mode: s.Mode, Key: k}
+		r := Result{Counter: s.First + uint64(i), Mode: s.Mode, Key: keys[i]}
 		copy(r.PairTag[:], s.PairTag(i))
 		if len(s.AlphaShares) == s.N {
 			r.AlphaShare, r.BetaShare = s.AlphaShares[i], s.BetaShares[i]
