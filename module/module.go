@@ -29,13 +29,15 @@ import (
 type Device interface {
 	// Provision runs one step of the one-time pairing with the peer module.
 	Provision(context.Context, *msg.ProvisionRequest) (*msg.ProvisionResponse, error)
-	// Submit takes own share requests (returning own frames), one peer
-	// frame (accepted or rejected), or an abandon.
+	// Submit takes own share requests (returning own frames), a bulk
+	// request of N keys of one shape (msg.Bulk: one frame out in bound
+	// mode), one peer frame (accepted or rejected), or an abandon.
 	Submit(context.Context, *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	// Poll reports status, counters and reject counts.
 	Poll(context.Context, *msg.PollRequest) (*msg.PollResponse, error)
 	// Collect returns this party's key share (or, in consume mode, its
-	// evaluation shares) at a counter, once.
+	// evaluation shares) at a counter, once; with Count > 0, a bulk's
+	// whole slab (msg.Slab), which the caller then owns.
 	Collect(context.Context, *msg.CollectRequest) (*msg.CollectResponse, error)
 }
 
