@@ -48,12 +48,12 @@ func TestBatchFormsMatchOneKey(t *testing.T) {
 	}
 }
 
-// TestMultiMatchesCryptoAES pins the multi-block cipher (the AES-NI
-// kernel where the CPU has it) to crypto/aes, for every count of blocks
-// around the eight-block stride.
+// TestMultiMatchesCryptoAES pins the multi-block cipher (each kernel this
+// CPU has) to crypto/aes, for counts of blocks around both kernels
+// strides (8 and 32 blocks).
 func TestMultiMatchesCryptoAES(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
-	for trial := range 4 {
+	for trial := range 8 {
 		var key [32]byte
 		for i := range key {
 			key[i] = byte(r.Uint32())
@@ -62,8 +62,11 @@ func TestMultiMatchesCryptoAES(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if trial%2 == 1 {
+			withoutWideKernel(m) // the narrower kernel too, where there is a choice
+		}
 		ref, _ := newPortable(&key)
-		for n := range 20 {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 100, 130} {
 			buf := make([]byte, 16*n)
 			for i := range buf {
 				buf[i] = byte(r.Uint32())
