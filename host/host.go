@@ -145,6 +145,9 @@ func (h *Host) Generate(ctx context.Context, tier msg.Tier, reqs []Request) ([]R
 // batch runs one batch; spent reports whether the module opened (or may
 // have opened) a peer frame of it.
 func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) (_ []Result, spent bool, _ error) {
+	if bulkable(reqs) {
+		return h.batchBulk(ctx, tier, reqs)
+	}
 	shares := make([]msg.Share, len(reqs))
 	for i, r := range reqs {
 		shares[i] = r.Share

@@ -29,6 +29,12 @@ func (d *countingDevice) Submit(ctx context.Context, r *msg.SubmitRequest) (*msg
 		for _, s := range r.Shares {
 			d.subs[[2]uint64{s.AlphaShare, s.BetaShare}]++
 		}
+	case msg.SubmitBulk:
+		if b := r.Bulk; b != nil && b.Mode == msg.Bound {
+			for i := range b.AlphaShares {
+				d.subs[[2]uint64{b.AlphaShares[i], b.BetaShares[i]}]++
+			}
+		}
 	case msg.SubmitAbandon:
 		if r.Mismatch {
 			d.mismatches++

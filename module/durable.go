@@ -65,7 +65,7 @@ func OpenDurable(c Config) (*Durable, error) {
 		return nil, fmt.Errorf("%w: Store must keep the pairing (store.PairingStore)", ErrBadRequest)
 	}
 	d, err := engine.OpenDurable(engine.Config{
-		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger,
+		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger, Workers: c.Workers,
 	})
 	if err != nil {
 		return nil, err
@@ -103,6 +103,17 @@ func (m *Durable) Collect(ctx context.Context, r *msg.CollectRequest) (*msg.Coll
 func (m *Durable) CollectRange(_ context.Context, first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error {
 	return m.d.CollectRange(first, count, points, emit)
 }
+
+// CollectSlab hands emit the slab of the bulk at first (count keys); a
+// repeat of a recent one gives the same bytes. The slab is the module's
+// remembered copy, valid only during emit.
+func (m *Durable) CollectSlab(_ context.Context, first uint64, count int, emit func(*msg.Slab)) error {
+	return m.d.CollectSlab(first, count, nil, emit)
+}
+
+// Recycle takes back a slab this module's Collect handed out (see
+// Recycler).
+func (m *Durable) Recycle(s *msg.Slab) { m.d.Recycle(s) }
 
 // Challenge draws a fresh nonce for the peer's witness and this module's
 // share of the next session's keys.

@@ -29,14 +29,25 @@ import (
 type Device interface {
 	// Provision runs one step of the one-time pairing with the peer module.
 	Provision(context.Context, *msg.ProvisionRequest) (*msg.ProvisionResponse, error)
-	// Submit takes own share requests (returning own frames), one peer
-	// frame (accepted or rejected), or an abandon.
+	// Submit takes own share requests (returning own frames), a bulk
+	// request of N keys of one shape (msg.Bulk: one frame out in bound
+	// mode), one peer frame (accepted or rejected), or an abandon.
 	Submit(context.Context, *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	// Poll reports status, counters and reject counts.
 	Poll(context.Context, *msg.PollRequest) (*msg.PollResponse, error)
 	// Collect returns this party's key share (or, in consume mode, its
-	// evaluation shares) at a counter, once.
+	// evaluation shares) at a counter, once; with Count > 0, a bulk's
+	// whole slab (msg.Slab), which the caller then owns.
 	Collect(context.Context, *msg.CollectRequest) (*msg.CollectResponse, error)
+}
+
+// Recycler is implemented by a Device that takes back the slabs it hands
+// out (msg.Slab, from a range collect) to reuse their buffers: Recycle
+// wipes the slab (the one wipe its buffers get) and keeps it for a later
+// bulk; the caller must not use it after. The software module implements
+// it.
+type Recycler interface {
+	Recycle(*msg.Slab)
 }
 
 // Errors a Device returns (test with errors.Is).
@@ -61,12 +72,15 @@ type Config struct {
 	Store store.Store
 	// Logger receives operational logs (never secrets); nil discards.
 	Logger *slog.Logger
+	// Workers is the number of goroutines each batch Gen of the module
+	// runs on; 0 means runtime.GOMAXPROCS.
+	Workers int
 }
 
 // NewSoftware returns an unpaired software module: the default backend.
 func NewSoftware(c Config) (Device, error) {
 	e, err := engine.New(engine.Config{
-		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger,
+		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger, Workers: c.Workers,
 	})
 	if err != nil {
 		return nil, err

@@ -114,6 +114,7 @@ type moduleFiles struct {
 	party                               int
 	state, secretFile, sealKeyFile, kem string
 	window                              uint64
+	workers                             int
 }
 
 // openDurableModule opens the state file (sealed under the seal key file,
@@ -135,7 +136,7 @@ func openDurableModule(f moduleFiles, base, log *slog.Logger) (*module.Durable, 
 	if sec == nil && f.secretFile != "" {
 		log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", f.secretFile)
 	}
-	dev, err := module.OpenDurable(module.Config{Party: f.party, Secret: sec, KEM: f.kem, Store: st, Logger: base})
+	dev, err := module.OpenDurable(module.Config{Party: f.party, Secret: sec, KEM: f.kem, Store: st, Logger: base, Workers: f.workers})
 	clear(sec)
 	if err != nil {
 		st.Close()
@@ -156,6 +157,7 @@ func moduleCmd() *cobra.Command {
 		partyUIDs                []string
 		sockGroup, sealKeyFile   string
 		sameUID, unverified      bool
+		workers                  int
 	)
 	cmd := &cobra.Command{
 		Use:   "module --party B --socket PATH --state FILE --secret-file FILE (--party-uid UID | --allow-same-uid)",
@@ -207,6 +209,9 @@ longer accepted.`,
 			if sock == "" || state == "" {
 				return badInput("--socket and --state are required")
 			}
+			if workers < 0 {
+				return badInput("--workers %d: want 0 (all cores) or more", workers)
+			}
 			access, err := moduleAccess(partyUIDs, sameUID, unverified)
 			if err != nil {
 				return err
@@ -228,7 +233,7 @@ longer accepted.`,
 				log.Info("this OS cannot mark the module undumpable: run it under its own user")
 			}
 			dev, st, err := openDurableModule(moduleFiles{party: party, state: state, secretFile: secret,
-				sealKeyFile: sealKeyFile, kem: kem, window: window}, base, log)
+				sealKeyFile: sealKeyFile, kem: kem, window: window, workers: workers}, base, log)
 			if err != nil {
 				return err
 			}
@@ -275,6 +280,7 @@ longer accepted.`,
 	f.StringVar(&sealKeyFile, "seal-key-file", "", "seal the pairing secret in the state file under this 32-byte key (raw or hex, mode 0600), e.g. written by a KMS or TPM unseal step")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
+	f.IntVar(&workers, "workers", 0, "goroutines each batch of key generation runs on (0 = all cores, GOMAXPROCS)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
 	svcCommonFlags(cmd)
 	svcPrefaultFlag(cmd)

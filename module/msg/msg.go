@@ -139,6 +139,9 @@ const (
 	// that gave up); their counters are never reused, their shares and keys
 	// are wiped.
 	SubmitAbandon SubmitKind = 3
+	// SubmitBulk: Bulk keys of one shape (Bulk) under one tier; at most
+	// one own frame out (bound mode), none (derived mode). See Bulk.
+	SubmitBulk SubmitKind = 4
 )
 
 // SubmitRequest is either a batch of own share requests under one tier, a
@@ -147,6 +150,7 @@ type SubmitRequest struct {
 	Kind    SubmitKind
 	Tier    Tier    // SubmitShares: tier of the frames for Bound/Consume
 	Shares  []Share // SubmitShares
+	Bulk    *Bulk   // SubmitBulk
 	Frame   []byte  // SubmitPeerFrame
 	Counter uint64  // SubmitAbandon
 	// Mismatch (SubmitAbandon): the host abandons because the two modules'
@@ -201,9 +205,14 @@ type PollResponse struct {
 
 // CollectRequest asks for the output at Counter. In Consume mode Points are
 // the public points (masked inputs) to evaluate at; the key is wiped after.
+//
+// A range collect (Count > 0) asks for the outputs of one bulk submission
+// at once: Counter must be its first counter and Count its N; the answer
+// is CollectResponse.Slab.
 type CollectRequest struct {
 	Counter uint64
 	Points  []uint64
+	Count   int
 }
 
 // CollectResponse carries this party's output for one counter.
@@ -226,7 +235,117 @@ type CollectResponse struct {
 	// digest of them) to never hand out a mismatched pair; a tag tells
 	// nothing about α or β. See docs/protocol.md.
 	PairTag [PairTagSize]byte
+	// Slab is the answer to a range collect (CollectRequest.Count > 0);
+	// every other field is then zero.
+	Slab *Slab
 }
 
 // PairTagSize is the size of CollectResponse.PairTag.
 const PairTagSize = 16
+
+// MaxBulk bounds Bulk.N: a slab of the largest shape (64-bit DCF keys,
+// about 1.2 KiB each) stays under 20 MiB.
+const MaxBulk = 16384
+
+// Bulk is a request for N keys of one shape: one counter reservation, one
+// frame and one slab for all of them.
+//
+// Bound mode (N share pairs at once): AlphaShares and BetaShares hold
+// this party's N additive shares, ⟨α_i⟩ mod 2^ℓ and ⟨β_i⟩ mod 2^n; the
+// keys take the counters FirstCounter … FirstCounter+N-1 in order. The one
+// own frame carries them all: it is the bytes of the frames the one-key
+// path (SubmitShares) sends for the same N requests, concatenated, so
+// every tier keeps its format and its cost on the wire:
+//
+//   - otp (Keystream): the N keystream-tier frames of the keys
+//     (N · (⌈ℓ/8⌉+⌈n/8⌉) bytes);
+//   - mac: the N one-key envelopes, each at its own counter (36 bytes of
+//     overhead per key);
+//   - batchmac: one envelope over the N share pairs at the first counter
+//     (36 bytes per bulk).
+//
+// The peer host must submit a Bulk of the same shape, N and tier, and
+// forward the one peer frame; it is accepted or rejected as a whole.
+//
+// Derived mode: AlphaShares and BetaShares must be empty; Beta and
+// DeriveBeta are as in Share, for every key. No frame.
+type Bulk struct {
+	Mode    Mode // Bound or Derived
+	Type    fss.Type
+	InBits  int // ℓ, 1..64
+	OutBits int // n, 1..64
+	N       int // 1..MaxBulk
+	// Bound: this party's shares, N each.
+	AlphaShares, BetaShares []uint64
+	// Derived: see Share.
+	DeriveBeta bool
+	Beta       uint64
+}
+
+// Params returns the key shape of the request.
+func (b *Bulk) Params() fss.Params {
+	return fss.Params{Type: b.Type, InBits: b.InBits, OutBits: b.OutBits}
+}
+
+// Slab is this party's outputs of one bulk submission: N keys of one
+// shape, at counters First … First+N-1.
+//
+// Key i is Keys[i·Stride : (i+1)·Stride], a serialized kord-v1 key share
+// (Stride = Params.KeySize()). AlphaShares and BetaShares (derived mode,
+// N each; empty in bound mode) are this party's shares of the drawn α_i and
+// β_i, as CollectResponse.AlphaShare and BetaShare. PairTags holds key
+// i's pair tag at [i·PairTagSize : (i+1)·PairTagSize]: the two parties'
+// slabs pair exactly when their PairTags are equal.
+//
+// A Slab's secrets belong to whoever holds it: Wipe clears them.
+type Slab struct {
+	First       uint64
+	N           int
+	Mode        Mode
+	Params      fss.Params
+	Stride      int
+	Keys        []byte
+	AlphaShares []uint64
+	BetaShares  []uint64
+	PairTags    []byte
+}
+
+// Key returns key i's bytes (a slice of Keys, not a copy).
+func (s *Slab) Key(i int) []byte { return s.Keys[i*s.Stride : (i+1)*s.Stride : (i+1)*s.Stride] }
+
+// PairTag returns key i's pair tag (a slice of PairTags).
+func (s *Slab) PairTag(i int) []byte {
+	return s.PairTags[i*PairTagSize : (i+1)*PairTagSize : (i+1)*PairTagSize]
+}
+
+// Check reports whether the slab's fields agree with each other: N keys
+// of Stride bytes, N pair tags, and N shares of each or none.
+func (s *Slab) Check() error {
+	if s.N < 1 || s.N > MaxBulk {
+		return fmt.Errorf("msg: slab N %d, want 1..%d", s.N, MaxBulk)
+	}
+	if err := s.Params.Validate(); err != nil {
+		return fmt.Errorf("msg: slab Params: %w", err)
+	}
+	if s.Stride != s.Params.KeySize() {
+		return fmt.Errorf("msg: slab Stride %d, want %d for %v", s.Stride, s.Params.KeySize(), s.Params)
+	}
+	if len(s.Keys) != s.N*s.Stride {
+		return fmt.Errorf("msg: slab Keys is %d bytes, want %d", len(s.Keys), s.N*s.Stride)
+	}
+	if len(s.PairTags) != s.N*PairTagSize {
+		return fmt.Errorf("msg: slab PairTags is %d bytes, want %d", len(s.PairTags), s.N*PairTagSize)
+	}
+	if a, b := len(s.AlphaShares), len(s.BetaShares); (a != 0 || b != 0) && (a != s.N || b != s.N) {
+		return fmt.Errorf("msg: slab has %d α and %d β shares, want %d each or none", a, b, s.N)
+	}
+	return nil
+}
+
+// Wipe clears the slab's key shares and mask shares (one pass over each
+// buffer).
+func (s *Slab) Wipe() {
+	clear(s.Keys)
+	clear(s.AlphaShares)
+	clear(s.BetaShares)
+}

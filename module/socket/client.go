@@ -231,7 +231,7 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 		case cl.Submit != nil:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(cl.Submit)}}
 		case cl.Collect != nil:
-			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: cl.Collect.Counter, Points: cl.Collect.Points}}}
+			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: collectReqToPB(cl.Collect)}}
 		case cl.Poll:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}}
 		case cl.Frames != nil:
@@ -325,11 +325,22 @@ func (c *Client) PollLocked(ctx context.Context) (*msg.PollResponse, bool, error
 	return PollFromPB(r.GetPoll()), r.GetPoll().GetLocked(), nil
 }
 
-// Collect returns the output at a counter. It retries once over a fresh
-// connection after a transport failure: the module answers a repeated
-// Collect with the same bytes.
+// collectReqToPB converts a collect (a range collect when Count > 0).
+func collectReqToPB(r *msg.CollectRequest) *pb.CollectRequest {
+	n := uint32(min(r.Count, 2*msg.MaxBulk+1))
+	if r.Count < 0 {
+		n = 2*msg.MaxBulk + 1 // refused by the module, naming Count
+	}
+	return &pb.CollectRequest{Counter: r.Counter, Points: r.Points, Count: n}
+}
+
+// Collect returns the output at a counter, or with Count > 0 the slab of
+// the bulk at that counter (one contiguous bytes field of keys at a fixed
+// stride, checked). It retries once over a fresh connection after a
+// transport failure: the module answers a repeated Collect with the same
+// bytes.
 func (c *Client) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
-	call := &pb.Call{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: req.Counter, Points: req.Points}}}
+	call := &pb.Call{Op: &pb.Call_Collect{Collect: collectReqToPB(req)}}
 	r, err := c.one(ctx, call)
 	if errors.Is(err, ErrTransport) {
 		r, err = c.one(ctx, call)

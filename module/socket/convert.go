@@ -41,7 +41,8 @@ func ShareFromPB(s *pb.Share) msg.Share {
 // submitReqToPB converts a submission; shares travel packed, and the
 // frames are asked for packed. The caller wipes PackedShares once sent.
 func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
-	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, Mismatch: r.Mismatch, PackFrames: true}
+	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, Mismatch: r.Mismatch, PackFrames: true,
+		Bulk: bulkToPB(r.Bulk)}
 	if len(r.Shares) > 0 {
 		o.PackedShares = PackShares(make([]byte, 0, len(r.Shares)*shareRecord), r.Shares)
 	}
@@ -52,7 +53,7 @@ func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
 // both).
 func submitReqFromPB(r *pb.SubmitRequest) (*msg.SubmitRequest, error) {
 	o := &msg.SubmitRequest{Kind: msg.SubmitKind(u8(r.GetKind())), Tier: msg.Tier(u8(r.GetTier())), Frame: r.GetFrame(), Counter: r.GetCounter(),
-		Mismatch: r.GetMismatch()}
+		Mismatch: r.GetMismatch(), Bulk: bulkFromPB(r.GetBulk())}
 	switch {
 	case len(r.GetShares()) > 0 && len(r.GetPackedShares()) > 0:
 		return nil, fmt.Errorf("%w: shares and packed_shares are both set", module.ErrBadRequest)
@@ -113,14 +114,101 @@ func PollFromPB(r *pb.PollResponse) *msg.PollResponse {
 }
 
 func collectRespToPB(r *msg.CollectResponse) *pb.CollectResponse {
+	if r.Slab != nil {
+		return &pb.CollectResponse{Counter: r.Counter, Mode: uint32(r.Mode), Slab: slabToPB(r.Slab)}
+	}
 	return &pb.CollectResponse{Counter: r.Counter, Mode: uint32(r.Mode), Key: r.Key, AlphaShare: r.AlphaShare, BetaShare: r.BetaShare,
 		Evals: r.Evals, PairTag: r.PairTag[:]}
 }
 
 func collectRespFromPB(r *pb.CollectResponse) (*msg.CollectResponse, error) {
+	if s := r.GetSlab(); s != nil {
+		sl, err := slabFromPB(s)
+		if err != nil {
+			return nil, err
+		}
+		return &msg.CollectResponse{Counter: sl.First, Mode: sl.Mode, Slab: sl}, nil
+	}
 	if len(r.GetPairTag()) != msg.PairTagSize {
 		return nil, fmt.Errorf("%w: collect: a %d-byte pair tag, want %d", ErrTransport, len(r.GetPairTag()), msg.PairTagSize)
 	}
 	return &msg.CollectResponse{Counter: r.GetCounter(), Mode: msg.Mode(u8(r.GetMode())), Key: r.GetKey(),
 		AlphaShare: r.GetAlphaShare(), BetaShare: r.GetBetaShare(), Evals: r.GetEvals(), PairTag: [msg.PairTagSize]byte(r.GetPairTag())}, nil
+}
+
+// n32 narrows a count; anything over MaxBulk·2 becomes MaxBulk+1 (refused
+// by the module as outside 1..MaxBulk, naming the field).
+func n32(v uint32) int {
+	if v > 2*msg.MaxBulk {
+		return msg.MaxBulk + 1
+	}
+	return int(v)
+}
+
+// bulkToPB converts a bulk request (the shares are the caller's: it wipes
+// them once sent).
+func bulkToPB(b *msg.Bulk) *pb.Bulk {
+	if b == nil {
+		return nil
+	}
+	return &pb.Bulk{Mode: uint32(b.Mode), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
+		N: uint32(min(max(b.N, 0), 2*msg.MaxBulk+1)), AlphaShares: b.AlphaShares, BetaShares: b.BetaShares,
+		DeriveBeta: b.DeriveBeta, Beta: b.Beta}
+}
+
+// bulkFromPB converts a wire bulk request; the module checks its fields.
+func bulkFromPB(b *pb.Bulk) *msg.Bulk {
+	if b == nil {
+		return nil
+	}
+	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
+		OutBits: bits(b.GetOutBits()), N: n32(b.GetN()), AlphaShares: b.GetAlphaShares(), BetaShares: b.GetBetaShares(),
+		DeriveBeta: b.GetDeriveBeta(), Beta: b.GetBeta()}
+}
+
+// wipeBulk clears the shares of a wire bulk request.
+func wipeBulk(b *pb.Bulk) {
+	if b != nil {
+		clear(b.AlphaShares)
+		clear(b.BetaShares)
+	}
+}
+
+// slabToPB converts a slab; the message holds the slab's buffers (no
+// copy).
+func slabToPB(s *msg.Slab) *pb.Slab {
+	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Type: uint32(s.Params.Type),
+		InBits: uint32(s.Params.InBits), OutBits: uint32(s.Params.OutBits), Stride: uint32(s.Stride),
+		Keys: s.Keys, AlphaShares: s.AlphaShares, BetaShares: s.BetaShares, PairTags: s.PairTags}
+}
+
+// slabFromPB converts a wire slab, checking that its fields agree (N keys
+// of the shape's stride, N pair tags, N shares of each or none); the slab
+// holds the message's buffers.
+func slabFromPB(s *pb.Slab) (*msg.Slab, error) {
+	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())),
+		Params: fss.Params{Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits())},
+		Keys:   s.GetKeys(), AlphaShares: s.GetAlphaShares(), BetaShares: s.GetBetaShares(),
+		PairTags: s.GetPairTags()}
+	if s.GetStride() > 1<<20 {
+		o.Stride = -1
+	} else {
+		o.Stride = int(s.GetStride())
+	}
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("%w: collect: %v", ErrTransport, err)
+	}
+	if o.Mode != msg.Bound && o.Mode != msg.Derived {
+		return nil, fmt.Errorf("%w: collect: a slab of mode %d", ErrTransport, o.Mode)
+	}
+	return o, nil
+}
+
+// wipeSlabPB clears the secrets of a wire slab.
+func wipeSlabPB(s *pb.Slab) {
+	if s != nil {
+		clear(s.Keys)
+		clear(s.AlphaShares)
+		clear(s.BetaShares)
+	}
 }

@@ -196,9 +196,16 @@ func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []by
 		buf, err = appendMsg(dst, bad)
 		return buf, buf, err
 	}
+	if c := req.Calls[len(req.Calls)-1].GetCollect(); c.GetCount() > 0 && len(c.GetPoints()) == 0 {
+		if sc, ok := s.dev.(slabCollector); ok {
+			return s.appendSlab(ctx, req, sc, c, dst)
+		}
+	}
 	last := req.Calls[len(req.Calls)-1].GetCollectRange()
 	if last == nil {
-		buf, err = appendMsg(dst, s.handle(ctx, req, req.Calls))
+		resp := s.handle(ctx, req, req.Calls)
+		buf, err = appendMsg(dst, resp)
+		wipeResults(resp)
 		return buf, buf, err
 	}
 	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
@@ -225,7 +232,65 @@ func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []by
 	}
 	head.Results = append(head.Results, r)
 	buf, err = appendMsg(dst[:0], head)
+	wipeResults(head)
 	return buf, buf, err
+}
+
+// slabCollector is a module that hands out a remembered slab during a
+// callback (module.Durable): the server encodes it from there, with no
+// copy in between.
+type slabCollector interface {
+	CollectSlab(ctx context.Context, first uint64, count int, emit func(*msg.Slab)) error
+}
+
+// appendSlab is handleAppend for a request that ends with a range collect
+// (a bulk's slab) from a slabCollector: the response is encoded while the
+// module holds the slab, so each key is copied once, from the module's
+// memory into buf.
+func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabCollector, c *pb.CollectRequest, dst []byte) (buf, out []byte, err error) {
+	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
+	defer wipeResults(head)
+	failed := false
+	for _, r := range head.Results {
+		failed = failed || r.ErrorClass != ClassOK
+	}
+	if failed && req.StopOnError {
+		head.Results = append(head.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+		buf, err = appendMsg(dst, head)
+		return buf, buf, err
+	}
+	emitted := false
+	cerr := sc.CollectSlab(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
+		cr := &pb.CollectResponse{Counter: sl.First, Mode: uint32(sl.Mode), Slab: slabToPB(sl)}
+		head.Results = append(head.Results, &pb.Result{Op: &pb.Result_Collect{Collect: cr}})
+		buf, err = appendMsg(dst, head)
+		cr.Slab = nil // the module's memory: not this response's to wipe
+		emitted = true
+	})
+	if !emitted {
+		if cerr == nil {
+			cerr = errors.New("socket: the module emitted no slab")
+		}
+		head.Results = append(head.Results, fail(cerr))
+		buf, err = appendMsg(dst, head)
+	}
+	if err != nil {
+		clear(buf)
+		return dst[:0], nil, err
+	}
+	return buf, buf, nil
+}
+
+// wipeResults clears the key shares a response's collect results hold,
+// once encoded (the collector owns them: the module handed them out).
+func wipeResults(resp *pb.ModuleResponse) {
+	for _, r := range resp.GetResults() {
+		if c := r.GetCollect(); c != nil {
+			clear(c.Key)
+			clear(c.Evals)
+			wipeSlabPB(c.Slab)
+		}
+	}
 }
 
 func (s *Server) handle(ctx context.Context, req *pb.ModuleRequest, calls []*pb.Call) *pb.ModuleResponse {
@@ -272,6 +337,7 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 	case *pb.Call_Submit:
 		req, err := submitReqFromPB(op.Submit)
 		// Own shares: wipe the decoded copy whether or not it parsed.
+		defer wipeBulk(op.Submit.GetBulk())
 		clear(op.Submit.PackedShares)
 		for _, sh := range op.Submit.Shares {
 			sh.AlphaShare, sh.BetaShare, sh.Beta = 0, 0, 0
@@ -280,7 +346,7 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 			return fail(err)
 		}
 		r, err := s.dev.Submit(ctx, req)
-		if err == nil && req.Kind == msg.SubmitShares && s.journal != nil && len(r.Frames) > 0 {
+		if err == nil && (req.Kind == msg.SubmitShares || req.Kind == msg.SubmitBulk) && s.journal != nil && len(r.Frames) > 0 {
 			s.record(req, r)
 		}
 		clear(req.Shares)
@@ -315,7 +381,8 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 		}
 		return &pb.Result{Op: &pb.Result_Poll{Poll: PollToPB(r, locked)}}
 	case *pb.Call_Collect:
-		r, err := s.dev.Collect(ctx, &msg.CollectRequest{Counter: op.Collect.GetCounter(), Points: op.Collect.GetPoints()})
+		r, err := s.dev.Collect(ctx, &msg.CollectRequest{Counter: op.Collect.GetCounter(), Points: op.Collect.GetPoints(),
+			Count: n32(op.Collect.GetCount())})
 		if err != nil {
 			return fail(err)
 		}
@@ -360,6 +427,12 @@ func (s *Server) sync(ctx context.Context, r *pb.SyncRequest) *pb.Result {
 // record journals the keystream positions of a share submission.
 func (s *Server) record(req *msg.SubmitRequest, r *msg.SubmitResponse) {
 	var line []byte
+	if b := req.Bulk; req.Kind == msg.SubmitBulk && b != nil && b.Mode == msg.Bound {
+		for i := range r.Count {
+			line = strconv.AppendUint(line, r.FirstCounter+uint64(i), 10)
+			line = append(line, '\n')
+		}
+	}
 	for i, sh := range req.Shares {
 		if sh.Mode != msg.Derived {
 			line = strconv.AppendUint(line, r.FirstCounter+uint64(i), 10)

@@ -115,6 +115,10 @@ func FuzzHandle(f *testing.F) {
 	good, _ := proto.Marshal(&pb.ModuleRequest{Calls: []*pb.Call{{Op: &pb.Call_Submit{Submit: &pb.SubmitRequest{Kind: 1, Tier: 2,
 		Shares: []*pb.Share{{Mode: 1, Type: 1, InBits: 8, OutBits: 8}}}}}, {Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: 0}}}}})
 	f.Add(good)
+	bulk, _ := proto.Marshal(&pb.ModuleRequest{Calls: []*pb.Call{{Op: &pb.Call_Submit{Submit: &pb.SubmitRequest{Kind: 4, Tier: 3,
+		Bulk: &pb.Bulk{Mode: 1, Type: 1, InBits: 8, OutBits: 8, N: 2, AlphaShares: []uint64{1, 2}, BetaShares: []uint64{3, 4}}}}},
+		{Op: &pb.Call_Collect{Collect: &pb.CollectRequest{Counter: 0, Count: 2}}}}})
+	f.Add(bulk)
 	f.Add([]byte{0x0a, 0x02, 0x2a, 0x00})
 	f.Add([]byte{})
 	dir := f.TempDir()

@@ -75,7 +75,7 @@ func (x SyncRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SyncRequest_Op.Descriptor instead.
 func (SyncRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{13, 0}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type Share struct {
@@ -290,7 +290,10 @@ type SubmitRequest struct {
 	PackFrames bool `protobuf:"varint,7,opt,name=pack_frames,json=packFrames,proto3" json:"pack_frames,omitempty"`
 	// mismatch (abandon): the host abandons because the two modules' pair
 	// tags disagreed; the module counts it (rejects["pair_mismatch"]).
-	Mismatch      bool `protobuf:"varint,8,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
+	Mismatch bool `protobuf:"varint,8,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
+	// bulk (kind 4, SubmitBulk): n keys of one shape (msg.Bulk); shares,
+	// packed_shares and frame are then empty.
+	Bulk          *Bulk `protobuf:"bytes,9,opt,name=bulk,proto3" json:"bulk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -381,6 +384,251 @@ func (x *SubmitRequest) GetMismatch() bool {
 	return false
 }
 
+func (x *SubmitRequest) GetBulk() *Bulk {
+	if x != nil {
+		return x.Bulk
+	}
+	return nil
+}
+
+// Bulk is msg.Bulk: n keys of one shape. Bound mode: this party's n
+// shares of each α and β (packed). Derived mode: no shares; derive_beta
+// and beta as in Share.
+type Bulk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mode          uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
+	InBits        uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits       uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	N             uint32                 `protobuf:"varint,5,opt,name=n,proto3" json:"n,omitempty"`
+	AlphaShares   []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	DeriveBeta    bool                   `protobuf:"varint,8,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
+	Beta          uint64                 `protobuf:"varint,9,opt,name=beta,proto3" json:"beta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Bulk) Reset() {
+	*x = Bulk{}
+	mi := &file_kord_v1_module_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Bulk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Bulk) ProtoMessage() {}
+
+func (x *Bulk) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Bulk.ProtoReflect.Descriptor instead.
+func (*Bulk) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Bulk) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *Bulk) GetType() uint32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *Bulk) GetInBits() uint32 {
+	if x != nil {
+		return x.InBits
+	}
+	return 0
+}
+
+func (x *Bulk) GetOutBits() uint32 {
+	if x != nil {
+		return x.OutBits
+	}
+	return 0
+}
+
+func (x *Bulk) GetN() uint32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Bulk) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *Bulk) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *Bulk) GetDeriveBeta() bool {
+	if x != nil {
+		return x.DeriveBeta
+	}
+	return false
+}
+
+func (x *Bulk) GetBeta() uint64 {
+	if x != nil {
+		return x.Beta
+	}
+	return 0
+}
+
+// Slab is msg.Slab: this party's outputs of one bulk, keys at a fixed
+// stride in one bytes field (key i at keys[i*stride:(i+1)*stride]), pair
+// tags 16 bytes each, and, derived mode, its shares of each α and β.
+type Slab struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	N             uint32                 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type          uint32                 `protobuf:"varint,4,opt,name=type,proto3" json:"type,omitempty"`
+	InBits        uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits       uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	Stride        uint32                 `protobuf:"varint,7,opt,name=stride,proto3" json:"stride,omitempty"`
+	Keys          []byte                 `protobuf:"bytes,8,opt,name=keys,proto3" json:"keys,omitempty"`
+	AlphaShares   []uint64               `protobuf:"varint,9,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	PairTags      []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Slab) Reset() {
+	*x = Slab{}
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Slab) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Slab) ProtoMessage() {}
+
+func (x *Slab) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Slab.ProtoReflect.Descriptor instead.
+func (*Slab) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Slab) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *Slab) GetN() uint32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Slab) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *Slab) GetType() uint32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *Slab) GetInBits() uint32 {
+	if x != nil {
+		return x.InBits
+	}
+	return 0
+}
+
+func (x *Slab) GetOutBits() uint32 {
+	if x != nil {
+		return x.OutBits
+	}
+	return 0
+}
+
+func (x *Slab) GetStride() uint32 {
+	if x != nil {
+		return x.Stride
+	}
+	return 0
+}
+
+func (x *Slab) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *Slab) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *Slab) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *Slab) GetPairTags() []byte {
+	if x != nil {
+		return x.PairTags
+	}
+	return nil
+}
+
 type SubmitResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	FirstCounter uint64                 `protobuf:"varint,1,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
@@ -398,7 +646,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[4]
+	mi := &file_kord_v1_module_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +658,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[4]
+	mi := &file_kord_v1_module_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +671,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{4}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitResponse) GetFirstCounter() uint64 {
@@ -494,7 +742,7 @@ type PeerFramesRequest struct {
 
 func (x *PeerFramesRequest) Reset() {
 	*x = PeerFramesRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +754,7 @@ func (x *PeerFramesRequest) String() string {
 func (*PeerFramesRequest) ProtoMessage() {}
 
 func (x *PeerFramesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +767,7 @@ func (x *PeerFramesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerFramesRequest.ProtoReflect.Descriptor instead.
 func (*PeerFramesRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PeerFramesRequest) GetData() []byte {
@@ -548,7 +796,7 @@ type PeerFramesResponse struct {
 
 func (x *PeerFramesResponse) Reset() {
 	*x = PeerFramesResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +808,7 @@ func (x *PeerFramesResponse) String() string {
 func (*PeerFramesResponse) ProtoMessage() {}
 
 func (x *PeerFramesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +821,7 @@ func (x *PeerFramesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerFramesResponse.ProtoReflect.Descriptor instead.
 func (*PeerFramesResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PeerFramesResponse) GetAccepted() uint32 {
@@ -605,7 +853,7 @@ type CollectRangeRequest struct {
 
 func (x *CollectRangeRequest) Reset() {
 	*x = CollectRangeRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +865,7 @@ func (x *CollectRangeRequest) String() string {
 func (*CollectRangeRequest) ProtoMessage() {}
 
 func (x *CollectRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +878,7 @@ func (x *CollectRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRangeRequest.ProtoReflect.Descriptor instead.
 func (*CollectRangeRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CollectRangeRequest) GetFirst() uint64 {
@@ -679,7 +927,7 @@ type CollectRangeResponse struct {
 
 func (x *CollectRangeResponse) Reset() {
 	*x = CollectRangeResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +939,7 @@ func (x *CollectRangeResponse) String() string {
 func (*CollectRangeResponse) ProtoMessage() {}
 
 func (x *CollectRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +952,7 @@ func (x *CollectRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRangeResponse.ProtoReflect.Descriptor instead.
 func (*CollectRangeResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CollectRangeResponse) GetModes() []byte {
@@ -771,7 +1019,7 @@ type PollRequest struct {
 
 func (x *PollRequest) Reset() {
 	*x = PollRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +1031,7 @@ func (x *PollRequest) String() string {
 func (*PollRequest) ProtoMessage() {}
 
 func (x *PollRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1044,7 @@ func (x *PollRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollRequest.ProtoReflect.Descriptor instead.
 func (*PollRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
 }
 
 type PollResponse struct {
@@ -818,7 +1066,7 @@ type PollResponse struct {
 
 func (x *PollResponse) Reset() {
 	*x = PollResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +1078,7 @@ func (x *PollResponse) String() string {
 func (*PollResponse) ProtoMessage() {}
 
 func (x *PollResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +1091,7 @@ func (x *PollResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResponse.ProtoReflect.Descriptor instead.
 func (*PollResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PollResponse) GetParty() uint32 {
@@ -924,16 +1172,19 @@ func (x *PollResponse) GetLocked() bool {
 }
 
 type CollectRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
-	Points        []uint64               `protobuf:"varint,2,rep,packed,name=points,proto3" json:"points,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Counter uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
+	Points  []uint64               `protobuf:"varint,2,rep,packed,name=points,proto3" json:"points,omitempty"`
+	// count > 0: a range collect of the bulk whose first counter is
+	// counter and whose n is count; the answer is CollectResponse.slab.
+	Count         uint32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectRequest) Reset() {
 	*x = CollectRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1196,7 @@ func (x *CollectRequest) String() string {
 func (*CollectRequest) ProtoMessage() {}
 
 func (x *CollectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1209,7 @@ func (x *CollectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRequest.ProtoReflect.Descriptor instead.
 func (*CollectRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CollectRequest) GetCounter() uint64 {
@@ -975,6 +1226,13 @@ func (x *CollectRequest) GetPoints() []uint64 {
 	return nil
 }
 
+func (x *CollectRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type CollectResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
@@ -984,13 +1242,14 @@ type CollectResponse struct {
 	BetaShare     uint64                 `protobuf:"varint,5,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
 	Evals         []uint64               `protobuf:"varint,6,rep,packed,name=evals,proto3" json:"evals,omitempty"`
 	PairTag       []byte                 `protobuf:"bytes,7,opt,name=pair_tag,json=pairTag,proto3" json:"pair_tag,omitempty"` // 16 bytes
+	Slab          *Slab                  `protobuf:"bytes,8,opt,name=slab,proto3" json:"slab,omitempty"`                      // a range collect's answer (the rest is then zero)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectResponse) Reset() {
 	*x = CollectResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1261,7 @@ func (x *CollectResponse) String() string {
 func (*CollectResponse) ProtoMessage() {}
 
 func (x *CollectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1274,7 @@ func (x *CollectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectResponse.ProtoReflect.Descriptor instead.
 func (*CollectResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CollectResponse) GetCounter() uint64 {
@@ -1067,6 +1326,13 @@ func (x *CollectResponse) GetPairTag() []byte {
 	return nil
 }
 
+func (x *CollectResponse) GetSlab() *Slab {
+	if x != nil {
+		return x.Slab
+	}
+	return nil
+}
+
 // Rollback witness: Challenge draws a fresh nonce, Witness authenticates
 // this module's counters against the peer's nonce, Reconcile checks the
 // peer's witness and resynchronises forward.
@@ -1080,7 +1346,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1358,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1371,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SyncRequest) GetOp() SyncRequest_Op {
@@ -1135,7 +1401,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1413,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1426,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SyncResponse) GetData() []byte {
@@ -1216,7 +1482,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_kord_v1_module_proto_msgTypes[15]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1494,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[15]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1507,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Call) GetOp() isCall_Op {
@@ -1382,7 +1648,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_kord_v1_module_proto_msgTypes[16]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1660,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[16]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1673,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Result) GetErrorClass() uint32 {
@@ -1551,7 +1817,7 @@ type ModuleRequest struct {
 
 func (x *ModuleRequest) Reset() {
 	*x = ModuleRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[17]
+	mi := &file_kord_v1_module_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1829,7 @@ func (x *ModuleRequest) String() string {
 func (*ModuleRequest) ProtoMessage() {}
 
 func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[17]
+	mi := &file_kord_v1_module_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1842,7 @@ func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRequest.ProtoReflect.Descriptor instead.
 func (*ModuleRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ModuleRequest) GetCalls() []*Call {
@@ -1602,7 +1868,7 @@ type ModuleResponse struct {
 
 func (x *ModuleResponse) Reset() {
 	*x = ModuleResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[18]
+	mi := &file_kord_v1_module_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1880,7 @@ func (x *ModuleResponse) String() string {
 func (*ModuleResponse) ProtoMessage() {}
 
 func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[18]
+	mi := &file_kord_v1_module_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1893,7 @@ func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleResponse.ProtoReflect.Descriptor instead.
 func (*ModuleResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ModuleResponse) GetResults() []*Result {
@@ -1658,7 +1924,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"E\n" +
 	"\x11ProvisionResponse\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
-	"\x06paired\x18\x02 \x01(\bR\x06paired\"\xf1\x01\n" +
+	"\x06paired\x18\x02 \x01(\bR\x06paired\"\x94\x02\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12&\n" +
@@ -1668,7 +1934,34 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\rpacked_shares\x18\x06 \x01(\fR\fpackedShares\x12\x1f\n" +
 	"\vpack_frames\x18\a \x01(\bR\n" +
 	"packFrames\x12\x1a\n" +
-	"\bmismatch\x18\b \x01(\bR\bmismatch\"\xf1\x01\n" +
+	"\bmismatch\x18\b \x01(\bR\bmismatch\x12!\n" +
+	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\"\xe9\x01\n" +
+	"\x04Bulk\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
+	"\ain_bits\x18\x03 \x01(\rR\x06inBits\x12\x19\n" +
+	"\bout_bits\x18\x04 \x01(\rR\aoutBits\x12\f\n" +
+	"\x01n\x18\x05 \x01(\rR\x01n\x12!\n" +
+	"\falpha_shares\x18\x06 \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\a \x03(\x04R\n" +
+	"betaShares\x12\x1f\n" +
+	"\vderive_beta\x18\b \x01(\bR\n" +
+	"deriveBeta\x12\x12\n" +
+	"\x04beta\x18\t \x01(\x04R\x04beta\"\x93\x02\n" +
+	"\x04Slab\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\f\n" +
+	"\x01n\x18\x02 \x01(\rR\x01n\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\rR\x04type\x12\x17\n" +
+	"\ain_bits\x18\x05 \x01(\rR\x06inBits\x12\x19\n" +
+	"\bout_bits\x18\x06 \x01(\rR\aoutBits\x12\x16\n" +
+	"\x06stride\x18\a \x01(\rR\x06stride\x12\x12\n" +
+	"\x04keys\x18\b \x01(\fR\x04keys\x12!\n" +
+	"\falpha_shares\x18\t \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\n" +
+	" \x03(\x04R\n" +
+	"betaShares\x12\x1b\n" +
+	"\tpair_tags\x18\v \x01(\fR\bpairTags\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
@@ -1721,10 +2014,11 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x06locked\x18\v \x01(\bR\x06locked\x1a:\n" +
 	"\fRejectsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"B\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"X\n" +
 	"\x0eCollectRequest\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
-	"\x06points\x18\x02 \x03(\x04R\x06points\"\xc2\x01\n" +
+	"\x06points\x18\x02 \x03(\x04R\x06points\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\rR\x05count\"\xe5\x01\n" +
 	"\x0fCollectResponse\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x10\n" +
@@ -1734,7 +2028,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\n" +
 	"beta_share\x18\x05 \x01(\x04R\tbetaShare\x12\x14\n" +
 	"\x05evals\x18\x06 \x03(\x04R\x05evals\x12\x19\n" +
-	"\bpair_tag\x18\a \x01(\fR\apairTag\"\x98\x01\n" +
+	"\bpair_tag\x18\a \x01(\fR\apairTag\x12!\n" +
+	"\x04slab\x18\b \x01(\v2\r.kord.v1.SlabR\x04slab\"\x98\x01\n" +
 	"\vSyncRequest\x12'\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x17.kord.v1.SyncRequest.OpR\x02op\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"L\n" +
@@ -1793,55 +2088,59 @@ func file_kord_v1_module_proto_rawDescGZIP() []byte {
 }
 
 var file_kord_v1_module_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kord_v1_module_proto_goTypes = []any{
 	(SyncRequest_Op)(0),          // 0: kord.v1.SyncRequest.Op
 	(*Share)(nil),                // 1: kord.v1.Share
 	(*ProvisionRequest)(nil),     // 2: kord.v1.ProvisionRequest
 	(*ProvisionResponse)(nil),    // 3: kord.v1.ProvisionResponse
 	(*SubmitRequest)(nil),        // 4: kord.v1.SubmitRequest
-	(*SubmitResponse)(nil),       // 5: kord.v1.SubmitResponse
-	(*PeerFramesRequest)(nil),    // 6: kord.v1.PeerFramesRequest
-	(*PeerFramesResponse)(nil),   // 7: kord.v1.PeerFramesResponse
-	(*CollectRangeRequest)(nil),  // 8: kord.v1.CollectRangeRequest
-	(*CollectRangeResponse)(nil), // 9: kord.v1.CollectRangeResponse
-	(*PollRequest)(nil),          // 10: kord.v1.PollRequest
-	(*PollResponse)(nil),         // 11: kord.v1.PollResponse
-	(*CollectRequest)(nil),       // 12: kord.v1.CollectRequest
-	(*CollectResponse)(nil),      // 13: kord.v1.CollectResponse
-	(*SyncRequest)(nil),          // 14: kord.v1.SyncRequest
-	(*SyncResponse)(nil),         // 15: kord.v1.SyncResponse
-	(*Call)(nil),                 // 16: kord.v1.Call
-	(*Result)(nil),               // 17: kord.v1.Result
-	(*ModuleRequest)(nil),        // 18: kord.v1.ModuleRequest
-	(*ModuleResponse)(nil),       // 19: kord.v1.ModuleResponse
-	nil,                          // 20: kord.v1.PollResponse.RejectsEntry
+	(*Bulk)(nil),                 // 5: kord.v1.Bulk
+	(*Slab)(nil),                 // 6: kord.v1.Slab
+	(*SubmitResponse)(nil),       // 7: kord.v1.SubmitResponse
+	(*PeerFramesRequest)(nil),    // 8: kord.v1.PeerFramesRequest
+	(*PeerFramesResponse)(nil),   // 9: kord.v1.PeerFramesResponse
+	(*CollectRangeRequest)(nil),  // 10: kord.v1.CollectRangeRequest
+	(*CollectRangeResponse)(nil), // 11: kord.v1.CollectRangeResponse
+	(*PollRequest)(nil),          // 12: kord.v1.PollRequest
+	(*PollResponse)(nil),         // 13: kord.v1.PollResponse
+	(*CollectRequest)(nil),       // 14: kord.v1.CollectRequest
+	(*CollectResponse)(nil),      // 15: kord.v1.CollectResponse
+	(*SyncRequest)(nil),          // 16: kord.v1.SyncRequest
+	(*SyncResponse)(nil),         // 17: kord.v1.SyncResponse
+	(*Call)(nil),                 // 18: kord.v1.Call
+	(*Result)(nil),               // 19: kord.v1.Result
+	(*ModuleRequest)(nil),        // 20: kord.v1.ModuleRequest
+	(*ModuleResponse)(nil),       // 21: kord.v1.ModuleResponse
+	nil,                          // 22: kord.v1.PollResponse.RejectsEntry
 }
 var file_kord_v1_module_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.SubmitRequest.shares:type_name -> kord.v1.Share
-	20, // 1: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
-	0,  // 2: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
-	2,  // 3: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
-	4,  // 4: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
-	10, // 5: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
-	12, // 6: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
-	14, // 7: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
-	6,  // 8: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
-	8,  // 9: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
-	3,  // 10: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
-	5,  // 11: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
-	11, // 12: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
-	13, // 13: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
-	15, // 14: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
-	7,  // 15: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
-	9,  // 16: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
-	16, // 17: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
-	17, // 18: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	5,  // 1: kord.v1.SubmitRequest.bulk:type_name -> kord.v1.Bulk
+	22, // 2: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
+	6,  // 3: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
+	0,  // 4: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
+	2,  // 5: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
+	4,  // 6: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
+	12, // 7: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
+	14, // 8: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
+	16, // 9: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
+	8,  // 10: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
+	10, // 11: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
+	3,  // 12: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
+	7,  // 13: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
+	13, // 14: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
+	15, // 15: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
+	17, // 16: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
+	9,  // 17: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
+	11, // 18: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
+	18, // 19: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
+	19, // 20: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_module_proto_init() }
@@ -1849,7 +2148,7 @@ func file_kord_v1_module_proto_init() {
 	if File_kord_v1_module_proto != nil {
 		return
 	}
-	file_kord_v1_module_proto_msgTypes[15].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[17].OneofWrappers = []any{
 		(*Call_Provision)(nil),
 		(*Call_Submit)(nil),
 		(*Call_Poll)(nil),
@@ -1858,7 +2157,7 @@ func file_kord_v1_module_proto_init() {
 		(*Call_PeerFrames)(nil),
 		(*Call_CollectRange)(nil),
 	}
-	file_kord_v1_module_proto_msgTypes[16].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[18].OneofWrappers = []any{
 		(*Result_Provision)(nil),
 		(*Result_Submit)(nil),
 		(*Result_Poll)(nil),
@@ -1873,7 +2172,7 @@ func file_kord_v1_module_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_module_proto_rawDesc), len(file_kord_v1_module_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -104,10 +104,12 @@ func Unpack(src []byte, d Desc) (a, b uint64, err error) {
 type Channel struct {
 	party int
 	otp   [2]cipher.Block
+	otpm  [2]*kdf.Multi // the same keys, many blocks a call (bulk frames)
 	mac   [2]cipher.AEAD
 	batch [2]cipher.AEAD
 
 	in, out [16]byte // keystream blocks
+	blocks  []byte   // a bulk's keystream blocks; cleared after each call
 	ad      []byte   // associated data (public)
 	nonce   [NonceSize]byte
 }
@@ -128,6 +130,9 @@ func New(k *kdf.Keys, party int) (*Channel, error) {
 	for d := 0; d < 2; d++ {
 		var err error
 		if c.otp[d], err = aes.NewCipher(k.OTP[d][:]); err != nil {
+			return nil, fmt.Errorf("channel: keystream key: %w", err)
+		}
+		if c.otpm[d], err = kdf.NewMulti(&k.OTP[d]); err != nil {
 			return nil, fmt.Errorf("channel: keystream key: %w", err)
 		}
 		if c.mac[d], err = newGCM(k.MAC[d][:]); err != nil {
@@ -282,4 +287,59 @@ func (c *Channel) OpenTo(dst []byte, tier byte, counter uint64, ds []Desc, frame
 		return nil, ErrAuth
 	}
 	return plain, nil
+}
+
+// keystreamBulk leaves the keystream blocks for (dir, first+i), i < n, in
+// c.blocks (which the caller clears).
+func (c *Channel) keystreamBulk(dir int, first uint64, n int) []byte {
+	if cap(c.blocks) < 16*n {
+		c.blocks = make([]byte, 16*n)
+	}
+	ks := c.blocks[:16*n]
+	for i := range n {
+		b := ks[16*i : 16*(i+1)]
+		binary.LittleEndian.PutUint64(b[:8], first+uint64(i))
+		clear(b[8:])
+	}
+	c.otpm[dir].Encrypt(ks)
+	return ks
+}
+
+// SealKeystreamBulk appends this party's keystream-tier frames for the
+// share pairs (a[i], b[i]) at counters first, first+1, … to dst: the
+// bytes SealKeystreamTo appends for each, with the keystream drawn in one
+// multi-block call.
+func (c *Channel) SealKeystreamBulk(dst []byte, first uint64, d Desc, a, b []uint64) []byte {
+	ks := c.keystreamBulk(c.party, first, len(a))
+	defer clear(ks)
+	ma, mb := prg.Mask(d.InBits), prg.Mask(d.OutBits)
+	for i := range a {
+		x := ks[16*i : 16*(i+1)]
+		dst = Pack(dst, d, a[i]^binary.LittleEndian.Uint64(x[:8])&ma, b[i]^binary.LittleEndian.Uint64(x[8:])&mb)
+	}
+	return dst
+}
+
+// OpenKeystreamBulk decrypts the peer's keystream-tier frames for counters
+// first, first+1, …, concatenated in frame (len(a) of them, d.Size()
+// bytes each), into a and b; it fails (ErrLength, ErrRange) as
+// OpenKeystream would on the first bad one, leaving a and b for the
+// caller to wipe.
+func (c *Channel) OpenKeystreamBulk(first uint64, d Desc, frame []byte, a, b []uint64) error {
+	n, sz := len(a), d.Size()
+	if len(frame) != n*sz {
+		return ErrLength
+	}
+	ks := c.keystreamBulk(1-c.party, first, n)
+	defer clear(ks)
+	ma, mb := prg.Mask(d.InBits), prg.Mask(d.OutBits)
+	for i := range n {
+		x, y, err := Unpack(frame[i*sz:(i+1)*sz], d)
+		if err != nil {
+			return err
+		}
+		k := ks[16*i : 16*(i+1)]
+		a[i], b[i] = x^binary.LittleEndian.Uint64(k[:8])&ma, y^binary.LittleEndian.Uint64(k[8:])&mb
+	}
+	return nil
 }

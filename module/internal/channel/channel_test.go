@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/internal/kdf"
 )
 
@@ -222,5 +223,41 @@ func TestNonceIsTheCounter(t *testing.T) {
 				t.Fatalf("tier %d: honest frame: %v", tier, err)
 			}
 		}
+	}
+}
+
+// TestKeystreamBulk: the bulk forms write and read exactly the one-key
+// frames, concatenated, and refuse a frame of the wrong length or range.
+func TestKeystreamBulk(t *testing.T) {
+	p0, p1 := pairOfChannels(t)
+	for _, d := range []Desc{{Mode: 1, Type: 1, InBits: 12, OutBits: 33}, {Mode: 1, Type: 2, InBits: 64, OutBits: 64}} {
+		const n = 21
+		a, b := make([]uint64, n), make([]uint64, n)
+		var want []byte
+		for i := range n {
+			a[i], b[i] = uint64(i*7919)&prg.Mask(d.InBits), uint64(i*104729)&prg.Mask(d.OutBits)
+			want = p0.SealKeystreamTo(want, 1000+uint64(i), d, a[i], b[i])
+		}
+		got := p0.SealKeystreamBulk(nil, 1000, d, a, b)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%+v: bulk frames differ from the one-key frames", d)
+		}
+		x, y := make([]uint64, n), make([]uint64, n)
+		if err := p1.OpenKeystreamBulk(1000, d, got, x, y); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if x[i] != a[i] || y[i] != b[i] {
+				t.Fatalf("%+v: key %d opened wrong", d, i)
+			}
+		}
+		if err := p1.OpenKeystreamBulk(1000, d, got[1:], x, y); err == nil {
+			t.Fatal("short bulk frame opened")
+		}
+	}
+	d := Desc{Mode: 1, Type: 1, InBits: 12, OutBits: 12}
+	bad := bytes.Repeat([]byte{0xff}, 2*d.Size())
+	if err := p1.OpenKeystreamBulk(0, d, bad, make([]uint64, 2), make([]uint64, 2)); err == nil {
+		t.Fatal("out-of-range bulk frame opened")
 	}
 }

@@ -65,7 +65,14 @@ type Durable struct {
 	// c mod collectCache (counters are handed out in order, so: the last
 	// collectCache of them), with no index to maintain.
 	ring []cached
+	// slabs remembers the bulk slabs handed out, oldest first, without a
+	// copy (see keepCollected).
+	slabs    []*msg.Slab
+	slabKeys int
 }
+
+// minSlabs is the fewest collected slabs a Durable remembers.
+const minSlabs = 4
 
 // Reconciled reports a witness check.
 type Reconciled struct {
@@ -181,7 +188,7 @@ func (d *Durable) Poll(ctx context.Context, req *msg.PollRequest) (*msg.PollResp
 
 // Submit refuses own shares while locked; frames and abandons pass.
 func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
-	if req.Kind == msg.SubmitShares {
+	if req.Kind == msg.SubmitShares || req.Kind == msg.SubmitBulk {
 		d.mu.Lock()
 		locked := d.locked
 		d.mu.Unlock()
@@ -195,6 +202,13 @@ func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.Subm
 // Collect hands out the output at a counter; a repeat of a recent Collect
 // returns the same bytes (consume mode: only for the same points).
 func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	if req.Count != 0 {
+		var out *msg.CollectResponse
+		err := d.CollectSlab(req.Counter, req.Count, req.Points, func(s *msg.Slab) {
+			out = &msg.CollectResponse{Counter: s.First, Mode: s.Mode, Slab: cloneSlab(s)}
+		})
+		return out, err
+	}
 	d.mu.Lock()
 	if c := d.cached(req.Counter, req.Points); c != nil {
 		r := cloneCollect(&c.resp)
@@ -271,6 +285,65 @@ func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit 
 		emit(&c.resp)
 	}
 	return nil
+}
+
+// CollectSlab hands emit the slab of the bulk at first (Count keys), as
+// Collect would: a repeat of a recent one gives the same bytes. The slab
+// is the module's remembered copy, valid only during emit (the caller
+// copies what it keeps, e.g. into its answer on the socket).
+func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit func(*msg.Slab)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if count <= 0 {
+		return bad("Count: %d, want the bulk's N", count)
+	}
+	for _, s := range d.slabs {
+		if s.First == first {
+			if s.N != count {
+				return bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
+			}
+			emit(s)
+			return nil
+		}
+	}
+	s, err := d.Engine.collectSlab(first, count, points)
+	if err != nil {
+		return err
+	}
+	d.keepCollected(s)
+	emit(s)
+	return nil
+}
+
+// keepCollected remembers a slab handed out, for repeats. It keeps at
+// least the last minSlabs slabs and at least the last collectCache keys
+// (more than a host holds between its module's collect and the
+// application's receipt: crash recovery re-collects by counter), and
+// wipes what falls out: each remembered key is wiped once, here.
+func (d *Durable) keepCollected(s *msg.Slab) {
+	d.slabs = append(d.slabs, s)
+	d.slabKeys += s.N
+	drop := 0
+	for len(d.slabs)-drop > minSlabs && d.slabKeys-d.slabs[drop].N >= collectCache {
+		d.recycleLocked(d.slabs[drop])
+		d.slabKeys -= d.slabs[drop].N
+		drop++
+	}
+	if drop > 0 {
+		n := copy(d.slabs, d.slabs[drop:])
+		clear(d.slabs[n:])
+		d.slabs = d.slabs[:n]
+	}
+}
+
+// cloneSlab copies s: the caller owns (and wipes) the copy.
+func cloneSlab(s *msg.Slab) *msg.Slab {
+	c := *s
+	c.Keys = slices.Clone(s.Keys)
+	c.PairTags = slices.Clone(s.PairTags)
+	c.AlphaShares = slices.Clone(s.AlphaShares)
+	c.BetaShares = slices.Clone(s.BetaShares)
+	return &c
 }
 
 type cached struct {
@@ -417,10 +490,8 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 func (d *Durable) dropAll() int {
 	n := 0
 	for _, s := range d.slots {
-		for _, r := range s.recs {
-			r.wipe()
-		}
-		n += len(s.recs)
+		s.wipe()
+		n += s.size()
 	}
 	d.slots = nil
 	for c, o := range d.ready {
@@ -430,5 +501,6 @@ func (d *Durable) dropAll() int {
 	}
 	clear(d.queue)
 	d.queue, d.pending = d.queue[:0], 0
+	n += d.dropSlabs(^uint64(0))
 	return n
 }

@@ -87,6 +87,8 @@ type Config struct {
 	Rand   io.Reader    // nil = crypto/rand
 	Store  store.Store  // nil = in memory
 	Logger *slog.Logger // nil = discard
+	// Workers is the goroutines each batch Gen runs on (0 = GOMAXPROCS).
+	Workers int
 }
 
 type record struct {
@@ -96,14 +98,45 @@ type record struct {
 
 func (r *record) wipe() { r.share.AlphaShare, r.share.BetaShare, r.share.Beta = 0, 0, 0 }
 
-// slot is one expected peer frame: one record, or a batch under BatchMAC.
+// slot is one expected peer frame: one record, a batch under BatchMAC, or
+// a bound bulk submission (bulk set, recs nil).
 type slot struct {
 	tier msg.Tier
 	recs []*record
+	bulk *bulkSlot
 }
 
-func (s *slot) first() uint64 { return s.recs[0].counter }
-func (s *slot) last() uint64  { return s.recs[len(s.recs)-1].counter }
+func (s *slot) first() uint64 {
+	if s.bulk != nil {
+		return s.bulk.first
+	}
+	return s.recs[0].counter
+}
+
+func (s *slot) last() uint64 {
+	if s.bulk != nil {
+		return s.bulk.first + uint64(s.bulk.n) - 1
+	}
+	return s.recs[len(s.recs)-1].counter
+}
+
+// size is the number of own shares the slot holds.
+func (s *slot) size() int {
+	if s.bulk != nil {
+		return s.bulk.n
+	}
+	return len(s.recs)
+}
+
+// wipe clears the slot's own shares.
+func (s *slot) wipe() {
+	if s.bulk != nil {
+		s.bulk.wipe()
+	}
+	for _, r := range s.recs {
+		r.wipe()
+	}
+}
 
 // descs returns the frame shapes of the slot's records, in one (a
 // single-record slot's) when it has room.
@@ -169,10 +202,11 @@ func (p *chunkPool) get(n int) []byte {
 	return make([]byte, n)
 }
 
-// release notes that an output let go of its slice of c.
+// release notes that an output let go of its slice of c. Every byte of
+// c.buf belongs to exactly one output's slice, which that output wiped:
+// the buffer is not wiped a second time.
 func (c *keyChunk) release() {
 	if c.live--; c.live == 0 && len(c.pool.free) < maxFreeChunks {
-		clear(c.buf) // every slice was wiped; this also covers bytes no output held
 		c.pool.free = append(c.pool.free, c.buf)
 	}
 }
@@ -228,7 +262,13 @@ type Engine struct {
 	dispatches uint64
 	rejects    map[string]uint64
 
-	gens map[fss.Params]*fss.BatchGen // one-worker batch generators, by shape
+	gens    map[fss.Params]*fss.BatchGen // batch generators, by shape
+	workers int                          // each generator's goroutines
+
+	bulk      bulkScratch // a bulk's working buffers, wiped after each use
+	slabs     []*msg.Slab // generated bulk outputs not collected yet, in order
+	slabKeys  int         // keys in slabs
+	freeSlabs []*msg.Slab // recycled slabs (wiped), for the next bulks
 
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
@@ -276,6 +316,9 @@ func New(c Config) (*Engine, error) {
 		ready:    map[uint64]*output{},
 		rejects:  map[string]uint64{},
 		maxReady: MaxReady,
+	}
+	if e.workers, err = workers(c.Workers); err != nil {
+		return nil, err
 	}
 	if e.rand == nil {
 		e.rand = rand.Reader
@@ -386,7 +429,7 @@ func (e *Engine) Poll(context.Context, *msg.PollRequest) (*msg.PollResponse, err
 	r := &msg.PollResponse{
 		Party: e.party, Paired: e.paired, KEM: e.kem.Name(),
 		NextCounter: e.ctr.Next, PeerFloor: e.ctr.PeerFloor, Generated: e.ctr.Generated,
-		Dispatches: e.dispatches, Ready: len(e.ready), Rejects: map[string]uint64{},
+		Dispatches: e.dispatches, Ready: e.readyCount(), Rejects: map[string]uint64{},
 	}
 	r.Pending = e.pendingShares()
 	for k, v := range e.rejects {
@@ -406,6 +449,8 @@ func (e *Engine) Submit(_ context.Context, req *msg.SubmitRequest) (*msg.SubmitR
 		return e.submitFrame(req.Frame)
 	case msg.SubmitAbandon:
 		return e.abandon(req.Counter, req.Mismatch)
+	case msg.SubmitBulk:
+		return e.submitBulk(req)
 	}
 	return nil, fmt.Errorf("%w: Kind: unknown submit kind %d", ErrBadRequest, req.Kind)
 }
@@ -504,7 +549,7 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 	if framed > 0 && e.ch == nil {
 		return nil, errNoSession
 	}
-	p, ready := e.pendingShares(), len(e.ready)
+	p, ready := e.pendingShares(), e.readyCount()
 	if framed > MaxPendingShares-p {
 		return nil, bad("Shares: %d shares already wait for peer frames; %d more would pass the limit of %d pending shares",
 			p, framed, MaxPendingShares)
@@ -591,7 +636,7 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 func (e *Engine) pendingShares() int {
 	n := 0
 	for _, s := range e.slots {
-		n += len(s.recs)
+		n += s.size()
 	}
 	return n
 }
@@ -640,6 +685,9 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 		return e.reject(RejectNoPending, e.ctr.PeerFloor)
 	}
 	sl := e.slots[0]
+	if sl.bulk != nil {
+		return e.submitBulkFrame(sl, frame)
+	}
 	var one [1]channel.Desc
 	ds := sl.descs(&one)
 	var onePeer [1][2]uint64
@@ -847,18 +895,9 @@ const genChunk = 1024
 
 // generate makes the keys of pending outputs of one shape.
 func (e *Engine) generate(p fss.Params, os []*output) error {
-	g := e.gens[p]
-	if g == nil {
-		var err error
-		if g, err = fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: 1}); err != nil {
-			return fmt.Errorf("module: batch Gen for %v: %w", p, err)
-		}
-		if e.gens == nil || len(e.gens) >= maxGens {
-			// Shapes a host may ask for are many (ℓ, n, type: 8192); keep
-			// the generators of the last few only.
-			e.gens = map[fss.Params]*fss.BatchGen{}
-		}
-		e.gens[p] = g
+	g, err := e.gen(p)
+	if err != nil {
+		return err
 	}
 	k, ks := len(os), p.KeySize()
 	alpha, beta := make([]uint64, k), make([]uint64, k)
@@ -902,10 +941,8 @@ func (e *Engine) abandon(counter uint64, mismatch bool) (*msg.SubmitResponse, er
 	dropped := 0
 	for _, s := range e.slots {
 		if s.first() <= counter {
-			for _, r := range s.recs {
-				r.wipe()
-			}
-			dropped += len(s.recs)
+			s.wipe()
+			dropped += s.size()
 			continue
 		}
 		keep = append(keep, s)
@@ -926,13 +963,26 @@ func (e *Engine) abandon(counter uint64, mismatch bool) (*msg.SubmitResponse, er
 		clear(e.queue)
 		e.queue = e.queue[:0]
 	}
+	dropped += e.dropSlabs(counter)
 	return &msg.SubmitResponse{Count: dropped}, nil
 }
 
-// Collect hands out this party's output at a counter, once, and wipes it.
+// Collect hands out this party's output at a counter, once, and wipes it;
+// a range collect (Count > 0) hands out a bulk's slab, which the caller
+// then owns.
 func (e *Engine) Collect(_ context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if req.Count != 0 {
+		if req.Count < 0 {
+			return nil, bad("Count: %d is negative", req.Count)
+		}
+		sl, err := e.collectSlab(req.Counter, req.Count, req.Points)
+		if err != nil {
+			return nil, err
+		}
+		return &msg.CollectResponse{Counter: sl.First, Mode: sl.Mode, Slab: sl}, nil
+	}
 	resp, err := e.collectLocked(req.Counter, req.Points, nil)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/kord-fss/kord/fss"
@@ -113,5 +114,105 @@ func FuzzSubmitShares(f *testing.F) {
 			t.Fatalf("%d frames for mode %v", len(r.Frames), s.Mode)
 		}
 		e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: r.FirstCounter})
+	})
+}
+
+// FuzzBulkFrame feeds arbitrary bytes as the peer's one frame of a bound
+// bulk, each tier. No panic; a rejected frame moves nothing and the honest
+// frame still opens; on the mac tiers only the honest frame is accepted.
+func FuzzBulkFrame(f *testing.F) {
+	e := pair(f)
+	b := msg.Bulk{Mode: msg.Bound, Type: fss.DCF, InBits: 12, OutBits: 20, N: 3,
+		AlphaShares: []uint64{5, 6, 7}, BetaShares: []uint64{9, 10, 11}}
+	for sel := uint8(0); sel < 3; sel++ {
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tierOf(sel), Bulk: &b})
+		if err != nil {
+			f.Fatal(err)
+		}
+		if _, err := e[1].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tierOf(sel), Bulk: &b}); err != nil {
+			f.Fatal(err)
+		}
+		fr := r.Frames[0]
+		f.Add(sel, fr)
+		f.Add(sel, fr[:len(fr)-1])
+		f.Add(sel, append(bytes.Clone(fr), 0))
+		for x := range 2 {
+			e[x].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
+		}
+	}
+	f.Add(uint8(0), []byte{})
+	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
+		tier := tierOf(sel)
+		r0, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r1, err := e[1].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := state(e[1])
+		r := frame(t, e[1], data)
+		if !r.Accepted {
+			if state(e[1]) != before {
+				t.Fatal("a rejected bulk frame moved state")
+			}
+			if !frame(t, e[1], r0.Frames[0]).Accepted {
+				t.Fatal("honest bulk frame rejected after a rejected one")
+			}
+		} else if tier != msg.Keystream && !bytes.Equal(data, r0.Frames[0]) {
+			t.Fatal("a forged mac-tier bulk frame was accepted")
+		}
+		if !frame(t, e[0], r1.Frames[0]).Accepted {
+			t.Fatal("honest bulk frame rejected")
+		}
+		for x := range 2 {
+			c, err := e[x].Collect(ctx, &msg.CollectRequest{Counter: r0.FirstCounter, Count: b.N})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Slab.Wipe()
+		}
+	})
+}
+
+// FuzzSubmitBulk feeds arbitrary bulk requests. No panic; a refused one is
+// ErrBadRequest and moves nothing; an accepted one moves the next counter
+// by exactly N and its outputs can be collected (derived) or abandoned.
+func FuzzSubmitBulk(f *testing.F) {
+	e := pair(f)
+	f.Add(uint8(2), uint8(1), uint8(8), uint8(8), uint16(3), uint8(0), uint8(0), true, uint64(0), uint8(3))
+	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(2), uint8(2), false, uint64(0), uint8(2))
+	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(1), uint8(2), false, uint64(0), uint8(1))
+	f.Add(uint8(2), uint8(1), uint8(8), uint8(8), uint16(0), uint8(0), uint8(0), false, uint64(7), uint8(0))
+	f.Fuzz(func(t *testing.T, mode, typ, in, out uint8, n uint16, na, nb uint8, deriveBeta bool, beta uint64, tier uint8) {
+		b := &msg.Bulk{Mode: msg.Mode(mode), Type: fss.Type(typ), InBits: int(in), OutBits: int(out), N: int(n) % 64,
+			AlphaShares: make([]uint64, na%70), BetaShares: make([]uint64, nb%70), DeriveBeta: deriveBeta, Beta: beta}
+		for i := range b.AlphaShares {
+			b.AlphaShares[i] = uint64(i) * 0x9e3779b97f4a7c15 >> (64 - min(63, max(1, int(in))))
+		}
+		before := state(e[0])
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: msg.Tier(tier % 5), Bulk: b})
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("refused with %v, not ErrBadRequest", err)
+			}
+			if state(e[0]) != before {
+				t.Fatal("a refused bulk moved state")
+			}
+			return
+		}
+		if st := state(e[0]); st.next != before.next+uint64(b.N) || r.Count != b.N {
+			t.Fatalf("an accepted bulk of %d moved next %d → %d", b.N, before.next, st.next)
+		}
+		if b.Mode == msg.Derived {
+			c, err := e[0].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: b.N})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Slab.Wipe()
+		} else {
+			e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: 1 << 62})
+		}
 	})
 }

@@ -167,6 +167,11 @@ type PRF struct {
 	root cipher.Block // AES-256 under k_root = AES_kr(root-key domain, 0) ‖ AES_kr(root-key domain, 1)
 	in   [16]byte
 	out  [16]byte
+
+	// The same three keys for the batch forms (batch.go), many blocks a
+	// call.
+	bm, tagm, rootm multi
+	scratch         []byte // DerivedBatch's blocks, wiped after each call
 }
 
 // NewPRF keys the PRF with kr and derives the pair-tag and root subkeys
@@ -177,22 +182,34 @@ func NewPRF(kr *[32]byte) (*PRF, error) {
 		return nil, fmt.Errorf("kdf: keying the root PRF: %w", err)
 	}
 	p := &PRF{b: b}
-	if p.tag, err = p.subkey(DomainPairTag); err != nil {
+	if p.bm, err = newMulti(kr); err != nil {
+		return nil, err
+	}
+	if p.tag, p.tagm, err = p.subkey(DomainPairTag); err != nil {
 		return nil, fmt.Errorf("kdf: keying the pair tag: %w", err)
 	}
-	if p.root, err = p.subkey(DomainRootKey); err != nil {
+	if p.root, p.rootm, err = p.subkey(DomainRootKey); err != nil {
 		return nil, fmt.Errorf("kdf: keying the root seeds: %w", err)
 	}
 	return p, nil
 }
 
-// subkey returns AES-256 keyed with AES_kr(domain, 0, 0) ‖ AES_kr(domain, 0, 1).
-func (p *PRF) subkey(domain byte) (cipher.Block, error) {
+// subkey returns AES-256 keyed with AES_kr(domain, 0, 0) ‖ AES_kr(domain,
+// 0, 1), as a block cipher and as a multi-block one.
+func (p *PRF) subkey(domain byte) (cipher.Block, multi, error) {
 	var k [32]byte
 	defer clear(k[:])
 	p.Block(domain, 0, 0, (*[16]byte)(k[:16]))
 	p.Block(domain, 0, 1, (*[16]byte)(k[16:]))
-	return aes.NewCipher(k[:])
+	b, err := aes.NewCipher(k[:])
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := newMulti(&k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, m, nil
 }
 
 // TagSize is the size of a pair tag.

@@ -1,0 +1,536 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/channel"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+// Bulk requests (msg.SubmitBulk, msg.Bulk): N keys of one shape as one
+// unit from submission to collection. One counter reservation (and, in
+// derived mode, the commit of the generated count with it) and, in bound
+// mode, one commit when the peer's one frame is accepted; the roots, pair
+// tags and derived masks of all N keys in one pass (kdf's batch forms,
+// the same bytes as one key at a time); Gen straight into the slab's key
+// buffer, which is handed to the collector as it is (no copy, no per-key
+// record): the collector owns it and wipes it, once. Every secret
+// scratch buffer of the engine is wiped once per use.
+
+// bulkSlot is a bound bulk submission waiting for the peer's one frame:
+// this party's own shares, wiped when the frame is accepted or the slot
+// abandoned.
+type bulkSlot struct {
+	first       uint64
+	n           int
+	params      fss.Params
+	alpha, beta []uint64
+}
+
+func (b *bulkSlot) wipe() {
+	clear(b.alpha)
+	clear(b.beta)
+}
+
+func (b *bulkSlot) desc() channel.Desc {
+	return channel.Desc{Mode: byte(msg.Bound), Type: byte(b.params.Type), InBits: b.params.InBits, OutBits: b.params.OutBits}
+}
+
+// bulkScratch holds the engine's per-batch working buffers, grown as
+// needed and wiped after each use.
+type bulkScratch struct {
+	alpha, beta, alpha0, beta0 []uint64
+	r0, r1                     []prg.Block
+	descs                      []channel.Desc
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func (s *bulkScratch) size(n int) {
+	s.alpha, s.beta = grow(s.alpha, n), grow(s.beta, n)
+	s.alpha0, s.beta0 = grow(s.alpha0, n), grow(s.beta0, n)
+	s.r0, s.r1 = grow(s.r0, n), grow(s.r1, n)
+}
+
+func (s *bulkScratch) wipe() {
+	clear(s.alpha)
+	clear(s.beta)
+	clear(s.alpha0)
+	clear(s.beta0)
+	clear(s.r0)
+	clear(s.r1)
+}
+
+// workers returns the configured BatchGen worker count.
+func workers(w int) (int, error) {
+	if w < 0 {
+		return 0, fmt.Errorf("%w: Workers %d is negative", ErrBadRequest, w)
+	}
+	if w == 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	return w, nil
+}
+
+// ValidateBulk checks a bulk request; the error names the field.
+func ValidateBulk(b *msg.Bulk) error {
+	if b == nil {
+		return bad("Bulk: missing in a bulk submission")
+	}
+	if b.Mode != msg.Bound && b.Mode != msg.Derived {
+		return bad("Bulk.Mode: mode %d cannot be bulk (want bound or derived)", b.Mode)
+	}
+	if b.Type != fss.DPF && b.Type != fss.DCF {
+		return bad("Bulk.Type: unknown key type %d (want dpf or dcf)", b.Type)
+	}
+	if b.InBits < 1 || b.InBits > 64 {
+		return bad("Bulk.InBits: %d is outside 1..64", b.InBits)
+	}
+	if b.OutBits < 1 || b.OutBits > 64 {
+		return bad("Bulk.OutBits: %d is outside 1..64", b.OutBits)
+	}
+	if b.N < 1 || b.N > msg.MaxBulk {
+		return bad("Bulk.N: %d keys, want 1..%d", b.N, msg.MaxBulk)
+	}
+	ma, mb := prg.Mask(b.InBits), prg.Mask(b.OutBits)
+	if b.Mode == msg.Derived {
+		if len(b.AlphaShares) != 0 || len(b.BetaShares) != 0 {
+			return bad("Bulk.AlphaShares/BetaShares: must be empty in derived mode (the modules draw them)")
+		}
+		if b.DeriveBeta && b.Beta != 0 {
+			return bad("Bulk.Beta: must be zero when DeriveBeta is set")
+		}
+		if b.Beta&^mb != 0 {
+			return bad("Bulk.Beta: does not fit in %d output bits", b.OutBits)
+		}
+		return nil
+	}
+	if b.DeriveBeta || b.Beta != 0 {
+		return bad("Bulk.DeriveBeta/Beta: only for derived mode")
+	}
+	if len(b.AlphaShares) != b.N {
+		return bad("Bulk.AlphaShares: %d shares, want N = %d", len(b.AlphaShares), b.N)
+	}
+	if len(b.BetaShares) != b.N {
+		return bad("Bulk.BetaShares: %d shares, want N = %d", len(b.BetaShares), b.N)
+	}
+	var ora, orb uint64
+	for i := range b.N {
+		ora |= b.AlphaShares[i]
+		orb |= b.BetaShares[i]
+	}
+	if ora&^ma != 0 || orb&^mb != 0 {
+		for i := range b.N {
+			if b.AlphaShares[i]&^ma != 0 {
+				return bad("Bulk.AlphaShares[%d]: does not fit in %d input bits", i, b.InBits)
+			}
+			if b.BetaShares[i]&^mb != 0 {
+				return bad("Bulk.BetaShares[%d]: does not fit in %d output bits", i, b.OutBits)
+			}
+		}
+	}
+	return nil
+}
+
+// submitBulk handles a bulk submission: nothing moves unless it is valid
+// and fits the limits.
+func (e *Engine) submitBulk(req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	b := req.Bulk
+	if err := ValidateBulk(b); err != nil {
+		return nil, err
+	}
+	if len(req.Shares) != 0 || len(req.Frame) != 0 {
+		return nil, bad("Shares/Frame: must be empty in a bulk submission")
+	}
+	if b.Mode == msg.Bound {
+		switch req.Tier {
+		case msg.Keystream, msg.MAC, msg.BatchMAC:
+		default:
+			return nil, bad("Tier: unknown tier %d (want otp, mac or batchmac)", req.Tier)
+		}
+	}
+	if !e.paired {
+		return nil, ErrNotPaired
+	}
+	if b.Mode == msg.Bound && e.ch == nil {
+		return nil, errNoSession
+	}
+	p, ready := e.pendingShares(), e.readyCount()
+	if b.Mode == msg.Bound && b.N > MaxPendingShares-p {
+		return nil, bad("Bulk.N: %d shares already wait for peer frames; %d more would pass the limit of %d pending shares",
+			p, b.N, MaxPendingShares)
+	}
+	if b.N > e.maxReady-p-ready {
+		return nil, bad("Bulk.N: %d shares wait for peer frames and %d outputs wait to be collected; %d more would pass the limit of %d (collect or abandon first)",
+			p, ready, b.N, e.maxReady)
+	}
+	params := b.Params()
+	if _, err := e.gen(params); err != nil {
+		return nil, err
+	}
+	// Commit the counters before any frame or key that depends on them
+	// leaves; derived keys are generated by this call, so their count is
+	// committed with the reservation.
+	first := e.ctr.Next
+	next := e.ctr
+	next.Next += uint64(b.N)
+	if b.Mode == msg.Derived {
+		next.Generated += uint64(b.N)
+	}
+	if err := e.store.Save(next); err != nil {
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+	resp := &msg.SubmitResponse{FirstCounter: first, Count: b.N}
+	if b.Mode == msg.Derived {
+		if err := e.deriveSlab(first, b); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	bs := &bulkSlot{first: first, n: b.N, params: params,
+		alpha: append([]uint64(nil), b.AlphaShares...), beta: append([]uint64(nil), b.BetaShares...)}
+	sl := &slot{tier: req.Tier, bulk: bs}
+	f, err := e.sealBulk(sl)
+	if err != nil {
+		bs.wipe()
+		return nil, err
+	}
+	resp.Frames = [][]byte{f}
+	e.slots = append(e.slots, sl)
+	return resp, nil
+}
+
+// deriveSlab draws the (α, β) of a derived bulk at counters first… and
+// generates its slab.
+func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
+	n, params := b.N, b.Params()
+	s := &e.bulk
+	s.size(n)
+	defer s.wipe()
+	e.prf.DerivedBatch(first, s.alpha, s.alpha0, s.beta, s.beta0)
+	ma, mb := prg.Mask(params.InBits), prg.Mask(params.OutBits)
+	var as, bs []uint64
+	for i := range n {
+		s.alpha[i] &= ma
+		s.beta[i] &= mb
+		if !b.DeriveBeta {
+			s.beta[i] = b.Beta
+		}
+	}
+	sl, err := e.makeSlab(first, msg.Derived, params, n)
+	if err != nil {
+		return err
+	}
+	as, bs = grow(sl.AlphaShares, n), grow(sl.BetaShares, n)
+	for i := range n {
+		a, a0, be, b0 := s.alpha[i], s.alpha0[i]&ma, s.beta[i], s.beta0[i]&mb
+		if !b.DeriveBeta {
+			b0 = b.Beta
+		}
+		if e.party == 0 {
+			as[i], bs[i] = a0, b0
+		} else {
+			as[i], bs[i] = (a-a0)&ma, (be-b0)&mb
+		}
+	}
+	sl.AlphaShares, sl.BetaShares = as, bs
+	e.keepSlab(sl)
+	return nil
+}
+
+// maxFreeSlabs bounds the recycled slabs a module keeps.
+const maxFreeSlabs = 8
+
+// newSlab returns a recycled slab whose key buffer holds keyBytes, or a
+// fresh one; its buffers were wiped when it was recycled.
+func (e *Engine) newSlab(keyBytes int) *msg.Slab {
+	for i, s := range e.freeSlabs {
+		if cap(s.Keys) >= keyBytes {
+			last := len(e.freeSlabs) - 1
+			e.freeSlabs[i], e.freeSlabs[last] = e.freeSlabs[last], nil
+			e.freeSlabs = e.freeSlabs[:last]
+			return s
+		}
+	}
+	return &msg.Slab{}
+}
+
+// Recycle takes back a slab this module handed out, once its holder is
+// done with it: the slab is wiped (the one wipe its buffers get) and its
+// buffers serve a later bulk. The caller must not use it after.
+func (e *Engine) Recycle(s *msg.Slab) {
+	if s == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.recycleLocked(s)
+}
+
+// recycleLocked is Recycle under e.mu.
+func (e *Engine) recycleLocked(s *msg.Slab) {
+	s.Wipe()
+	if len(e.freeSlabs) < maxFreeSlabs {
+		e.freeSlabs = append(e.freeSlabs, s)
+	}
+}
+
+// makeSlab generates this party's keys of a bulk from the (α, β) in
+// e.bulk.alpha/beta (which the caller wipes): pair tags and roots in one
+// pass each, then Gen straight into the slab's key buffer.
+func (e *Engine) makeSlab(first uint64, mode msg.Mode, p fss.Params, n int) (*msg.Slab, error) {
+	s := &e.bulk
+	alpha, beta := s.alpha[:n], s.beta[:n]
+	g, err := e.gen(p)
+	if err != nil {
+		return nil, err
+	}
+	ks := p.KeySize()
+	sl := e.newSlab(n * ks)
+	*sl = msg.Slab{First: first, N: n, Mode: mode, Params: p, Stride: ks,
+		Keys: grow(sl.Keys, n*ks), PairTags: grow(sl.PairTags, n*msg.PairTagSize),
+		AlphaShares: sl.AlphaShares[:0], BetaShares: sl.BetaShares[:0]}
+	m, t, l, o := byte(mode), byte(p.Type), byte(p.InBits), byte(p.OutBits)
+	e.prf.PairTags(first, m, t, l, o, alpha, beta, sl.PairTags)
+	e.prf.RootsBatch(first, m, t, l, o, alpha, beta, s.r0[:n], s.r1[:n])
+	if err := g.GenPartyWithRoots(e.party, alpha, beta, s.r0[:n], s.r1[:n], sl.Keys); err != nil {
+		clear(sl.Keys)
+		// fss names the offending α or β in its errors: never pass them on.
+		return nil, fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", first)
+	}
+	e.dispatches += uint64(n)
+	return sl, nil
+}
+
+// keepSlab queues a generated slab for collection.
+func (e *Engine) keepSlab(sl *msg.Slab) {
+	e.slabs = append(e.slabs, sl)
+	e.slabKeys += sl.N
+}
+
+// readyCount counts outputs waiting to be collected; e.mu held.
+func (e *Engine) readyCount() int { return len(e.ready) + e.slabKeys }
+
+// gen returns the batch generator for shape p.
+func (e *Engine) gen(p fss.Params) (*fss.BatchGen, error) {
+	if g := e.gens[p]; g != nil {
+		return g, nil
+	}
+	g, err := fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: e.workers})
+	if err != nil {
+		return nil, fmt.Errorf("module: batch Gen for %v: %w", p, err)
+	}
+	if e.gens == nil || len(e.gens) >= maxGens {
+		// Shapes a host may ask for are many (ℓ, n, type: 8192); keep
+		// the generators of the last few only.
+		e.gens = map[fss.Params]*fss.BatchGen{}
+	}
+	e.gens[p] = g
+	return g, nil
+}
+
+// bulkDescs returns n copies of d in the engine's scratch.
+func (e *Engine) bulkDescs(d channel.Desc, n int) []channel.Desc {
+	ds := grow(e.bulk.descs, n)
+	for i := range ds {
+		ds[i] = d
+	}
+	e.bulk.descs = ds
+	return ds
+}
+
+// sealBulk returns this party's one frame for a bound bulk slot (see
+// msg.Bulk): the bytes of the frames the one-key path sends for the same
+// batch, concatenated — per key on otp and mac, one envelope on batchmac.
+func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
+	bs := sl.bulk
+	d := bs.desc()
+	if sl.tier == msg.Keystream {
+		return e.ch.SealKeystreamBulk(make([]byte, 0, bs.n*d.Size()), bs.first, d, bs.alpha, bs.beta), nil
+	}
+	if sl.tier == msg.MAC {
+		one := []channel.Desc{d}
+		es := channel.EnvelopeSize(one)
+		f := make([]byte, 0, bs.n*es)
+		for i := range bs.n {
+			plain := channel.Pack(e.plain[:0], d, bs.alpha[i], bs.beta[i])
+			e.plain = plain
+			var err error
+			f, err = e.ch.SealTo(f, channel.TierMAC, bs.first+uint64(i), one, plain)
+			clear(plain)
+			if err != nil {
+				return nil, err
+			}
+		}
+		return f, nil
+	}
+	ds := e.bulkDescs(d, bs.n)
+	plain := e.plain[:0]
+	for i := range bs.n {
+		plain = channel.Pack(plain, d, bs.alpha[i], bs.beta[i])
+	}
+	e.plain = plain
+	defer clear(plain)
+	return e.ch.SealTo(make([]byte, 0, channel.EnvelopeSize(ds)), channel.TierBatchMAC, bs.first, ds, plain)
+}
+
+// submitBulkFrame opens the peer's one frame of the oldest pending slot, a
+// bulk one. Any failure rejects it as a whole before any (α, β) is
+// reconstructed, with no counter movement; on acceptance the counters are
+// committed and the slab generated before the answer leaves.
+func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, error) {
+	bs := sl.bulk
+	n, d := bs.n, bs.desc()
+	s := &e.bulk
+	s.size(n)
+	defer s.wipe()
+	peerA, peerB := s.alpha0[:n], s.beta0[:n]
+	if sl.tier == msg.Keystream {
+		if len(frame) != n*d.Size() {
+			return e.reject(RejectLength, bs.first)
+		}
+		if err := e.ch.OpenKeystreamBulk(bs.first, d, frame, peerA, peerB); err != nil {
+			return e.reject(RejectRange, bs.first)
+		}
+	} else if sl.tier == msg.MAC {
+		if rej, ok := e.openBulkMAC(bs, frame, peerA, peerB); !ok {
+			return e.reject(rej, bs.first)
+		}
+	} else {
+		ds := e.bulkDescs(d, n)
+		got, err := channel.EnvelopeCounter(frame, ds)
+		if err != nil {
+			return e.reject(RejectLength, bs.first)
+		}
+		if got < e.ctr.PeerFloor {
+			return e.reject(RejectReplay, bs.first)
+		}
+		if got != bs.first {
+			return e.reject(RejectOrder, bs.first)
+		}
+		plain, err := e.ch.OpenTo(e.plain[:0], channel.TierBatchMAC, got, ds, frame)
+		if err != nil {
+			return e.reject(RejectAuth, bs.first)
+		}
+		e.plain = plain
+		sz := d.Size()
+		for i := range n {
+			a, b, err := channel.Unpack(plain[i*sz:(i+1)*sz], d)
+			if err != nil {
+				clear(plain)
+				return e.reject(RejectRange, bs.first)
+			}
+			peerA[i], peerB[i] = a, b
+		}
+		clear(plain)
+	}
+	// Authentic and fresh: reconstruct, commit, generate.
+	ma, mb := prg.Mask(bs.params.InBits), prg.Mask(bs.params.OutBits)
+	for i := range n {
+		s.alpha[i] = (bs.alpha[i] + peerA[i]) & ma
+		s.beta[i] = (bs.beta[i] + peerB[i]) & mb
+	}
+	bs.wipe()
+	e.slots = e.slots[1:]
+	next := e.ctr
+	next.PeerFloor = bs.first + uint64(n)
+	next.Generated += uint64(n)
+	if err := e.store.Save(next); err != nil {
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+	slab, err := e.makeSlab(bs.first, msg.Bound, bs.params, n)
+	if err != nil {
+		return nil, err
+	}
+	e.keepSlab(slab)
+	return &msg.SubmitResponse{Accepted: true, FirstCounter: bs.first, Count: n}, nil
+}
+
+// collectSlab hands out the slab of the bulk whose first counter is
+// first, once; the caller owns it (and wipes it).
+func (e *Engine) collectSlab(first uint64, count int, points []uint64) (*msg.Slab, error) {
+	if len(points) != 0 {
+		return nil, bad("Points: only for consume mode, which has no range collect")
+	}
+	for i, sl := range e.slabs {
+		if sl.First != first {
+			continue
+		}
+		if sl.N != count {
+			return nil, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, sl.N, count)
+		}
+		copy(e.slabs[i:], e.slabs[i+1:])
+		e.slabs[len(e.slabs)-1] = nil
+		e.slabs = e.slabs[:len(e.slabs)-1]
+		e.slabKeys -= sl.N
+		return sl, nil
+	}
+	return nil, bad("Counter: no bulk output ready at counter %d", first)
+}
+
+// dropSlabs wipes and drops the uncollected slabs whose first counter is
+// at most counter (all with counter ^0); it returns the keys dropped.
+func (e *Engine) dropSlabs(counter uint64) int {
+	keep, n := e.slabs[:0], 0
+	for _, sl := range e.slabs {
+		if sl.First <= counter {
+			sl.Wipe()
+			n += sl.N
+			continue
+		}
+		keep = append(keep, sl)
+	}
+	clear(e.slabs[len(keep):])
+	e.slabs = keep
+	e.slabKeys -= n
+	return n
+}
+
+// openBulkMAC opens a mac-tier bulk frame: n one-key envelopes at the
+// counters first… in order, each checked (length, replay, order,
+// authentication, range) before the next; the first failure names the
+// reject reason, and the peer shares opened so far are left for the
+// caller's wipe.
+func (e *Engine) openBulkMAC(bs *bulkSlot, frame []byte, peerA, peerB []uint64) (string, bool) {
+	d := bs.desc()
+	one := []channel.Desc{d}
+	es := channel.EnvelopeSize(one)
+	if len(frame) != bs.n*es {
+		return RejectLength, false
+	}
+	for i := range bs.n {
+		env := frame[i*es : (i+1)*es]
+		got, err := channel.EnvelopeCounter(env, one)
+		if err != nil {
+			return RejectLength, false
+		}
+		if got < e.ctr.PeerFloor {
+			return RejectReplay, false
+		}
+		if got != bs.first+uint64(i) {
+			return RejectOrder, false
+		}
+		plain, err := e.ch.OpenTo(e.plain[:0], channel.TierMAC, got, one, env)
+		if err != nil {
+			return RejectAuth, false
+		}
+		e.plain = plain
+		a, b, err := channel.Unpack(plain, d)
+		clear(plain)
+		if err != nil {
+			return RejectRange, false
+		}
+		peerA[i], peerB[i] = a, b
+	}
+	return "", true
+}

@@ -1,0 +1,104 @@
+package kdf
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+// The batch forms below compute, for keys at the consecutive counters
+// first, first+1, …, exactly the blocks of their one-key forms (Roots,
+// PairTag, Derived): a bulk request makes all of a batch's blocks in one
+// pass, working in the caller's output buffers (no block of the PRF's own
+// to move to the heap or wipe per key).
+
+// header writes counter(8, LE) ‖ mode ‖ type ‖ ℓ ‖ n ‖ index ‖ 0 0 0 to x.
+func header(x []byte, counter uint64, mode, typ, inBits, outBits, index byte) {
+	binary.LittleEndian.PutUint64(x[0:8], counter)
+	x[8], x[9], x[10], x[11], x[12] = mode, typ, inBits, outBits, index
+	x[13], x[14], x[15] = 0, 0, 0
+}
+
+// xorPoint XORs α(8, LE) ‖ β(8, LE) into x.
+func xorPoint(x []byte, alpha, beta uint64) {
+	binary.LittleEndian.PutUint64(x[0:8], binary.LittleEndian.Uint64(x[0:8])^alpha)
+	binary.LittleEndian.PutUint64(x[8:16], binary.LittleEndian.Uint64(x[8:16])^beta)
+}
+
+// blocks views blocks as bytes.
+func blocks(b []prg.Block) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice(&b[0][0], 16*len(b))
+}
+
+// RootsBatch sets r0[i], r1[i] to Roots(first+i, mode, typ, inBits,
+// outBits, alpha[i], beta[i]) for every i < len(alpha); every slice must
+// be as long as alpha. Each CBC-MAC step runs over all the keys' blocks
+// in one multi-block call.
+func (p *PRF) RootsBatch(first uint64, mode, typ, inBits, outBits byte, alpha, beta []uint64, r0, r1 []prg.Block) {
+	n := len(alpha)
+	beta, r0, r1 = beta[:n], r0[:n], r1[:n]
+	for i := range n {
+		c := first + uint64(i)
+		header(r0[i][:], c, mode, typ, inBits, outBits, 0)
+		header(r1[i][:], c, mode, typ, inBits, outBits, 1)
+	}
+	p.rootm.encrypt(blocks(r0))
+	p.rootm.encrypt(blocks(r1))
+	for i := range n {
+		xorPoint(r0[i][:], alpha[i], beta[i])
+		xorPoint(r1[i][:], alpha[i], beta[i])
+	}
+	p.rootm.encrypt(blocks(r0))
+	p.rootm.encrypt(blocks(r1))
+}
+
+// PairTags writes PairTag(first+i, mode, typ, inBits, outBits, alpha[i],
+// beta[i]) to tags[i·TagSize:] for every i < len(alpha); tags must hold
+// len(alpha)·TagSize bytes.
+func (p *PRF) PairTags(first uint64, mode, typ, inBits, outBits byte, alpha, beta []uint64, tags []byte) {
+	n := len(alpha)
+	beta, tags = beta[:n], tags[:n*TagSize]
+	for i := range n {
+		header(tags[i*TagSize:(i+1)*TagSize], first+uint64(i), mode, typ, inBits, outBits, 0)
+	}
+	p.tagm.encrypt(tags)
+	for i := range n {
+		xorPoint(tags[i*TagSize:(i+1)*TagSize], alpha[i], beta[i])
+	}
+	p.tagm.encrypt(tags)
+}
+
+// DerivedBatch sets alpha[i], alpha0[i], beta[i], beta0[i] to
+// Derived(first+i) for every i < len(alpha); every slice must be as long
+// as alpha. The values are full 64-bit words for the caller to reduce.
+func (p *PRF) DerivedBatch(first uint64, alpha, alpha0, beta, beta0 []uint64) {
+	n := len(alpha)
+	alpha0, beta, beta0 = alpha0[:n], beta[:n], beta0[:n]
+	if cap(p.scratch) < 32*n {
+		p.scratch = make([]byte, 32*n)
+	}
+	x := p.scratch[:32*n]
+	defer clear(x)
+	for i := range n {
+		c := first + uint64(i)
+		for j := range 2 {
+			b := x[(2*i+j)*16 : (2*i+j+1)*16]
+			clear(b)
+			b[0] = DomainDerived
+			binary.LittleEndian.PutUint64(b[1:9], c)
+			b[9] = byte(j)
+		}
+	}
+	p.bm.encrypt(x)
+	for i := range n {
+		b := x[32*i : 32*(i+1)]
+		alpha[i] = binary.LittleEndian.Uint64(b[0:8])
+		alpha0[i] = binary.LittleEndian.Uint64(b[8:16])
+		beta[i] = binary.LittleEndian.Uint64(b[16:24])
+		beta0[i] = binary.LittleEndian.Uint64(b[24:32])
+	}
+}
