@@ -123,10 +123,7 @@ func checkPairViews(t testing.TB, v0, v1 fss.KeyView, p fss.Params, alpha, beta 
 		if err0 != nil || err1 != nil {
 			t.Fatalf("%v x=%d: %v, %v", p, x, err0, err1)
 		}
-		var want uint64
-		if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-			want = beta
-		}
+		want := fss.Truth(p, alpha, beta, x)
 		if got := (y0 + y1) & prg.Mask(p.OutBits); got != want {
 			t.Fatalf("%v pair at x=%d: got %d want %d (α=%d β=%d)", p, x, got, want, alpha, beta)
 		}

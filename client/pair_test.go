@@ -165,10 +165,7 @@ func TestBatchesPairAcrossParties(t *testing.T) {
 				if err0 != nil || err1 != nil {
 					t.Fatal(err0, err1)
 				}
-				var f uint64
-				if w.p.Type == fss.DPF && x == alpha || w.p.Type == fss.DCF && x < alpha {
-					f = beta
-				}
+				f := fss.Truth(w.p, alpha, beta, x)
 				if sum := (y0 + y1) & prg.Mask(w.p.OutBits); sum != f {
 					t.Fatalf("request %d key %d (%v) x=%d: shares add to %d, want %d", id, j, w.p, x, sum, f)
 				}

@@ -310,7 +310,7 @@ func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
 					if got0[x] != want0[x] || got1[x] != want1[x] {
 						t.Fatalf("%v α=%d x=%d: batched (%d,%d), EvalRange (%d,%d)", p, alpha, x, got0[x], got1[x], want0[x], want1[x])
 					}
-					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != truth(p, alpha, beta, uint64(x)) {
+					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != Truth(p, alpha, beta, uint64(x)) {
 						t.Fatalf("%v α=%d x=%d: shares sum to %d", p, alpha, x, s)
 					}
 				}

@@ -78,7 +78,7 @@ func TestEvalAllRoutesLikeEvalRange(t *testing.T) {
 					}
 				}
 				for x := range sum {
-					if want := truth(p, alpha, beta, uint64(x)); sum[x]&prg.Mask(p.OutBits) != want {
+					if want := Truth(p, alpha, beta, uint64(x)); sum[x]&prg.Mask(p.OutBits) != want {
 						t.Fatalf("%v α=%d β=%d x=%d: shares add to %#x, want %#x", p, alpha, beta, x, sum[x], want)
 					}
 				}

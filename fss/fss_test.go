@@ -104,17 +104,6 @@ func TestKeySizesFromSpec(t *testing.T) {
 	}
 }
 
-// truth is the plaintext function the pair shares.
-func truth(p Params, alpha, beta, x uint64) uint64 {
-	switch {
-	case p.Type == DPF && x == alpha:
-		return beta
-	case p.Type == DCF && x < alpha:
-		return beta
-	}
-	return 0
-}
-
 func randRoot(r *rand.Rand) (b [16]byte) {
 	for i := range b {
 		b[i] = byte(r.Uint32())
@@ -152,7 +141,7 @@ func TestExhaustiveSmall(t *testing.T) {
 						t.Fatal(err)
 					}
 					for x := range out0 {
-						want := truth(p, alpha, beta, uint64(x))
+						want := Truth(p, alpha, beta, uint64(x))
 						if got := (out0[x] + out1[x]) & prg.Mask(n); got != want {
 							t.Fatalf("%v α=%d β=%d x=%d: shares sum to %d, want %d", p, alpha, beta, x, got, want)
 						}
@@ -195,7 +184,7 @@ func TestRandomWide(t *testing.T) {
 						x &= prg.Mask(l)
 						y0, _ := k0.Eval(x)
 						y1, _ := k1.Eval(x)
-						if got, want := (y0+y1)&prg.Mask(n), truth(p, alpha, beta, x); got != want {
+						if got, want := (y0+y1)&prg.Mask(n), Truth(p, alpha, beta, x); got != want {
 							t.Fatalf("%v α=%d β=%d x=%d: got %d want %d", p, alpha, beta, x, got, want)
 						}
 					}
@@ -238,7 +227,7 @@ func TestEvalRange(t *testing.T) {
 					if y0 != out0[i] {
 						t.Fatalf("%v x=%d: EvalRange %d, Eval %d", p, x, out0[i], y0)
 					}
-					if got, want := (out0[i]+out1[i])&0xffff, truth(p, alpha, 12345, x); got != want {
+					if got, want := (out0[i]+out1[i])&0xffff, Truth(p, alpha, 12345, x); got != want {
 						t.Fatalf("%v x=%d: got %d want %d", p, x, got, want)
 					}
 				}

@@ -110,7 +110,7 @@ func TestKeyViewDifferential(t *testing.T) {
 			for _, x := range []uint64{alpha, (alpha + 1) & prg.Mask(p.InBits), r.Uint64() & prg.Mask(p.InBits)} {
 				y0, _ := views[0].Eval(x)
 				y1, _ := views[1].Eval(x)
-				if got, want := (y0+y1)&prg.Mask(p.OutBits), truth(p, alpha, beta, x); got != want {
+				if got, want := (y0+y1)&prg.Mask(p.OutBits), Truth(p, alpha, beta, x); got != want {
 					t.Fatalf("%v α=%d β=%d x=%d: views add to %#x, want %#x", p, alpha, beta, x, got, want)
 				}
 			}
@@ -289,7 +289,7 @@ func TestSlab(t *testing.T) {
 				}
 			}
 			for i := 0; i < n; i++ {
-				if got, want := (y[0][i]+y[1][i])&prg.Mask(p.OutBits), truth(p, alpha[i], beta[i], xs[i]); got != want {
+				if got, want := (y[0][i]+y[1][i])&prg.Mask(p.OutBits), Truth(p, alpha[i], beta[i], xs[i]); got != want {
 					t.Fatalf("%v key %d: shares add to %#x, want %#x", p, i, got, want)
 				}
 			}

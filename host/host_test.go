@@ -21,13 +21,6 @@ func newPair(t *testing.T, inFlight int) *LocalPair {
 	return lp
 }
 
-func truth(p fss.Params, alpha, beta, x uint64) uint64 {
-	if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-		return beta
-	}
-	return 0
-}
-
 // checkPair verifies a key pair shares f_{α,β} at α, α±1 and random points.
 func checkPair(t *testing.T, rng *rand.Rand, k0, k1 *fss.Key, alpha, beta uint64) {
 	t.Helper()
@@ -37,7 +30,7 @@ func checkPair(t *testing.T, rng *rand.Rand, k0, k1 *fss.Key, alpha, beta uint64
 	for _, x := range pts {
 		y0, _ := k0.Eval(x)
 		y1, _ := k1.Eval(x)
-		if got, want := (y0+y1)&prg.Mask(p.OutBits), truth(p, alpha, beta, x); got != want {
+		if got, want := (y0+y1)&prg.Mask(p.OutBits), fss.Truth(p, alpha, beta, x); got != want {
 			t.Fatalf("%v α=%d β=%d x=%d: got %d want %d", p, alpha, beta, x, got, want)
 		}
 	}
@@ -119,7 +112,7 @@ func TestDerivedAndConsume(t *testing.T) {
 				t.Fatal("consume mode returned a key")
 			}
 			for j, x := range pts {
-				if got := (res[0][0].Evals[j] + res[1][0].Evals[j]) & prg.Mask(l); got != truth(p, alpha, beta, x) {
+				if got := (res[0][0].Evals[j] + res[1][0].Evals[j]) & prg.Mask(l); got != fss.Truth(p, alpha, beta, x) {
 					t.Fatalf("consume %v x=%d: %d", p, x, got)
 				}
 			}

@@ -208,10 +208,7 @@ func TestCollectRangeRepeats(t *testing.T) {
 		for _, x := range []uint64{alpha - 1, alpha, alpha + 1} {
 			y0, _ := k0.Eval(x)
 			y1, _ := k1.Eval(x)
-			want := uint64(0)
-			if x < alpha {
-				want = beta
-			}
+			want := fss.Truth(k0.Params(), alpha, beta, x)
 			if (y0+y1)&0xff != want {
 				t.Fatalf("key %d at %d: %d, want %d", i, x, (y0+y1)&0xff, want)
 			}

@@ -350,13 +350,6 @@ func demoPoints(rng *rand.Rand, alpha, mask uint64) []uint64 {
 	return []uint64{alpha, (alpha + 1) & mask, (alpha - 1) & mask, rng.Uint64() & mask, rng.Uint64() & mask}
 }
 
-func demoTruth(p fss.Params, alpha, beta, x uint64) uint64 {
-	if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-		return beta
-	}
-	return 0
-}
-
 func demoCheckKeys(p fss.Params, k0, k1 *fss.Key, alpha, beta uint64, pts []uint64) bool {
 	if k0 == nil || k1 == nil || k0.Party() != 0 || k1.Party() != 1 || k0.Params() != p || k1.Params() != p {
 		return false
@@ -364,7 +357,7 @@ func demoCheckKeys(p fss.Params, k0, k1 *fss.Key, alpha, beta uint64, pts []uint
 	for _, x := range pts {
 		y0, err0 := k0.Eval(x)
 		y1, err1 := k1.Eval(x)
-		if err0 != nil || err1 != nil || (y0+y1)&prg.Mask(p.OutBits) != demoTruth(p, alpha, beta, x) {
+		if err0 != nil || err1 != nil || (y0+y1)&prg.Mask(p.OutBits) != fss.Truth(p, alpha, beta, x) {
 			return false
 		}
 	}
@@ -376,7 +369,7 @@ func demoCheckEvals(p fss.Params, alpha, beta uint64, pts, e0, e1 []uint64) bool
 		return false
 	}
 	for i, x := range pts {
-		if (e0[i]+e1[i])&prg.Mask(p.OutBits) != demoTruth(p, alpha, beta, x) {
+		if (e0[i]+e1[i])&prg.Mask(p.OutBits) != fss.Truth(p, alpha, beta, x) {
 			return false
 		}
 	}

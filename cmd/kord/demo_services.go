@@ -106,14 +106,6 @@ func svcRequestsPer(k svcClass, base uint64, keys, perDerived int, rng *mrand.Ra
 	return reqs, truth
 }
 
-// svcWant is f(x) for a point function or comparison with (α, β).
-func svcWant(p fss.Params, alpha, beta, x uint64) uint64 {
-	if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-		return beta
-	}
-	return 0
-}
-
 // svcCheckKeys evaluates a key pair at α, α±1 and a random point.
 func svcCheckKeys(p fss.Params, key0, key1 *fss.Key, alpha, beta uint64, rng *mrand.Rand) bool {
 	if key0 == nil || key1 == nil || key0.Params() != p || key1.Params() != p {
@@ -123,7 +115,7 @@ func svcCheckKeys(p fss.Params, key0, key1 *fss.Key, alpha, beta uint64, rng *mr
 	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rng.Uint64() & m} {
 		y0, _ := key0.Eval(x)
 		y1, _ := key1.Eval(x)
-		if (y0+y1)&prg.Mask(p.OutBits) != svcWant(p, alpha, beta, x) {
+		if (y0+y1)&prg.Mask(p.OutBits) != fss.Truth(p, alpha, beta, x) {
 			return false
 		}
 	}
@@ -150,7 +142,7 @@ func svcVerify(k svcClass, t svcTruth, r0, r1 *client.Reply, rng *mrand.Rand) (o
 		case "consume":
 			good = good && len(s0.Evals) == len(t.points) && len(s1.Evals) == len(t.points)
 			for j := 0; good && j < len(t.points); j++ {
-				good = (s0.Evals[j]+s1.Evals[j])&mb == svcWant(p, t.alpha, t.beta, t.points[j])
+				good = (s0.Evals[j]+s1.Evals[j])&mb == fss.Truth(p, t.alpha, t.beta, t.points[j])
 			}
 		}
 		if good {

@@ -194,11 +194,7 @@ func (h *harness) finish(j job, f [2][]byte, c uint64) error {
 	for _, x := range []uint64{j.alpha, (j.alpha + 1) & prg.Mask(p.InBits), (j.alpha - 1) & prg.Mask(p.InBits)} {
 		y0, _ := k[0].Eval(x)
 		y1, _ := k[1].Eval(x)
-		want := uint64(0)
-		if p.Type == fss.DPF && x == j.alpha || p.Type == fss.DCF && x < j.alpha {
-			want = j.beta
-		}
-		if (y0+y1)&prg.Mask(p.OutBits) != want {
+		if (y0+y1)&prg.Mask(p.OutBits) != fss.Truth(p, j.alpha, j.beta, x) {
 			return fmt.Errorf("honest key at counter %d does not evaluate correctly", c)
 		}
 	}

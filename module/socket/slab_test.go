@@ -121,11 +121,7 @@ func checkSlabPair(t *testing.T, s [2]*msg.Slab, point func(int) (uint64, uint64
 		for _, x := range []uint64{alpha, (alpha + 1) & 0xfff, 0} {
 			y0, _ := k0.Eval(x)
 			y1, _ := k1.Eval(x)
-			want := uint64(0)
-			if x < alpha {
-				want = beta
-			}
-			if (y0+y1)&0xfff != want {
+			if (y0+y1)&0xfff != fss.Truth(k0.Params(), alpha, beta, x) {
 				t.Fatalf("key %d at %d: wrong", i, x)
 			}
 		}
