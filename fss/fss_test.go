@@ -3,44 +3,20 @@ package fss
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"testing"
 
+	"github.com/kord-fss/kord/internal/kat/vectors"
 	"github.com/kord-fss/kord/internal/prg"
 )
 
-type vector struct {
-	Type    string `json:"type"`
-	InBits  int    `json:"in_bits"`
-	OutBits int    `json:"out_bits"`
-	Alpha   uint64 `json:"alpha"`
-	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
-		X  uint64 `json:"x"`
-		Y0 uint64 `json:"y0"`
-		Y1 uint64 `json:"y1"`
-	} `json:"evals"`
-}
-
-func loadVectors(t testing.TB) []vector {
+// loadVectors returns the kord-v1 known-answer vectors.
+func loadVectors(t testing.TB) []vectors.Vector {
 	t.Helper()
-	data, err := os.ReadFile("testdata/kord-v1-vectors.json")
+	vs, err := vectors.Load()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(data, &vs); err != nil {
-		t.Fatal(err)
-	}
-	if len(vs) == 0 {
-		t.Fatal("no vectors")
 	}
 	return vs
 }
