@@ -14,9 +14,8 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
-	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/socket"
-	"github.com/kord-fss/kord/module/store"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
@@ -30,14 +29,7 @@ func startParties(t *testing.T) [2]*client.Client {
 	var cl [2]*client.Client
 	peer := ""
 	for _, party := range []int{1, 0} {
-		st, err := store.OpenBolt(filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := module.OpenDurable(module.Config{Party: party, Secret: secret, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

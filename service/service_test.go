@@ -22,6 +22,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -42,15 +43,7 @@ type site struct {
 
 func openModule(t testing.TB, party int, path string, secret []byte) (*module.Durable, *store.Bolt) {
 	t.Helper()
-	st, err := store.OpenBolt(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := module.OpenDurable(module.Config{Party: party, Secret: secret, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, st
+	return moduletest.OpenDurable(t, party, path, 0, secret)
 }
 
 func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Config, opts ...grpc.ServerOption) *site {
