@@ -24,6 +24,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
@@ -150,13 +151,13 @@ func (o deliverOpts) check() error {
 }
 
 // deliverClasses are the rows: DPF-32 and DCF-32, each bound tier, derived.
-func deliverClasses() []svcClass {
-	var out []svcClass
+func deliverClasses() []loadgen.Class {
+	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
 		for _, t := range []string{"otp", "mac", "batchmac"} {
-			out = append(out, svcClass{mode: "bound", tier: t, typ: typ, l: 32, n: 32})
+			out = append(out, loadgen.Class{Mode: "bound", Tier: t, Type: typ, InBits: 32, OutBits: 32})
 		}
-		out = append(out, svcClass{mode: "derived", typ: typ, l: 32, n: 32})
+		out = append(out, loadgen.Class{Mode: "derived", Type: typ, InBits: 32, OutBits: 32})
 	}
 	return out
 }
@@ -184,18 +185,18 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	say("done.\n")
 	rep := &deliverReport{CPUs: runtime.NumCPU()}
 	for i, k := range deliverClasses() {
-		row := deliverRow{Type: k.typ.String(), InBits: k.l, Tier: k.tierID(), Mode: k.mode}
-		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.name())
-		raw, err := rawGenRate(k.params(), o.rawTime/2)
+		row := deliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode}
+		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.Name())
+		raw, err := rawGenRate(k.Params(), o.rawTime/2)
 		if err != nil {
-			return nil, fmt.Errorf("%s: raw Gen: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: raw Gen: %w", k.Name(), err)
 		}
 		say("in-process… ")
 		ipEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
 			return inProcessChunk(ctx, lp, k, n, rng)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: in process: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: in process: %w", k.Name(), err)
 		}
 		row.PairsVerified, row.PairsFailed = ok, bad
 		say("processes… ")
@@ -203,15 +204,15 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 			return processesChunk(ctx, c.apps, k, n, o.batch, &id, rng)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: processes: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: processes: %w", k.Name(), err)
 		}
 		row.PairsVerified += ok
 		row.PairsFailed += bad
 		// Raw Gen again after both paths: load from elsewhere only slows
 		// a run down, so the row's raw rate is the faster of the two.
-		again, err := rawGenRate(k.params(), o.rawTime/2)
+		again, err := rawGenRate(k.Params(), o.rawTime/2)
 		if err != nil {
-			return nil, fmt.Errorf("%s: raw Gen: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: raw Gen: %w", k.Name(), err)
 		}
 		raw = max(raw, again)
 		row.RawKeysPerSec = math.Round(raw)
@@ -237,10 +238,10 @@ func deliverWarmUp(ctx context.Context, o deliverOpts, lp *host.LocalPair, apps 
 			_, _, bad, err = processesChunk(ctx, apps, k, n, o.batch, id, rng)
 		}
 		if err != nil {
-			return fmt.Errorf("warm-up, %s: %w", k.name(), err)
+			return fmt.Errorf("warm-up, %s: %w", k.Name(), err)
 		}
 		if bad != 0 {
-			return fmt.Errorf("warm-up, %s: %d key pairs failed verification", k.name(), bad)
+			return fmt.Errorf("warm-up, %s: %d key pairs failed verification", k.Name(), bad)
 		}
 	}
 	return nil
@@ -300,8 +301,8 @@ type deliveredPair struct {
 // inProcessDeliver obtains n key pairs of class k from the in-process pair
 // (both hosts, keys parsed) and returns them with the time the delivery
 // took. It is the one place to change for another in-process API.
-func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k svcClass, n int, rng *mrand.Rand) ([]deliveredPair, time.Duration, error) {
-	p := k.params()
+func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k loadgen.Class, n int, rng *mrand.Rand) ([]deliveredPair, time.Duration, error) {
+	p := k.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
 	tier := msg.MAC
 	pairs := make([]deliveredPair, n)
@@ -313,12 +314,12 @@ func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k svcClass, n int
 	dBeta := rng.Uint64() & mb
 	for i := range pairs {
 		s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Derived, Beta: dBeta}
-		if k.mode == "derived" {
+		if k.Mode == "derived" {
 			reqs[0][i].Share, reqs[1][i].Share = s, s
 			pairs[i].beta = dBeta
 			continue
 		}
-		tier, _ = msg.ParseTier(k.tier)
+		tier, _ = msg.ParseTier(k.Tier)
 		a, bt := rng.Uint64()&ma, rng.Uint64()&mb
 		a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
 		s.Mode, s.Beta = msg.Bound, 0
@@ -336,7 +337,7 @@ func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k svcClass, n int
 	}
 	for i := range pairs {
 		pairs[i].k0, pairs[i].k1 = res[0][i].Key, res[1][i].Key
-		if k.mode == "derived" {
+		if k.Mode == "derived" {
 			pairs[i].alpha = (res[0][i].AlphaShare + res[1][i].AlphaShare) & ma
 			if (res[0][i].BetaShare+res[1][i].BetaShare)&mb != dBeta {
 				pairs[i].k1 = nil // fails verification
@@ -347,19 +348,19 @@ func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k svcClass, n int
 }
 
 // inProcessChunk delivers n pairs in process, then verifies and wipes them.
-func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n int, rng *mrand.Rand) (time.Duration, int, int, error) {
+func inProcessChunk(ctx context.Context, lp *host.LocalPair, k loadgen.Class, n int, rng *mrand.Rand) (time.Duration, int, int, error) {
 	pairs, el, err := inProcessDeliver(ctx, lp, k, n, rng)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	ok, bad := verifyPairs(k.params(), pairs, rng)
+	ok, bad := verifyPairs(k.Params(), pairs, rng)
 	return el, ok, bad, nil
 }
 
 // verifyPairs checks every pair with svcCheckKeys and wipes its keys.
 func verifyPairs(p fss.Params, pairs []deliveredPair, rng *mrand.Rand) (ok, bad int) {
 	for _, pr := range pairs {
-		if svcCheckKeys(p, pr.k0, pr.k1, pr.alpha, pr.beta, rng) {
+		if loadgen.CheckKeys(p, pr.k0, pr.k1, pr.alpha, pr.beta, rng) {
 			ok++
 		} else {
 			bad++
@@ -377,8 +378,8 @@ func verifyPairs(p fss.Params, pairs []deliveredPair, rng *mrand.Rand) (ok, bad 
 // requests of up to batch keys each), received as client batches (key
 // views over the received messages, no per-key parse), then verifies and
 // releases them outside the clock.
-func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
-	reqs, truth := svcRequestsPer(k, *id, n, batch, rng)
+func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
+	reqs, truth := loadgen.RequestsPer(k, *id, n, batch, rng)
 	base := *id
 	*id += uint64(len(reqs[0]))
 	t0 := time.Now()
@@ -413,7 +414,7 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, 
 			}
 		}
 	}
-	p := k.params()
+	p := k.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
 	ok, bad := 0, 0
 	for i, t := range truth {
@@ -424,15 +425,15 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, 
 		}
 		for j := 0; j < w0.n; j++ {
 			i0, i1 := w0.first+j, w1.first+j
-			alpha, beta := t.alpha, t.beta
+			alpha, beta := t.Alpha, t.Beta
 			good := w0.bt.Counter(i0) == w1.bt.Counter(i1)
-			if k.mode == "derived" {
+			if k.Mode == "derived" {
 				alpha = (w0.bt.AlphaShare(i0) + w1.bt.AlphaShare(i1)) & ma
 				good = good && (w0.bt.BetaShare(i0)+w1.bt.BetaShare(i1))&mb == beta
 			}
 			k0, e0 := w0.bt.Key(i0).Key()
 			k1, e1 := w1.bt.Key(i1).Key()
-			good = good && e0 == nil && e1 == nil && svcCheckKeys(p, k0, k1, alpha, beta, rng)
+			good = good && e0 == nil && e1 == nil && loadgen.CheckKeys(p, k0, k1, alpha, beta, rng)
 			for _, key := range []*fss.Key{k0, k1} {
 				if key != nil {
 					key.Wipe()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -92,18 +93,18 @@ type chaosLoad struct {
 	pairsAt                       []time.Time // when each verified pair was complete at both sites
 }
 
-var chaosClasses = []svcClass{
-	{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16},
-	{mode: "bound", tier: "mac", typ: fss.DCF, l: 16, n: 8},
-	{mode: "bound", tier: "batchmac", typ: fss.DPF, l: 32, n: 32},
-	{mode: "derived", typ: fss.DCF, l: 16, n: 16},
+var chaosClasses = []loadgen.Class{
+	{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16},
+	{Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 16, OutBits: 8},
+	{Mode: "bound", Tier: "batchmac", Type: fss.DPF, InBits: 32, OutBits: 32},
+	{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16},
 }
 
 // round streams n keys of one class; it returns when every reply arrived.
 func (l *chaosLoad) round(ctx context.Context, n int) error {
 	l.mu.Lock()
 	k := chaosClasses[l.rng.IntN(len(chaosClasses))]
-	reqs, truth := svcRequests(k, l.id, n, l.rng)
+	reqs, truth := loadgen.Requests(k, l.id, n, l.rng)
 	l.id += uint64(len(reqs[0]))
 	l.mu.Unlock()
 	reps, at, err := l.stream(ctx, reqs)
@@ -125,7 +126,7 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 			}
 			continue
 		}
-		ok, bad := svcVerify(k, t, r0, r1, l.rng)
+		ok, bad := loadgen.Verify(k, t, r0, r1, l.rng)
 		l.verified += ok
 		l.mismatched += bad
 		if ok > 0 {

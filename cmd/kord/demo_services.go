@@ -11,13 +11,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
@@ -25,199 +24,6 @@ import (
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
-
-// svcClass is one kind of key in the services demo.
-type svcClass struct {
-	mode string // bound, derived, consume
-	tier string // otp, mac, batchmac ("" for derived)
-	typ  fss.Type
-	l, n int
-}
-
-func (k svcClass) params() fss.Params { return fss.Params{Type: k.typ, InBits: k.l, OutBits: k.n} }
-
-// tierID is the class's tier as reports name it: otp, mac, batchmac, or
-// derived for derived mode.
-func (k svcClass) tierID() string {
-	if k.mode == "derived" {
-		return "derived"
-	}
-	return k.tier
-}
-
-// name is the report key <type>-<ℓ>-<tier>, tier otp/mac/batchmac/derived;
-// consume adds "-consume".
-func (k svcClass) name() string {
-	s := fmt.Sprintf("%v-%d-%s", k.typ, k.l, k.tierID())
-	if k.mode == "consume" {
-		s += "-consume"
-	}
-	return s
-}
-
-// svcTruth is what the demo application knows of one request: α and β
-// (bound, consume) or the public β (derived) and the points.
-type svcTruth struct {
-	alpha, beta uint64
-	points      []uint64
-}
-
-// svcRequests builds both sites' requests for keys of class k, ids from
-// base; derived requests carry up to 64 keys each.
-func svcRequests(k svcClass, base uint64, keys int, rng *mrand.Rand) (reqs [2][]*pb.KeyRequest, truth []svcTruth) {
-	return svcRequestsPer(k, base, keys, 64, rng)
-}
-
-// svcRequestsPer is svcRequests with up to perDerived keys per derived
-// request (1..service.MaxCount).
-func svcRequestsPer(k svcClass, base uint64, keys, perDerived int, rng *mrand.Rand) (reqs [2][]*pb.KeyRequest, truth []svcTruth) {
-	p := k.params()
-	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
-	id := base
-	for keys > 0 {
-		switch k.mode {
-		case "derived":
-			c := min(keys, perDerived)
-			beta := rng.Uint64() & mb
-			for b := 0; b < 2; b++ {
-				reqs[b] = append(reqs[b], client.Derived(id, p, c, beta, false))
-			}
-			truth = append(truth, svcTruth{beta: beta})
-			keys -= c
-		default:
-			t := svcTruth{alpha: rng.Uint64() & ma, beta: rng.Uint64() & mb}
-			if t.beta == 0 {
-				t.beta = 1
-			}
-			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
-			if k.mode == "consume" {
-				t.points = []uint64{t.alpha, (t.alpha + 1) & ma, (t.alpha - 1) & ma, rng.Uint64() & ma}
-				reqs[0] = append(reqs[0], client.Consume(id, k.tier, p, a0, b0, t.points))
-				reqs[1] = append(reqs[1], client.Consume(id, k.tier, p, (t.alpha-a0)&ma, (t.beta-b0)&mb, t.points))
-			} else {
-				reqs[0] = append(reqs[0], client.Bound(id, k.tier, p, a0, b0))
-				reqs[1] = append(reqs[1], client.Bound(id, k.tier, p, (t.alpha-a0)&ma, (t.beta-b0)&mb))
-			}
-			truth = append(truth, t)
-			keys--
-		}
-		id++
-	}
-	return reqs, truth
-}
-
-// svcCheckKeys evaluates a key pair at α, α±1 and a random point.
-func svcCheckKeys(p fss.Params, key0, key1 *fss.Key, alpha, beta uint64, rng *mrand.Rand) bool {
-	if key0 == nil || key1 == nil || key0.Params() != p || key1.Params() != p {
-		return false
-	}
-	m := prg.Mask(p.InBits)
-	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rng.Uint64() & m} {
-		y0, _ := key0.Eval(x)
-		y1, _ := key1.Eval(x)
-		if (y0+y1)&prg.Mask(p.OutBits) != fss.Truth(p, alpha, beta, x) {
-			return false
-		}
-	}
-	return true
-}
-
-// svcVerify checks both sites' replies to one request; it returns how
-// many key pairs verified and failed.
-func svcVerify(k svcClass, t svcTruth, r0, r1 *client.Reply, rng *mrand.Rand) (ok, bad int) {
-	if r0 == nil || r1 == nil || r0.Err != nil || r1.Err != nil || len(r0.Shares) != len(r1.Shares) || len(r0.Shares) == 0 || r0.ID != r1.ID {
-		return 0, 1
-	}
-	p := k.params()
-	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
-	for i := range r0.Shares {
-		s0, s1 := &r0.Shares[i], &r1.Shares[i]
-		good := s0.Counter == s1.Counter
-		switch k.mode {
-		case "bound":
-			good = good && svcCheckKeys(p, s0.Key, s1.Key, t.alpha, t.beta, rng)
-		case "derived":
-			alpha := (s0.AlphaShare + s1.AlphaShare) & ma
-			good = good && (s0.BetaShare+s1.BetaShare)&mb == t.beta && svcCheckKeys(p, s0.Key, s1.Key, alpha, t.beta, rng)
-		case "consume":
-			good = good && len(s0.Evals) == len(t.points) && len(s1.Evals) == len(t.points)
-			for j := 0; good && j < len(t.points); j++ {
-				good = (s0.Evals[j]+s1.Evals[j])&mb == fss.Truth(p, t.alpha, t.beta, t.points[j])
-			}
-		}
-		if good {
-			ok++
-		} else {
-			bad++
-		}
-	}
-	return ok, bad
-}
-
-// svcStream sends both sites' requests on one stream each and collects the
-// replies in order, with their keys parsed (client.Recv): what an
-// application gets, and what host.LocalPair hands out in the in-process
-// phase, so both timed paths end at parsed key shares. lat[i] is request
-// i's latency at site 0.
-func svcStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyRequest) (reps [2][]*client.Reply, lat []time.Duration, err error) {
-	n := len(reqs[0])
-	sent := make([]time.Time, n)
-	lat = make([]time.Duration, n)
-	var wg sync.WaitGroup
-	var errs [4]error
-	for b := 0; b < 2; b++ {
-		st, e := apps[b].Stream(ctx)
-		if e != nil {
-			return reps, nil, e
-		}
-		reps[b] = make([]*client.Reply, 0, n)
-		var mu sync.Mutex
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			const chunk = 64
-			for i := 0; i < n; i += chunk {
-				rs := reqs[b][i:min(i+chunk, n)]
-				if b == 0 {
-					mu.Lock()
-					now := time.Now()
-					for k := range rs {
-						sent[i+k] = now
-					}
-					mu.Unlock()
-				}
-				if e := st.SendBatch(rs); e != nil {
-					errs[2*b] = e
-					return
-				}
-			}
-			st.CloseSend()
-		}()
-		go func() {
-			defer wg.Done()
-			for i := 0; i < n; i++ {
-				r, e := st.Recv()
-				if e != nil {
-					errs[2*b+1] = e
-					return
-				}
-				if b == 0 {
-					mu.Lock()
-					lat[i] = time.Since(sent[i])
-					mu.Unlock()
-				}
-				reps[b] = append(reps[b], r)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return reps, lat, e
-		}
-	}
-	return reps, lat, nil
-}
 
 // svcDemoReport is `kord demo --json` for the multi-process demo.
 type svcDemoReport struct {
@@ -274,14 +80,14 @@ type svcDemoReport struct {
 	PeerLink string `json:"peer_link"`
 }
 
-func svcDemoClasses() []svcClass {
-	var out []svcClass
+func svcDemoClasses() []loadgen.Class {
+	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
 		for _, l := range []int{16, 32} {
 			for _, t := range []string{"otp", "mac", "batchmac"} {
-				out = append(out, svcClass{mode: "bound", tier: t, typ: typ, l: l, n: l})
+				out = append(out, loadgen.Class{Mode: "bound", Tier: t, Type: typ, InBits: l, OutBits: l})
 			}
-			out = append(out, svcClass{mode: "derived", typ: typ, l: l, n: l})
+			out = append(out, loadgen.Class{Mode: "derived", Type: typ, InBits: l, OutBits: l})
 		}
 	}
 	return out
@@ -334,20 +140,20 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 	say("paired.\n")
 
 	type job struct {
-		k     svcClass
+		k     loadgen.Class
 		reqs  [2][]*pb.KeyRequest
-		truth []svcTruth
+		truth []loadgen.Truth
 	}
 	var jobs []job
 	id := uint64(1)
 	for _, k := range classes {
-		r, t := svcRequests(k, id, per, rng)
+		r, t := loadgen.Requests(k, id, per, rng)
 		id += uint64(len(r[0]))
 		jobs = append(jobs, job{k, r, t})
 	}
 	// A few consume-mode keys, verified by their evaluation shares.
-	for _, k := range []svcClass{{mode: "consume", tier: "mac", typ: fss.DPF, l: 16, n: 16}, {mode: "consume", tier: "otp", typ: fss.DCF, l: 32, n: 32}} {
-		r, t := svcRequests(k, id, max(1, per/8), rng)
+	for _, k := range []loadgen.Class{{Mode: "consume", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: "consume", Tier: "otp", Type: fss.DCF, InBits: 32, OutBits: 32}} {
+		r, t := loadgen.Requests(k, id, max(1, per/8), rng)
 		id += uint64(len(r[0]))
 		jobs = append(jobs, job{k, r, t})
 	}
@@ -369,25 +175,25 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 		d0, ok0 := c.liveCPU()
 		cpu0 := selfCPU()
 		t0 := time.Now()
-		reps, lat, err := svcStream(ctx, c.apps, j.reqs)
+		reps, lat, err := loadgen.Stream(ctx, c.apps, j.reqs)
 		el := time.Since(t0)
-		if j.k.mode != "consume" {
+		if j.k.Mode != "consume" {
 			clientCPU += selfCPU() - cpu0
 		}
 		d1, ok1 := c.liveCPU()
 		daemonCPU += d1 - d0
 		daemonOK = daemonOK && ok0 && ok1
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", j.k.name(), err)
+			return nil, fmt.Errorf("%s: %w", j.k.Name(), err)
 		}
 		n := 0
 		for ri, t := range j.truth {
-			ok, bad := svcVerify(j.k, t, reps[0][ri], reps[1][ri], rng)
+			ok, bad := loadgen.Verify(j.k, t, reps[0][ri], reps[1][ri], rng)
 			rep.PairsVerified += ok
 			rep.PairsFailed += bad
 			n += ok + bad
 		}
-		if j.k.mode != "consume" {
+		if j.k.Mode != "consume" {
 			total += el
 			rep.Keys += n
 			lats = append(lats, lat...)
@@ -395,15 +201,15 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 		e0, _ := c.apps[0].Status(ctx)
 		e1, _ := c.apps[1].Status(ctx)
 		bytes := float64(e0.FrameBytesSent-st0.FrameBytesSent+e1.FrameBytesSent-st1.FrameBytesSent) / 2 / float64(n)
-		rep.WireBytesPerPartyPerKey[j.k.name()] = bytes
-		rep.KeysPerSecByClass[j.k.name()] = math.Round(float64(n) / el.Seconds())
-		if j.k.mode != "derived" {
-			rep.RoundsPerKey[j.k.name()] = 1 // every key's frames cross in the one exchange of its batch
+		rep.WireBytesPerPartyPerKey[j.k.Name()] = bytes
+		rep.KeysPerSecByClass[j.k.Name()] = math.Round(float64(n) / el.Seconds())
+		if j.k.Mode != "derived" {
+			rep.RoundsPerKey[j.k.Name()] = 1 // every key's frames cross in the one exchange of its batch
 		} else {
-			rep.RoundsPerKey[j.k.name()] = 0
+			rep.RoundsPerKey[j.k.Name()] = 0
 		}
 		rep.Resyncs = e0.Resyncs
-		if j.k.mode != "consume" {
+		if j.k.Mode != "consume" {
 			// The same class in one process, right after, so that load on
 			// the machine affects both paths alike.
 			cpu0 := selfCPU()
@@ -415,7 +221,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 			ipTotal += el
 			ipKeys += n
 		}
-		say("  [%2d/%d] %-22s %6d keys  %8.0f keys/s  %6.2f B/party/key\n", i+1, len(jobs), j.k.name(), n, float64(n)/el.Seconds(), bytes)
+		say("  [%2d/%d] %-22s %6d keys  %8.0f keys/s  %6.2f B/party/key\n", i+1, len(jobs), j.k.Name(), n, float64(n)/el.Seconds(), bytes)
 	}
 	rep.KeysPerSec = float64(rep.Keys) / total.Seconds()
 	c.Close()
@@ -439,8 +245,8 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 }
 
 // svcInProcessPhase runs keys of class k through an in-process LocalPair.
-func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k svcClass, per, batch int, rng *mrand.Rand, rep *svcDemoReport, lats *[]time.Duration) (time.Duration, error) {
-	p := k.params()
+func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, per, batch int, rng *mrand.Rand, rep *svcDemoReport, lats *[]time.Duration) (time.Duration, error) {
+	p := k.Params()
 	var reqs [2][]host.Request
 	tier := msg.MAC
 	// Derived: a public β per 64 keys, as svcRequests gives the parties.
@@ -451,11 +257,11 @@ func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k svcClass, per,
 		}
 		for b := 0; b < 2; b++ {
 			s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Bound}
-			if k.mode == "derived" {
+			if k.Mode == "derived" {
 				s.Mode, s.Beta = msg.Derived, beta
 			} else {
 				s.AlphaShare, s.BetaShare = rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
-				tier, _ = msg.ParseTier(k.tier)
+				tier, _ = msg.ParseTier(k.Tier)
 			}
 			reqs[b] = append(reqs[b], host.Request{Share: s})
 		}
@@ -470,18 +276,18 @@ func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k svcClass, per,
 	for i := 0; i < per; i++ { // a key waits for its batch
 		*lats = append(*lats, el/time.Duration(batches))
 	}
-	rep.InProcessBytesPerKey[k.name()] = float64(lp.Links[0].SentBytes()+lp.Links[1].SentBytes()-b0) / 2 / float64(per)
+	rep.InProcessBytesPerKey[k.Name()] = float64(lp.Links[0].SentBytes()+lp.Links[1].SentBytes()-b0) / 2 / float64(per)
 	return el, nil
 }
 
 // svcDealer times a trusted dealer's Gen on the same classes; it sends each
 // party its whole key share.
-func svcDealer(classes []svcClass, per int, rng *mrand.Rand, rep *svcDemoReport) float64 {
+func svcDealer(classes []loadgen.Class, per int, rng *mrand.Rand, rep *svcDemoReport) float64 {
 	var total time.Duration
 	var lats []time.Duration
 	keys := 0
 	for _, k := range classes {
-		p := k.params()
+		p := k.Params()
 		t0 := time.Now()
 		for i := 0; i < per; i++ {
 			s := time.Now()
@@ -490,7 +296,7 @@ func svcDealer(classes []svcClass, per int, rng *mrand.Rand, rep *svcDemoReport)
 		}
 		total += time.Since(t0)
 		keys += per
-		rep.DealerBytesPerPartyKey[k.name()] = float64(p.KeySize())
+		rep.DealerBytesPerPartyKey[k.Name()] = float64(p.KeySize())
 	}
 	rep.DealerLatencyP50, rep.DealerLatencyP99 = pct(lats, 0.5), pct(lats, 0.99)
 	return float64(keys) / total.Seconds()

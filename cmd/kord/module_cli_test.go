@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -169,16 +170,16 @@ func TestModulePairedWithoutSecret(t *testing.T) {
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(3, 4))
-	k := svcClass{mode: "bound", tier: "mac", typ: fss.DPF, l: 16, n: 16}
+	k := loadgen.Class{Mode: "bound", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}
 	stream := func(base uint64) {
 		t.Helper()
-		reqs, truth := svcRequests(k, base, 40, rng)
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+		reqs, truth := loadgen.Requests(k, base, 40, rng)
+		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, tr := range truth {
-			if ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
+			if ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
 				t.Fatalf("request %d did not verify", i)
 			}
 		}

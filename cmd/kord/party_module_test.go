@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 )
 
 // TestPartyModuleInProcess starts a party pair whose modules run inside
@@ -29,28 +30,28 @@ func TestPartyModuleInProcess(t *testing.T) {
 	}
 	rng := mrand.New(mrand.NewPCG(5, 6))
 	base := uint64(1)
-	for _, k := range []svcClass{
-		{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16},
-		{mode: "bound", tier: "mac", typ: fss.DCF, l: 32, n: 32},
-		{mode: "bound", tier: "batchmac", typ: fss.DPF, l: 32, n: 32},
-		{mode: "derived", typ: fss.DCF, l: 16, n: 16},
+	for _, k := range []loadgen.Class{
+		{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16},
+		{Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 32, OutBits: 32},
+		{Mode: "bound", Tier: "batchmac", Type: fss.DPF, InBits: 32, OutBits: 32},
+		{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16},
 	} {
-		reqs, truth := svcRequests(k, base, 40, rng)
+		reqs, truth := loadgen.Requests(k, base, 40, rng)
 		base += uint64(len(reqs[0]))
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
 		if err != nil {
-			t.Fatalf("%s: %v", k.name(), err)
+			t.Fatalf("%s: %v", k.Name(), err)
 		}
 		verified := 0
 		for i, tr := range truth {
-			ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng)
+			ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng)
 			if bad != 0 {
-				t.Fatalf("%s: request %d: %d pairs failed", k.name(), i, bad)
+				t.Fatalf("%s: request %d: %d pairs failed", k.Name(), i, bad)
 			}
 			verified += ok
 		}
 		if verified != 40 {
-			t.Fatalf("%s: %d pairs verified, want 40", k.name(), verified)
+			t.Fatalf("%s: %d pairs verified, want 40", k.Name(), verified)
 		}
 	}
 	for b := 0; b < 2; b++ {

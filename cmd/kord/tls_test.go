@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/peertls"
 )
 
@@ -68,15 +69,15 @@ func TestPeerLinkTLS(t *testing.T) {
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(1, 2))
-	for _, k := range []svcClass{{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16}, {mode: "bound", tier: "mac", typ: fss.DCF, l: 32, n: 32}} {
-		reqs, truth := svcRequests(k, uint64(1+len(k.tier)*1000), 100, rng)
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+	for _, k := range []loadgen.Class{{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 32, OutBits: 32}} {
+		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier)*1000), 100, rng)
+		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
 		if err != nil {
-			t.Fatalf("%s over TLS: %v", k.name(), err)
+			t.Fatalf("%s over TLS: %v", k.Name(), err)
 		}
 		for i, tr := range truth {
-			if ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
-				t.Fatalf("%s over TLS: request %d did not verify", k.name(), i)
+			if ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
+				t.Fatalf("%s over TLS: request %d did not verify", k.Name(), i)
 			}
 		}
 	}
