@@ -24,8 +24,8 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"

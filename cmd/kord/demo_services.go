@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
