@@ -25,6 +25,7 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
@@ -167,7 +168,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	say := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
 	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
-	c, err := startCluster(ctx, "", clusterOpts{Batch: o.batch, InFlight: o.inFlight})
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: o.batch, InFlight: o.inFlight})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
@@ -179,7 +180,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	defer lp.Close()
 	say("paired; warming up… ")
 	id := uint64(1)
-	if err := deliverWarmUp(ctx, o, lp, c.apps, &id, rng); err != nil {
+	if err := deliverWarmUp(ctx, o, lp, c.Apps(), &id, rng); err != nil {
 		return nil, err
 	}
 	say("done.\n")
@@ -201,7 +202,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 		row.PairsVerified, row.PairsFailed = ok, bad
 		say("processes… ")
 		prEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
-			return processesChunk(ctx, c.apps, k, n, o.batch, &id, rng)
+			return processesChunk(ctx, c.Apps(), k, n, o.batch, &id, rng)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: processes: %w", k.Name(), err)
@@ -357,7 +358,7 @@ func inProcessChunk(ctx context.Context, lp *host.LocalPair, k loadgen.Class, n 
 	return el, ok, bad, nil
 }
 
-// verifyPairs checks every pair with svcCheckKeys and wipes its keys.
+// verifyPairs checks every pair with loadgen.CheckKeys and wipes its keys.
 func verifyPairs(p fss.Params, pairs []deliveredPair, rng *mrand.Rand) (ok, bad int) {
 	for _, pr := range pairs {
 		if loadgen.CheckKeys(p, pr.k0, pr.k1, pr.alpha, pr.beta, rng) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -83,7 +84,7 @@ func distOf(ms []float64) chaosDist {
 // killed) resends the requests it has no answer for once it can open a
 // stream again (docs/operations.md, Recovery).
 type chaosLoad struct {
-	c                             *svcCluster
+	c                             *cluster.Cluster
 	rng                           *mrand.Rand
 	mu                            sync.Mutex
 	id                            uint64
@@ -116,7 +117,7 @@ func (l *chaosLoad) round(ctx context.Context, n int) error {
 	for i, t := range truth {
 		r0, r1 := reps[0][i], reps[1][i]
 		// A refusal by a party is counted as refused; a key that does not
-		// parse fails svcVerify (mismatched).
+		// parse fails loadgen.Verify (mismatched).
 		if refusal(r0) || refusal(r1) {
 			l.refused++
 			if !refusal(r0) || !refusal(r1) {
@@ -191,7 +192,7 @@ func (l *chaosLoad) stream(ctx context.Context, reqs [2][]*pb.KeyRequest) (reps 
 func (l *chaosLoad) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos map[uint64]int, reps []*client.Reply, at []time.Time) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := l.c.app(b).Stream(sctx)
+	st, err := l.c.App(b).Stream(sctx)
 	if err != nil {
 		return err
 	}
@@ -228,62 +229,6 @@ func isVoid(r *client.Reply) bool {
 	return errors.As(r.Err, &re) && re.Class == pb.ClassVoid
 }
 
-// app is site b's client (replaced when its party restarts).
-func (c *svcCluster) app(b int) *client.Client {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.apps[b]
-}
-
-// KillParty kill -9s party b.
-func (c *svcCluster) KillParty(b int) *svcProc {
-	c.mu.Lock()
-	p := c.parties[b]
-	c.mu.Unlock()
-	p.kill()
-	return p
-}
-
-// RestartParty starts party b again as old ran, on the same addresses,
-// and gives its site a new client.
-func (c *svcCluster) RestartParty(ctx context.Context, b int, old *svcProc) error {
-	args := append([]string(nil), old.cmd.Args[1:]...)
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--listen":
-			args[i+1] = old.ready["app"]
-		case "--metrics":
-			args[i+1] = old.ready["metrics"]
-		case "--peer-listen":
-			args[i+1] = old.ready["peer"]
-		}
-	}
-	var p *svcProc
-	var err error
-	for try := 0; try < 20; try++ { // a killed process's ports free at once, mostly
-		if p, err = svcStart(ctx, b, c.bin, old.name, c.logPath(old.name), args...); err == nil {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	if err != nil {
-		return err
-	}
-	app, err := client.Dial(p.ready["app"], nil)
-	if err != nil {
-		p.kill()
-		return err
-	}
-	c.mu.Lock()
-	c.parties[b] = p
-	prev := c.apps[b]
-	c.apps[b] = app
-	c.started++
-	c.mu.Unlock()
-	prev.Close() // its streams break and are sent again on the new client
-	return nil
-}
-
 // refusal reports whether a party refused the request (not a reply whose
 // key failed to parse).
 func refusal(r *client.Reply) bool {
@@ -317,7 +262,7 @@ func positions(path string) (used, reused int, err error) {
 	return used, reused, sc.Err()
 }
 
-func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
+func (r *chaosReport) finish(l *chaosLoad, c *cluster.Cluster, start time.Time) {
 	r.PairsVerified, r.PairsMismatched, r.Refused, r.OneSided = l.verified, l.mismatched, l.refused, l.oneSided
 	r.OrphanedShares = l.oneSided
 	for b := 0; b < 2; b++ {
@@ -327,7 +272,7 @@ func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 		}
 		r.PositionsUsed[b], r.PositionsReused[b] = u, re
 	}
-	if st, err := c.app(0).Status(context.Background()); err == nil {
+	if st, err := c.App(0).Status(context.Background()); err == nil {
 		r.Resyncs += st.Resyncs // (crash: plus those of party 0's earlier runs)
 	}
 	r.Seconds = time.Since(start).Seconds()
@@ -350,8 +295,8 @@ func (r *chaosReport) finish(l *chaosLoad, c *svcCluster, start time.Time) {
 }
 
 // moduleNext asks party b for its module's next counter.
-func moduleNext(ctx context.Context, c *svcCluster, b int) (uint64, bool, error) {
-	st, err := c.app(b).Status(ctx)
+func moduleNext(ctx context.Context, c *cluster.Cluster, b int) (uint64, bool, error) {
+	st, err := c.App(b).Status(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -378,7 +323,7 @@ func chaosCrash(ctx context.Context, trials int, which string, seed uint64, prog
 		return nil, badInput("--kill %q: want all, modules or parties", which)
 	}
 	start := time.Now()
-	c, err := startCluster(ctx, "", clusterOpts{Batch: 16, InFlight: 2, Window: 32, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 32, Journal: true,
 		MatchTimeout: 2 * time.Second, PeerTimeout: 3 * time.Second})
 	if err != nil {
 		return nil, err
@@ -417,7 +362,7 @@ func chaosCrash(ctx context.Context, trials int, which string, seed uint64, prog
 			}
 		} else {
 			if b == 0 { // its counters go with it
-				if st, err := c.app(0).Status(ctx); err == nil {
+				if st, err := c.App(0).Status(ctx); err == nil {
 					rep.Resyncs += st.Resyncs
 				}
 			}
@@ -493,7 +438,7 @@ func chaosCrash(ctx context.Context, trials int, which string, seed uint64, prog
 // chaosRollback restores a module's state file from an older copy.
 func chaosRollback(ctx context.Context, seed uint64) (*chaosReport, error) {
 	start := time.Now()
-	c, err := startCluster(ctx, "", clusterOpts{Batch: 16, InFlight: 2, Window: 8, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 8, Journal: true,
 		MatchTimeout: 2 * time.Second, PeerTimeout: 3 * time.Second})
 	if err != nil {
 		return nil, err
@@ -508,7 +453,7 @@ func chaosRollback(ctx context.Context, seed uint64) (*chaosReport, error) {
 	}
 	// Snapshot module 0's state file (a stopped module: a consistent copy).
 	c.KillModule(0)
-	old, err := os.ReadFile(c.statePath(0))
+	old, err := os.ReadFile(c.StatePath(0))
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +468,7 @@ func chaosRollback(ctx context.Context, seed uint64) (*chaosReport, error) {
 	before, _, _ := moduleNext(ctx, c, 1)
 	// Restore the old copy: the module must notice from its peer's witness.
 	c.KillModule(0)
-	if err := os.WriteFile(c.statePath(0), old, 0o600); err != nil {
+	if err := os.WriteFile(c.StatePath(0), old, 0o600); err != nil {
 		return nil, err
 	}
 	if err := c.StartModule(ctx, 0); err != nil {
@@ -547,8 +492,8 @@ func chaosRollback(ctx context.Context, seed uint64) (*chaosReport, error) {
 }
 
 // chaosMetric reads an integer metric from party b's /metrics.
-func chaosMetric(c *svcCluster, b int, name string) int {
-	addr := c.parties[b].ready["metrics"]
+func chaosMetric(c *cluster.Cluster, b int, name string) int {
+	addr := c.Party(b).Ready["metrics"]
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return -1
@@ -570,7 +515,7 @@ func chaosMetric(c *svcCluster, b int, name string) int {
 func chaosNetwork(ctx context.Context, d time.Duration, seed uint64, progress io.Writer) (*chaosReport, error) {
 	start := time.Now()
 	fp := &faultProxy{rng: mrand.New(mrand.NewPCG(seed, 3))}
-	c, err := startCluster(ctx, "", clusterOpts{Batch: 16, InFlight: 3, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 3, Journal: true,
 		MatchTimeout: time.Second, PeerTimeout: 2 * time.Second, PeerVia: fp.start})
 	if err != nil {
 		return nil, err
@@ -618,7 +563,7 @@ func chaosNetwork(ctx context.Context, d time.Duration, seed uint64, progress io
 // chaosSoak streams for d and reports keys/s and each process's RSS.
 func chaosSoak(ctx context.Context, d time.Duration, seed uint64, progress io.Writer) (*chaosReport, error) {
 	start := time.Now()
-	c, err := startCluster(ctx, "", clusterOpts{})
+	c, err := cluster.Start(ctx, "", cluster.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -636,8 +581,8 @@ func chaosSoak(ctx context.Context, d time.Duration, seed uint64, progress io.Wr
 		}
 	}
 	rep.KeysPerSec = float64(l.verified) / time.Since(t0).Seconds()
-	for _, p := range []*svcProc{c.mods[0], c.mods[1], c.parties[0], c.parties[1]} {
-		rep.RSSMiB[p.name] = rssMiB(p.cmd.Process.Pid)
+	for _, p := range []*cluster.Daemon{c.Module(0), c.Module(1), c.Party(0), c.Party(1)} {
+		rep.RSSMiB[p.Name] = rssMiB(p.Pid())
 	}
 	if progress != nil {
 		fmt.Fprintln(progress)

@@ -253,7 +253,7 @@ func runDemo(ctx context.Context, keys, batch int, kem string, seed uint64, prog
 				mode = msg.Derived
 			}
 			// Derived: a public β per chunk, as the process demo's requests
-			// (svcRequests) and its in-process phase use.
+			// (loadgen.Requests) and its in-process phase use.
 			dBeta := rng.Uint64() & mask
 			for i := 0; i < c.count; i++ {
 				var s [2]msg.Share

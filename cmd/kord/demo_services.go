@@ -17,6 +17,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
@@ -121,7 +122,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 		KeysPerSecByClass: map[string]float64{}, DefaultTier: service.DefaultTier.String()}
 
 	say("starting 2 modules and 2 parties as child processes on loopback… ")
-	c, err := startCluster(ctx, "", clusterOpts{Batch: batch, InFlight: inFlight, KEM: kem, PeerPlaintext: plaintext})
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: batch, InFlight: inFlight, KEM: kem, PeerPlaintext: plaintext})
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +135,8 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 	if kem == "" {
 		rep.KEM = "mlkem768" // the modules' default, as demo.go reports it
 	}
-	rep.ChildProcesses = c.started
-	rep.Processes = c.started + 1
+	rep.ChildProcesses = c.Started()
+	rep.Processes = c.Started() + 1
 	rep.CPUs = runtime.NumCPU()
 	say("paired.\n")
 
@@ -167,20 +168,20 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 	var lats, ipLats []time.Duration
 	ipKeys := 0
 	for i, j := range jobs {
-		st0, err0 := c.apps[0].Status(ctx)
-		st1, err1 := c.apps[1].Status(ctx)
+		st0, err0 := c.Apps()[0].Status(ctx)
+		st1, err1 := c.Apps()[1].Status(ctx)
 		if err0 != nil || err1 != nil {
 			return nil, fmt.Errorf("status: %v %v", err0, err1)
 		}
-		d0, ok0 := c.liveCPU()
-		cpu0 := selfCPU()
+		d0, ok0 := c.LiveCPU()
+		cpu0 := cluster.SelfCPU()
 		t0 := time.Now()
-		reps, lat, err := loadgen.Stream(ctx, c.apps, j.reqs)
+		reps, lat, err := loadgen.Stream(ctx, c.Apps(), j.reqs)
 		el := time.Since(t0)
 		if j.k.Mode != "consume" {
-			clientCPU += selfCPU() - cpu0
+			clientCPU += cluster.SelfCPU() - cpu0
 		}
-		d1, ok1 := c.liveCPU()
+		d1, ok1 := c.LiveCPU()
 		daemonCPU += d1 - d0
 		daemonOK = daemonOK && ok0 && ok1
 		if err != nil {
@@ -198,8 +199,8 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 			rep.Keys += n
 			lats = append(lats, lat...)
 		}
-		e0, _ := c.apps[0].Status(ctx)
-		e1, _ := c.apps[1].Status(ctx)
+		e0, _ := c.Apps()[0].Status(ctx)
+		e1, _ := c.Apps()[1].Status(ctx)
 		bytes := float64(e0.FrameBytesSent-st0.FrameBytesSent+e1.FrameBytesSent-st1.FrameBytesSent) / 2 / float64(n)
 		rep.WireBytesPerPartyPerKey[j.k.Name()] = bytes
 		rep.KeysPerSecByClass[j.k.Name()] = math.Round(float64(n) / el.Seconds())
@@ -212,12 +213,12 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 		if j.k.Mode != "consume" {
 			// The same class in one process, right after, so that load on
 			// the machine affects both paths alike.
-			cpu0 := selfCPU()
+			cpu0 := cluster.SelfCPU()
 			el, err := svcInProcessPhase(ctx, lp, j.k, n, batch, rng, rep, &ipLats)
 			if err != nil {
 				return nil, err
 			}
-			ipCPU += selfCPU() - cpu0
+			ipCPU += cluster.SelfCPU() - cpu0
 			ipTotal += el
 			ipKeys += n
 		}
@@ -249,7 +250,7 @@ func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class,
 	p := k.Params()
 	var reqs [2][]host.Request
 	tier := msg.MAC
-	// Derived: a public β per 64 keys, as svcRequests gives the parties.
+	// Derived: a public β per 64 keys, as loadgen.Requests gives the parties.
 	var beta uint64
 	for i := 0; i < per; i++ {
 		if i%64 == 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
@@ -135,19 +136,19 @@ func TestModuleRefusesOtherUIDs(t *testing.T) {
 	}
 	sock, logPath := filepath.Join(dir, "m.sock"), filepath.Join(dir, "m.log")
 	other := strconv.Itoa(os.Geteuid() + 4242)
-	p, err := svcStart(ctx, 0, kordBin, "module0", logPath, "module", "--party", "0", "--socket", sock,
+	p, err := cluster.StartDaemon(ctx, 0, kordBin, "module0", logPath, "module", "--party", "0", "--socket", sock,
 		"--state", filepath.Join(dir, "m.db"), "--secret-file", secret, "--party-uid", other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.stop()
+	defer p.Stop()
 	c := socket.Dial(sock, 5*time.Second)
 	defer c.Close()
 	_, err = c.Poll(ctx, nil)
 	if !errors.Is(err, socket.ErrRefused) || !strings.Contains(err.Error(), "--allow-same-uid") {
 		t.Fatalf("same-uid host against --party-uid %s: %v; want ErrRefused", other, err)
 	}
-	p.stop()
+	p.Stop()
 	logged, _ := os.ReadFile(logPath)
 	if !strings.Contains(string(logged), `"peer_uid":`+strconv.Itoa(os.Geteuid())) || !strings.Contains(string(logged), "refused a connection") {
 		t.Fatalf("module log does not record the refusal with the peer uid:\n%s", logged)
@@ -164,7 +165,7 @@ func TestModulePairedWithoutSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 16})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestModulePairedWithoutSecret(t *testing.T) {
 	stream := func(base uint64) {
 		t.Helper()
 		reqs, truth := loadgen.Requests(k, base, 40, rng)
-		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,11 +263,11 @@ func TestModuleSealKey(t *testing.T) {
 	if _, stderr, code := runKord(t, append(slices.Clone(base), "--seal-key-file", wrong)...); code != 2 || !strings.Contains(stderr, "chmod 600") {
 		t.Errorf("group-readable seal key: exit %d, %q", code, stderr)
 	}
-	p, err := svcStart(ctx, 0, kordBin, "module0", filepath.Join(dir, "m.log"), append(slices.Clone(base), "--seal-key-file", key)...)
+	p, err := cluster.StartDaemon(ctx, 0, kordBin, "module0", filepath.Join(dir, "m.log"), append(slices.Clone(base), "--seal-key-file", key)...)
 	if err != nil {
 		t.Fatalf("with its seal key: %v", err)
 	}
-	defer p.stop()
+	defer p.Stop()
 	c := socket.Dial(sock, 5*time.Second)
 	defer c.Close()
 	if r, err := c.Poll(ctx, nil); err != nil || !r.Paired {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 )
 
@@ -20,13 +21,13 @@ func TestPartyModuleInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 16, InProcessModules: true})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16, InProcessModules: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.started != 2 || c.mods[0] != nil || c.mods[1] != nil {
-		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.started, c.mods[0], c.mods[1])
+	if c.Started() != 2 || c.Module(0) != nil || c.Module(1) != nil {
+		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.Started(), c.Module(0), c.Module(1))
 	}
 	rng := mrand.New(mrand.NewPCG(5, 6))
 	base := uint64(1)
@@ -38,7 +39,7 @@ func TestPartyModuleInProcess(t *testing.T) {
 	} {
 		reqs, truth := loadgen.Requests(k, base, 40, rng)
 		base += uint64(len(reqs[0]))
-		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
 			t.Fatalf("%s: %v", k.Name(), err)
 		}
@@ -55,7 +56,7 @@ func TestPartyModuleInProcess(t *testing.T) {
 		}
 	}
 	for b := 0; b < 2; b++ {
-		if st, err := os.Stat(c.statePath(b)); err != nil || st.Mode().Perm() != 0o600 {
+		if st, err := os.Stat(c.StatePath(b)); err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("party %d's module state file: %v %v", b, st, err)
 		}
 	}

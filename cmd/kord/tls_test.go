@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/peertls"
 )
@@ -63,7 +64,7 @@ func TestPeerLinkTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 32})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 32})
 	if err != nil {
 		t.Fatalf("TLS cluster: %v", err)
 	}
@@ -71,7 +72,7 @@ func TestPeerLinkTLS(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	for _, k := range []loadgen.Class{{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 32, OutBits: 32}} {
 		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier)*1000), 100, rng)
-		reps, _, err := loadgen.Stream(ctx, c.apps, reqs)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
 			t.Fatalf("%s over TLS: %v", k.Name(), err)
 		}
@@ -90,7 +91,7 @@ func TestPeerLinkTLS(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	conn, err := tls.Dial("tcp", c.parties[1].ready["peer"], &tls.Config{RootCAs: pool, ServerName: peertls.PartyName(1), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
+	conn, err := tls.Dial("tcp", c.Party(1).Ready["peer"], &tls.Config{RootCAs: pool, ServerName: peertls.PartyName(1), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatalf("TLS handshake with party 1's peer port: %v", err)
 	}
@@ -139,7 +140,7 @@ func TestPeerLinkTLSRefused(t *testing.T) {
 		accept := c.why == ""
 		pctx, pcancel := context.WithTimeout(ctx, 40*time.Second)
 		dir := t.TempDir()
-		cl, err := startCluster(pctx, dir, clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: c.args})
+		cl, err := cluster.Start(pctx, dir, cluster.Options{Bin: kordBin, OwnPeerTLS: true, PartyArgs: c.args})
 		pcancel()
 		if err == nil {
 			cl.Close()
@@ -200,7 +201,7 @@ func TestCertsCommand(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, t.TempDir(), clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: args})
+	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, OwnPeerTLS: true, PartyArgs: args})
 	if err != nil {
 		t.Fatalf("parties with kord certs' files: %v", err)
 	}
