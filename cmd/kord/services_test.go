@@ -7,12 +7,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/chaos"
 )
 
-func chaosJSON(t *testing.T, args ...string) chaosReport {
+func chaosJSON(t *testing.T, args ...string) chaos.Report {
 	t.Helper()
 	out, errOut, code := runKord(t, append([]string{"chaos"}, append(args, "--json")...)...)
-	var rep chaosReport
+	var rep chaos.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("kord chaos %v: exit %d, %v\nstdout: %s\nstderr: %s", args, code, err, out, errOut)
 	}
