@@ -18,6 +18,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
@@ -391,7 +392,7 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	defer svcStartProcess("demo", 0)()
+	defer daemon.StartProcess("demo", 0)()
 	var progress io.Writer
 	if !asJSON {
 		progress = cmd.ErrOrStderr()

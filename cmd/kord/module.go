@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
@@ -187,10 +188,10 @@ pairing. --secret (the secret on the command line, visible in ps) is no
 longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
-			prefault, err := svcPrefaultMiB(cmd)
+			prefault, err := daemon.PrefaultMiB(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -198,7 +199,7 @@ longer accepted.`,
 			// The module's engine names its party in each of its own log
 			// lines; base goes to it, log (with the party) everywhere else,
 			// so no line carries "party" twice.
-			base, err := svcLogger(logLvl, "component", "module")
+			base, err := daemon.Logger(logLvl, "component", "module")
 			if err != nil {
 				return err
 			}
@@ -257,10 +258,10 @@ longer accepted.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcStartProcess(fmt.Sprintf("module%d", party), prefault)()
+			defer daemon.StartProcess(fmt.Sprintf("module%d", party), prefault)()
 			context.AfterFunc(ctx, func() { l.Close() })
 			log.Info("module listening", "socket", sock, "state", state, "locked", dev.Locked())
-			svcReady(cmd, "socket", sock, "pid", os.Getpid())
+			daemon.Ready(cmd.OutOrStdout(), "socket", sock, "pid", os.Getpid())
 			if err := socket.NewServer(dev, opts).Serve(l); err != nil {
 				return fmt.Errorf("module: %w", err)
 			}
@@ -282,13 +283,13 @@ longer accepted.`,
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
 	f.IntVar(&workers, "workers", 0, "goroutines each batch of key generation runs on (0 = all cores, GOMAXPROCS)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
-	svcCommonFlags(cmd)
-	svcPrefaultFlag(cmd)
+	daemon.CommonFlags(cmd.Flags())
+	daemon.PrefaultFlag(cmd.Flags())
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		if strings.HasPrefix(err.Error(), "unknown flag: --secret") && !strings.HasPrefix(err.Error(), "unknown flag: --secret-") {
 			return badInput("--secret is no longer accepted: it is visible in ps; use --secret-file FILE or the environment KORD_SECRET")
 		}
-		return usageError{err}
+		return usageError{Err: err}
 	})
 	return cmd
 }

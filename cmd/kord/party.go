@@ -20,9 +20,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/socket"
-	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -123,17 +123,17 @@ too: docs/threat-model.md, "The module inside the party". The separate
 module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
-			prefault, err := svcPrefaultMiB(cmd)
+			prefault, err := daemon.PrefaultMiB(cmd.Flags())
 			if err != nil {
 				return err
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
 			// service.New adds the party to its logger; base goes to it,
 			// log (with the party) to this command's own lines.
-			base, err := svcLogger(lvl, "component", "party")
+			base, err := daemon.Logger(lvl, "component", "party")
 			if err != nil {
 				return err
 			}
@@ -194,17 +194,13 @@ module process stays the default.`,
 			defer p.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcStartProcess(fmt.Sprintf("party%d", party), prefault)()
+			defer daemon.StartProcess(fmt.Sprintf("party%d", party), prefault)()
 
 			appL, err := listenAddr(listen)
 			if err != nil {
 				return err
 			}
-			// A batch's keys travel as one message of up to a few hundred
-			// KiB: 256 KiB transport buffers move it in one write and few
-			// reads instead of one syscall per 32 KiB.
-			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
-				grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec())}
+			opts := daemon.ServerOptions()
 			app := grpc.NewServer(opts...)
 			p.Register(app, nil)
 			go app.Serve(appL)
@@ -234,7 +230,7 @@ module process stays the default.`,
 				ready = append(ready, "metrics", ml.Addr().String())
 			}
 			log.Info("party serving", ready...)
-			svcReady(cmd, ready...)
+			daemon.Ready(cmd.OutOrStdout(), ready...)
 			err = p.Run(ctx)
 			if errors.Is(err, context.Canceled) {
 				err = nil
@@ -262,8 +258,8 @@ module process stays the default.`,
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
 	addPartyModuleFlags(cmd, &inProc)
-	svcCommonFlags(cmd)
-	svcPrefaultFlag(cmd)
+	daemon.CommonFlags(cmd.Flags())
+	daemon.PrefaultFlag(cmd.Flags())
 	return cmd
 }
 
@@ -280,7 +276,7 @@ provisioning secret and must not be paired yet. The result is kept in each
 module's state file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
 			if app == "" {
@@ -302,6 +298,6 @@ module's state file.`,
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
-	svcCommonFlags(cmd)
+	daemon.CommonFlags(cmd.Flags())
 	return cmd
 }

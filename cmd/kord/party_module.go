@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -65,7 +66,7 @@ func openPartyModule(modArg string, party int, m moduleFiles, timeout time.Durat
 	} else if !ok {
 		log.Info("this OS cannot mark the party undumpable")
 	}
-	base, err := svcLogger(level, "component", "module")
+	base, err := daemon.Logger(level, "component", "module")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,7 +9,6 @@ package cluster
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/provision"
 )
@@ -72,16 +72,13 @@ func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args 
 	}()
 	select {
 	case s := <-line:
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil || m["ready"] != true {
+		kv, err := daemon.ParseReady(s)
+		if err != nil {
 			p.Kill()
 			tail, _ := os.ReadFile(logPath)
 			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
 		}
-		p.Ready = map[string]string{}
-		for k, v := range m {
-			p.Ready[k] = fmt.Sprint(v)
-		}
+		p.Ready = kv
 	case <-time.After(20 * time.Second):
 		p.Kill()
 		return nil, fmt.Errorf("%s did not become ready", name)
