@@ -151,16 +151,8 @@ func TestBatchesPairAcrossParties(t *testing.T) {
 				t.Fatalf("request %d: views of %v parties %d, %d", id, v0.Params(), v0.Party(), v1.Party())
 			}
 			m := prg.Mask(w.p.InBits)
-			for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, r.Uint64() & m} {
-				y0, err0 := v0.Eval(x)
-				y1, err1 := v1.Eval(x)
-				if err0 != nil || err1 != nil {
-					t.Fatal(err0, err1)
-				}
-				f := fss.Truth(w.p, alpha, beta, x)
-				if sum := (y0 + y1) & prg.Mask(w.p.OutBits); sum != f {
-					t.Fatalf("request %d key %d (%v) x=%d: shares add to %d, want %d", id, j, w.p, x, sum, f)
-				}
+			if err := fss.CheckPair(v0, v1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, r.Uint64()&m); err != nil {
+				t.Fatalf("request %d key %d: %v", id, j, err)
 			}
 		}
 	}

@@ -36,3 +36,30 @@ func ExampleTruth() {
 	// true
 	// true
 }
+
+// TestCheckPair: a pair passes at every point; a wrong (α, β), swapped or
+// missing shares, or keys of two shapes fail.
+func TestCheckPair(t *testing.T) {
+	p := fss.Params{Type: fss.DPF, InBits: 10, OutBits: 16}
+	k0, k1, err := fss.Gen(rand.Reader, p, 300, 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := []uint64{0, 299, 300, 301, 1023}
+	if err := fss.CheckPair(k0, k1, 300, 77, xs...); err != nil {
+		t.Fatal(err)
+	}
+	o0, _, _ := fss.Gen(rand.Reader, fss.Params{Type: fss.DPF, InBits: 11, OutBits: 16}, 300, 77)
+	for name, err := range map[string]error{
+		"wrong β":      fss.CheckPair(k0, k1, 300, 78, xs...),
+		"wrong α":      fss.CheckPair(k0, k1, 301, 77, xs...),
+		"swapped":      fss.CheckPair(k1, k0, 300, 77, xs...),
+		"missing":      fss.CheckPair(k0, nil, 300, 77, xs...),
+		"two shapes":   fss.CheckPair(o0, k1, 300, 77, xs...),
+		"out of range": fss.CheckPair(k0, k1, 300, 77, 1024),
+	} {
+		if err == nil {
+			t.Errorf("%s: CheckPair passed", name)
+		}
+	}
+}

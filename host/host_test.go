@@ -26,13 +26,8 @@ func checkPair(t *testing.T, rng *rand.Rand, k0, k1 *fss.Key, alpha, beta uint64
 	t.Helper()
 	p := k0.Params()
 	m := prg.Mask(p.InBits)
-	pts := []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rng.Uint64() & m, rng.Uint64() & m}
-	for _, x := range pts {
-		y0, _ := k0.Eval(x)
-		y1, _ := k1.Eval(x)
-		if got, want := (y0+y1)&prg.Mask(p.OutBits), fss.Truth(p, alpha, beta, x); got != want {
-			t.Fatalf("%v α=%d β=%d x=%d: got %d want %d", p, alpha, beta, x, got, want)
-		}
+	if err := fss.CheckPair(k0, k1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rng.Uint64()&m, rng.Uint64()&m); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -183,13 +183,8 @@ func TestCollectRangeRepeats(t *testing.T) {
 		if err0 != nil || err1 != nil {
 			t.Fatal(err0, err1)
 		}
-		for _, x := range []uint64{alpha - 1, alpha, alpha + 1} {
-			y0, _ := k0.Eval(x)
-			y1, _ := k1.Eval(x)
-			want := fss.Truth(k0.Params(), alpha, beta, x)
-			if (y0+y1)&0xff != want {
-				t.Fatalf("key %d at %d: %d, want %d", i, x, (y0+y1)&0xff, want)
-			}
+		if err := fss.CheckPair(k0, k1, alpha, beta, alpha-1, alpha, alpha+1); err != nil {
+			t.Fatalf("key %d: %v", i, err)
 		}
 	}
 }

@@ -102,13 +102,8 @@ func checkPair(t testing.TB, k0, k1 *fss.Key, alpha, beta uint64) {
 	t.Helper()
 	p := k0.Params()
 	m := prg.Mask(p.InBits)
-	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rand.Uint64() & m} {
-		y0, _ := k0.Eval(x)
-		y1, _ := k1.Eval(x)
-		got, want := (y0+y1)&prg.Mask(p.OutBits), fss.Truth(p, alpha, beta, x)
-		if got != want {
-			t.Fatalf("%v pair at x=%d: got %d want %d (α=%d β=%d)", p, x, got, want, alpha, beta)
-		}
+	if err := fss.CheckPair(k0, k1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rand.Uint64()&m); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -107,14 +107,7 @@ func CheckKeys(p fss.Params, key0, key1 *fss.Key, alpha, beta uint64, rng *mrand
 		return false
 	}
 	m := prg.Mask(p.InBits)
-	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rng.Uint64() & m} {
-		y0, _ := key0.Eval(x)
-		y1, _ := key1.Eval(x)
-		if (y0+y1)&prg.Mask(p.OutBits) != fss.Truth(p, alpha, beta, x) {
-			return false
-		}
-	}
-	return true
+	return fss.CheckPair(key0, key1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rng.Uint64()&m) == nil
 }
 
 // Verify checks both sites' replies to one request; it returns how
