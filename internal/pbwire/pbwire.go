@@ -26,14 +26,8 @@ func Packed64(v []byte) (out []uint64, ok bool) {
 	if len(v) == 0 {
 		return nil, true
 	}
-	out = make([]uint64, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, x)
-		v = v[n:]
+	if out, ok = AppendPacked64(nil, v); !ok {
+		return nil, false
 	}
 	return out, true
 }
@@ -72,14 +66,8 @@ func Packed32(v []byte) (out []uint32, ok bool) {
 	if len(v) == 0 {
 		return nil, true
 	}
-	out = make([]uint32, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, uint32(x))
-		v = v[n:]
+	if out, ok = AppendPacked32(nil, v); !ok {
+		return nil, false
 	}
 	return out, true
 }
