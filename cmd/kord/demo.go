@@ -108,7 +108,7 @@ func demoCmd() *cobra.Command {
 				return err
 			}
 			if !o.inProcess {
-				return demoServices(cmd, o) // demo_services.go
+				return demoProcesses(cmd, o) // demo_processes.go
 			}
 			seed := o.seed
 			if seed == 0 {

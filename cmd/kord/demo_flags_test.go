@@ -48,7 +48,7 @@ func TestDemoBatchAndInFlight(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
-	var rep svcDemoReport
+	var rep processDemoReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

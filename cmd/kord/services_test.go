@@ -66,7 +66,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
-	var rep svcDemoReport
+	var rep processDemoReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo --peer-plaintext: exit %d\n%s", code, errOut)
 	}
-	rep = svcDemoReport{}
+	rep = processDemoReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

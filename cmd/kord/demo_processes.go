@@ -27,8 +27,8 @@ import (
 	"github.com/kord-fss/kord/service"
 )
 
-// svcDemoReport is `kord demo --json` for the multi-process demo.
-type svcDemoReport struct {
+// processDemoReport is `kord demo --json` for the multi-process demo.
+type processDemoReport struct {
 	Mode                    string             `json:"mode"`
 	Processes               int                `json:"processes"`
 	ChildProcesses          int                `json:"child_processes"`
@@ -82,7 +82,7 @@ type svcDemoReport struct {
 	PeerLink string `json:"peer_link"`
 }
 
-func svcDemoClasses() []loadgen.Class {
+func processDemoClasses() []loadgen.Class {
 	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
 		for _, l := range []int{16, 32} {
@@ -104,20 +104,20 @@ func pct(d []time.Duration, q float64) float64 {
 	return float64(s[min(len(s)-1, int(q*float64(len(s))))]) / 1e6
 }
 
-// runServicesDemo is `kord demo` without --in-process: two modules and two
+// runProcessDemo is `kord demo` without --in-process: two modules and two
 // parties as child processes of this binary on loopback, paired, streaming
 // keys of every mode and tier, every pair verified; the same workload runs
 // through the in-process path and the dealer for comparison.
-func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string, seed uint64, plaintext bool, progress io.Writer) (*svcDemoReport, error) {
+func runProcessDemo(ctx context.Context, keys, batch, inFlight int, kem string, seed uint64, plaintext bool, progress io.Writer) (*processDemoReport, error) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x6b6f7264))
 	say := func(format string, a ...any) {
 		if progress != nil {
 			fmt.Fprintf(progress, format, a...)
 		}
 	}
-	classes := svcDemoClasses()
+	classes := processDemoClasses()
 	per := max(1, keys/len(classes))
-	rep := &svcDemoReport{Mode: "processes", Batch: batch, InFlight: inFlight,
+	rep := &processDemoReport{Mode: "processes", Batch: batch, InFlight: inFlight,
 		WireBytesPerPartyPerKey: map[string]float64{}, InProcessBytesPerKey: map[string]float64{},
 		DealerBytesPerPartyKey: map[string]float64{}, RoundsPerKey: map[string]float64{},
 		KeysPerSecByClass: map[string]float64{}, DefaultTier: service.DefaultTier.String()}
@@ -215,7 +215,7 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 			// The same class in one process, right after, so that load on
 			// the machine affects both paths alike.
 			cpu0 := cluster.SelfCPU()
-			el, err := svcInProcessPhase(ctx, lp, j.k, n, batch, rng, rep, &ipLats)
+			el, err := inProcessPhase(ctx, lp, j.k, n, batch, rng, rep, &ipLats)
 			if err != nil {
 				return nil, err
 			}
@@ -239,15 +239,15 @@ func runServicesDemo(ctx context.Context, keys, batch, inFlight int, kem string,
 	}
 	rep.InProcessLatencyP50, rep.InProcessLatencyP99 = pct(ipLats, 0.5), pct(ipLats, 0.99)
 	say("same workload through a dealer…\n")
-	rep.DealerKeysPerSec = svcDealer(classes, per, rng, rep)
+	rep.DealerKeysPerSec = dealerPhase(classes, per, rng, rep)
 	if rep.InProcessKeysPerSec > 0 {
 		rep.RateRatio = rep.KeysPerSec / rep.InProcessKeysPerSec
 	}
 	return rep, nil
 }
 
-// svcInProcessPhase runs keys of class k through an in-process LocalPair.
-func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, per, batch int, rng *mrand.Rand, rep *svcDemoReport, lats *[]time.Duration) (time.Duration, error) {
+// inProcessPhase runs keys of class k through an in-process LocalPair.
+func inProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, per, batch int, rng *mrand.Rand, rep *processDemoReport, lats *[]time.Duration) (time.Duration, error) {
 	p := k.Params()
 	var reqs [2][]host.Request
 	tier := msg.MAC
@@ -282,9 +282,9 @@ func svcInProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class,
 	return el, nil
 }
 
-// svcDealer times a trusted dealer's Gen on the same classes; it sends each
+// dealerPhase times a trusted dealer's Gen on the same classes; it sends each
 // party its whole key share.
-func svcDealer(classes []loadgen.Class, per int, rng *mrand.Rand, rep *svcDemoReport) float64 {
+func dealerPhase(classes []loadgen.Class, per int, rng *mrand.Rand, rep *processDemoReport) float64 {
 	var total time.Duration
 	var lats []time.Duration
 	keys := 0
@@ -304,8 +304,8 @@ func svcDealer(classes []loadgen.Class, per int, rng *mrand.Rand, rep *svcDemoRe
 	return float64(keys) / total.Seconds()
 }
 
-// printServicesDemo prints the report as a table or JSON.
-func printServicesDemo(w io.Writer, rep *svcDemoReport, asJSON bool) error {
+// printProcessDemo prints the report as a table or JSON.
+func printProcessDemo(w io.Writer, rep *processDemoReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -367,7 +367,7 @@ func init() {
 			if err := checkKEM(kem); err != nil {
 				return err
 			}
-			return svcDemoMain(cmd, keys, batch, inFlight, kem, seed, asJSON)
+			return processDemoMain(cmd, keys, batch, inFlight, kem, seed, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -381,8 +381,8 @@ func init() {
 	rootCmd.AddCommand(cmd)
 }
 
-// svcDemoMain runs and prints the multi-process demo.
-func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed uint64, asJSON bool) error {
+// processDemoMain runs and prints the multi-process demo.
+func processDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed uint64, asJSON bool) error {
 	if keys < 1 {
 		return badInput("--keys %d must be at least 1", keys)
 	}
@@ -398,11 +398,11 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed
 		progress = cmd.ErrOrStderr()
 	}
 	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
-	rep, err := runServicesDemo(cmd.Context(), keys, batch, inFlight, kem, seed, plaintext, progress)
+	rep, err := runProcessDemo(cmd.Context(), keys, batch, inFlight, kem, seed, plaintext, progress)
 	if err != nil {
 		return err
 	}
-	if err := printServicesDemo(cmd.OutOrStdout(), rep, asJSON); err != nil {
+	if err := printProcessDemo(cmd.OutOrStdout(), rep, asJSON); err != nil {
 		return err
 	}
 	if rep.PairsFailed != 0 {
@@ -411,9 +411,9 @@ func svcDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed
 	return nil
 }
 
-// demoServices is `kord demo` without --in-process (called from demo.go,
+// demoProcesses is `kord demo` without --in-process (called from demo.go,
 // which has checked the flags): --batch keys per batch, --in-flight
 // batches outstanding, as kord party takes them.
-func demoServices(cmd *cobra.Command, o demoOpts) error {
-	return svcDemoMain(cmd, o.keys, o.batch, o.inFlight, o.kem, o.seed, o.json)
+func demoProcesses(cmd *cobra.Command, o demoOpts) error {
+	return processDemoMain(cmd, o.keys, o.batch, o.inFlight, o.kem, o.seed, o.json)
 }
