@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/internal/chaos"
+	"github.com/kord-fss/kord/internal/demo"
 )
 
 func chaosJSON(t *testing.T, args ...string) chaos.Report {
@@ -66,7 +67,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
-	var rep processDemoReport
+	var rep demo.ProcessReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo --peer-plaintext: exit %d\n%s", code, errOut)
 	}
-	rep = processDemoReport{}
+	rep = demo.ProcessReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
