@@ -118,11 +118,10 @@ func InProcess(ctx context.Context, keys, batch int, kem string, seed uint64, pr
 		var betaBad []bool // derived: the β shares did not add up to β
 		switch c.mode {
 		case "dealer":
-			d := &fss.Dealer{}
 			start := time.Now()
 			for i := range alphas {
 				alphas[i], betas[i] = rng.Uint64()&mask, rng.Uint64()&mask
-				k0, k1, err := d.Deal(p, alphas[i], betas[i])
+				k0, k1, err := fss.Gen(nil, p, alphas[i], betas[i])
 				if err != nil {
 					return nil, err
 				}
