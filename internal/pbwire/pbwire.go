@@ -33,28 +33,21 @@ func Packed64(v []byte) (out []uint64, ok bool) {
 }
 
 // AppendPacked64 is Packed64 appending to dst (whose capacity it reuses).
-func AppendPacked64(dst []uint64, v []byte) (out []uint64, ok bool) {
-	dst = slices.Grow(dst, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return dst, false
-		}
-		dst = append(dst, x)
-		v = v[n:]
-	}
-	return dst, true
-}
+func AppendPacked64(dst []uint64, v []byte) (out []uint64, ok bool) { return appendPacked(dst, v) }
 
 // AppendPacked32 is Packed32 appending to dst (whose capacity it reuses).
-func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) {
+func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) { return appendPacked(dst, v) }
+
+// appendPacked appends the varints of a packed field to dst, each
+// truncated to T as proto.Unmarshal does.
+func appendPacked[T uint32 | uint64](dst []T, v []byte) ([]T, bool) {
 	dst = slices.Grow(dst, varints(v))
 	for len(v) > 0 {
 		x, n := protowire.ConsumeVarint(v)
 		if n < 0 {
 			return dst, false
 		}
-		dst = append(dst, uint32(x))
+		dst = append(dst, T(x))
 		v = v[n:]
 	}
 	return dst, true
