@@ -155,10 +155,10 @@ func (o deliverOpts) check() error {
 func deliverClasses() []loadgen.Class {
 	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
-		for _, t := range []string{"otp", "mac", "batchmac"} {
-			out = append(out, loadgen.Class{Mode: "bound", Tier: t, Type: typ, InBits: 32, OutBits: 32})
+		for _, t := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+			out = append(out, loadgen.Class{Mode: msg.Bound, Tier: t, Type: typ, InBits: 32, OutBits: 32})
 		}
-		out = append(out, loadgen.Class{Mode: "derived", Type: typ, InBits: 32, OutBits: 32})
+		out = append(out, loadgen.Class{Mode: msg.Derived, Type: typ, InBits: 32, OutBits: 32})
 	}
 	return out
 }
@@ -186,7 +186,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	say("done.\n")
 	rep := &deliverReport{CPUs: runtime.NumCPU()}
 	for i, k := range deliverClasses() {
-		row := deliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode}
+		row := deliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode.String()}
 		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.Name())
 		raw, err := rawGenRate(k.Params(), o.rawTime/2)
 		if err != nil {
@@ -315,12 +315,12 @@ func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k loadgen.Class, 
 	dBeta := rng.Uint64() & mb
 	for i := range pairs {
 		s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Derived, Beta: dBeta}
-		if k.Mode == "derived" {
+		if k.Mode == msg.Derived {
 			reqs[0][i].Share, reqs[1][i].Share = s, s
 			pairs[i].beta = dBeta
 			continue
 		}
-		tier, _ = msg.ParseTier(k.Tier)
+		tier = k.Tier
 		a, bt := rng.Uint64()&ma, rng.Uint64()&mb
 		a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
 		s.Mode, s.Beta = msg.Bound, 0
@@ -338,7 +338,7 @@ func inProcessDeliver(ctx context.Context, lp *host.LocalPair, k loadgen.Class, 
 	}
 	for i := range pairs {
 		pairs[i].k0, pairs[i].k1 = res[0][i].Key, res[1][i].Key
-		if k.Mode == "derived" {
+		if k.Mode == msg.Derived {
 			pairs[i].alpha = (res[0][i].AlphaShare + res[1][i].AlphaShare) & ma
 			if (res[0][i].BetaShare+res[1][i].BetaShare)&mb != dBeta {
 				pairs[i].k1 = nil // fails verification
@@ -428,7 +428,7 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class
 			i0, i1 := w0.first+j, w1.first+j
 			alpha, beta := t.Alpha, t.Beta
 			good := w0.bt.Counter(i0) == w1.bt.Counter(i1)
-			if k.Mode == "derived" {
+			if k.Mode == msg.Derived {
 				alpha = (w0.bt.AlphaShare(i0) + w1.bt.AlphaShare(i1)) & ma
 				good = good && (w0.bt.BetaShare(i0)+w1.bt.BetaShare(i1))&mb == beta
 			}

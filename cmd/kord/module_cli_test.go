@@ -15,6 +15,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -171,7 +172,7 @@ func TestModulePairedWithoutSecret(t *testing.T) {
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(3, 4))
-	k := loadgen.Class{Mode: "bound", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}
+	k := loadgen.Class{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}
 	stream := func(base uint64) {
 		t.Helper()
 		reqs, truth := loadgen.Requests(k, base, 40, rng)

@@ -12,6 +12,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 // TestPartyModuleInProcess starts a party pair whose modules run inside
@@ -32,10 +33,10 @@ func TestPartyModuleInProcess(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(5, 6))
 	base := uint64(1)
 	for _, k := range []loadgen.Class{
-		{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16},
-		{Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 32, OutBits: 32},
-		{Mode: "bound", Tier: "batchmac", Type: fss.DPF, InBits: 32, OutBits: 32},
-		{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16},
+		{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16},
+		{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 32, OutBits: 32},
+		{Mode: msg.Bound, Tier: msg.BatchMAC, Type: fss.DPF, InBits: 32, OutBits: 32},
+		{Mode: msg.Derived, Type: fss.DCF, InBits: 16, OutBits: 16},
 	} {
 		reqs, truth := loadgen.Requests(k, base, 40, rng)
 		base += uint64(len(reqs[0]))

@@ -16,6 +16,7 @@ import (
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 func tlsArgs(f peertls.Files) []string {
@@ -70,8 +71,8 @@ func TestPeerLinkTLS(t *testing.T) {
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(1, 2))
-	for _, k := range []loadgen.Class{{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 32, OutBits: 32}} {
-		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier)*1000), 100, rng)
+	for _, k := range []loadgen.Class{{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 32, OutBits: 32}} {
+		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier.String())*1000), 100, rng)
 		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
 			t.Fatalf("%s over TLS: %v", k.Name(), err)

@@ -27,6 +27,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -97,10 +98,10 @@ type load struct {
 }
 
 var classes = []loadgen.Class{
-	{Mode: "bound", Tier: "otp", Type: fss.DPF, InBits: 16, OutBits: 16},
-	{Mode: "bound", Tier: "mac", Type: fss.DCF, InBits: 16, OutBits: 8},
-	{Mode: "bound", Tier: "batchmac", Type: fss.DPF, InBits: 32, OutBits: 32},
-	{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16},
+	{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16},
+	{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 16, OutBits: 8},
+	{Mode: msg.Bound, Tier: msg.BatchMAC, Type: fss.DPF, InBits: 32, OutBits: 32},
+	{Mode: msg.Derived, Type: fss.DCF, InBits: 16, OutBits: 16},
 }
 
 // round streams n keys of one class; it returns when every reply arrived.

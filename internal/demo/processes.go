@@ -82,10 +82,10 @@ func processClasses() []loadgen.Class {
 	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
 		for _, l := range []int{16, 32} {
-			for _, t := range []string{"otp", "mac", "batchmac"} {
-				out = append(out, loadgen.Class{Mode: "bound", Tier: t, Type: typ, InBits: l, OutBits: l})
+			for _, t := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+				out = append(out, loadgen.Class{Mode: msg.Bound, Tier: t, Type: typ, InBits: l, OutBits: l})
 			}
-			out = append(out, loadgen.Class{Mode: "derived", Type: typ, InBits: l, OutBits: l})
+			out = append(out, loadgen.Class{Mode: msg.Derived, Type: typ, InBits: l, OutBits: l})
 		}
 	}
 	return out
@@ -150,7 +150,7 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 		jobs = append(jobs, job{k, r, t})
 	}
 	// A few consume-mode keys, verified by their evaluation shares.
-	for _, k := range []loadgen.Class{{Mode: "consume", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: "consume", Tier: "otp", Type: fss.DCF, InBits: 32, OutBits: 32}} {
+	for _, k := range []loadgen.Class{{Mode: msg.Consume, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: msg.Consume, Tier: msg.Keystream, Type: fss.DCF, InBits: 32, OutBits: 32}} {
 		r, t := loadgen.Requests(k, id, max(1, per/8), rng)
 		id += uint64(len(r[0]))
 		jobs = append(jobs, job{k, r, t})
@@ -175,7 +175,7 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 		t0 := time.Now()
 		reps, lat, err := loadgen.Stream(ctx, c.Apps(), j.reqs)
 		el := time.Since(t0)
-		if j.k.Mode != "consume" {
+		if j.k.Mode != msg.Consume {
 			clientCPU += cluster.SelfCPU() - cpu0
 		}
 		d1, ok1 := c.LiveCPU()
@@ -191,7 +191,7 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 			rep.PairsFailed += bad
 			n += ok + bad
 		}
-		if j.k.Mode != "consume" {
+		if j.k.Mode != msg.Consume {
 			total += el
 			rep.Keys += n
 			lats = append(lats, lat...)
@@ -201,13 +201,13 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 		bytes := float64(e0.FrameBytesSent-st0.FrameBytesSent+e1.FrameBytesSent-st1.FrameBytesSent) / 2 / float64(n)
 		rep.WireBytesPerPartyPerKey[j.k.Name()] = bytes
 		rep.KeysPerSecByClass[j.k.Name()] = math.Round(float64(n) / el.Seconds())
-		if j.k.Mode != "derived" {
+		if j.k.Mode != msg.Derived {
 			rep.RoundsPerKey[j.k.Name()] = 1 // every key's frames cross in the one exchange of its batch
 		} else {
 			rep.RoundsPerKey[j.k.Name()] = 0
 		}
 		rep.Resyncs = e0.Resyncs
-		if j.k.Mode != "consume" {
+		if j.k.Mode != msg.Consume {
 			// The same class in one process, right after, so that load on
 			// the machine affects both paths alike.
 			cpu0 := cluster.SelfCPU()
@@ -255,11 +255,11 @@ func inProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, pe
 		}
 		for b := 0; b < 2; b++ {
 			s := msg.Share{Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Mode: msg.Bound}
-			if k.Mode == "derived" {
+			if k.Mode == msg.Derived {
 				s.Mode, s.Beta = msg.Derived, beta
 			} else {
 				s.AlphaShare, s.BetaShare = rng.Uint64()&prg.Mask(p.InBits), rng.Uint64()&prg.Mask(p.OutBits)
-				tier, _ = msg.ParseTier(k.Tier)
+				tier = k.Tier
 			}
 			reqs[b] = append(reqs[b], host.Request{Share: s})
 		}

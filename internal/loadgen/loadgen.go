@@ -15,13 +15,14 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
 // Class is one kind of key a load asks for.
 type Class struct {
-	Mode            string // bound, derived, consume
-	Tier            string // otp, mac, batchmac ("" for derived)
+	Mode            msg.Mode // Bound, Derived or Consume
+	Tier            msg.Tier // Bound and Consume: the frames' tier (0 for Derived)
 	Type            fss.Type
 	InBits, OutBits int
 }
@@ -34,17 +35,17 @@ func (k Class) Params() fss.Params {
 // TierID is the class's tier as reports name it: otp, mac, batchmac, or
 // derived for derived mode.
 func (k Class) TierID() string {
-	if k.Mode == "derived" {
+	if k.Mode == msg.Derived {
 		return "derived"
 	}
-	return k.Tier
+	return k.Tier.String() // the keystream tier's external name is "otp"
 }
 
 // Name is the report key <type>-<ℓ>-<tier>, tier otp/mac/batchmac/derived;
 // consume adds "-consume".
 func (k Class) Name() string {
 	s := fmt.Sprintf("%v-%d-%s", k.Type, k.InBits, k.TierID())
-	if k.Mode == "consume" {
+	if k.Mode == msg.Consume {
 		s += "-consume"
 	}
 	return s
@@ -71,7 +72,7 @@ func RequestsPer(k Class, base uint64, keys, perDerived int, rng *mrand.Rand) (r
 	id := base
 	for keys > 0 {
 		switch k.Mode {
-		case "derived":
+		case msg.Derived:
 			c := min(keys, perDerived)
 			beta := rng.Uint64() & mb
 			for b := 0; b < 2; b++ {
@@ -85,13 +86,13 @@ func RequestsPer(k Class, base uint64, keys, perDerived int, rng *mrand.Rand) (r
 				t.Beta = 1
 			}
 			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
-			if k.Mode == "consume" {
+			if k.Mode == msg.Consume {
 				t.Points = []uint64{t.Alpha, (t.Alpha + 1) & ma, (t.Alpha - 1) & ma, rng.Uint64() & ma}
-				reqs[0] = append(reqs[0], client.Consume(id, k.Tier, p, a0, b0, t.Points))
-				reqs[1] = append(reqs[1], client.Consume(id, k.Tier, p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb, t.Points))
+				reqs[0] = append(reqs[0], client.Consume(id, k.Tier.String(), p, a0, b0, t.Points))
+				reqs[1] = append(reqs[1], client.Consume(id, k.Tier.String(), p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb, t.Points))
 			} else {
-				reqs[0] = append(reqs[0], client.Bound(id, k.Tier, p, a0, b0))
-				reqs[1] = append(reqs[1], client.Bound(id, k.Tier, p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb))
+				reqs[0] = append(reqs[0], client.Bound(id, k.Tier.String(), p, a0, b0))
+				reqs[1] = append(reqs[1], client.Bound(id, k.Tier.String(), p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb))
 			}
 			truth = append(truth, t)
 			keys--
@@ -122,12 +123,12 @@ func Verify(k Class, t Truth, r0, r1 *client.Reply, rng *mrand.Rand) (ok, bad in
 		s0, s1 := &r0.Shares[i], &r1.Shares[i]
 		good := s0.Counter == s1.Counter
 		switch k.Mode {
-		case "bound":
+		case msg.Bound:
 			good = good && CheckKeys(p, s0.Key, s1.Key, t.Alpha, t.Beta, rng)
-		case "derived":
+		case msg.Derived:
 			alpha := (s0.AlphaShare + s1.AlphaShare) & ma
 			good = good && (s0.BetaShare+s1.BetaShare)&mb == t.Beta && CheckKeys(p, s0.Key, s1.Key, alpha, t.Beta, rng)
-		case "consume":
+		case msg.Consume:
 			good = good && len(s0.Evals) == len(t.Points) && len(s1.Evals) == len(t.Points)
 			for j := 0; good && j < len(t.Points); j++ {
 				good = (s0.Evals[j]+s1.Evals[j])&mb == fss.Truth(p, t.Alpha, t.Beta, t.Points[j])

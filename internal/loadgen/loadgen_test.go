@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 func TestClassName(t *testing.T) {
 	for k, want := range map[Class]string{
-		{Mode: "bound", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}:    "dpf-16-mac",
-		{Mode: "derived", Type: fss.DCF, InBits: 32, OutBits: 32}:               "dcf-32-derived",
-		{Mode: "consume", Tier: "otp", Type: fss.DCF, InBits: 32, OutBits: 32}:  "dcf-32-otp-consume",
-		{Mode: "bound", Tier: "batchmac", Type: fss.DPF, InBits: 8, OutBits: 8}: "dpf-8-batchmac",
+		{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}:         "dpf-16-mac",
+		{Mode: msg.Derived, Type: fss.DCF, InBits: 32, OutBits: 32}:                      "dcf-32-derived",
+		{Mode: msg.Consume, Tier: msg.Keystream, Type: fss.DCF, InBits: 32, OutBits: 32}: "dcf-32-otp-consume",
+		{Mode: msg.Bound, Tier: msg.BatchMAC, Type: fss.DPF, InBits: 8, OutBits: 8}:      "dpf-8-batchmac",
 	} {
 		if got := k.Name(); got != want {
 			t.Errorf("%+v: Name %q, want %q", k, got, want)
@@ -30,10 +31,10 @@ func TestRequests(t *testing.T) {
 		keys, per  int
 		wantNumber int
 	}{
-		{Class{Mode: "bound", Tier: "mac", Type: fss.DPF, InBits: 16, OutBits: 16}, 10, 64, 10},
-		{Class{Mode: "consume", Tier: "otp", Type: fss.DCF, InBits: 16, OutBits: 16}, 3, 64, 3},
-		{Class{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16}, 130, 64, 3},
-		{Class{Mode: "derived", Type: fss.DCF, InBits: 16, OutBits: 16}, 130, 13, 10},
+		{Class{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}, 10, 64, 10},
+		{Class{Mode: msg.Consume, Tier: msg.Keystream, Type: fss.DCF, InBits: 16, OutBits: 16}, 3, 64, 3},
+		{Class{Mode: msg.Derived, Type: fss.DCF, InBits: 16, OutBits: 16}, 130, 64, 3},
+		{Class{Mode: msg.Derived, Type: fss.DCF, InBits: 16, OutBits: 16}, 130, 13, 10},
 	} {
 		reqs, truth := RequestsPer(c.k, 7, c.keys, c.per, rng)
 		if len(reqs[0]) != c.wantNumber || len(reqs[1]) != c.wantNumber || len(truth) != c.wantNumber {
@@ -44,7 +45,7 @@ func TestRequests(t *testing.T) {
 				t.Fatalf("%s: request %d has ids %d, %d", c.k.Name(), i, reqs[0][i].Id, reqs[1][i].Id)
 			}
 		}
-		if c.k.Mode == "consume" && len(truth[0].Points) == 0 {
+		if c.k.Mode == msg.Consume && len(truth[0].Points) == 0 {
 			t.Fatalf("%s: no points", c.k.Name())
 		}
 	}
