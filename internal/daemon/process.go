@@ -12,10 +12,10 @@ import (
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
-// TuneGC trades memory for CPU in the daemons: their heaps are small
+// tuneGC trades memory for CPU in the daemons: their heaps are small
 // and short-lived (frames, key shares), so collecting at 4× the live heap
 // instead of 2× saves a tenth of their CPU. GOGC, if set, wins.
-func TuneGC() {
+func tuneGC() {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(400)
 	}
@@ -82,14 +82,14 @@ func PrefaultMiB(fs *pflag.FlagSet) (int, error) {
 // of heap and starts a CPU profile when KORD_CPUPROFILE_DIR is set (for
 // performance work on the daemons); the returned func stops the profile.
 func StartProcess(name string, prefaultMiB int) func() {
-	TuneGC()
+	tuneGC()
 	Prefault(prefaultMiB)
-	return Profile(name)
+	return profile(name)
 }
 
-// Profile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
+// profile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
 // returned func stops it.
-func Profile(name string) func() {
+func profile(name string) func() {
 	dir := os.Getenv("KORD_CPUPROFILE_DIR")
 	if dir == "" {
 		return func() {}
