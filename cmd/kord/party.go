@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,65 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
-	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/service"
 )
 
 func init() { rootCmd.AddCommand(partyCmd(), pairCmd()) }
-
-// peerTLS builds the peer link's transport credentials from the party's
-// flags: mutual TLS 1.3 from PEM files (peertls.Config), or plaintext only
-// when asked for explicitly. It returns nil credentials for plaintext.
-func peerTLS(cert, key, ca, peerName string, plaintext bool, party int) (credentials.TransportCredentials, *tls.Config, error) {
-	given := cert != "" || key != "" || ca != ""
-	switch {
-	case plaintext && (given || peerName != ""):
-		return nil, nil, badInput("--peer-plaintext and --tls-cert/--tls-key/--tls-ca/--tls-peer-name exclude each other: give one or the other")
-	case plaintext:
-		return nil, nil, nil
-	case !given:
-		return nil, nil, badInput("the peer link needs mutual TLS: give --tls-cert, --tls-key and --tls-ca (make them with kord certs --dir DIR), or run it without transport security with an explicit --peer-plaintext")
-	case cert == "" || key == "" || ca == "":
-		return nil, nil, badInput("--tls-cert, --tls-key and --tls-ca go together (all three are needed)")
-	}
-	c, err := peertls.Config(peertls.Files{Cert: cert, Key: key, CA: ca}, party, peerName)
-	if err != nil {
-		return nil, nil, badInput("--tls-cert/--tls-key/--tls-ca: %v", err)
-	}
-	return credentials.NewTLS(c), c, nil
-}
-
-// loggedCreds logs the peer connections that party 1's TLS refuses (an
-// unknown CA, the wrong peer name, no certificate): gRPC drops them
-// silently, and they are what an operator needs to see when the link does
-// not come up.
-type loggedCreds struct {
-	credentials.TransportCredentials
-	log *slog.Logger
-}
-
-func (c loggedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	nc, ai, err := c.TransportCredentials.ServerHandshake(conn)
-	if err != nil {
-		c.log.Warn("peer link: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err)
-	}
-	return nc, ai, err
-}
-
-func (c loggedCreds) Clone() credentials.TransportCredentials {
-	return loggedCreds{c.TransportCredentials.Clone(), c.log}
-}
-
-func listenAddr(addr string) (net.Listener, error) {
-	if len(addr) > 7 && addr[:7] == "unix://" {
-		return socket.Listen(addr[7:])
-	}
-	return net.Listen("tcp", addr)
-}
 
 func partyCmd() *cobra.Command {
 	var (
@@ -87,7 +33,7 @@ func partyCmd() *cobra.Command {
 		tlsPeerName                           string
 		peerPlaintext                         bool
 		matchTimeout, peerTimeout, modTimeout time.Duration
-		inProc                                moduleFiles
+		inProc                                daemon.ModuleFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
@@ -162,7 +108,7 @@ module process stays the default.`,
 			if maxStreamKeys < 1 {
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
-			creds, tc, err := peerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
+			creds, tc, err := daemon.PeerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
 			if err != nil {
 				return err
 			}
@@ -173,7 +119,7 @@ module process stays the default.`,
 				}
 				log.Info("peer link: mutual TLS 1.3", "peer_name", peerName, "cert_expires", tc.Certificates[0].Leaf.NotAfter.UTC())
 				if party == 1 {
-					creds = loggedCreds{creds, log}
+					creds = daemon.LogRefusals(creds, log)
 				}
 			} else {
 				log.Warn("peer link without transport security (--peer-plaintext)")
@@ -196,7 +142,7 @@ module process stays the default.`,
 			defer stop()
 			defer daemon.StartProcess(fmt.Sprintf("party%d", party), prefault)()
 
-			appL, err := listenAddr(listen)
+			appL, err := daemon.Listen(listen)
 			if err != nil {
 				return err
 			}

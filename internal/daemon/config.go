@@ -1,8 +1,9 @@
 // Package daemon is the start-up the kord daemons (kord module, kord
 // party) share: settings from flags, environment and an optional config
 // file, the JSON logger, the one-line readiness record a supervisor reads
-// (internal/cluster), and the process tuning (garbage collector, heap
-// prefault, CPU profile, gRPC server options).
+// (internal/cluster), the process tuning (garbage collector, heap
+// prefault, CPU profile, gRPC server options), the module's state file and
+// provisioning secret, and the party's peer-link TLS and listeners.
 package daemon
 
 import (
