@@ -2,7 +2,9 @@
 // generation, evaluation, the services, benchmarks and tools.
 //
 // Each command group lives in its own file and registers itself on rootCmd
-// from an init function.
+// from an init function there. The commands map flags to calls: the work
+// is in the library and in internal/ (daemon start-up, the process
+// cluster, the load generator, the fault runs, the demos).
 package main
 
 import (
