@@ -117,19 +117,11 @@ func packedMessages(t testing.TB, r *rand.Rand, p fss.Params, counts [][]int, fi
 func checkPairViews(t testing.TB, v0, v1 fss.KeyView, p fss.Params, alpha, beta uint64) {
 	t.Helper()
 	m := prg.Mask(p.InBits)
-	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rand.Uint64() & m} {
-		y0, err0 := v0.Eval(x)
-		y1, err1 := v1.Eval(x)
-		if err0 != nil || err1 != nil {
-			t.Fatalf("%v x=%d: %v, %v", p, x, err0, err1)
-		}
-		var want uint64
-		if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-			want = beta
-		}
-		if got := (y0 + y1) & prg.Mask(p.OutBits); got != want {
-			t.Fatalf("%v pair at x=%d: got %d want %d (α=%d β=%d)", p, x, got, want, alpha, beta)
-		}
+	if v0.Params() != p {
+		t.Fatalf("views of %v, want %v", v0.Params(), p)
+	}
+	if err := fss.CheckPair(v0, v1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rand.Uint64()&m); err != nil {
+		t.Fatal(err)
 	}
 }
 

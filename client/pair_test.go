@@ -14,9 +14,8 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
-	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/socket"
-	"github.com/kord-fss/kord/module/store"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
@@ -30,14 +29,7 @@ func startParties(t *testing.T) [2]*client.Client {
 	var cl [2]*client.Client
 	peer := ""
 	for _, party := range []int{1, 0} {
-		st, err := store.OpenBolt(filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := module.OpenDurable(module.Config{Party: party, Secret: secret, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -159,19 +151,8 @@ func TestBatchesPairAcrossParties(t *testing.T) {
 				t.Fatalf("request %d: views of %v parties %d, %d", id, v0.Params(), v0.Party(), v1.Party())
 			}
 			m := prg.Mask(w.p.InBits)
-			for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, r.Uint64() & m} {
-				y0, err0 := v0.Eval(x)
-				y1, err1 := v1.Eval(x)
-				if err0 != nil || err1 != nil {
-					t.Fatal(err0, err1)
-				}
-				var f uint64
-				if w.p.Type == fss.DPF && x == alpha || w.p.Type == fss.DCF && x < alpha {
-					f = beta
-				}
-				if sum := (y0 + y1) & prg.Mask(w.p.OutBits); sum != f {
-					t.Fatalf("request %d key %d (%v) x=%d: shares add to %d, want %d", id, j, w.p, x, sum, f)
-				}
+			if err := fss.CheckPair(v0, v1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, r.Uint64()&m); err != nil {
+				t.Fatalf("request %d key %d: %v", id, j, err)
 			}
 		}
 	}

@@ -68,11 +68,10 @@ func (s DealerSource) BoundDPFs(_ context.Context, p fss.Params, alpha, beta [2]
 	if len(alpha[1]) != n || len(beta[0]) != n || len(beta[1]) != n {
 		return keys, errors.New("doram: share lists differ in length")
 	}
-	d := fss.Dealer{Rand: s.Rand}
 	keys[0], keys[1] = make([]*fss.Key, n), make([]*fss.Key, n)
 	am, bm := mask(p.InBits), mask(p.OutBits)
 	for i := 0; i < n; i++ {
-		k0, k1, err := d.Deal(p, (alpha[0][i]+alpha[1][i])&am, (beta[0][i]+beta[1][i])&bm)
+		k0, k1, err := fss.Gen(s.Rand, p, (alpha[0][i]+alpha[1][i])&am, (beta[0][i]+beta[1][i])&bm)
 		if err != nil {
 			return keys, err
 		}

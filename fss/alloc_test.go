@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/internal/prg/prgtest"
 )
 
 // TestSingleKeyAllocs checks that single-key Eval allocates nothing and
@@ -11,12 +12,8 @@ import (
 // every width, so nothing per level. (The PRG dispatch must let the stack
 // buffers of both stay on the stack.)
 func TestSingleKeyAllocs(t *testing.T) {
-	saved := prg.Active()
-	defer prg.Use(saved)
-	for _, kern := range prg.Kernels() {
-		if err := prg.Use(kern); err != nil {
-			t.Fatal(err)
-		}
+	prgtest.Run(t, func(t *testing.T) {
+		kern := prg.Active()
 		for _, typ := range []Type{DPF, DCF} {
 			var genAllocs []float64
 			for _, l := range []int{4, 32, 64} {
@@ -36,5 +33,5 @@ func TestSingleKeyAllocs(t *testing.T) {
 				t.Errorf("%s %v: GenWithRoots allocations grow with ℓ = 4, 32, 64: %v", kern, typ, genAllocs)
 			}
 		}
-	}
+	})
 }

@@ -100,7 +100,7 @@ func (g *BatchGen) Workers() int { return g.workers }
 // serialized, to out_b[i·s : (i+1)·s] with s = Params().KeySize(); each out
 // must hold exactly len(alpha)·s bytes. Nothing is written if an argument is
 // invalid.
-func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, out0, out1 []byte) error {
+func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
 	ks := g.p.KeySize()
 	if k := len(alpha); len(out0) != k*ks || len(out1) != k*ks {
 		return fmt.Errorf("fss: batch of %d %v keys needs %d bytes per party, got %d and %d", k, g.p, k*ks, len(out0), len(out1))
@@ -111,7 +111,7 @@ func (g *BatchGen) GenWithRoots(alpha, beta []uint64, root0, root1 []prg.Block, 
 // GenPartyWithRoots is GenWithRoots for one party's keys only: key i of
 // party b (0 or 1) is written to out[i·s : (i+1)·s]. The other party's
 // keys are never written anywhere (a module keeps only its own share).
-func (g *BatchGen) GenPartyWithRoots(b int, alpha, beta []uint64, root0, root1 []prg.Block, out []byte) error {
+func (g *BatchGen) GenPartyWithRoots(b int, alpha, beta []uint64, root0, root1 []Block, out []byte) error {
 	if b != 0 && b != 1 {
 		return fmt.Errorf("fss: party %d, want 0 or 1", b)
 	}
@@ -176,7 +176,7 @@ func (g *BatchGen) run(job batchJob) error {
 
 // GenBatchWithRoots is a one-shot BatchGen on GOMAXPROCS goroutines that
 // allocates the output: the concatenated serialized keys of each party.
-func GenBatchWithRoots(p Params, alpha, beta []uint64, root0, root1 []prg.Block) (out0, out1 []byte, err error) {
+func GenBatchWithRoots(p Params, alpha, beta []uint64, root0, root1 []Block) (out0, out1 []byte, err error) {
 	g, err := NewBatchGen(p, 0)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/internal/prg/prgtest"
 )
 
 // batchInputs draws k random points and roots for p, with the extreme α
@@ -51,14 +52,10 @@ func checkBatch(t *testing.T, p Params, alpha, beta []uint64, root0, root1 []prg
 // groups and chunks, one and several workers, and every kernel.
 func TestBatchGenMatchesSingle(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	saved := prg.Active()
-	defer prg.Use(saved)
 	shapes := [][2]int{{1, 1}, {2, 64}, {7, 7}, {16, 9}, {32, 32}, {33, 63}, {64, 64}, {64, 1}, {20, 16}, {12, 20}, {9, 41}}
 	sizes := []int{0, 1, 3, GroupKeys - 1, GroupKeys, GroupKeys + 1, 5*GroupKeys + 17}
-	for _, kern := range prg.Kernels() {
-		if err := prg.Use(kern); err != nil {
-			t.Fatal(err)
-		}
+	prgtest.Run(t, func(t *testing.T) {
+		kern := prg.Active()
 		for _, typ := range []Type{DPF, DCF} {
 			for si, sh := range shapes {
 				p := Params{typ, sh[0], sh[1]}
@@ -93,7 +90,7 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestBatchGenInFlight checks that the keys in flight per worker change
@@ -102,12 +99,8 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 // every kernel, one and two workers.
 func TestBatchGenInFlight(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
-	saved := prg.Active()
-	defer prg.Use(saved)
-	for _, kern := range prg.Kernels() {
-		if err := prg.Use(kern); err != nil {
-			t.Fatal(err)
-		}
+	prgtest.Run(t, func(t *testing.T) {
+		kern := prg.Active()
 		for _, p := range []Params{{DPF, 32, 32}, {DCF, 19, 64}, {DPF, 5, 3}} {
 			k := 131
 			if kern == "generic" {
@@ -131,7 +124,7 @@ func TestBatchGenInFlight(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 	for _, m := range []int{-1, maxInFlight + 1} {
 		if _, err := NewBatchGenOpts(Params{DPF, 8, 8}, BatchOptions{InFlight: m}); err == nil {
 			t.Errorf("accepted InFlight = %d", m)
@@ -310,7 +303,7 @@ func TestEvalAllBatchedMatchesEvalAll(t *testing.T) {
 					if got0[x] != want0[x] || got1[x] != want1[x] {
 						t.Fatalf("%v α=%d x=%d: batched (%d,%d), EvalRange (%d,%d)", p, alpha, x, got0[x], got1[x], want0[x], want1[x])
 					}
-					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != truth(p, alpha, beta, uint64(x)) {
+					if s := (got0[x] + got1[x]) & prg.Mask(p.OutBits); s != Truth(p, alpha, beta, uint64(x)) {
 						t.Fatalf("%v α=%d x=%d: shares sum to %d", p, alpha, x, s)
 					}
 				}

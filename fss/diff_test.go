@@ -6,19 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/internal/prg/prgtest"
 )
-
-// eachKernel runs f with every registered PRG kernel active in turn.
-func eachKernel(t *testing.T, f func(t *testing.T)) {
-	saved := prg.Active()
-	defer prg.Use(saved)
-	for _, name := range prg.Kernels() {
-		if err := prg.Use(name); err != nil {
-			t.Fatal(err)
-		}
-		t.Run(name, f)
-	}
-}
 
 var diffWidths = []int{1, 2, 7, 8, 9, 31, 32, 33, 63, 64}
 
@@ -41,7 +30,7 @@ func TestEvalAllRoutesLikeEvalRange(t *testing.T) {
 	if testing.Short() {
 		maxL = 16
 	}
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(11, 12))
 		for l := 1; l <= maxL; l++ {
 			for _, typ := range []Type{DPF, DCF} {
@@ -78,7 +67,7 @@ func TestEvalAllRoutesLikeEvalRange(t *testing.T) {
 					}
 				}
 				for x := range sum {
-					if want := truth(p, alpha, beta, uint64(x)); sum[x]&prg.Mask(p.OutBits) != want {
+					if want := Truth(p, alpha, beta, uint64(x)); sum[x]&prg.Mask(p.OutBits) != want {
 						t.Fatalf("%v α=%d β=%d x=%d: shares add to %#x, want %#x", p, alpha, beta, x, sum[x], want)
 					}
 				}
@@ -92,7 +81,7 @@ func TestEvalAllRoutesLikeEvalRange(t *testing.T) {
 // odd and not a multiple of the group, odd InFlight, several workers and
 // output buffers at odd addresses, on every kernel.
 func TestBatchGenDifferential(t *testing.T) {
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(13, 14))
 		trials := 24
 		if testing.Short() {
@@ -121,7 +110,7 @@ func TestBatchGenDifferential(t *testing.T) {
 // TestBatchEvalDifferential compares BatchEval with Key.Eval on mixed
 // parties, batch sizes around the group size and every kernel.
 func TestBatchEvalDifferential(t *testing.T) {
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(15, 16))
 		for trial := 0; trial < 16; trial++ {
 			p := Params{Type: []Type{DPF, DCF}[trial%2], InBits: diffWidths[r.IntN(len(diffWidths))], OutBits: diffWidths[r.IntN(len(diffWidths))]}
@@ -163,7 +152,7 @@ func TestBatchEvalDifferential(t *testing.T) {
 // TestXorEvalAllDifferential checks type 0x03 EvalAll and EvalLeaves
 // against point-by-point Eval for every ℓ in 1..18, on every kernel.
 func TestXorEvalAllDifferential(t *testing.T) {
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(17, 18))
 		for l := 1; l <= 18; l++ {
 			alpha := r.Uint64() & prg.Mask(l)

@@ -3,44 +3,20 @@ package fss
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"testing"
 
+	"github.com/kord-fss/kord/internal/kat/vectors"
 	"github.com/kord-fss/kord/internal/prg"
 )
 
-type vector struct {
-	Type    string `json:"type"`
-	InBits  int    `json:"in_bits"`
-	OutBits int    `json:"out_bits"`
-	Alpha   uint64 `json:"alpha"`
-	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
-		X  uint64 `json:"x"`
-		Y0 uint64 `json:"y0"`
-		Y1 uint64 `json:"y1"`
-	} `json:"evals"`
-}
-
-func loadVectors(t testing.TB) []vector {
+// loadVectors returns the kord-v1 known-answer vectors.
+func loadVectors(t testing.TB) []vectors.Vector {
 	t.Helper()
-	data, err := os.ReadFile("testdata/kord-v1-vectors.json")
+	vs, err := vectors.Load()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(data, &vs); err != nil {
-		t.Fatal(err)
-	}
-	if len(vs) == 0 {
-		t.Fatal("no vectors")
 	}
 	return vs
 }
@@ -104,17 +80,6 @@ func TestKeySizesFromSpec(t *testing.T) {
 	}
 }
 
-// truth is the plaintext function the pair shares.
-func truth(p Params, alpha, beta, x uint64) uint64 {
-	switch {
-	case p.Type == DPF && x == alpha:
-		return beta
-	case p.Type == DCF && x < alpha:
-		return beta
-	}
-	return 0
-}
-
 func randRoot(r *rand.Rand) (b [16]byte) {
 	for i := range b {
 		b[i] = byte(r.Uint32())
@@ -152,7 +117,7 @@ func TestExhaustiveSmall(t *testing.T) {
 						t.Fatal(err)
 					}
 					for x := range out0 {
-						want := truth(p, alpha, beta, uint64(x))
+						want := Truth(p, alpha, beta, uint64(x))
 						if got := (out0[x] + out1[x]) & prg.Mask(n); got != want {
 							t.Fatalf("%v α=%d β=%d x=%d: shares sum to %d, want %d", p, alpha, beta, x, got, want)
 						}
@@ -195,7 +160,7 @@ func TestRandomWide(t *testing.T) {
 						x &= prg.Mask(l)
 						y0, _ := k0.Eval(x)
 						y1, _ := k1.Eval(x)
-						if got, want := (y0+y1)&prg.Mask(n), truth(p, alpha, beta, x); got != want {
+						if got, want := (y0+y1)&prg.Mask(n), Truth(p, alpha, beta, x); got != want {
 							t.Fatalf("%v α=%d β=%d x=%d: got %d want %d", p, alpha, beta, x, got, want)
 						}
 					}
@@ -238,7 +203,7 @@ func TestEvalRange(t *testing.T) {
 					if y0 != out0[i] {
 						t.Fatalf("%v x=%d: EvalRange %d, Eval %d", p, x, out0[i], y0)
 					}
-					if got, want := (out0[i]+out1[i])&0xffff, truth(p, alpha, 12345, x); got != want {
+					if got, want := (out0[i]+out1[i])&0xffff, Truth(p, alpha, 12345, x); got != want {
 						t.Fatalf("%v x=%d: got %d want %d", p, x, got, want)
 					}
 				}

@@ -176,12 +176,16 @@ func (g *genState) run(p Params, alpha, beta uint64, root0, root1 prg.Block, k0,
 
 // Dealer is the trusted-dealer baseline: it sees (α, β) and emits both key
 // shares. kord's modules produce the same keys without any party seeing both.
+//
+// Deprecated: Dealer{Rand: r}.Deal(p, α, β) is Gen(r, p, α, β); use Gen.
 type Dealer struct {
 	// Rand is the source of root seeds; nil means crypto/rand.
 	Rand io.Reader
 }
 
 // Deal returns both shares of a fresh key for (α, β).
+//
+// Deprecated: use Gen(d.Rand, p, alpha, beta).
 func (d *Dealer) Deal(p Params, alpha, beta uint64) (k0, k1 *Key, err error) {
 	return Gen(d.Rand, p, alpha, beta)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/internal/prg/prgtest"
 )
 
 // sameRefusal fails unless ViewKey and ParseKey agree on data: both accept
@@ -50,7 +51,7 @@ func checkViewEval(t testing.TB, v KeyView, k *Key, xs ...uint64) {
 // parsed Key's over random shapes at the byte and word edges, keys at odd
 // addresses, and every kernel; the two parties' views add up to f.
 func TestKeyViewDifferential(t *testing.T) {
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 22))
 		for trial := 0; trial < 64; trial++ {
 			p := Params{Type: []Type{DPF, DCF}[trial%2], InBits: diffWidths[r.IntN(len(diffWidths))], OutBits: diffWidths[r.IntN(len(diffWidths))]}
@@ -110,7 +111,7 @@ func TestKeyViewDifferential(t *testing.T) {
 			for _, x := range []uint64{alpha, (alpha + 1) & prg.Mask(p.InBits), r.Uint64() & prg.Mask(p.InBits)} {
 				y0, _ := views[0].Eval(x)
 				y1, _ := views[1].Eval(x)
-				if got, want := (y0+y1)&prg.Mask(p.OutBits), truth(p, alpha, beta, x); got != want {
+				if got, want := (y0+y1)&prg.Mask(p.OutBits), Truth(p, alpha, beta, x); got != want {
 					t.Fatalf("%v α=%d β=%d x=%d: views add to %#x, want %#x", p, alpha, beta, x, got, want)
 				}
 			}
@@ -228,7 +229,7 @@ func TestKeyViewStale(t *testing.T) {
 // BatchEval.EvalSlab / EvalViews agree with the parsed keys, the two
 // parties' slabs add up to f, and bad slabs are refused with the index.
 func TestSlab(t *testing.T) {
-	eachKernel(t, func(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(25, 26))
 		for trial := 0; trial < 8; trial++ {
 			p := Params{Type: []Type{DPF, DCF}[trial%2], InBits: diffWidths[r.IntN(len(diffWidths))], OutBits: diffWidths[r.IntN(len(diffWidths))]}
@@ -289,7 +290,7 @@ func TestSlab(t *testing.T) {
 				}
 			}
 			for i := 0; i < n; i++ {
-				if got, want := (y[0][i]+y[1][i])&prg.Mask(p.OutBits), truth(p, alpha[i], beta[i], xs[i]); got != want {
+				if got, want := (y[0][i]+y[1][i])&prg.Mask(p.OutBits), Truth(p, alpha[i], beta[i], xs[i]); got != want {
 					t.Fatalf("%v key %d: shares add to %#x, want %#x", p, i, got, want)
 				}
 			}

@@ -47,7 +47,7 @@ func (k *XorKey) Eval(x uint64) (uint8, error) {
 // in practice). Output bit x is bit x mod 8 of byte x/8 of the leaf words
 // laid end to end: bit x%128 of out[x/128]. When ℓ < 7 the bits at and above
 // 2^ℓ are zero.
-func (k *XorKey) EvalAll(out []prg.Block) error {
+func (k *XorKey) EvalAll(out []Block) error {
 	d := len(k.seedCW)
 	if d >= 48 || uint64(len(out)) != 1<<uint(d) {
 		return fmt.Errorf("fss: EvalAll of a type 0x03 key with ℓ = %d needs 2^%d leaf words, got %d", k.inBits, d, len(out))
@@ -57,7 +57,7 @@ func (k *XorKey) EvalAll(out []prg.Block) error {
 
 // EvalLeaves writes the leaf words lo .. lo+len(out)-1 into out. Leaf word
 // i holds the output bits of x = 128·i .. 128·i+127 (for ℓ ≥ 7).
-func (k *XorKey) EvalLeaves(lo uint64, out []prg.Block) error {
+func (k *XorKey) EvalLeaves(lo uint64, out []Block) error {
 	d := len(k.seedCW)
 	n := uint64(len(out))
 	if n == 0 {
@@ -231,7 +231,7 @@ func (k *XorKey) Frontier(depth int) ([]XorNode, error) {
 
 // ExpandNode writes the 2^(d-depth) leaf words below node n (a node of this
 // key's Frontier) into out.
-func (k *XorKey) ExpandNode(n *XorNode, out []prg.Block) error {
+func (k *XorKey) ExpandNode(n *XorNode, out []Block) error {
 	rem := len(k.seedCW) - int(n.depth)
 	if rem < 0 || rem > maxBFS || len(out) != 1<<uint(rem) {
 		return fmt.Errorf("fss: node at depth %d of a key with d = %d needs 2^%d leaf words, got %d", n.depth, len(k.seedCW), rem, len(out))

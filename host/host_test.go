@@ -21,25 +21,13 @@ func newPair(t *testing.T, inFlight int) *LocalPair {
 	return lp
 }
 
-func truth(p fss.Params, alpha, beta, x uint64) uint64 {
-	if p.Type == fss.DPF && x == alpha || p.Type == fss.DCF && x < alpha {
-		return beta
-	}
-	return 0
-}
-
 // checkPair verifies a key pair shares f_{α,β} at α, α±1 and random points.
 func checkPair(t *testing.T, rng *rand.Rand, k0, k1 *fss.Key, alpha, beta uint64) {
 	t.Helper()
 	p := k0.Params()
 	m := prg.Mask(p.InBits)
-	pts := []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rng.Uint64() & m, rng.Uint64() & m}
-	for _, x := range pts {
-		y0, _ := k0.Eval(x)
-		y1, _ := k1.Eval(x)
-		if got, want := (y0+y1)&prg.Mask(p.OutBits), truth(p, alpha, beta, x); got != want {
-			t.Fatalf("%v α=%d β=%d x=%d: got %d want %d", p, alpha, beta, x, got, want)
-		}
+	if err := fss.CheckPair(k0, k1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rng.Uint64()&m, rng.Uint64()&m); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -119,7 +107,7 @@ func TestDerivedAndConsume(t *testing.T) {
 				t.Fatal("consume mode returned a key")
 			}
 			for j, x := range pts {
-				if got := (res[0][0].Evals[j] + res[1][0].Evals[j]) & prg.Mask(l); got != truth(p, alpha, beta, x) {
+				if got := (res[0][0].Evals[j] + res[1][0].Evals[j]) & prg.Mask(l); got != fss.Truth(p, alpha, beta, x) {
 					t.Fatalf("consume %v x=%d: %d", p, x, got)
 				}
 			}

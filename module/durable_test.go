@@ -12,28 +12,15 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/store"
 )
 
+// openDurable opens a durable module whose store commits every counter.
 func openDurable(t *testing.T, party int, path string) (*module.Durable, *store.Bolt) {
 	t.Helper()
-	return openDurableWindow(t, party, path, 1)
-}
-
-// openDurableWindow opens a durable module whose store reserves window
-// counters per commit.
-func openDurableWindow(t *testing.T, party int, path string, window uint64) (*module.Durable, *store.Bolt) {
-	t.Helper()
-	st, err := store.OpenBolt(path, window)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := module.OpenDurable(module.Config{Party: party, Secret: []byte("a provisioning secret of 32 byte"), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, st
+	return moduletest.OpenDurable(t, party, path, 1, moduletest.Secret)
 }
 
 // exchange runs one bound mac key through both modules.
@@ -131,17 +118,8 @@ func TestDurableRollbackWitness(t *testing.T) {
 // Collect, in order; repeating it, or a Collect of one of its counters,
 // returns the same bytes; a counter with no output stops it with an error.
 func TestCollectRangeRepeats(t *testing.T) {
-	dir := t.TempDir()
-	var d [2]*module.Durable
-	for b := 0; b < 2; b++ {
-		var st *store.Bolt
-		d[b], st = openDurable(t, b, filepath.Join(dir, fmt.Sprintf("m%d.db", b)))
-		defer st.Close()
-	}
+	d := moduletest.DurablePair(t, 1)
 	ctx := context.Background()
-	if err := module.Pair(ctx, d[0], d[1]); err != nil {
-		t.Fatal(err)
-	}
 	const n = 5
 	alpha, beta := uint64(77), uint64(9)
 	var first uint64
@@ -205,16 +183,8 @@ func TestCollectRangeRepeats(t *testing.T) {
 		if err0 != nil || err1 != nil {
 			t.Fatal(err0, err1)
 		}
-		for _, x := range []uint64{alpha - 1, alpha, alpha + 1} {
-			y0, _ := k0.Eval(x)
-			y1, _ := k1.Eval(x)
-			want := uint64(0)
-			if x < alpha {
-				want = beta
-			}
-			if (y0+y1)&0xff != want {
-				t.Fatalf("key %d at %d: %d, want %d", i, x, (y0+y1)&0xff, want)
-			}
+		if err := fss.CheckPair(k0, k1, alpha, beta, alpha-1, alpha, alpha+1); err != nil {
+			t.Fatalf("key %d: %v", i, err)
 		}
 	}
 }
@@ -227,7 +197,7 @@ func TestCollectRangeRepeats(t *testing.T) {
 func TestPeerRestartIsNoRollback(t *testing.T) {
 	dir := t.TempDir()
 	open := func(party int) (*module.Durable, *store.Bolt) {
-		return openDurableWindow(t, party, filepath.Join(dir, fmt.Sprintf("w%d.db", party)), 16)
+		return moduletest.OpenDurable(t, party, filepath.Join(dir, fmt.Sprintf("w%d.db", party)), 16, moduletest.Secret)
 	}
 	var d [2]*module.Durable
 	var st [2]*store.Bolt

@@ -7,16 +7,13 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 )
 
 func newDev(t *testing.T, party int, secret, kem string) module.Device {
 	t.Helper()
-	d, err := module.NewSoftware(module.Config{Party: party, Secret: []byte(secret), KEM: kem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return moduletest.Software(t, party, []byte(secret), kem)
 }
 
 const secret = "0123456789abcdef-provisioning"

@@ -22,6 +22,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -42,15 +43,7 @@ type site struct {
 
 func openModule(t testing.TB, party int, path string, secret []byte) (*module.Durable, *store.Bolt) {
 	t.Helper()
-	st, err := store.OpenBolt(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := module.OpenDurable(module.Config{Party: party, Secret: secret, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, st
+	return moduletest.OpenDurable(t, party, path, 0, secret)
 }
 
 func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Config, opts ...grpc.ServerOption) *site {
@@ -109,24 +102,8 @@ func checkPair(t testing.TB, k0, k1 *fss.Key, alpha, beta uint64) {
 	t.Helper()
 	p := k0.Params()
 	m := prg.Mask(p.InBits)
-	for _, x := range []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, rand.Uint64() & m} {
-		y0, _ := k0.Eval(x)
-		y1, _ := k1.Eval(x)
-		got := (y0 + y1) & prg.Mask(p.OutBits)
-		var want uint64
-		switch p.Type {
-		case fss.DPF:
-			if x == alpha {
-				want = beta
-			}
-		case fss.DCF:
-			if x < alpha {
-				want = beta
-			}
-		}
-		if got != want {
-			t.Fatalf("%v pair at x=%d: got %d want %d (α=%d β=%d)", p, x, got, want, alpha, beta)
-		}
+	if err := fss.CheckPair(k0, k1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rand.Uint64()&m); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -150,13 +152,13 @@ func (o deliverOpts) check() error {
 }
 
 // deliverClasses are the rows: DPF-32 and DCF-32, each bound tier, derived.
-func deliverClasses() []svcClass {
-	var out []svcClass
+func deliverClasses() []loadgen.Class {
+	var out []loadgen.Class
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
-		for _, t := range []string{"otp", "mac", "batchmac"} {
-			out = append(out, svcClass{mode: "bound", tier: t, typ: typ, l: 32, n: 32})
+		for _, t := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+			out = append(out, loadgen.Class{Mode: msg.Bound, Tier: t, Type: typ, InBits: 32, OutBits: 32})
 		}
-		out = append(out, svcClass{mode: "derived", typ: typ, l: 32, n: 32})
+		out = append(out, loadgen.Class{Mode: msg.Derived, Type: typ, InBits: 32, OutBits: 32})
 	}
 	return out
 }
@@ -166,7 +168,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	say := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
 	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
-	c, err := startCluster(ctx, "", clusterOpts{Batch: o.batch, InFlight: o.inFlight})
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: o.batch, InFlight: o.inFlight})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
@@ -178,40 +180,40 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	defer lp.Close()
 	say("paired; warming up… ")
 	id := uint64(1)
-	if err := deliverWarmUp(ctx, o, lp, c.apps, &id, rng); err != nil {
+	if err := deliverWarmUp(ctx, o, lp, c.Apps(), &id, rng); err != nil {
 		return nil, err
 	}
 	say("done.\n")
 	rep := &deliverReport{CPUs: runtime.NumCPU()}
 	for i, k := range deliverClasses() {
-		row := deliverRow{Type: k.typ.String(), InBits: k.l, Tier: k.tierID(), Mode: k.mode}
-		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.name())
-		raw, err := rawGenRate(k.params(), o.rawTime/2)
+		row := deliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode.String()}
+		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.Name())
+		raw, err := rawGenRate(k.Params(), o.rawTime/2)
 		if err != nil {
-			return nil, fmt.Errorf("%s: raw Gen: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: raw Gen: %w", k.Name(), err)
 		}
 		say("in-process… ")
 		ipEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
 			return inProcessChunk(ctx, lp, k, n, inProcessBulk, rng)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: in process: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: in process: %w", k.Name(), err)
 		}
 		row.PairsVerified, row.PairsFailed = ok, bad
 		say("processes… ")
 		prEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
-			return processesChunk(ctx, c.apps, k, n, o.batch, &id, rng)
+			return processesChunk(ctx, c.Apps(), k, n, o.batch, &id, rng)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: processes: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: processes: %w", k.Name(), err)
 		}
 		row.PairsVerified += ok
 		row.PairsFailed += bad
 		// Raw Gen again after both paths: load from elsewhere only slows
 		// a run down, so the row's raw rate is the faster of the two.
-		again, err := rawGenRate(k.params(), o.rawTime/2)
+		again, err := rawGenRate(k.Params(), o.rawTime/2)
 		if err != nil {
-			return nil, fmt.Errorf("%s: raw Gen: %w", k.name(), err)
+			return nil, fmt.Errorf("%s: raw Gen: %w", k.Name(), err)
 		}
 		raw = max(raw, again)
 		row.RawKeysPerSec = math.Round(raw)
@@ -237,10 +239,10 @@ func deliverWarmUp(ctx context.Context, o deliverOpts, lp *host.LocalPair, apps 
 			_, _, bad, err = processesChunk(ctx, apps, k, n, o.batch, id, rng)
 		}
 		if err != nil {
-			return fmt.Errorf("warm-up, %s: %w", k.name(), err)
+			return fmt.Errorf("warm-up, %s: %w", k.Name(), err)
 		}
 		if bad != 0 {
-			return fmt.Errorf("warm-up, %s: %d key pairs failed verification", k.name(), bad)
+			return fmt.Errorf("warm-up, %s: %d key pairs failed verification", k.Name(), bad)
 		}
 	}
 	return nil
@@ -299,10 +301,10 @@ const inProcessBulk = 4096
 // party's keys at a fixed stride, what an application reads in place), in
 // bulks of up to bulk keys delivered back to back; then, outside the
 // clock, it checks every pair through key views and hands the slabs back.
-func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n, bulk int, rng *mrand.Rand) (time.Duration, int, int, error) {
-	p := k.params()
+func inProcessChunk(ctx context.Context, lp *host.LocalPair, k loadgen.Class, n, bulk int, rng *mrand.Rand) (time.Duration, int, int, error) {
+	p := k.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
-	tier, _ := msg.ParseTier(k.tier)
+	tier := k.Tier
 	type delivered struct {
 		slabs       [2]*msg.Slab
 		alpha, beta []uint64 // bound: the truth; derived: beta[0] is the public β
@@ -321,7 +323,7 @@ func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n, bulk
 		m := min(left, bulk)
 		d := delivered{alpha: make([]uint64, m), beta: make([]uint64, m)}
 		var sh [2][2][]uint64
-		if k.mode == "derived" {
+		if k.Mode == msg.Derived {
 			d.beta[0] = rng.Uint64() & mb
 		} else {
 			for b := range 2 {
@@ -340,7 +342,7 @@ func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n, bulk
 	t0 := time.Now()
 	for i, d := range reqs {
 		var err error
-		if k.mode == "derived" {
+		if k.Mode == msg.Derived {
 			d.slabs, err = lp.DerivedSlab(ctx, p, len(d.alpha), d.beta[0], false)
 		} else {
 			sh := shares[i]
@@ -364,13 +366,13 @@ func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n, bulk
 		for i := range len(d.alpha) {
 			alpha, beta := d.alpha[i], d.beta[i]
 			good := true
-			if k.mode == "derived" {
+			if k.Mode == msg.Derived {
 				alpha, beta = (d.slabs[0].AlphaShares[i]+d.slabs[1].AlphaShares[i])&ma, d.beta[0]
 				good = (d.slabs[0].BetaShares[i]+d.slabs[1].BetaShares[i])&mb == beta
 			}
 			k0, e0 := sl[0].Key(i).Key()
 			k1, e1 := sl[1].Key(i).Key()
-			good = good && e0 == nil && e1 == nil && svcCheckKeys(p, k0, k1, alpha, beta, rng)
+			good = good && e0 == nil && e1 == nil && loadgen.CheckKeys(p, k0, k1, alpha, beta, rng)
 			for _, key := range []*fss.Key{k0, k1} {
 				if key != nil {
 					key.Wipe()
@@ -390,8 +392,8 @@ func inProcessChunk(ctx context.Context, lp *host.LocalPair, k svcClass, n, bulk
 // requests of up to batch keys each), received as client batches (key
 // views over the received messages, no per-key parse), then verifies and
 // releases them outside the clock.
-func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
-	reqs, truth := svcRequestsPer(k, *id, n, batch, rng)
+func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
+	reqs, truth := loadgen.RequestsPer(k, *id, n, batch, rng)
 	base := *id
 	*id += uint64(len(reqs[0]))
 	t0 := time.Now()
@@ -426,7 +428,7 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, 
 			}
 		}
 	}
-	p := k.params()
+	p := k.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
 	ok, bad := 0, 0
 	for i, t := range truth {
@@ -437,15 +439,15 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k svcClass, n, 
 		}
 		for j := 0; j < w0.n; j++ {
 			i0, i1 := w0.first+j, w1.first+j
-			alpha, beta := t.alpha, t.beta
+			alpha, beta := t.Alpha, t.Beta
 			good := w0.bt.Counter(i0) == w1.bt.Counter(i1)
-			if k.mode == "derived" {
+			if k.Mode == msg.Derived {
 				alpha = (w0.bt.AlphaShare(i0) + w1.bt.AlphaShare(i1)) & ma
 				good = good && (w0.bt.BetaShare(i0)+w1.bt.BetaShare(i1))&mb == beta
 			}
 			k0, e0 := w0.bt.Key(i0).Key()
 			k1, e1 := w1.bt.Key(i1).Key()
-			good = good && e0 == nil && e1 == nil && svcCheckKeys(p, k0, k1, alpha, beta, rng)
+			good = good && e0 == nil && e1 == nil && loadgen.CheckKeys(p, k0, k1, alpha, beta, rng)
 			for _, key := range []*fss.Key{k0, k1} {
 				if key != nil {
 					key.Wipe()

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/demo"
 )
 
 // TestDemoFlagsValidated: every flag of `kord demo` is checked on both
@@ -48,7 +50,7 @@ func TestDemoBatchAndInFlight(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
-	var rep svcDemoReport
+	var rep demo.ProcessReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestDemoBatchAndInFlight(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo --in-process: exit %d\n%s", code, errOut)
 	}
-	var ip demoReport
+	var ip demo.InProcessReport
 	if err := json.Unmarshal([]byte(out), &ip); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/kat"
+	"github.com/kord-fss/kord/internal/kat/vectors"
 )
 
 // TestKeygenEvalVectors reproduces every shared vector through the CLI.
 func TestKeygenEvalVectors(t *testing.T) {
-	vs, err := kat.Vectors()
+	vs, err := vectors.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

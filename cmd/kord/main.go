@@ -2,7 +2,9 @@
 // generation, evaluation, the services, benchmarks and tools.
 //
 // Each command group lives in its own file and registers itself on rootCmd
-// from an init function.
+// from an init function there. The commands map flags to calls: the work
+// is in the library and in internal/ (daemon start-up, the process
+// cluster, the load generator, the fault runs, the demos).
 package main
 
 import (
@@ -12,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kord-fss/kord/internal/daemon"
 )
 
 var rootCmd = &cobra.Command{
@@ -21,19 +25,16 @@ var rootCmd = &cobra.Command{
 	SilenceErrors: true,
 }
 
-// usageError marks bad input from the user; kord exits with status 2 for it.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+// usageError marks bad input from the user; kord exits with status 2 for
+// it. It is the daemons' start-up's type (flags, environment, config
+// file), so that one type carries bad input wherever it is found.
+type usageError = daemon.UsageError
 
 // badInput wraps a formatted message as a usage error (exit status 2).
-func badInput(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
+func badInput(format string, args ...any) error { return daemon.BadInput(format, args...) }
 
 func main() {
-	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{Err: err} })
 	rejectUnknownSubcommands(rootCmd)
 	err := rootCmd.Execute()
 	if err == nil {

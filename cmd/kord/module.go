@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
@@ -20,133 +19,6 @@ import (
 )
 
 func init() { rootCmd.AddCommand(moduleCmd()) }
-
-// moduleSecret returns the provisioning secret from --secret-file or the
-// environment KORD_SECRET (both in the format of `kord secret new`), or nil
-// if neither is given.
-func moduleSecret(file string) ([]byte, error) {
-	env, inEnv := os.LookupEnv("KORD_SECRET")
-	os.Unsetenv("KORD_SECRET")
-	switch {
-	case file != "" && inEnv:
-		return nil, badInput("give the provisioning secret once: --secret-file or KORD_SECRET, not both")
-	case file != "":
-		s, err := provision.ReadSecretFile(file)
-		if err != nil {
-			return nil, badInput("%v", err)
-		}
-		return s, nil
-	case inEnv:
-		s, err := provision.Parse([]byte(env))
-		if err != nil {
-			return nil, badInput("KORD_SECRET: %v", err)
-		}
-		return s, nil
-	}
-	return nil, nil
-}
-
-// moduleAccess maps --party-uid, --allow-same-uid and
-// --allow-unverified-peer to the socket's access rule.
-func moduleAccess(uids []string, same, unverified bool) (socket.Access, error) {
-	a := socket.Access{SameUID: same, Unverified: unverified}
-	for _, u := range uids {
-		id, err := socket.LookupUser(strings.TrimSpace(u))
-		if err != nil {
-			return a, badInput("--party-uid: %v", err)
-		}
-		a.UIDs = append(a.UIDs, id)
-	}
-	if len(a.UIDs) == 0 && !same {
-		return a, badInput("the module would refuse every host: give --party-uid UID (the user kord party runs as), or --allow-same-uid for a demo or test on one account (no protection from the host)")
-	}
-	return a, nil
-}
-
-// openModuleState opens the state file and the secret it needs: a paired
-// state file never reads the provisioning secret (its file may be gone);
-// an unpaired one needs it, and a fresh one is created only once the
-// secret has been read and checked, so a failed start leaves nothing.
-func openModuleState(state, secretFile string, o store.BoltOptions) (*store.Bolt, []byte, error) {
-	open := func() (*store.Bolt, error) {
-		st, err := store.OpenBoltWith(state, o)
-		if errors.Is(err, store.ErrPermissions) || errors.Is(err, store.ErrSeal) {
-			return nil, badInput("%v", err)
-		}
-		return st, err
-	}
-	var st *store.Bolt
-	if _, err := os.Lstat(state); err == nil {
-		if st, err = open(); err != nil {
-			return nil, nil, err
-		}
-		p, err := st.LoadPairing()
-		if err != nil {
-			st.Close()
-			return nil, nil, err
-		}
-		if p != nil {
-			clear(p.Secret)
-			os.Unsetenv("KORD_SECRET")
-			return st, nil, nil
-		}
-	}
-	sec, err := moduleSecret(secretFile)
-	if err == nil && sec == nil {
-		err = badInput("an unpaired module needs the provisioning secret: --secret-file FILE or KORD_SECRET (make one with `kord secret new --out FILE`)")
-	}
-	if err == nil && st == nil {
-		st, err = open()
-	}
-	if err != nil {
-		clear(sec)
-		if st != nil {
-			st.Close()
-		}
-		return nil, nil, err
-	}
-	return st, sec, nil
-}
-
-// moduleFiles are what a durable software module is opened from: the
-// flags of kord module, which kord party --module in-process takes too.
-type moduleFiles struct {
-	party                               int
-	state, secretFile, sealKeyFile, kem string
-	window                              uint64
-	workers                             int
-}
-
-// openDurableModule opens the state file (sealed under the seal key file,
-// if given) and the durable software module on it; base is the module's
-// logger, log this command's. The caller closes the store once done.
-func openDurableModule(f moduleFiles, base, log *slog.Logger) (*module.Durable, *store.Bolt, error) {
-	bo := store.BoltOptions{Window: f.window}
-	if f.sealKeyFile != "" {
-		var err error
-		if bo.SealKey, err = store.ReadSealKeyFile(f.sealKeyFile); err != nil {
-			return nil, nil, badInput("%v", err)
-		}
-	}
-	st, sec, err := openModuleState(f.state, f.secretFile, bo)
-	clear(bo.SealKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	if sec == nil && f.secretFile != "" {
-		log.Info("module is paired: --secret-file is not read and may be removed", "secret_file", f.secretFile)
-	}
-	dev, err := module.OpenDurable(module.Config{Party: f.party, Secret: sec, KEM: f.kem, Store: st, Logger: base, Workers: f.workers})
-	clear(sec)
-	if err != nil {
-		st.Close()
-		if errors.Is(err, module.ErrBadRequest) {
-			return nil, nil, badInput("%v", err)
-		}
-		return nil, nil, err
-	}
-	return dev, st, nil
-}
 
 func moduleCmd() *cobra.Command {
 	var (
@@ -187,10 +59,10 @@ pairing. --secret (the secret on the command line, visible in ps) is no
 longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
-			prefault, err := svcPrefaultMiB(cmd)
+			prefault, err := daemon.PrefaultMiB(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -198,7 +70,7 @@ longer accepted.`,
 			// The module's engine names its party in each of its own log
 			// lines; base goes to it, log (with the party) everywhere else,
 			// so no line carries "party" twice.
-			base, err := svcLogger(logLvl, "component", "module")
+			base, err := daemon.Logger(logLvl, "component", "module")
 			if err != nil {
 				return err
 			}
@@ -212,7 +84,7 @@ longer accepted.`,
 			if workers < 0 {
 				return badInput("--workers %d: want 0 (all cores) or more", workers)
 			}
-			access, err := moduleAccess(partyUIDs, sameUID, unverified)
+			access, err := daemon.ModuleAccess(partyUIDs, sameUID, unverified)
 			if err != nil {
 				return err
 			}
@@ -232,8 +104,8 @@ longer accepted.`,
 			} else if !ok {
 				log.Info("this OS cannot mark the module undumpable: run it under its own user")
 			}
-			dev, st, err := openDurableModule(moduleFiles{party: party, state: state, secretFile: secret,
-				sealKeyFile: sealKeyFile, kem: kem, window: window, workers: workers}, base, log)
+			dev, st, err := daemon.OpenDurableModule(daemon.ModuleFiles{Party: party, State: state, SecretFile: secret,
+				SealKeyFile: sealKeyFile, KEM: kem, Window: window, Workers: workers}, base, log)
 			if err != nil {
 				return err
 			}
@@ -257,10 +129,10 @@ longer accepted.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcStartProcess(fmt.Sprintf("module%d", party), prefault)()
+			defer daemon.StartProcess(fmt.Sprintf("module%d", party), prefault)()
 			context.AfterFunc(ctx, func() { l.Close() })
 			log.Info("module listening", "socket", sock, "state", state, "locked", dev.Locked())
-			svcReady(cmd, "socket", sock, "pid", os.Getpid())
+			daemon.Ready(cmd.OutOrStdout(), "socket", sock, "pid", os.Getpid())
 			if err := socket.NewServer(dev, opts).Serve(l); err != nil {
 				return fmt.Errorf("module: %w", err)
 			}
@@ -282,13 +154,13 @@ longer accepted.`,
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")
 	f.IntVar(&workers, "workers", 0, "goroutines each batch of key generation runs on (0 = all cores, GOMAXPROCS)")
 	f.StringVar(&journal, "journal", "", "testing: append every keystream position (own counter) used to this file")
-	svcCommonFlags(cmd)
-	svcPrefaultFlag(cmd)
+	daemon.CommonFlags(cmd.Flags())
+	daemon.PrefaultFlag(cmd.Flags())
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		if strings.HasPrefix(err.Error(), "unknown flag: --secret") && !strings.HasPrefix(err.Error(), "unknown flag: --secret-") {
 			return badInput("--secret is no longer accepted: it is visible in ps; use --secret-file FILE or the environment KORD_SECRET")
 		}
-		return usageError{err}
+		return usageError{Err: err}
 	})
 	return cmd
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
@@ -134,19 +137,19 @@ func TestModuleRefusesOtherUIDs(t *testing.T) {
 	}
 	sock, logPath := filepath.Join(dir, "m.sock"), filepath.Join(dir, "m.log")
 	other := strconv.Itoa(os.Geteuid() + 4242)
-	p, err := svcStart(ctx, 0, kordBin, "module0", logPath, "module", "--party", "0", "--socket", sock,
+	p, err := cluster.StartDaemon(ctx, 0, kordBin, "module0", logPath, "module", "--party", "0", "--socket", sock,
 		"--state", filepath.Join(dir, "m.db"), "--secret-file", secret, "--party-uid", other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.stop()
+	defer p.Stop()
 	c := socket.Dial(sock, 5*time.Second)
 	defer c.Close()
 	_, err = c.Poll(ctx, nil)
 	if !errors.Is(err, socket.ErrRefused) || !strings.Contains(err.Error(), "--allow-same-uid") {
 		t.Fatalf("same-uid host against --party-uid %s: %v; want ErrRefused", other, err)
 	}
-	p.stop()
+	p.Stop()
 	logged, _ := os.ReadFile(logPath)
 	if !strings.Contains(string(logged), `"peer_uid":`+strconv.Itoa(os.Geteuid())) || !strings.Contains(string(logged), "refused a connection") {
 		t.Fatalf("module log does not record the refusal with the peer uid:\n%s", logged)
@@ -163,22 +166,22 @@ func TestModulePairedWithoutSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 16})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(3, 4))
-	k := svcClass{mode: "bound", tier: "mac", typ: fss.DPF, l: 16, n: 16}
+	k := loadgen.Class{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}
 	stream := func(base uint64) {
 		t.Helper()
-		reqs, truth := svcRequests(k, base, 40, rng)
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+		reqs, truth := loadgen.Requests(k, base, 40, rng)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, tr := range truth {
-			if ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
+			if ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
 				t.Fatalf("request %d did not verify", i)
 			}
 		}
@@ -261,11 +264,11 @@ func TestModuleSealKey(t *testing.T) {
 	if _, stderr, code := runKord(t, append(slices.Clone(base), "--seal-key-file", wrong)...); code != 2 || !strings.Contains(stderr, "chmod 600") {
 		t.Errorf("group-readable seal key: exit %d, %q", code, stderr)
 	}
-	p, err := svcStart(ctx, 0, kordBin, "module0", filepath.Join(dir, "m.log"), append(slices.Clone(base), "--seal-key-file", key)...)
+	p, err := cluster.StartDaemon(ctx, 0, kordBin, "module0", filepath.Join(dir, "m.log"), append(slices.Clone(base), "--seal-key-file", key)...)
 	if err != nil {
 		t.Fatalf("with its seal key: %v", err)
 	}
-	defer p.stop()
+	defer p.Stop()
 	c := socket.Dial(sock, 5*time.Second)
 	defer c.Close()
 	if r, err := c.Poll(ctx, nil); err != nil || !r.Paired {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,65 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
-	"github.com/kord-fss/kord/module/socket"
-	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
 func init() { rootCmd.AddCommand(partyCmd(), pairCmd()) }
-
-// peerTLS builds the peer link's transport credentials from the party's
-// flags: mutual TLS 1.3 from PEM files (peertls.Config), or plaintext only
-// when asked for explicitly. It returns nil credentials for plaintext.
-func peerTLS(cert, key, ca, peerName string, plaintext bool, party int) (credentials.TransportCredentials, *tls.Config, error) {
-	given := cert != "" || key != "" || ca != ""
-	switch {
-	case plaintext && (given || peerName != ""):
-		return nil, nil, badInput("--peer-plaintext and --tls-cert/--tls-key/--tls-ca/--tls-peer-name exclude each other: give one or the other")
-	case plaintext:
-		return nil, nil, nil
-	case !given:
-		return nil, nil, badInput("the peer link needs mutual TLS: give --tls-cert, --tls-key and --tls-ca (make them with kord certs --dir DIR), or run it without transport security with an explicit --peer-plaintext")
-	case cert == "" || key == "" || ca == "":
-		return nil, nil, badInput("--tls-cert, --tls-key and --tls-ca go together (all three are needed)")
-	}
-	c, err := peertls.Config(peertls.Files{Cert: cert, Key: key, CA: ca}, party, peerName)
-	if err != nil {
-		return nil, nil, badInput("--tls-cert/--tls-key/--tls-ca: %v", err)
-	}
-	return credentials.NewTLS(c), c, nil
-}
-
-// loggedCreds logs the peer connections that party 1's TLS refuses (an
-// unknown CA, the wrong peer name, no certificate): gRPC drops them
-// silently, and they are what an operator needs to see when the link does
-// not come up.
-type loggedCreds struct {
-	credentials.TransportCredentials
-	log *slog.Logger
-}
-
-func (c loggedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	nc, ai, err := c.TransportCredentials.ServerHandshake(conn)
-	if err != nil {
-		c.log.Warn("peer link: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err)
-	}
-	return nc, ai, err
-}
-
-func (c loggedCreds) Clone() credentials.TransportCredentials {
-	return loggedCreds{c.TransportCredentials.Clone(), c.log}
-}
-
-func listenAddr(addr string) (net.Listener, error) {
-	if len(addr) > 7 && addr[:7] == "unix://" {
-		return socket.Listen(addr[7:])
-	}
-	return net.Listen("tcp", addr)
-}
 
 func partyCmd() *cobra.Command {
 	var (
@@ -87,7 +33,7 @@ func partyCmd() *cobra.Command {
 		tlsPeerName                           string
 		peerPlaintext                         bool
 		matchTimeout, peerTimeout, modTimeout time.Duration
-		inProc                                moduleFiles
+		inProc                                daemon.ModuleFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
@@ -123,17 +69,17 @@ too: docs/threat-model.md, "The module inside the party". The separate
 module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
-			prefault, err := svcPrefaultMiB(cmd)
+			prefault, err := daemon.PrefaultMiB(cmd.Flags())
 			if err != nil {
 				return err
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
 			// service.New adds the party to its logger; base goes to it,
 			// log (with the party) to this command's own lines.
-			base, err := svcLogger(lvl, "component", "party")
+			base, err := daemon.Logger(lvl, "component", "party")
 			if err != nil {
 				return err
 			}
@@ -162,7 +108,7 @@ module process stays the default.`,
 			if maxStreamKeys < 1 {
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
-			creds, tc, err := peerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
+			creds, tc, err := daemon.PeerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
 			if err != nil {
 				return err
 			}
@@ -173,7 +119,7 @@ module process stays the default.`,
 				}
 				log.Info("peer link: mutual TLS 1.3", "peer_name", peerName, "cert_expires", tc.Certificates[0].Leaf.NotAfter.UTC())
 				if party == 1 {
-					creds = loggedCreds{creds, log}
+					creds = daemon.LogRefusals(creds, log)
 				}
 			} else {
 				log.Warn("peer link without transport security (--peer-plaintext)")
@@ -194,17 +140,13 @@ module process stays the default.`,
 			defer p.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			defer svcStartProcess(fmt.Sprintf("party%d", party), prefault)()
+			defer daemon.StartProcess(fmt.Sprintf("party%d", party), prefault)()
 
-			appL, err := listenAddr(listen)
+			appL, err := daemon.Listen(listen)
 			if err != nil {
 				return err
 			}
-			// A batch's keys travel as one message of up to a few hundred
-			// KiB: 256 KiB transport buffers move it in one write and few
-			// reads instead of one syscall per 32 KiB.
-			opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
-				grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec())}
+			opts := daemon.ServerOptions()
 			app := grpc.NewServer(opts...)
 			p.Register(app, nil)
 			go app.Serve(appL)
@@ -234,7 +176,7 @@ module process stays the default.`,
 				ready = append(ready, "metrics", ml.Addr().String())
 			}
 			log.Info("party serving", ready...)
-			svcReady(cmd, ready...)
+			daemon.Ready(cmd.OutOrStdout(), ready...)
 			err = p.Run(ctx)
 			if errors.Is(err, context.Canceled) {
 				err = nil
@@ -262,8 +204,8 @@ module process stays the default.`,
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
 	addPartyModuleFlags(cmd, &inProc)
-	svcCommonFlags(cmd)
-	svcPrefaultFlag(cmd)
+	daemon.CommonFlags(cmd.Flags())
+	daemon.PrefaultFlag(cmd.Flags())
 	return cmd
 }
 
@@ -280,7 +222,7 @@ provisioning secret and must not be paired yet. The result is kept in each
 module's state file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := svcConfigure(cmd); err != nil {
+			if err := daemon.Configure(cmd.Flags()); err != nil {
 				return err
 			}
 			if app == "" {
@@ -302,6 +244,6 @@ module's state file.`,
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
-	svcCommonFlags(cmd)
+	daemon.CommonFlags(cmd.Flags())
 	return cmd
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 // TestPartyModuleInProcess starts a party pair whose modules run inside
@@ -19,42 +22,42 @@ func TestPartyModuleInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 16, InProcessModules: true})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16, InProcessModules: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.started != 2 || c.mods[0] != nil || c.mods[1] != nil {
-		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.started, c.mods[0], c.mods[1])
+	if c.Started() != 2 || c.Module(0) != nil || c.Module(1) != nil {
+		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.Started(), c.Module(0), c.Module(1))
 	}
 	rng := mrand.New(mrand.NewPCG(5, 6))
 	base := uint64(1)
-	for _, k := range []svcClass{
-		{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16},
-		{mode: "bound", tier: "mac", typ: fss.DCF, l: 32, n: 32},
-		{mode: "bound", tier: "batchmac", typ: fss.DPF, l: 32, n: 32},
-		{mode: "derived", typ: fss.DCF, l: 16, n: 16},
+	for _, k := range []loadgen.Class{
+		{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16},
+		{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 32, OutBits: 32},
+		{Mode: msg.Bound, Tier: msg.BatchMAC, Type: fss.DPF, InBits: 32, OutBits: 32},
+		{Mode: msg.Derived, Type: fss.DCF, InBits: 16, OutBits: 16},
 	} {
-		reqs, truth := svcRequests(k, base, 40, rng)
+		reqs, truth := loadgen.Requests(k, base, 40, rng)
 		base += uint64(len(reqs[0]))
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
-			t.Fatalf("%s: %v", k.name(), err)
+			t.Fatalf("%s: %v", k.Name(), err)
 		}
 		verified := 0
 		for i, tr := range truth {
-			ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng)
+			ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng)
 			if bad != 0 {
-				t.Fatalf("%s: request %d: %d pairs failed", k.name(), i, bad)
+				t.Fatalf("%s: request %d: %d pairs failed", k.Name(), i, bad)
 			}
 			verified += ok
 		}
 		if verified != 40 {
-			t.Fatalf("%s: %d pairs verified, want 40", k.name(), verified)
+			t.Fatalf("%s: %d pairs verified, want 40", k.Name(), verified)
 		}
 	}
 	for b := 0; b < 2; b++ {
-		if st, err := os.Stat(c.statePath(b)); err != nil || st.Mode().Perm() != 0o600 {
+		if st, err := os.Stat(c.StatePath(b)); err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("party %d's module state file: %v %v", b, st, err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +41,7 @@ overwrite one); without, to standard output.`,
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), text)
 				return err
 			}
-			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+			f, err := provision.CreatePrivate(out)
 			if errors.Is(err, os.ErrExist) {
 				return badInput("--out %s exists; kord secret new does not overwrite a secret", out)
 			}

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 func tlsArgs(f peertls.Files) []string {
@@ -62,21 +65,21 @@ func TestPeerLinkTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := startCluster(ctx, dir, clusterOpts{Bin: kordBin, Batch: 32})
+	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 32})
 	if err != nil {
 		t.Fatalf("TLS cluster: %v", err)
 	}
 	defer c.Close()
 	rng := mrand.New(mrand.NewPCG(1, 2))
-	for _, k := range []svcClass{{mode: "bound", tier: "otp", typ: fss.DPF, l: 16, n: 16}, {mode: "bound", tier: "mac", typ: fss.DCF, l: 32, n: 32}} {
-		reqs, truth := svcRequests(k, uint64(1+len(k.tier)*1000), 100, rng)
-		reps, _, err := svcStream(ctx, c.apps, reqs)
+	for _, k := range []loadgen.Class{{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 32, OutBits: 32}} {
+		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier.String())*1000), 100, rng)
+		reps, _, err := loadgen.Stream(ctx, c.Apps(), reqs)
 		if err != nil {
-			t.Fatalf("%s over TLS: %v", k.name(), err)
+			t.Fatalf("%s over TLS: %v", k.Name(), err)
 		}
 		for i, tr := range truth {
-			if ok, bad := svcVerify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
-				t.Fatalf("%s over TLS: request %d did not verify", k.name(), i)
+			if ok, bad := loadgen.Verify(k, tr, reps[0][i], reps[1][i], rng); ok != 1 || bad != 0 {
+				t.Fatalf("%s over TLS: request %d did not verify", k.Name(), i)
 			}
 		}
 	}
@@ -89,7 +92,7 @@ func TestPeerLinkTLS(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	conn, err := tls.Dial("tcp", c.parties[1].ready["peer"], &tls.Config{RootCAs: pool, ServerName: peertls.PartyName(1), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
+	conn, err := tls.Dial("tcp", c.Party(1).Ready["peer"], &tls.Config{RootCAs: pool, ServerName: peertls.PartyName(1), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatalf("TLS handshake with party 1's peer port: %v", err)
 	}
@@ -138,7 +141,7 @@ func TestPeerLinkTLSRefused(t *testing.T) {
 		accept := c.why == ""
 		pctx, pcancel := context.WithTimeout(ctx, 40*time.Second)
 		dir := t.TempDir()
-		cl, err := startCluster(pctx, dir, clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: c.args})
+		cl, err := cluster.Start(pctx, dir, cluster.Options{Bin: kordBin, OwnPeerTLS: true, PartyArgs: c.args})
 		pcancel()
 		if err == nil {
 			cl.Close()
@@ -199,7 +202,7 @@ func TestCertsCommand(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx, t.TempDir(), clusterOpts{Bin: kordBin, OwnPeerTLS: true, PartyArgs: args})
+	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, OwnPeerTLS: true, PartyArgs: args})
 	if err != nil {
 		t.Fatalf("parties with kord certs' files: %v", err)
 	}

@@ -1,51 +1,20 @@
 // Package kat is kord's known-answer self-test: the kord-v1 PRG lanes
 // against an independent crypto/aes computation, and DPF/DCF generation,
 // serialization and evaluation against the frozen vectors, embedded here so
-// the binary can test itself (`kord selftest`). The embedded file is a copy
-// of fss/testdata/kord-v1-vectors.json; a test keeps the two identical.
+// the binary can test itself (`kord selftest`). The vectors are package
+// vectors' (internal/kat/vectors), the one copy in the repository.
 package kat
 
 import (
 	"crypto/aes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/kat/vectors"
 	"github.com/kord-fss/kord/internal/prg"
 )
-
-//go:embed kord-v1-vectors.json
-var vectorsJSON []byte
-
-// Vector is one known-answer vector of the spec.
-type Vector struct {
-	Type    string `json:"type"`
-	InBits  int    `json:"in_bits"`
-	OutBits int    `json:"out_bits"`
-	Alpha   uint64 `json:"alpha"`
-	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
-		X  uint64 `json:"x"`
-		Y0 uint64 `json:"y0"`
-		Y1 uint64 `json:"y1"`
-	} `json:"evals"`
-}
-
-// Vectors returns the embedded vectors.
-func Vectors() ([]Vector, error) {
-	var vs []Vector
-	if err := json.Unmarshal(vectorsJSON, &vs); err != nil {
-		return nil, fmt.Errorf("kat: embedded vectors: %w", err)
-	}
-	return vs, nil
-}
 
 // Result counts passed and failed checks; Failures names the failed ones.
 type Result struct {
@@ -73,7 +42,7 @@ var laneLabels = [4]string{
 func Run() Result {
 	var r Result
 	runPRG(&r)
-	vs, err := Vectors()
+	vs, err := vectors.Load()
 	if err != nil {
 		r.check(false, "%v", err)
 		return r
@@ -121,7 +90,7 @@ func block(h string) (b [16]byte, ok bool) {
 	return b, true
 }
 
-func runVector(r *Result, i int, v Vector) {
+func runVector(r *Result, i int, v vectors.Vector) {
 	typ, err := fss.ParseType(v.Type)
 	r0, ok0 := block(v.Root0)
 	r1, ok1 := block(v.Root1)

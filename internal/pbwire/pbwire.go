@@ -26,41 +26,28 @@ func Packed64(v []byte) (out []uint64, ok bool) {
 	if len(v) == 0 {
 		return nil, true
 	}
-	out = make([]uint64, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, x)
-		v = v[n:]
+	if out, ok = AppendPacked64(nil, v); !ok {
+		return nil, false
 	}
 	return out, true
 }
 
 // AppendPacked64 is Packed64 appending to dst (whose capacity it reuses).
-func AppendPacked64(dst []uint64, v []byte) (out []uint64, ok bool) {
-	dst = slices.Grow(dst, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return dst, false
-		}
-		dst = append(dst, x)
-		v = v[n:]
-	}
-	return dst, true
-}
+func AppendPacked64(dst []uint64, v []byte) (out []uint64, ok bool) { return appendPacked(dst, v) }
 
 // AppendPacked32 is Packed32 appending to dst (whose capacity it reuses).
-func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) {
+func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) { return appendPacked(dst, v) }
+
+// appendPacked appends the varints of a packed field to dst, each
+// truncated to T as proto.Unmarshal does.
+func appendPacked[T uint32 | uint64](dst []T, v []byte) ([]T, bool) {
 	dst = slices.Grow(dst, varints(v))
 	for len(v) > 0 {
 		x, n := protowire.ConsumeVarint(v)
 		if n < 0 {
 			return dst, false
 		}
-		dst = append(dst, uint32(x))
+		dst = append(dst, T(x))
 		v = v[n:]
 	}
 	return dst, true
@@ -72,14 +59,8 @@ func Packed32(v []byte) (out []uint32, ok bool) {
 	if len(v) == 0 {
 		return nil, true
 	}
-	out = make([]uint32, 0, varints(v))
-	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return nil, false
-		}
-		out = append(out, uint32(x))
-		v = v[n:]
+	if out, ok = AppendPacked32(nil, v); !ok {
+		return nil, false
 	}
 	return out, true
 }

@@ -70,6 +70,19 @@ func Use(name string) error {
 	return fmt.Errorf("prg: no kernel %q on this machine (have %v)", name, Kernels())
 }
 
+// EachKernel makes each kernel this machine can run the active one in
+// turn, fastest first, calls f with its name, and then restores the kernel
+// that was active. Like Use, it is meant for tests and benchmarks (see
+// prgtest.Run) and must not race with hashing in other goroutines.
+func EachKernel(f func(name string)) {
+	saved := active
+	defer func() { active = saved }()
+	for _, k := range registry {
+		active = k
+		f(k.Name)
+	}
+}
+
 // The dispatch functions. Each runs the active kernel's implementation of
 // one operation, falling back to the portable one when the architecture
 // file has none (archX reports false).

@@ -11,15 +11,10 @@ import (
 )
 
 // withEachKernel runs f once per registered kernel, with that kernel active.
+// withEachKernel is prgtest.Run, which this package's own tests cannot
+// import.
 func withEachKernel(t *testing.T, f func(t *testing.T)) {
-	saved := Active()
-	defer Use(saved)
-	for _, name := range Kernels() {
-		if err := Use(name); err != nil {
-			t.Fatal(err)
-		}
-		t.Run(name, f)
-	}
+	EachKernel(func(name string) { t.Run(name, f) })
 }
 
 func unhex(t *testing.T, s string) (b Block) {
@@ -167,9 +162,7 @@ func BenchmarkKernels(b *testing.B) {
 	const n = 1024
 	in := make([]Block, n)
 	o := [numLanes][]Block{make([]Block, n), make([]Block, n), make([]Block, n), make([]Block, n)}
-	for _, name := range Kernels() {
-		saved := Active()
-		Use(name)
+	EachKernel(func(name string) {
 		b.Run(name+"/hash1", func(b *testing.B) {
 			for b.Loop() {
 				Hash(SeedLeft, o[0], in)
@@ -182,8 +175,7 @@ func BenchmarkKernels(b *testing.B) {
 			}
 			b.ReportMetric(float64(4*n*b.N)/b.Elapsed().Seconds(), "blocks/s")
 		})
-		Use(saved)
-	}
+	})
 }
 
 // TestExpandTree checks every kernel's folded tree expansion against its
@@ -259,15 +251,11 @@ func TestExpandTree(t *testing.T) {
 // ExpandSeeds ("ratio"), both the fastest of interleaved 2 ms runs on the
 // same blocks-in-flight budget (64 keys: 256 blocks).
 func BenchmarkDPFGenLevel(b *testing.B) {
-	saved := Active()
-	defer Use(saved)
-	for _, name := range Kernels() {
-		Use(name)
-		if !HasDPFGenLevel() {
-			continue
+	EachKernel(func(name string) {
+		if HasDPFGenLevel() {
+			b.Run(name, benchDPFGenLevel)
 		}
-		b.Run(name, benchDPFGenLevel)
-	}
+	})
 }
 
 func benchDPFGenLevel(b *testing.B) {
@@ -320,15 +308,11 @@ func kernelAndStep(b *testing.B, l, r, in []Block, step func() int) (bestK, best
 // has one (4-byte values), as blocks/s (four value blocks per key) and as a
 // fraction of that kernel's ExpandSeeds rate in the same run.
 func BenchmarkDCFValues(b *testing.B) {
-	saved := Active()
-	defer Use(saved)
-	for _, name := range Kernels() {
-		Use(name)
-		if !HasDCFValues(4) {
-			continue
+	EachKernel(func(name string) {
+		if HasDCFValues(4) {
+			b.Run(name, benchDCFValues)
 		}
-		b.Run(name, benchDCFValues)
-	}
+	})
 }
 
 func benchDCFValues(b *testing.B) {

@@ -58,12 +58,7 @@ func reference(l Lane, in Block) Block {
 // random inputs of every length up to 300 (covering all unrolled tails),
 // for both two-lane and one-lane calls, with and without aliasing.
 func TestKernelsAgree(t *testing.T) {
-	saved := Active()
-	defer Use(saved)
-	for _, name := range Kernels() {
-		if err := Use(name); err != nil {
-			t.Fatal(err)
-		}
+	EachKernel(func(name string) {
 		for n := 0; n <= 300; n += 1 + n/16 {
 			in := make([]Block, n)
 			for i := range in {
@@ -96,7 +91,7 @@ func TestKernelsAgree(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestSplitControlAndConvert(t *testing.T) {
@@ -117,11 +112,8 @@ func TestSplitControlAndConvert(t *testing.T) {
 }
 
 func BenchmarkExpandSeeds(b *testing.B) {
-	for _, name := range Kernels() {
+	EachKernel(func(name string) {
 		b.Run(name, func(b *testing.B) {
-			saved := Active()
-			defer Use(saved)
-			Use(name)
 			in := make([]Block, 1024)
 			l, r := make([]Block, 1024), make([]Block, 1024)
 			b.SetBytes(2 * 16 * 1024)
@@ -130,5 +122,5 @@ func BenchmarkExpandSeeds(b *testing.B) {
 			}
 			b.ReportMetric(float64(2*1024*b.N)/b.Elapsed().Seconds(), "blocks/s")
 		})
-	}
+	})
 }

@@ -190,17 +190,9 @@ func (h *harness) finish(j job, f [2][]byte, c uint64) error {
 			return err
 		}
 	}
-	p := k[0].Params()
-	for _, x := range []uint64{j.alpha, (j.alpha + 1) & prg.Mask(p.InBits), (j.alpha - 1) & prg.Mask(p.InBits)} {
-		y0, _ := k[0].Eval(x)
-		y1, _ := k[1].Eval(x)
-		want := uint64(0)
-		if p.Type == fss.DPF && x == j.alpha || p.Type == fss.DCF && x < j.alpha {
-			want = j.beta
-		}
-		if (y0+y1)&prg.Mask(p.OutBits) != want {
-			return fmt.Errorf("honest key at counter %d does not evaluate correctly", c)
-		}
+	m := prg.Mask(k[0].Params().InBits)
+	if fss.CheckPair(k[0], k[1], j.alpha, j.beta, j.alpha, (j.alpha+1)&m, (j.alpha-1)&m) != nil {
+		return fmt.Errorf("honest key at counter %d does not evaluate correctly", c)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 )
 
 // ErrFileAccess marks a secret file that others could read or replace.
@@ -20,9 +19,9 @@ const maxFile = 4096
 // group or others (mode 0600 or 0400). what names the file in errors
 // (e.g. "--secret-file"). The caller should clear the result.
 func ReadPrivate(what, path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
+		if isSymlinkErr(err) {
 			return nil, fmt.Errorf("%w: %s %s is a symbolic link; give the file itself", ErrFileAccess, what, path)
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -53,6 +52,13 @@ func ReadPrivate(what, path string) ([]byte, error) {
 	return b, nil
 }
 
+// CreatePrivate creates path as a new file of mode 0600, open for
+// writing. It never follows a symbolic link, and fails with an error that
+// matches os.ErrExist when the path exists.
+func CreatePrivate(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+}
+
 // ReadSecretFile reads and parses a provisioning secret file.
 func ReadSecretFile(path string) ([]byte, error) {
 	b, err := ReadPrivate("--secret-file", path)
@@ -65,12 +71,4 @@ func ReadSecretFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// Owner returns the uid that owns the file st describes.
-func Owner(st os.FileInfo) (int, bool) {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid), true
-	}
-	return 0, false
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -89,9 +88,9 @@ func listen(path string, gid int) (net.Listener, error) {
 		}
 		os.Remove(path)
 	}
-	old := syscall.Umask(0o177)
-	l, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	var l net.Listener
+	var err error
+	withUmask(0o177, func() { l, err = net.Listen("unix", path) })
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}

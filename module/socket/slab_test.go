@@ -118,16 +118,8 @@ func checkSlabPair(t *testing.T, s [2]*msg.Slab, point func(int) (uint64, uint64
 		if err0 != nil || err1 != nil {
 			t.Fatal(err0, err1)
 		}
-		for _, x := range []uint64{alpha, (alpha + 1) & 0xfff, 0} {
-			y0, _ := k0.Eval(x)
-			y1, _ := k1.Eval(x)
-			want := uint64(0)
-			if x < alpha {
-				want = beta
-			}
-			if (y0+y1)&0xfff != want {
-				t.Fatalf("key %d at %d: wrong", i, x)
-			}
+		if err := fss.CheckPair(k0, k1, alpha, beta, alpha, (alpha+1)&0xfff, 0); err != nil {
+			t.Fatalf("key %d: %v", i, err)
 		}
 	}
 }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
+	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/kord-fss/kord/module/store"
 	pb "github.com/kord-fss/kord/proto/modulepb"
 )
 
-var secret = []byte("a provisioning secret of 32 byte")
+var secret = moduletest.Secret
 
 // servedPair starts two durable modules behind sockets and pairs them.
 func servedPair(t testing.TB) ([2]*Client, [2]*module.Durable) {
@@ -25,14 +25,7 @@ func servedPair(t testing.TB) ([2]*Client, [2]*module.Durable) {
 	var cs [2]*Client
 	var ds [2]*module.Durable
 	for b := 0; b < 2; b++ {
-		st, err := store.OpenBolt(filepath.Join(dir, "m"+string(rune('0'+b))+".db"), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := module.OpenDurable(module.Config{Party: b, Secret: secret, Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, st := moduletest.OpenDurable(t, b, filepath.Join(dir, "m"+string(rune('0'+b))+".db"), 0, secret)
 		path := filepath.Join(dir, "s"+string(rune('0'+b)))
 		l, err := Listen(path)
 		if err != nil {
@@ -42,9 +35,7 @@ func servedPair(t testing.TB) ([2]*Client, [2]*module.Durable) {
 		cs[b], ds[b] = Dial(path, 0), d
 		t.Cleanup(func() { cs[b].Close(); l.Close(); st.Close() })
 	}
-	if err := module.Pair(context.Background(), cs[0], cs[1]); err != nil {
-		t.Fatal(err)
-	}
+	moduletest.Pair(t, cs[0], cs[1])
 	return cs, ds
 }
 
@@ -122,11 +113,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x2a, 0x00})
 	f.Add([]byte{})
 	dir := f.TempDir()
-	st, err := store.OpenBolt(filepath.Join(dir, "f.db"), 0)
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, _ := module.OpenDurable(module.Config{Party: 0, Secret: secret, Store: st})
+	d, _ := moduletest.OpenDurable(f, 0, filepath.Join(dir, "f.db"), 0, secret)
 	srv := NewServer(d, ServerOptions{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := srv.Handle(context.Background(), b)
@@ -139,12 +126,8 @@ func FuzzHandle(f *testing.F) {
 // TestSubmitSharesWiped: the module wipes the decoded own shares of a
 // submission, also when the submission is malformed.
 func TestSubmitSharesWiped(t *testing.T) {
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "w.db"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, st := moduletest.OpenDurable(t, 0, filepath.Join(t.TempDir(), "w.db"), 0, secret)
 	defer st.Close()
-	d, _ := module.OpenDurable(module.Config{Party: 0, Secret: secret, Store: st})
 	srv := NewServer(d, ServerOptions{})
 	bad := &pb.SubmitRequest{Kind: 1, Tier: 2, PackedShares: bytes.Repeat([]byte{0xA7}, shareRecord+1)}
 	plain := &pb.SubmitRequest{Kind: 1, Tier: 2, Shares: []*pb.Share{{Mode: 1, Type: 1, InBits: 8, OutBits: 8, AlphaShare: 0xA7, BetaShare: 0xB7}}}

@@ -25,33 +25,6 @@ const MaxMessage = 64 << 20
 // ErrTooLarge marks a length prefix over MaxMessage.
 var ErrTooLarge = errors.New("socket: message too large")
 
-func writeMsg(w io.Writer, b []byte) error {
-	if len(b) > MaxMessage {
-		return ErrTooLarge
-	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err := w.Write(buf)
-	return err
-}
-
-func readMsg(r io.Reader) ([]byte, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(h[:])
-	if n > MaxMessage {
-		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, MaxMessage)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("socket: short message: %w", err)
-	}
-	return b, nil
-}
-
 // appendMsg appends m's length prefix and encoding to dst.
 func appendMsg(dst []byte, m proto.Message) ([]byte, error) {
 	start := len(dst)

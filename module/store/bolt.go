@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -80,7 +79,7 @@ func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
 	// replaced between the two): a regular file, not a symlink, 0600 or
 	// narrower.
 	open := func(name string, flag int, perm os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+		f, err := os.OpenFile(name, flag|noFollow, perm)
 		if err != nil {
 			return nil, err
 		}

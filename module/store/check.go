@@ -6,16 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
-
-// owner returns the uid that owns the file st describes (-1 if unknown).
-func owner(st fs.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
-	}
-	return -1
-}
 
 // checkPath checks, before anything is opened, the state file's directory
 // (owned by this user or root, not writable by group or others: nobody

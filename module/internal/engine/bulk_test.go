@@ -63,16 +63,8 @@ func checkSlabs(t *testing.T, prf0 *Engine, s0, s1 *msg.Slab, alpha, beta []uint
 		if !bytes.Equal(tag[:], s0.PairTag(i)) {
 			t.Fatalf("key %d: pair tag differs from the one-key tag", i)
 		}
-		for _, x := range []uint64{alpha[i], (alpha[i] + 1) & prg.Mask(p.InBits)} {
-			y0, _ := k0.Eval(x)
-			y1, _ := k1.Eval(x)
-			want := uint64(0)
-			if p.Type == fss.DPF && x == alpha[i] || p.Type == fss.DCF && x < alpha[i] {
-				want = beta[i]
-			}
-			if (y0+y1)&prg.Mask(p.OutBits) != want {
-				t.Fatalf("key %d: pair does not evaluate to f at %d", i, x)
-			}
+		if err := fss.CheckPair(k0, k1, alpha[i], beta[i], alpha[i], (alpha[i]+1)&prg.Mask(p.InBits)); err != nil {
+			t.Fatalf("key %d: %v", i, err)
 		}
 	}
 }

@@ -55,6 +55,7 @@ func TestReviewBadInput(t *testing.T) {
 		{[]string{"pir", "info", junk}, "header"},
 		{[]string{"pir", "serve"}, "--db"},
 		{[]string{"pir", "serve", "--db", junk}, "--db"},
+		{[]string{"pir", "serve", "--db", filepath.Join(dir, "missing.db")}, "missing.db"},
 		{[]string{"pir", "serve", "--db", junk, "--workers", "-1"}, "--workers"},
 		{[]string{"pir", "query", "--servers", "a"}, "--servers"},
 		{[]string{"pir", "query", "--servers", "a,b"}, "--index"},

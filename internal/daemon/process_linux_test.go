@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"runtime"
@@ -17,7 +17,7 @@ func minorFaults(t *testing.T) int64 {
 }
 
 // TestPrefaultMapsHeap checks what --prefault-heap is for: after
-// svcPrefault, growing the heap into the prefaulted size takes (almost) no
+// Prefault, growing the heap into the prefaulted size takes (almost) no
 // page faults, where the same growth on a heap whose free pages went back to
 // the OS faults in every page.
 func TestPrefaultMapsHeap(t *testing.T) {
@@ -47,10 +47,10 @@ func TestPrefaultMapsHeap(t *testing.T) {
 		t.Skipf("growing the heap by 16 MiB took %d faults here (huge pages?): nothing to measure", cold)
 	}
 	debug.FreeOSMemory()
-	svcPrefault(32)
+	Prefault(32)
 	warm := grow()
-	t.Logf("faults growing the heap by 16 MiB: %d cold, %d after svcPrefault(32)", cold, warm)
+	t.Logf("faults growing the heap by 16 MiB: %d cold, %d after Prefault(32)", cold, warm)
 	if warm > cold/4 {
-		t.Errorf("after svcPrefault(32), growing the heap by 16 MiB took %d page faults (%d without it)", warm, cold)
+		t.Errorf("after Prefault(32), growing the heap by 16 MiB took %d page faults (%d without it)", warm, cold)
 	}
 }

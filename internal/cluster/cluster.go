@@ -1,10 +1,14 @@
-package main
+// Package cluster supervises a kord deployment on one machine for demos,
+// benchmarks and end-to-end tests: two modules and two parties as child
+// processes of a kord binary on loopback (or the parties alone, each
+// running its module inside), each started on its site's half of the CPUs
+// and read ready from its JSON readiness line, connected, paired, and
+// killed and restarted at will.
+package cluster
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,23 +21,29 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/provision"
 )
 
-// svcProc is one child process of a cluster.
-type svcProc struct {
-	name  string
+// A Daemon is one child process of a cluster.
+type Daemon struct {
+	Name string
+	// Ready is the daemon's readiness line: its addresses ("app", "peer",
+	// "metrics", "socket") and "pid", as strings.
+	Ready map[string]string
 	cmd   *exec.Cmd
-	ready map[string]string
 	done  chan struct{}
 }
 
-// svcStart starts `bin args...` as a daemon of site b (0 or 1), waits for
+// Pid is the daemon's process id.
+func (p *Daemon) Pid() int { return p.cmd.Process.Pid }
+
+// StartDaemon starts `bin args...` as a daemon of site b (0 or 1), waits for
 // its JSON readiness line on stdout and returns it. stderr goes to logPath.
-func svcStart(ctx context.Context, site int, bin, name, logPath string, args ...string) (*svcProc, error) {
+func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args ...string) (*Daemon, error) {
 	cmd := exec.Command(bin, args...)
-	svcDetach(cmd)
+	detach(cmd)
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(daemonProcs()))
 	}
@@ -47,11 +57,11 @@ func svcStart(ctx context.Context, site int, bin, name, logPath string, args ...
 		logf.Close()
 		return nil, err
 	}
-	if err := svcStartOn(cmd, siteCPUs(site)); err != nil {
+	if err := startOn(cmd, siteCPUs(site)); err != nil {
 		logf.Close()
 		return nil, err
 	}
-	p := &svcProc{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &Daemon{Name: name, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
 	line := make(chan string, 1)
 	go func() {
@@ -62,21 +72,18 @@ func svcStart(ctx context.Context, site int, bin, name, logPath string, args ...
 	}()
 	select {
 	case s := <-line:
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil || m["ready"] != true {
-			p.kill()
+		kv, err := daemon.ParseReady(s)
+		if err != nil {
+			p.Kill()
 			tail, _ := os.ReadFile(logPath)
 			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
 		}
-		p.ready = map[string]string{}
-		for k, v := range m {
-			p.ready[k] = fmt.Sprint(v)
-		}
+		p.Ready = kv
 	case <-time.After(20 * time.Second):
-		p.kill()
+		p.Kill()
 		return nil, fmt.Errorf("%s did not become ready", name)
 	case <-ctx.Done():
-		p.kill()
+		p.Kill()
 		return nil, ctx.Err()
 	}
 	return p, nil
@@ -95,8 +102,8 @@ func lastLines(b []byte, n int) string {
 	return string(b)
 }
 
-// kill sends SIGKILL and waits for the process to go.
-func (p *svcProc) kill() {
+// Kill sends SIGKILL and waits for the process to go.
+func (p *Daemon) Kill() {
 	if p == nil || p.cmd.Process == nil {
 		return
 	}
@@ -133,18 +140,19 @@ func siteCPUs(b int) []int {
 	return cpus[h:]
 }
 
-// svcCluster is two modules and two parties as child processes on loopback.
-type svcCluster struct {
+// A Cluster is two modules and two parties as child processes on loopback.
+type Cluster struct {
 	bin, dir string
-	opts     clusterOpts
-	mods     [2]*svcProc
-	parties  [2]*svcProc
+	opts     Options
+	mods     [2]*Daemon
+	parties  [2]*Daemon
 	apps     [2]*client.Client
 	started  int // processes started in all
 	mu       sync.Mutex
 }
 
-type clusterOpts struct {
+// Options set up a cluster; the zero value is the default deployment.
+type Options struct {
 	Batch, InFlight int
 	Window          uint64
 	Journal         bool                                  // modules journal keystream positions
@@ -166,8 +174,8 @@ type clusterOpts struct {
 	InProcessModules bool
 }
 
-func (c *svcCluster) modArgs(b int) []string {
-	args := []string{"module", "--party", strconv.Itoa(b), "--socket", c.sockPath(b), "--state", c.statePath(b),
+func (c *Cluster) modArgs(b int) []string {
+	args := []string{"module", "--party", strconv.Itoa(b), "--socket", c.sockPath(b), "--state", c.StatePath(b),
 		"--secret-file", filepath.Join(c.dir, "secret"), "--allow-same-uid", "--log-level", "warn"}
 	if c.opts.Window != 0 {
 		args = append(args, "--window", strconv.FormatUint(c.opts.Window, 10))
@@ -181,18 +189,22 @@ func (c *svcCluster) modArgs(b int) []string {
 	return args
 }
 
-func (c *svcCluster) sockPath(b int) string  { return filepath.Join(c.dir, fmt.Sprintf("m%d.sock", b)) }
-func (c *svcCluster) statePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.db", b)) }
-func (c *svcCluster) JournalPath(b int) string {
+func (c *Cluster) sockPath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.sock", b)) }
+
+// StatePath is module b's state file.
+func (c *Cluster) StatePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.db", b)) }
+
+// JournalPath is module b's journal of keystream positions (Journal).
+func (c *Cluster) JournalPath(b int) string {
 	return filepath.Join(c.dir, fmt.Sprintf("m%d.journal", b))
 }
-func (c *svcCluster) logPath(name string) string {
+func (c *Cluster) logPath(name string) string {
 	return filepath.Join(c.dir, name+".log")
 }
 
-// startCluster starts, connects and pairs the four processes in a fresh
+// Start starts, connects and pairs the four processes in a fresh
 // temporary directory (or dir, if given).
-func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster, err error) {
+func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	bin := o.Bin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -204,7 +216,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 			return nil, err
 		}
 	}
-	c := &svcCluster{bin: bin, dir: dir, opts: o}
+	c := &Cluster{bin: bin, dir: dir, opts: o}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -243,7 +255,7 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
 		if o.InProcessModules {
 			a[4] = moduleInProcess
-			a = append(a, "--state", c.statePath(b), "--secret-file", filepath.Join(c.dir, "secret"))
+			a = append(a, "--state", c.StatePath(b), "--secret-file", filepath.Join(c.dir, "secret"))
 			if o.Window != 0 {
 				a = append(a, "--window", strconv.FormatUint(o.Window, 10))
 			}
@@ -266,26 +278,26 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 		a = append(a, peerArgs[b]...)
 		return append(a, o.PartyArgs[b]...)
 	}
-	p1, err := svcStart(ctx, 1, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
+	p1, err := StartDaemon(ctx, 1, bin, "party1", c.logPath("party1"), append(common(1), "--peer-listen", "127.0.0.1:0")...)
 	if err != nil {
 		return nil, err
 	}
 	c.parties[1] = p1
 	c.started++
-	peer := p1.ready["peer"]
+	peer := p1.Ready["peer"]
 	if o.PeerVia != nil {
 		if peer, err = o.PeerVia(peer); err != nil {
 			return nil, err
 		}
 	}
-	p0, err := svcStart(ctx, 0, bin, "party0", c.logPath("party0"), append(common(0), "--peer", peer)...)
+	p0, err := StartDaemon(ctx, 0, bin, "party0", c.logPath("party0"), append(common(0), "--peer", peer)...)
 	if err != nil {
 		return nil, err
 	}
 	c.parties[0] = p0
 	c.started++
 	for b := 0; b < 2; b++ {
-		if c.apps[b], err = client.Dial(c.parties[b].ready["app"], nil); err != nil {
+		if c.apps[b], err = client.Dial(c.parties[b].Ready["app"], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -298,8 +310,8 @@ func startCluster(ctx context.Context, dir string, o clusterOpts) (_ *svcCluster
 }
 
 // StartModule (re)starts module b.
-func (c *svcCluster) StartModule(ctx context.Context, b int) error {
-	p, err := svcStart(ctx, b, c.bin, fmt.Sprintf("module%d", b), c.logPath(fmt.Sprintf("module%d", b)), c.modArgs(b)...)
+func (c *Cluster) StartModule(ctx context.Context, b int) error {
+	p, err := StartDaemon(ctx, b, c.bin, fmt.Sprintf("module%d", b), c.logPath(fmt.Sprintf("module%d", b)), c.modArgs(b)...)
 	if err != nil {
 		return err
 	}
@@ -311,16 +323,16 @@ func (c *svcCluster) StartModule(ctx context.Context, b int) error {
 }
 
 // KillModule kill -9s module b.
-func (c *svcCluster) KillModule(b int) {
+func (c *Cluster) KillModule(b int) {
 	c.mu.Lock()
 	p := c.mods[b]
 	c.mods[b] = nil
 	c.mu.Unlock()
-	p.kill()
+	p.Kill()
 }
 
-// stop asks the process to exit (SIGTERM) and kills it after a grace period.
-func (p *svcProc) stop() {
+// Stop asks the process to exit (SIGTERM) and kills it after a grace period.
+func (p *Daemon) Stop() {
 	if p == nil || p.cmd.Process == nil {
 		return
 	}
@@ -328,27 +340,31 @@ func (p *svcProc) stop() {
 	select {
 	case <-p.done:
 	case <-time.After(3 * time.Second):
-		p.kill()
+		p.Kill()
 	}
 }
 
+// moduleInProcess is kord party's --module value that runs the module
+// inside the party process.
+const moduleInProcess = "in-process"
+
 // Close stops every child and removes nothing (the caller owns dir).
-func (c *svcCluster) Close() {
+func (c *Cluster) Close() {
 	for b := 0; b < 2; b++ {
 		if c.apps[b] != nil {
 			c.apps[b].Close()
 		}
 	}
-	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
-		p.stop()
+	for _, p := range []*Daemon{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
+		p.Stop()
 	}
 }
 
-// liveCPU is the user and system CPU time the cluster's running daemons
+// LiveCPU is the user and system CPU time the cluster's running daemons
 // have used so far (from /proc); ok is false if any could not be read.
-func (c *svcCluster) liveCPU() (t time.Duration, ok bool) {
+func (c *Cluster) LiveCPU() (t time.Duration, ok bool) {
 	ok = true
-	for _, p := range []*svcProc{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
+	for _, p := range []*Daemon{c.parties[0], c.parties[1], c.mods[0], c.mods[1]} {
 		if p == nil || p.cmd.Process == nil {
 			ok = false
 			continue
@@ -364,9 +380,92 @@ func (c *svcCluster) liveCPU() (t time.Duration, ok bool) {
 }
 
 // Remove closes the cluster and deletes its directory.
-func (c *svcCluster) Remove() {
+func (c *Cluster) Remove() {
 	c.Close()
 	os.RemoveAll(c.dir)
 }
 
-var errClusterGone = errors.New("cluster closed")
+// App is site b's client (replaced when its party restarts).
+func (c *Cluster) App(b int) *client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps[b]
+}
+
+// Apps is both sites' clients.
+func (c *Cluster) Apps() [2]*client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps
+}
+
+// Started counts the processes started in all, restarts included.
+func (c *Cluster) Started() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+// Module is module b's process: nil while it is killed, and with
+// InProcessModules.
+func (c *Cluster) Module(b int) *Daemon {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mods[b]
+}
+
+// Party is party b's process.
+func (c *Cluster) Party(b int) *Daemon {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parties[b]
+}
+
+// KillParty kill -9s party b.
+func (c *Cluster) KillParty(b int) *Daemon {
+	c.mu.Lock()
+	p := c.parties[b]
+	c.mu.Unlock()
+	p.Kill()
+	return p
+}
+
+// RestartParty starts party b again as old ran, on the same addresses,
+// and gives its site a new client.
+func (c *Cluster) RestartParty(ctx context.Context, b int, old *Daemon) error {
+	args := append([]string(nil), old.cmd.Args[1:]...)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--listen":
+			args[i+1] = old.Ready["app"]
+		case "--metrics":
+			args[i+1] = old.Ready["metrics"]
+		case "--peer-listen":
+			args[i+1] = old.Ready["peer"]
+		}
+	}
+	var p *Daemon
+	var err error
+	for try := 0; try < 20; try++ { // a killed process's ports free at once, mostly
+		if p, err = StartDaemon(ctx, b, c.bin, old.Name, c.logPath(old.Name), args...); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	app, err := client.Dial(p.Ready["app"], nil)
+	if err != nil {
+		p.Kill()
+		return err
+	}
+	c.mu.Lock()
+	c.parties[b] = p
+	prev := c.apps[b]
+	c.apps[b] = app
+	c.started++
+	c.mu.Unlock()
+	prev.Close() // its streams break and are sent again on the new client
+	return nil
+}

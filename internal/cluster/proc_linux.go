@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// svcDetach makes a child die with its parent (Linux).
-func svcDetach(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
+// detach makes a child die with its parent (Linux).
+func detach(c *exec.Cmd) { c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
 
-// selfCPU is the user and system CPU time this process has used so far.
-func selfCPU() time.Duration {
+// SelfCPU is the user and system CPU time this process has used so far.
+func SelfCPU() time.Duration {
 	var r syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &r) != nil {
 		return 0
@@ -40,12 +40,12 @@ func allowedCPUs() []int {
 	return out
 }
 
-// svcStartOn starts c with its CPU affinity set to cpus (all of this
+// startOn starts c with its CPU affinity set to cpus (all of this
 // process's CPUs when nil): the child inherits the mask of the thread
 // that forks it, so that thread is locked, given the mask for the fork
 // and given its own mask back. If the mask cannot be set, c starts
 // unpinned.
-func svcStartOn(c *exec.Cmd, cpus []int) error {
+func startOn(c *exec.Cmd, cpus []int) error {
 	if len(cpus) == 0 {
 		return c.Start()
 	}

@@ -7,12 +7,15 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/chaos"
+	"github.com/kord-fss/kord/internal/demo"
 )
 
-func chaosJSON(t *testing.T, args ...string) chaosReport {
+func chaosJSON(t *testing.T, args ...string) chaos.Report {
 	t.Helper()
 	out, errOut, code := runKord(t, append([]string{"chaos"}, append(args, "--json")...)...)
-	var rep chaosReport
+	var rep chaos.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("kord chaos %v: exit %d, %v\nstdout: %s\nstderr: %s", args, code, err, out, errOut)
 	}
@@ -64,7 +67,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
-	var rep svcDemoReport
+	var rep demo.ProcessReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +96,7 @@ func TestDemoProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord demo --peer-plaintext: exit %d\n%s", code, errOut)
 	}
-	rep = svcDemoReport{}
+	rep = demo.ProcessReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

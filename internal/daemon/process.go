@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os"
@@ -6,13 +6,16 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+
+	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
-// svcTuneGC trades memory for CPU in the daemons: their heaps are small
+// tuneGC trades memory for CPU in the daemons: their heaps are small
 // and short-lived (frames, key shares), so collecting at 4× the live heap
 // instead of 2× saves a tenth of their CPU. GOGC, if set, wins.
-func svcTuneGC() {
+func tuneGC() {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(400)
 	}
@@ -23,7 +26,7 @@ func svcTuneGC() {
 // resident per daemon).
 const defaultPrefaultMiB = 64
 
-// svcPrefault writes one byte to every page of mib MiB of fresh heap and
+// Prefault writes one byte to every page of mib MiB of fresh heap and
 // frees it, so that the pages a daemon's heap grows into are mapped before
 // it serves. Without it a fresh daemon pays the kernel's first-touch page
 // fault (trap, zeroed page, cgroup charge) on every page its heap grows into
@@ -36,7 +39,7 @@ const defaultPrefaultMiB = 64
 // keeps freed pages mapped until its scavenger returns those beyond the
 // heap's goal, so what a daemon never grows into goes back to the OS in the
 // background as usual. mib ≤ 0 does nothing.
-func svcPrefault(mib int) {
+func Prefault(mib int) {
 	const piece = 256 << 10
 	if mib <= 0 {
 		return
@@ -55,38 +58,38 @@ func svcPrefault(mib int) {
 	runtime.GC()
 }
 
-// svcPrefaultFlag adds --prefault-heap to a daemon command.
-func svcPrefaultFlag(cmd *cobra.Command) {
-	cmd.Flags().Int("prefault-heap", defaultPrefaultMiB, "MiB of heap to map at start, so that serving the first keys does not pay first-touch page faults (0: off)")
+// PrefaultFlag adds --prefault-heap to a daemon command's flags.
+func PrefaultFlag(fs *pflag.FlagSet) {
+	fs.Int("prefault-heap", defaultPrefaultMiB, "MiB of heap to map at start, so that serving the first keys does not pay first-touch page faults (0: off)")
 }
 
 // maxPrefaultMiB bounds --prefault-heap (16 GiB).
 const maxPrefaultMiB = 16 << 10
 
-// svcPrefaultMiB returns the command's --prefault-heap, checked.
-func svcPrefaultMiB(cmd *cobra.Command) (int, error) {
-	mib, err := cmd.Flags().GetInt("prefault-heap")
+// PrefaultMiB returns the --prefault-heap of fs, checked.
+func PrefaultMiB(fs *pflag.FlagSet) (int, error) {
+	mib, err := fs.GetInt("prefault-heap")
 	if err != nil {
 		return 0, err
 	}
 	if mib < 0 || mib > maxPrefaultMiB {
-		return 0, badInput("--prefault-heap %d: want 0..%d MiB", mib, maxPrefaultMiB)
+		return 0, BadInput("--prefault-heap %d: want 0..%d MiB", mib, maxPrefaultMiB)
 	}
 	return mib, nil
 }
 
-// svcStartProcess tunes the garbage collector, prefaults prefaultMiB MiB
+// StartProcess tunes the garbage collector, prefaults prefaultMiB MiB
 // of heap and starts a CPU profile when KORD_CPUPROFILE_DIR is set (for
 // performance work on the daemons); the returned func stops the profile.
-func svcStartProcess(name string, prefaultMiB int) func() {
-	svcTuneGC()
-	svcPrefault(prefaultMiB)
-	return svcProfile(name)
+func StartProcess(name string, prefaultMiB int) func() {
+	tuneGC()
+	Prefault(prefaultMiB)
+	return profile(name)
 }
 
-// svcProfile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
+// profile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
 // returned func stops it.
-func svcProfile(name string) func() {
+func profile(name string) func() {
 	dir := os.Getenv("KORD_CPUPROFILE_DIR")
 	if dir == "" {
 		return func() {}
@@ -97,4 +100,13 @@ func svcProfile(name string) func() {
 	}
 	pprof.StartCPUProfile(f)
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// ServerOptions are the daemons' gRPC server options: kord's codec, and
+// transport buffers sized for a batch's keys, which travel as one message
+// of up to a few hundred KiB: 256 KiB buffers move it in one write and few
+// reads instead of one syscall per 32 KiB.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
+		grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec())}
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package daemon
 
 // raceEnabled: this test binary runs under the race detector, whose shadow
 // memory and allocator hooks change how the heap takes page faults.

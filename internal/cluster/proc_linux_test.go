@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"os"
@@ -38,7 +38,7 @@ func TestStartOnPins(t *testing.T) {
 	}
 	cpu := all[len(all)-1]
 	c := exec.Command("sleep", "5")
-	if err := svcStartOn(c, []int{cpu}); err != nil {
+	if err := startOn(c, []int{cpu}); err != nil {
 		t.Skip("cannot start sleep:", err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()

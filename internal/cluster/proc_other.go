@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package cluster
 
 import (
 	"errors"
@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-func svcDetach(*exec.Cmd) {}
+func detach(*exec.Cmd) {}
 
-// selfCPU is not measured here (0): the CPU fields of the demo report are 0.
-func selfCPU() time.Duration { return 0 }
+// SelfCPU is not measured here (0): the CPU fields of the demo report are 0.
+func SelfCPU() time.Duration { return 0 }
 
 // allowedCPUs is not known here: the cluster's daemons are not pinned.
 func allowedCPUs() []int { return nil }
 
-// svcStartOn starts c (CPU affinity is not set on this platform).
-func svcStartOn(c *exec.Cmd, _ []int) error { return c.Start() }
+// startOn starts c (CPU affinity is not set on this platform).
+func startOn(c *exec.Cmd, _ []int) error { return c.Start() }
 
 // procCPU is not measured here: daemon_cpu_us_per_key is 0.
 func procCPU(int) (time.Duration, error) { return 0, errors.New("no /proc on this platform") }
