@@ -100,6 +100,9 @@ type Config struct {
 	// itemsUnpacked (tests): party 1 does not offer packed items, as one
 	// that predates them would not.
 	itemsUnpacked bool
+	// noBulk (tests): party 0 sends no Batch.runs and party 1 does not
+	// offer them (HelloReply.bulk), as parties that predate bulk batches.
+	noBulk bool
 }
 
 // Party is one site's host service.
@@ -524,7 +527,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	held := newWindow(p.cfg.MaxStreamKeys)
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
-	var packed atomic.Bool
+	var packed, stride atomic.Bool
 	var seen idSet // the ids accepted on this stream
 	// notices: void notices for ids this stream got keys for (recover.go).
 	notices := make(chan *pb.KeyReply, 64)
@@ -537,6 +540,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			if rs.PackedReplies {
 				packed.Store(true)
+			}
+			if rs.StrideReplies {
+				stride.Store(true)
 			}
 			js := p.requests(rs, &seen, notices)
 			for k, j := range js {
@@ -564,8 +570,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		var out pb.KeyReplies
 		// The packed buffers outlive the stream (a stream often carries a
 		// few batches): they grow once per process, not once per stream.
-		pk := packedPool.Get().(*pb.PackedReplies)
-		defer func() { resetPacked(pk); packedPool.Put(pk) }()
+		rb := packedPool.Get().(*replyBuf)
+		pk := rb.pk
+		defer func() { rb.reset(); packedPool.Put(rb) }()
 		replies, keys := 0, 0
 		// inMsg are the jobs in the message being built: once it is sent
 		// (or failed to send), their key bytes are wiped and their keys
@@ -577,12 +584,13 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			out.Packed = nil
 			if len(pk.Ids) > 0 {
+				rb.finish(stride.Load())
 				out.Packed = pk
 			}
 			err := stream.Send(&out)
 			clear(out.Replies)
 			out.Replies = out.Replies[:0]
-			resetPacked(pk)
+			rb.reset()
 			n := 0
 			for _, j := range inMsg {
 				n += j.keys()
@@ -605,7 +613,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 				}
 			}
 			if asPacked {
-				j.pack(pk)
+				rb.add(j)
 			} else {
 				out.Replies = append(out.Replies, j.pbReply())
 			}
@@ -689,7 +697,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	return err
 }
 
-var packedPool = sync.Pool{New: func() any { return new(pb.PackedReplies) }}
+var packedPool = sync.Pool{New: func() any { return newReplyBuf() }}
 
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {

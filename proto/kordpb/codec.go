@@ -300,7 +300,62 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		pk.Ids, pk.Counts, pk.Counters, pk.KeyLens = ids, counts, counters, keyLens
 		pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = as, bs, evals, evalLens
 	}
-	ok := pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
+	// key_stride (10) is the one varint field: read it here, and the
+	// length-delimited fields around it with EachBytesField.
+	if i, stride, ok := strideField(b); !ok {
+		return nil
+	} else if i >= 0 {
+		pk.KeyStride = stride
+		if !eachPackedField(b[:i], pk) || !eachPackedField(b[i+protowire.SizeTag(10)+protowire.SizeVarint(uint64(stride)):], pk) {
+			wipeLists(pk)
+			return nil
+		}
+		return pk
+	}
+	if !eachPackedField(b, pk) {
+		wipeLists(pk)
+		return nil
+	}
+	return pk
+}
+
+// strideField finds key_stride in a PackedReplies body: at is where its
+// tag starts (-1: absent), ok false when the body cannot be walked, holds
+// it twice, or a value that does not fit 32 bits, or in a non-minimal
+// encoding (the fallback, proto.Unmarshal, then reads it).
+func strideField(b []byte) (at int, stride uint32, ok bool) {
+	at = -1
+	off := 0
+	for off < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return 0, 0, false
+		}
+		if num == 10 {
+			if typ != protowire.VarintType || at >= 0 || n != 1 {
+				return 0, 0, false
+			}
+			v, m := protowire.ConsumeVarint(b[off+n:])
+			if m < 0 || v > 1<<32-1 || m != protowire.SizeVarint(v) {
+				return 0, 0, false
+			}
+			at, stride = off, uint32(v)
+			off += n + m
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
+		if m < 0 {
+			return 0, 0, false
+		}
+		off += n + m
+	}
+	return at, stride, true
+}
+
+// eachPackedField reads PackedReplies' length-delimited fields (1..9) of b
+// into pk, appending to its lists.
+func eachPackedField(b []byte, pk *PackedReplies) bool {
+	return pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
@@ -324,9 +379,4 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		}
 		return ok
 	})
-	if !ok {
-		wipeLists(pk)
-		return nil
-	}
-	return pk
 }
