@@ -85,6 +85,9 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 			KeyLens: []uint32{4000, 3000, 3000}, AlphaShares: []uint64{0, 5, 6}, BetaShares: []uint64{1, 2, 3}, Evals: []uint64{9}, EvalLens: []uint32{1, 0, 0}}},
 		{Replies: []*KeyReply{{Id: 3, Error: "x"}}, Packed: &PackedReplies{Ids: []uint64{4}, Keys: make([]byte, 5000)}},
 		{Replies: []*KeyReply{{Id: 3, Keys: []*KeyShare{{Key: make([]byte, 5000)}}}}},
+		// keys at a stride (key_lens omitted), key_stride between the bytes fields
+		{Packed: &PackedReplies{Ids: []uint64{1, 2}, Counts: []uint32{2, 3}, Counters: []uint64{7, 8, 9, 10, 1 << 40}, Keys: bytes.Repeat([]byte{3, 4}, 2500),
+			KeyStride: 1000, AlphaShares: []uint64{0, 5, 6, 7, 8}, BetaShares: []uint64{1, 2, 3, 4, 5}}},
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := Codec()
@@ -251,4 +254,29 @@ func TestRecycleReusesAndWipes(t *testing.T) {
 			t.Errorf("message %d: %v allocations with recycled lists", it, allocs)
 		}
 	}
+}
+
+// FuzzDecodePacked: the codec's packed-replies reader (key_stride
+// included) reads what proto.Unmarshal reads and refuses what it refuses.
+func FuzzDecodePacked(f *testing.F) {
+	for _, m := range []*PackedReplies{
+		{Ids: []uint64{1}, Counts: []uint32{2}, Counters: []uint64{3, 4}, Keys: make([]byte, 8), KeyStride: 4},
+		{Ids: []uint64{1}, Counts: []uint32{1}, Counters: []uint64{3}, Keys: make([]byte, 5), KeyLens: []uint32{5}},
+	} {
+		b, _ := proto.Marshal(m)
+		f.Add(b)
+	}
+	f.Add([]byte{0x50, 0x80, 0x01})       // key_stride, a two-byte varint
+	f.Add([]byte{0x50, 0x04, 0x50, 0x04}) // key_stride twice
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want PackedReplies
+		werr := proto.Unmarshal(b, &want)
+		got := decodePacked(bytes.Clone(b), nil)
+		if got != nil && werr != nil {
+			t.Fatalf("%x: decodePacked reads what proto.Unmarshal refuses (%v)", b, werr)
+		}
+		if got != nil && !proto.Equal(&want, got) {
+			t.Fatalf("%x: decoded %v, want %v", b, got, &want)
+		}
+	})
 }
