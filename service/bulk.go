@@ -53,27 +53,65 @@ func bulkKeyOf(it *pb.BatchItem) (bulkKey, bool) {
 
 func itemKeys(it *pb.BatchItem) int { return int(max(it.GetCount(), 1)) }
 
+// minBulk is the fewest keys a run needs to go as a bulk: a bulk costs
+// its module a counter commit and a slab of its own, which a run of a few
+// keys does not earn back; shorter runs join the per-key requests around
+// them.
+const minBulk = 8
+
 // bulkRuns splits a batch's items into runs, in item order: a maximal run
-// of bound or derived items of one bulkKey (at most msg.MaxBulk keys) is
-// one bulk; a maximal run of other items (consume) one per-key request.
-// It returns the items per run. Both parties compute it from the same
-// items, so they agree on the split.
+// of bound or derived items of one bulkKey (at most msg.MaxBulk keys,
+// at least minBulk) is one bulk; the items between bulks (consume items,
+// and short runs) form one per-key request each. It returns the items per
+// run. Both parties compute it from the same items, so they agree on the
+// split (isBulkRun tells the kinds apart).
 func bulkRuns(items []*pb.BatchItem) []uint32 {
-	var runs []uint32
+	type run struct {
+		n    uint32
+		bulk bool
+	}
+	var raw []run
 	var cur bulkKey
-	curBulk, keys := false, 0
+	curOK, keys := false, 0
 	for i, it := range items {
 		k, ok := bulkKeyOf(it)
 		n := itemKeys(it)
-		if i > 0 && ok == curBulk && (!ok || k == cur) && keys+n <= msg.MaxBulk {
-			runs[len(runs)-1]++
+		if i > 0 && ok && curOK && k == cur && keys+n <= msg.MaxBulk {
+			raw[len(raw)-1].n++
 			keys += n
+			raw[len(raw)-1].bulk = keys >= minBulk
 			continue
 		}
-		runs = append(runs, 1)
-		cur, curBulk, keys = k, ok, n
+		raw = append(raw, run{n: 1, bulk: ok && n >= minBulk})
+		cur, curOK, keys = k, ok, n
+	}
+	var runs []uint32
+	prevBulk := true
+	for _, r := range raw {
+		if !r.bulk && !prevBulk {
+			runs[len(runs)-1] += r.n
+		} else {
+			runs = append(runs, r.n)
+		}
+		prevBulk = r.bulk
 	}
 	return runs
+}
+
+// isBulkRun tells which runs of bulkRuns are bulks: those whose items
+// share one bulkKey and hold at least minBulk keys (a per-key run never
+// does: it is a short run, consume items, or short runs of different
+// shapes).
+func isBulkRun(items []*pb.BatchItem) bool {
+	k0, ok := bulkKeyOf(items[0])
+	keys := 0
+	for _, it := range items {
+		if k, ok := bulkKeyOf(it); !ok || k != k0 {
+			return false
+		}
+		keys += itemKeys(it)
+	}
+	return ok && keys >= minBulk
 }
 
 // equalRuns reports whether two splits are the same.
@@ -106,7 +144,11 @@ func segmentsOf(jobs []*job, runs []uint32) []segment {
 		for _, j := range jobs[s.j0:s.j1] {
 			s.n += len(j.shares)
 		}
-		_, s.bulk = bulkKeyOf(jobs[s.j0].item)
+		items := make([]*pb.BatchItem, 0, s.j1-s.j0)
+		for _, j := range jobs[s.j0:s.j1] {
+			items = append(items, j.item)
+		}
+		s.bulk = isBulkRun(items)
 		segs = append(segs, s)
 		at = s.j1
 	}

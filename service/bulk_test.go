@@ -29,18 +29,24 @@ func TestBulkRuns(t *testing.T) {
 		return &pb.BatchItem{Id: id, Mode: uint32(mode), Type: uint32(typ), InBits: in, OutBits: in, Count: count, DeriveBeta: db, Beta: beta}
 	}
 	bound := func(id uint64, typ fss.Type, in uint32) *pb.BatchItem { return it(id, msg.Bound, typ, in, 1, false, 0) }
-	items := []*pb.BatchItem{
-		bound(1, fss.DPF, 32), bound(2, fss.DPF, 32), // run: DPF-32 bound
-		bound(3, fss.DCF, 32),                                                                     // another type
-		it(4, msg.Consume, fss.DCF, 32, 1, false, 0), it(5, msg.Consume, fss.DPF, 8, 1, false, 0), // consume: one per-key run
-		it(6, msg.Derived, fss.DCF, 32, 3, true, 0), it(7, msg.Derived, fss.DCF, 32, 2, true, 0), // derived, β drawn
-		it(8, msg.Derived, fss.DCF, 32, 1, false, 5), // derived, public β
-		bound(9, fss.DCF, 32),                        // bound after derived of the same shape
-		it(10, msg.Derived, fss.DPF, 16, MaxCount, true, 0), it(11, msg.Derived, fss.DPF, 16, MaxCount, true, 0),
-		it(12, msg.Derived, fss.DPF, 16, MaxCount, true, 0), it(13, msg.Derived, fss.DPF, 16, MaxCount, true, 0),
-		it(14, msg.Derived, fss.DPF, 16, 1, true, 0), // past msg.MaxBulk keys: a new run
+	var items []*pb.BatchItem
+	id := uint64(0)
+	add := func(k int, f func(id uint64) *pb.BatchItem) {
+		for range k {
+			id++
+			items = append(items, f(id))
+		}
 	}
-	want := []uint32{2, 1, 2, 2, 1, 1, 4, 1}
+	add(8, func(id uint64) *pb.BatchItem { return bound(id, fss.DPF, 32) })                        // a bulk of 8
+	add(1, func(id uint64) *pb.BatchItem { return bound(id, fss.DCF, 32) })                        // short: per key…
+	add(2, func(id uint64) *pb.BatchItem { return it(id, msg.Consume, fss.DCF, 32, 1, false, 0) }) // …with the consume items
+	add(1, func(id uint64) *pb.BatchItem { return it(id, msg.Derived, fss.DCF, 32, 5, true, 0) })
+	add(1, func(id uint64) *pb.BatchItem { return it(id, msg.Derived, fss.DCF, 32, 3, true, 0) })        // 8 derived keys: a bulk
+	add(1, func(id uint64) *pb.BatchItem { return it(id, msg.Derived, fss.DCF, 32, 2, false, 5) })       // public β: short…
+	add(1, func(id uint64) *pb.BatchItem { return bound(id, fss.DCF, 32) })                              // …with a bound one
+	add(4, func(id uint64) *pb.BatchItem { return it(id, msg.Derived, fss.DPF, 16, MaxCount, true, 0) }) // msg.MaxBulk keys
+	add(1, func(id uint64) *pb.BatchItem { return it(id, msg.Derived, fss.DPF, 16, 1, true, 0) })        // one past it
+	want := []uint32{8, 3, 2, 2, 4, 1}
 	if got := bulkRuns(items); !slices.Equal(got, want) {
 		t.Fatalf("runs %v, want %v", got, want)
 	}
@@ -54,38 +60,66 @@ func TestBulkRuns(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(7, 8))
 	for n := 0; n < 2000; n++ {
-		items := make([]*pb.BatchItem, 1+rng.IntN(40))
+		items := make([]*pb.BatchItem, 1+rng.IntN(60))
 		for i := range items {
-			mode := []msg.Mode{msg.Bound, msg.Derived, msg.Consume}[rng.IntN(3)]
+			if i > 0 && rng.IntN(4) != 0 { // runs of one shape
+				q := items[i-1]
+				items[i] = it(uint64(i), msg.Mode(q.Mode), fss.Type(q.Type), q.InBits, q.Count, q.DeriveBeta, q.Beta)
+				continue
+			}
+			mode := []msg.Mode{msg.Bound, msg.Bound, msg.Bound, msg.Derived, msg.Consume}[rng.IntN(5)]
 			count := uint32(1)
 			if mode == msg.Derived {
-				count = uint32([]int{1, 2, MaxCount}[rng.IntN(3)])
+				count = uint32([]int{1, 2, 9, MaxCount}[rng.IntN(4)])
 			}
-			items[i] = it(uint64(i), mode, fss.Type(1+rng.IntN(2)), uint32(8<<rng.IntN(2)), count, rng.IntN(2) == 0, uint64(rng.IntN(2)))
+			items[i] = it(uint64(i), mode, fss.Type(1+rng.IntN(2)), uint32(8<<rng.IntN(2)), count, false, 0)
+			if mode == msg.Derived {
+				items[i].DeriveBeta = rng.IntN(2) == 0
+			}
 		}
 		runs := bulkRuns(items)
 		at := 0
+		prevBulk := true
 		for r, l := range runs {
 			run := items[at : at+int(l)]
-			k0, ok0 := bulkKeyOf(run[0])
+			bulk := isBulkRun(run)
+			if !bulk && !prevBulk {
+				t.Fatalf("runs %v: two per-key runs side by side (%d)", runs, r)
+			}
 			keys := 0
 			for _, x := range run {
-				k, ok := bulkKeyOf(x)
-				if ok != ok0 || ok && k != k0 {
-					t.Fatalf("run %d of %v mixes shapes", r, runs)
-				}
 				keys += itemKeys(x)
 			}
-			if ok0 && keys > msg.MaxBulk {
-				t.Fatalf("run %d holds %d keys", r, keys)
+			if bulk && (keys > msg.MaxBulk || keys < minBulk) {
+				t.Fatalf("bulk run %d holds %d keys", r, keys)
 			}
-			if at+int(l) < len(items) {
+			if bulk && at+int(l) < len(items) {
 				next := items[at+int(l)]
-				k, ok := bulkKeyOf(next)
-				if ok == ok0 && (!ok || k == k0) && keys+itemKeys(next) <= msg.MaxBulk {
-					t.Fatalf("runs %v: run %d stops before an item it could hold", runs, r)
+				k0, _ := bulkKeyOf(run[0])
+				if k, ok := bulkKeyOf(next); ok && k == k0 && keys+itemKeys(next) <= msg.MaxBulk {
+					t.Fatalf("runs %v: bulk run %d stops before an item it could hold", runs, r)
 				}
 			}
+			if !bulk {
+				// A per-key run holds no run of one shape that could be a bulk.
+				for i := 0; i < len(run); {
+					k0, ok0 := bulkKeyOf(run[i])
+					j, keys := i, 0
+					for j < len(run) {
+						k, ok := bulkKeyOf(run[j])
+						if ok != ok0 || k != k0 {
+							break
+						}
+						keys += itemKeys(run[j])
+						j++
+					}
+					if ok0 && keys >= minBulk && (i > 0 || j < len(run)) {
+						t.Fatalf("runs %v: per-key run %d holds %d keys of one shape", runs, r, keys)
+					}
+					i = j
+				}
+			}
+			prevBulk = bulk
 			at += int(l)
 		}
 		if at != len(items) {
@@ -297,6 +331,7 @@ func bulkCase(t *testing.T, s [2]*site, p fss.Params, tier string, derived bool,
 func TestBulkBatchesEachTier(t *testing.T) {
 	s, spy := spiedSites(t, Config{Batch: 32, InFlight: 2})
 	base := uint64(1)
+	bulks := 0
 	for _, p := range []fss.Params{{Type: fss.DPF, InBits: 32, OutBits: 32}, {Type: fss.DCF, InBits: 20, OutBits: 13}} {
 		for _, c := range []struct {
 			tier    string
@@ -305,7 +340,7 @@ func TestBulkBatchesEachTier(t *testing.T) {
 			spy.mu.Lock()
 			before := len(spy.runs)
 			spy.mu.Unlock()
-			const n = 70
+			const n = 64
 			if st := bulkCase(t, s, p, c.tier, c.derived, base, n, true); st == 0 {
 				t.Fatalf("%v %s: no message in the stride form", p, c.tier)
 			}
@@ -315,9 +350,12 @@ func TestBulkBatchesEachTier(t *testing.T) {
 				if len(spy.runs[i]) != 1 {
 					t.Fatalf("%v %s: batch of one shape in %d runs", p, c.tier, len(spy.runs[i]))
 				}
-				if want := boolInt(!c.derived); spy.frames[i] != want {
+				// A bound bulk sends one frame (keys of the per-key path
+				// one each, but for batchmac); a derived one none.
+				if want := boolInt(!c.derived); spy.frames[i] != want && (c.derived || spy.runs[i][0] >= minBulk) {
 					t.Fatalf("%v %s: a bulk batch with %d frames, want %d", p, c.tier, spy.frames[i], want)
 				}
+				bulks += boolInt(c.derived || spy.runs[i][0] >= minBulk)
 			}
 			if len(spy.runs) == before {
 				t.Fatalf("%v %s: no batch seen", p, c.tier)
@@ -325,8 +363,8 @@ func TestBulkBatchesEachTier(t *testing.T) {
 			spy.mu.Unlock()
 		}
 	}
-	if spy.perKeys != 0 {
-		t.Fatalf("%d batches went the per-key path", spy.perKeys)
+	if spy.perKeys != 0 || bulks == 0 {
+		t.Fatalf("%d batches without runs, %d bulks", spy.perKeys, bulks)
 	}
 }
 
@@ -365,16 +403,30 @@ func TestPerKeyPathWithoutBulk(t *testing.T) {
 // requests unanswered) and every pair verifies (TestPackedAndPlainReplies
 // checks the same mix through the client).
 func TestMixedShapeBatchRuns(t *testing.T) {
-	s, spy := spiedSites(t, Config{Batch: 64, InFlight: 1})
+	s, spy := spiedSites(t, Config{Batch: 128, InFlight: 1})
 	m := prg.Mask(12)
 	ps := []fss.Params{{Type: fss.DPF, InBits: 12, OutBits: 12}, {Type: fss.DCF, InBits: 12, OutBits: 12}}
 	var reqs [2][]*pb.KeyRequest
 	type truth struct{ alpha, beta uint64 }
 	ts := map[uint64]truth{}
-	for i := range 40 {
+	// Blocks of 10: bound (a bulk), consume (per key), derived (a bulk),
+	// then bound 3 at a time in turns of shape (per key).
+	kind := func(i int) int {
+		if i >= 30 {
+			return 0
+		}
+		return []int{0, 3, 2}[i/10]
+	}
+	shape := func(i int) fss.Params {
+		if i >= 30 {
+			return ps[(i/3)%2]
+		}
+		return ps[(i/10)%2]
+	}
+	for i := range 48 {
 		id := uint64(i + 1)
-		p := ps[(i/3)%2]
-		switch i % 4 {
+		p := shape(i)
+		switch kind(i) {
 		case 0, 1:
 			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
 			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
@@ -401,7 +453,7 @@ func TestMixedShapeBatchRuns(t *testing.T) {
 			t.Fatalf("reply %d: %+v / %+v", i, r0, r1)
 		}
 		tr := ts[r0.ID]
-		p := ps[(i/3)%2]
+		p := shape(i)
 		for k := range r0.Shares {
 			s0, s1 := r0.Shares[k], r1.Shares[k]
 			switch reqs[0][i].Mode {
@@ -436,4 +488,5 @@ func TestMixedShapeBatchRuns(t *testing.T) {
 	if multi == 0 {
 		t.Fatalf("no batch split into several runs: %v", spy.runs)
 	}
+	t.Logf("runs of the batches: %v", spy.runs)
 }
