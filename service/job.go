@@ -159,9 +159,13 @@ func (j *job) answered() bool { return j.fin.Load() }
 
 // wipeOutputs clears the job's key bytes, evaluations and mask shares once
 // its reply has gone out: the party keeps no copy of what it delivered.
-func (j *job) wipeOutputs() {
+// With lent, its key bytes were lent to the codec, which wipes them
+// once written (kordpb.LendKeys): only the shares are wiped here.
+func (j *job) wipeOutputs(lent bool) {
 	if kv := j.keyViews(); kv != nil {
-		clear(kv) // one pass over the job's part of its slab
+		if !lent {
+			clear(kv) // one pass over the job's part of its slab
+		}
 		for i := range j.outs {
 			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
 		}

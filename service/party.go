@@ -586,18 +586,32 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 				return nil
 			}
 			out.Packed = nil
+			lent := false
 			if len(pk.Ids) > 0 {
 				rb.finish(stride.Load())
 				out.Packed = pk
+				if rb.aliased {
+					// The keys are one stretch of a slab: the codec sends
+					// them as they are and wipes them once gRPC has
+					// written them (kordpb.LendKeys).
+					keys := pk.Keys
+					pb.LendKeys(pk, func() { clear(keys) })
+					lent = true
+				}
 			}
 			err := stream.Send(&out)
+			if lent {
+				if done := pb.Unlend(pk); done != nil {
+					done() // never encoded: wiped here
+				}
+			}
 			clear(out.Replies)
 			out.Replies = out.Replies[:0]
 			rb.reset()
 			n := 0
 			for _, j := range inMsg {
 				n += j.keys()
-				j.wipeOutputs()
+				j.wipeOutputs(lent)
 			}
 			clear(inMsg)
 			inMsg = inMsg[:0]
@@ -611,7 +625,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			asPacked := j.reply == nil && packed.Load()
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
-					j.wipeOutputs()
+					j.wipeOutputs(false)
 					return err
 				}
 			}

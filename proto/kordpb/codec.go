@@ -37,6 +37,16 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return nil, fmt.Errorf("kordpb: cannot marshal %T", v)
 	}
+	if kr, ok := v.(*KeyReplies); ok && kr.Packed != nil {
+		if done, ok := lent.LoadAndDelete(kr.Packed); ok {
+			out, err := marshalLent(kr, done.(func()))
+			if out != nil || err != nil {
+				return out, err
+			}
+			// Not in the lent shape: copied below, then handed back.
+			defer done.(func())()
+		}
+	}
 	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true} // the Size just above
 	reply, isReply := v.(*KeyReply)
@@ -62,6 +72,74 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	return mem.BufferSlice{mem.NewBuffer(buf, wipePool)}, nil
 }
+
+// lent holds the PackedReplies whose keys the next Marshal may send as
+// they are (LendKeys), with what to call once gRPC is done with them.
+var lent sync.Map // *PackedReplies → func()
+
+// LendKeys lets the next Marshal of a KeyReplies carrying pk put pk.Keys
+// into the encoding as they are, without copying them: the keys become
+// the encoding's last buffer, which gRPC writes out and then frees, and
+// done is called then (also when the message is dropped unwritten, or
+// when Marshal copied them after all, once copied). Until done the
+// caller must neither change nor wipe pk.Keys; done typically wipes them.
+// If the message is never marshalled, Unlend takes the loan back.
+func LendKeys(pk *PackedReplies, done func()) { lent.Store(pk, done) }
+
+// Unlend takes back a loan Marshal did not take (the message was not
+// sent): it returns its done, or nil when Marshal took the keys (and will
+// call done itself).
+func Unlend(pk *PackedReplies) func() {
+	if done, ok := lent.LoadAndDelete(pk); ok {
+		return done.(func())
+	}
+	return nil
+}
+
+// marshalLent encodes kr (packed replies only) with its keys last, as a
+// buffer of its own that is kr.Packed.Keys itself: the other fields go
+// into a pooled buffer, then the keys field's tag and length; protobuf
+// readers take fields in any order. It returns nil for a message of
+// another shape (replies too, or keys too short for gRPC to free them
+// back to a pool, which is what calls done).
+func marshalLent(kr *KeyReplies, done func()) (mem.BufferSlice, error) {
+	pk := kr.Packed
+	keys := pk.Keys
+	if len(kr.Replies) != 0 || len(kr.unknownFields) != 0 || len(keys) < minPooled {
+		return nil, nil
+	}
+	pk.Keys = nil
+	defer func() { pk.Keys = keys }()
+	inner := proto.Size(pk)
+	pkLen := inner + protowire.SizeTag(4) + protowire.SizeBytes(len(keys))
+	headLen := protowire.SizeTag(2) + protowire.SizeVarint(uint64(pkLen)) + inner + protowire.SizeTag(4) + protowire.SizeVarint(uint64(len(keys)))
+	buf := wipePool.Get(max(headLen, minPooled)) // pooled, so wiped when freed: it holds shares
+	b := protowire.AppendTag((*buf)[:0], 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(pkLen))
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, pk)
+	if err != nil {
+		wipePool.Put(buf)
+		return nil, err
+	}
+	b = protowire.AppendTag(b, 4, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(len(keys)))
+	*buf = b
+	k := keys[:len(keys):len(keys)]
+	return mem.BufferSlice{mem.NewBuffer(buf, wipePool), mem.NewBuffer(&k, &lender{done: done})}, nil
+}
+
+// lender is the "pool" of lent keys: gRPC's Put hands them back, once.
+type lender struct {
+	once sync.Once
+	done func()
+}
+
+func (l *lender) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (l *lender) Put(*[]byte) { l.once.Do(l.done) }
 
 // minPooled is the smallest buffer gRPC hands back to its pool when freed.
 var minPooled = func() int {
