@@ -457,16 +457,21 @@ func TestRecvBatchAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	msgs, _ := packedMessages(t, r, p, [][]int{{100, 200}, {50, 250}}, 1)
-	s := newWireStream(msgs[0], true)
-	a := testing.AllocsPerRun(50, func() {
-		b, err := s.RecvBatch()
-		if err != nil {
-			t.Fatal(err)
+	for _, form := range []struct {
+		name string
+		msgs [][]byte
+	}{{"key_lens", msgs[0]}, {"key_stride", strideForm(t, msgs[0])}} {
+		s := newWireStream(form.msgs, true)
+		a := testing.AllocsPerRun(50, func() {
+			b, err := s.RecvBatch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		})
+		if a > 2 {
+			t.Errorf("%s: RecvBatch+Release of 300 keys: %v allocations", form.name, a)
 		}
-		b.Release()
-	})
-	if a > 2 {
-		t.Errorf("RecvBatch+Release of 300 keys: %v allocations", a)
 	}
 }
 
