@@ -313,14 +313,15 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies) error {
 		rep := BatchReply{ID: id, First: k, N: int(pk.Counts[r])}
 		for i := k; i < k+rep.N; i++ {
 			m.koff[i] = ko
-			if l := int(pk.KeyLens[i]); l > 0 && rep.Err == nil {
+			l := keyLen(pk, i)
+			if l > 0 && rep.Err == nil {
 				v, err := fss.ViewKey(pk.Keys[ko : ko+l : ko+l])
 				if err != nil {
 					rep.Err = fmt.Errorf("client: key at counter %d: %w", pk.Counters[i], err)
 				}
 				m.views[i] = v
 			}
-			ko += int(pk.KeyLens[i])
+			ko += l
 			if len(pk.EvalLens) > 0 {
 				if l := int(pk.EvalLens[i]); l > 0 {
 					m.evals[i] = pk.Evals[eo : eo+l : eo+l]

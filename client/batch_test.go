@@ -140,9 +140,40 @@ func zeros(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }
 // (Eval(0)+Eval(1) = f), the shares add up to α and β, counters and reply
 // boundaries are as sent.
 func TestBatchViewsPair(t *testing.T) {
+	t.Run("key_lens", func(t *testing.T) { testBatchViewsPair(t, false) })
+	t.Run("key_stride", func(t *testing.T) { testBatchViewsPair(t, true) })
+}
+
+// strideForm rewrites packed messages with keys at key_stride (key_lens
+// omitted), as a party sends them to a client that asked for
+// stride_replies; every key of each message must have one size.
+func strideForm(t testing.TB, msgs [][]byte) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		var kr pb.KeyReplies
+		if err := proto.Unmarshal(m, &kr); err != nil {
+			t.Fatal(err)
+		}
+		pk := kr.Packed
+		pk.KeyStride, pk.KeyLens = pk.KeyLens[0], nil
+		b, err := proto.Marshal(&kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+func testBatchViewsPair(t *testing.T, stride bool) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, p := range []fss.Params{{Type: fss.DPF, InBits: 32, OutBits: 32}, {Type: fss.DCF, InBits: 20, OutBits: 13}} {
 		msgs, pairs := packedMessages(t, r, p, [][]int{{3, 1, 60}, {1}, {100, 2}}, 7)
+		if stride {
+			for b := range msgs {
+				msgs[b] = strideForm(t, msgs[b])
+			}
+		}
 		var st [2]*Stream
 		for b := range st {
 			st[b] = newWireStream(msgs[b], false)
@@ -418,16 +449,21 @@ func TestRecvBatchAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	msgs, _ := packedMessages(t, r, p, [][]int{{100, 200}, {50, 250}}, 1)
-	s := newWireStream(msgs[0], true)
-	a := testing.AllocsPerRun(50, func() {
-		b, err := s.RecvBatch()
-		if err != nil {
-			t.Fatal(err)
+	for _, form := range []struct {
+		name string
+		msgs [][]byte
+	}{{"key_lens", msgs[0]}, {"key_stride", strideForm(t, msgs[0])}} {
+		s := newWireStream(form.msgs, true)
+		a := testing.AllocsPerRun(50, func() {
+			b, err := s.RecvBatch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		})
+		if a > 2 {
+			t.Errorf("%s: RecvBatch+Release of 300 keys: %v allocations", form.name, a)
 		}
-		b.Release()
-	})
-	if a > 2 {
-		t.Errorf("RecvBatch+Release of 300 keys: %v allocations", a)
 	}
 }
 
@@ -489,6 +525,10 @@ func FuzzRecvBatch(f *testing.F) {
 			f.Add(m)
 		}
 	}
+	msgs, _ := packedMessages(f, r, fss.Params{Type: fss.DPF, InBits: 5, OutBits: 2}, [][]int{{2, 1}}, 1)
+	for _, m := range strideForm(f, msgs[0]) {
+		f.Add(m)
+	}
 	plain, _ := proto.Marshal(&pb.KeyReplies{Replies: []*pb.KeyReply{{Id: 3, Keys: []*pb.KeyShare{{Counter: 1, Key: []byte{0x4b, 1}, Evals: []uint64{1}}}}, {Id: 4, Error: "e"}}})
 	f.Add(plain)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -535,4 +575,65 @@ func FuzzRecvBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStrideFormSameReplies: a message with keys at key_stride reads as
+// the same replies, through Recv and RecvRaw, as the same message with
+// key_lens; a stride that does not cover the keys exactly, or comes with
+// key_lens, is refused.
+func TestStrideFormSameReplies(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	msgs, _ := packedMessages(t, r, p, [][]int{{4, 1, 7}, {2}}, 1)
+	lens, strided := msgs[0], strideForm(t, msgs[0])
+	for _, raw := range []bool{false, true} {
+		a, b := newWireStream(lens, false), newWireStream(strided, false)
+		for {
+			var ra, rb *pb.KeyReply
+			var ea, eb error
+			if raw {
+				ra, ea = a.RecvRaw()
+				rb, eb = b.RecvRaw()
+			} else {
+				var pa, pb2 *Reply
+				pa, ea = a.Recv()
+				pb2, eb = b.Recv()
+				if ea == nil && eb == nil {
+					if pa.ID != pb2.ID || len(pa.Shares) != len(pb2.Shares) {
+						t.Fatalf("replies differ: %+v / %+v", pa, pb2)
+					}
+					for i := range pa.Shares {
+						if !pa.Shares[i].Key.Equal(pb2.Shares[i].Key) || pa.Shares[i].Counter != pb2.Shares[i].Counter {
+							t.Fatalf("reply %d key %d differs", pa.ID, i)
+						}
+					}
+				}
+			}
+			if ea == io.EOF && eb == io.EOF {
+				break
+			}
+			if ea != nil || eb != nil {
+				t.Fatal(ea, eb)
+			}
+			if raw && !proto.Equal(ra, rb) {
+				t.Fatalf("raw replies differ: %v / %v", ra, rb)
+			}
+		}
+	}
+	var kr pb.KeyReplies
+	if err := proto.Unmarshal(strided[0], &kr); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(pk *pb.PackedReplies){
+		func(pk *pb.PackedReplies) { pk.KeyStride++ },
+		func(pk *pb.PackedReplies) { pk.KeyLens = make([]uint32, len(pk.Counters)) },
+		func(pk *pb.PackedReplies) { pk.Keys = pk.Keys[:len(pk.Keys)-1] },
+	} {
+		m := proto.Clone(&kr).(*pb.KeyReplies)
+		bad(m.Packed)
+		b, _ := proto.Marshal(m)
+		if _, err := newWireStream([][]byte{b}, false).RecvBatch(); err == nil {
+			t.Fatalf("a malformed stride message was read: %v", m.Packed.KeyStride)
+		}
+	}
 }

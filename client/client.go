@@ -226,17 +226,17 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 
 // Send sends one request.
 func (s *Stream) Send(r *pb.KeyRequest) error {
-	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true})
+	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true, StrideReplies: true})
 }
 
 // SendBatch sends several requests in one message.
 func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
 	if s.packed {
 		if pk, ok := packRequests(rs); ok {
-			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true})
+			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true, StrideReplies: true})
 		}
 	}
-	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true})
+	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true, StrideReplies: true})
 }
 
 // packRequests packs rs (PackedRequests); ok is false when one does not
@@ -353,7 +353,7 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 			if k < len(m.alphas) {
 				sh.AlphaShare, sh.BetaShare = m.alphas[k], m.betas[k]
 			}
-			if l := int(pk.KeyLens[k]); l > 0 {
+			if l := keyLen(pk, k); l > 0 {
 				sh.Key = pk.Keys[m.koff[k] : m.koff[k]+l : m.koff[k]+l]
 			}
 			if k < len(m.evals) {
@@ -393,7 +393,8 @@ func (s *Stream) done(rep BatchReply) {
 	}
 }
 
-// checkPacked checks that a packed message's lists agree.
+// checkPacked checks that a packed message's lists agree: keys at
+// key_lens, or at key_stride (key_lens then empty).
 func checkPacked(pk *pb.PackedReplies) error {
 	bad := func(what string) error { return fmt.Errorf("client: malformed packed replies: %s", what) }
 	if len(pk.Counts) != len(pk.Ids) {
@@ -401,10 +402,23 @@ func checkPacked(pk *pb.PackedReplies) error {
 	}
 	n := 0
 	for _, c := range pk.Counts {
+		if int(c) > maxPackedKeys-n {
+			return bad("counts")
+		}
 		n += int(c)
 	}
-	if len(pk.Counters) != n || len(pk.KeyLens) != n {
-		return bad("counters or key_lens")
+	if len(pk.Counters) != n {
+		return bad("counters")
+	}
+	if pk.KeyStride != 0 {
+		if len(pk.KeyLens) != 0 {
+			return bad("key_lens with key_stride")
+		}
+		if uint64(pk.KeyStride)*uint64(n) != uint64(len(pk.Keys)) {
+			return bad("keys do not match key_stride")
+		}
+	} else if len(pk.KeyLens) != n {
+		return bad("key_lens")
 	}
 	if len(pk.AlphaShares) != len(pk.BetaShares) || len(pk.AlphaShares) != 0 && len(pk.AlphaShares) != n {
 		return bad("alpha/beta shares")
@@ -412,15 +426,31 @@ func checkPacked(pk *pb.PackedReplies) error {
 	if len(pk.EvalLens) != 0 && len(pk.EvalLens) != n {
 		return bad("eval_lens")
 	}
-	kb, eb := 0, 0
+	kb, eb := uint64(0), uint64(0)
 	for i := 0; i < n; i++ {
-		kb += int(pk.KeyLens[i])
+		if pk.KeyStride == 0 {
+			kb += uint64(pk.KeyLens[i])
+		}
 		if len(pk.EvalLens) > 0 {
-			eb += int(pk.EvalLens[i])
+			eb += uint64(pk.EvalLens[i])
 		}
 	}
-	if kb != len(pk.Keys) || eb != len(pk.Evals) {
+	if pk.KeyStride != 0 {
+		kb = uint64(len(pk.Keys))
+	}
+	if kb != uint64(len(pk.Keys)) || eb != uint64(len(pk.Evals)) {
 		return bad("keys or evals do not match their lengths")
 	}
 	return nil
+}
+
+// maxPackedKeys bounds the keys of one packed message the client indexes.
+const maxPackedKeys = 1 << 26
+
+// keyLen is the size of key i of a checked packed message.
+func keyLen(pk *pb.PackedReplies, i int) int {
+	if pk.KeyStride != 0 {
+		return int(pk.KeyStride)
+	}
+	return int(pk.KeyLens[i])
 }

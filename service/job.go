@@ -89,6 +89,14 @@ type job struct {
 	// party 1's module may have opened (settleDoubt).
 	doubt bool
 
+	// keyBuf (a bulk batch's): the slab its keys are views of, the first
+	// at keyOff; slabFirst and slabN name that slab (the module
+	// re-collects a bulk only whole: recover.go). nil, 0: per-key path.
+	keyBuf    []byte
+	keyOff    int
+	slabFirst uint64
+	slabN     int
+
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
 	itemv pb.BatchItem
@@ -151,7 +159,18 @@ func (j *job) answered() bool { return j.fin.Load() }
 
 // wipeOutputs clears the job's key bytes, evaluations and mask shares once
 // its reply has gone out: the party keeps no copy of what it delivered.
-func (j *job) wipeOutputs() {
+// With lent, its key bytes were lent to the codec, which wipes them
+// once written (kordpb.LendKeys): only the shares are wiped here.
+func (j *job) wipeOutputs(lent bool) {
+	if kv := j.keyViews(); kv != nil {
+		if !lent {
+			clear(kv) // one pass over the job's part of its slab
+		}
+		for i := range j.outs {
+			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
+		}
+		return
+	}
 	for i := range j.outs {
 		o := &j.outs[i]
 		clear(o.Key)
@@ -175,8 +194,9 @@ func (j *job) pbReply() *pb.KeyReply {
 	return rep
 }
 
-// pack appends the job's successful answer to a packed message.
-func (j *job) pack(pk *pb.PackedReplies) {
+// packLists appends the job's answer to pk's lists, and its key bytes
+// to pk.Keys when keys is set (otherwise the caller has placed them).
+func (j *job) packLists(pk *pb.PackedReplies, keys bool) {
 	if len(pk.Ids) == 0 {
 		pk.AlphaShares, pk.BetaShares, pk.EvalLens = pk.AlphaShares[:0], pk.BetaShares[:0], pk.EvalLens[:0]
 	}
@@ -185,7 +205,9 @@ func (j *job) pack(pk *pb.PackedReplies) {
 	for i := range j.outs {
 		c := &j.outs[i]
 		pk.Counters = append(pk.Counters, c.Counter)
-		pk.Keys = append(pk.Keys, c.Key...)
+		if keys {
+			pk.Keys = append(pk.Keys, c.Key...)
+		}
 		pk.KeyLens = append(pk.KeyLens, uint32(len(c.Key)))
 		// The share and evaluation lists start (zero-padded for the keys
 		// before) at the first key that has any.
@@ -214,6 +236,7 @@ func resetPacked(pk *pb.PackedReplies) {
 	clear(pk.AlphaShares)
 	clear(pk.BetaShares)
 	pk.Ids, pk.Counts, pk.Counters, pk.Keys, pk.KeyLens = pk.Ids[:0], pk.Counts[:0], pk.Counters[:0], pk.Keys[:0], pk.KeyLens[:0]
+	pk.KeyStride = 0
 	pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = pk.AlphaShares[:0], pk.BetaShares[:0], pk.Evals[:0], pk.EvalLens[:0]
 }
 

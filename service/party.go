@@ -48,9 +48,12 @@ import (
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
-// Defaults.
+// Defaults. DefaultBatch: bulk batches (bulk.go) cost the daemons about a
+// fifth less CPU per key at 1024 keys than at 256 (`kord demo`,
+// BENCHMARKS.md "Bulk transport"); a batch takes what is queued, so a
+// lightly loaded party still sends small ones at once.
 const (
-	DefaultBatch        = 256
+	DefaultBatch        = 1024
 	DefaultInFlight     = 4
 	DefaultMatchTimeout = 5 * time.Second
 	// DefaultMaxPending is the most keys a party holds queued and not yet
@@ -100,6 +103,9 @@ type Config struct {
 	// itemsUnpacked (tests): party 1 does not offer packed items, as one
 	// that predates them would not.
 	itemsUnpacked bool
+	// noBulk (tests): party 0 sends no Batch.runs and party 1 does not
+	// offer them (HelloReply.bulk), as parties that predate bulk batches.
+	noBulk bool
 }
 
 // Party is one site's host service.
@@ -524,7 +530,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	held := newWindow(p.cfg.MaxStreamKeys)
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
-	var packed atomic.Bool
+	var packed, stride atomic.Bool
 	var seen idSet // the ids accepted on this stream
 	// notices: void notices for ids this stream got keys for (recover.go).
 	notices := make(chan *pb.KeyReply, 64)
@@ -537,6 +543,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			if rs.PackedReplies {
 				packed.Store(true)
+			}
+			if rs.StrideReplies {
+				stride.Store(true)
 			}
 			js := p.requests(rs, &seen, notices)
 			for k, j := range js {
@@ -564,8 +573,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		var out pb.KeyReplies
 		// The packed buffers outlive the stream (a stream often carries a
 		// few batches): they grow once per process, not once per stream.
-		pk := packedPool.Get().(*pb.PackedReplies)
-		defer func() { resetPacked(pk); packedPool.Put(pk) }()
+		rb := packedPool.Get().(*replyBuf)
+		pk := rb.pk
+		defer func() { rb.reset(); packedPool.Put(rb) }()
 		replies, keys := 0, 0
 		// inMsg are the jobs in the message being built: once it is sent
 		// (or failed to send), their key bytes are wiped and their keys
@@ -576,17 +586,32 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 				return nil
 			}
 			out.Packed = nil
+			lent := false
 			if len(pk.Ids) > 0 {
+				rb.finish(stride.Load())
 				out.Packed = pk
+				if rb.aliased {
+					// The keys are one stretch of a slab: the codec sends
+					// them as they are and wipes them once gRPC has
+					// written them (kordpb.LendKeys).
+					keys := pk.Keys
+					pb.LendKeys(pk, func() { clear(keys) })
+					lent = true
+				}
 			}
 			err := stream.Send(&out)
+			if lent {
+				if done := pb.Unlend(pk); done != nil {
+					done() // never encoded: wiped here
+				}
+			}
 			clear(out.Replies)
 			out.Replies = out.Replies[:0]
-			resetPacked(pk)
+			rb.reset()
 			n := 0
 			for _, j := range inMsg {
 				n += j.keys()
-				j.wipeOutputs()
+				j.wipeOutputs(lent)
 			}
 			clear(inMsg)
 			inMsg = inMsg[:0]
@@ -600,12 +625,12 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			asPacked := j.reply == nil && packed.Load()
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
-					j.wipeOutputs()
+					j.wipeOutputs(false)
 					return err
 				}
 			}
 			if asPacked {
-				j.pack(pk)
+				rb.add(j)
 			} else {
 				out.Replies = append(out.Replies, j.pbReply())
 			}
@@ -689,7 +714,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	return err
 }
 
-var packedPool = sync.Pool{New: func() any { return new(pb.PackedReplies) }}
+var packedPool = sync.Pool{New: func() any { return newReplyBuf() }}
 
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {

@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,78 +21,10 @@ var errDesync = errors.New("service: desynchronised with the peer")
 type flight struct {
 	seq   uint64
 	jobs  []*job
+	segs  []segment
 	first uint64
 	tier  msg.Tier
 	sent  time.Time
-}
-
-// batchCalls lists the module calls that finish a batch: the peer's
-// frames (one call for all), then one call collecting every key.
-func batchCalls(calls []socket.Call, frames socket.Frames, jobs []*job, first uint64) []socket.Call {
-	if frames.Count() > 0 {
-		calls = append(calls, socket.Call{Frames: &frames})
-	}
-	n := 0
-	consume := false
-	for _, j := range jobs {
-		n += len(j.shares)
-		consume = consume || j.points != nil
-	}
-	r := &socket.CollectRange{First: first, Count: n}
-	if consume {
-		r.Points = make([][]uint64, 0, n)
-		for _, j := range jobs {
-			for range j.shares {
-				r.Points = append(r.Points, j.points)
-			}
-		}
-	}
-	return append(calls, socket.Call{Range: r})
-}
-
-// outputs checks the frame results and gathers each job's outputs (slices
-// of the collect result, no copy) and the batch's pair digest: SHA-256
-// over the pair tags of its outputs, in counter order. The peer's modules
-// give the peer the same digest exactly when every output of the batch
-// is one share of the same key pair as the peer's (docs/protocol.md, "Pair
-// tags"). It returns an error if a frame was refused.
-func outputs(res []socket.Result, frames socket.Frames, jobs []*job) ([][]msg.CollectResponse, []byte, error) {
-	if frames.Count() > 0 {
-		r := res[0]
-		res = res[1:]
-		if r.Err != nil {
-			return nil, nil, fmt.Errorf("%w: peer frames: %v", errDesync, r.Err)
-		}
-		if r.Frames.Accepted != frames.Count() {
-			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, r.Frames.Accepted, r.Frames.Reject)
-		}
-	}
-	if len(res) != 1 {
-		return nil, nil, fmt.Errorf("%w: %d results for the collect", errDesync, len(res))
-	}
-	if res[0].Err != nil {
-		return nil, nil, fmt.Errorf("%w: collect: %v", errDesync, res[0].Err)
-	}
-	outs := res[0].Range
-	n := 0
-	for _, j := range jobs {
-		n += len(j.shares)
-	}
-	if n != len(outs) {
-		return nil, nil, fmt.Errorf("%w: collect: %d outputs for %d keys", errDesync, len(outs), n)
-	}
-	h := sha256.New()
-	h.Write([]byte("kord/v1/pair-tags"))
-	for i := range outs {
-		h.Write(outs[i].PairTag[:])
-	}
-	out := make([][]msg.CollectResponse, len(jobs))
-	k := 0
-	for ji, j := range jobs {
-		out[ji] = outs[k : k+len(j.shares) : k+len(j.shares)]
-		k += len(j.shares)
-	}
-	return out, h.Sum(nil), nil
 }
 
 func frameBytes(f socket.Frames) uint64 { return uint64(len(f.Data)) }
@@ -202,34 +133,35 @@ func (p *Party) session(ctx context.Context) (err error) {
 					j.batched = now
 				}
 			}
-			n := 0
-			for _, j := range jobs {
-				n += len(j.shares)
-			}
-			shares := make([]msg.Share, 0, n)
 			items := make([]*pb.BatchItem, len(jobs))
 			for i, j := range jobs {
-				shares = append(shares, j.shares...)
 				items[i] = j.item
 			}
-			var sub *msg.SubmitResponse
-			var packed socket.Frames
-			res, err := p.mod.Do(sctx, []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}, true)
-			clear(shares)
-			if err == nil {
-				sub, packed, err = res[0].Submit, res[0].Packed, res[0].Err
+			var runs []uint32
+			if hr.Bulk && !p.cfg.noBulk {
+				runs = bulkRuns(items)
 			}
-			if err == nil && sub.FirstCounter != next {
-				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, sub.FirstCounter, next)
+			segs := segmentsOf(jobs, runs)
+			calls, wipe := submitCalls(nil, jobs, segs, tier)
+			var first uint64
+			var count int
+			var packed socket.Frames
+			res, err := p.mod.Do(sctx, calls, true)
+			wipe()
+			if err == nil {
+				first, count, packed, err = submitted(res, segs)
+			}
+			if err == nil && first != next {
+				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, first, next)
 			}
 			if err != nil {
 				p.back(jobs, ErrClassSpent, "module refused the submission") // nothing opened: they go back
 				errc <- fmt.Errorf("module: %w", err)
 				return
 			}
-			next += uint64(sub.Count)
+			next += uint64(count)
 			p.seq++
-			fl := &flight{seq: p.seq, jobs: jobs, first: sub.FirstCounter, tier: tier, sent: time.Now()}
+			fl := &flight{seq: p.seq, jobs: jobs, segs: segs, first: first, tier: tier, sent: time.Now()}
 			for _, j := range jobs {
 				j.run, j.seq = p.run, fl.seq
 			}
@@ -249,7 +181,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 			void := p.takeVoid()
 			err = send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
 				Items: items, PackedItems: pk, Transcript: transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
-				VoidIds: void}}})
+				VoidIds: void, Runs: runs}}})
 			if err != nil {
 				p.restoreVoid(void)
 				errc <- fmt.Errorf("peer: %w", err)
@@ -318,11 +250,11 @@ func (p *Party) session(ctx context.Context) (err error) {
 			p.rounds.Add(1)
 			p.m.rounds.Inc()
 			frames := socket.Frames{Data: br.FrameData, Lens: br.FrameLens}
-			calls := batchCalls(nil, frames, fl.jobs, fl.first)
+			calls := finishCalls(nil, frames, fl.jobs, fl.segs, fl.first)
 			res, err := p.mod.Do(sctx, calls, true)
 			if err != nil {
 				if frames.Count() > 0 {
-					markOpened(fl.jobs, fl.tier, -1) // whether it opened them is unknown
+					markOpenedSegs(fl.jobs, fl.segs, fl.tier, -1) // whether it opened them is unknown
 				}
 				errc <- fmt.Errorf("module: %w", err)
 				return
@@ -331,10 +263,10 @@ func (p *Party) session(ctx context.Context) (err error) {
 			// they are delivered or failed, never batched again.
 			refused := false
 			if frames.Count() > 0 {
-				markOpened(fl.jobs, fl.tier, framesOpened(res[0]))
+				markOpenedSegs(fl.jobs, fl.segs, fl.tier, framesOpened(res[0]))
 				refused = res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != frames.Count()
 			}
-			reps, digest, err := outputs(res, frames, fl.jobs)
+			reps, digest, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
 			if br.DigestFollows {
 				// Party 1 sent its frames ahead of its keys' digest, so
 				// both modules generated this batch at the same time; the
@@ -625,7 +557,7 @@ func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
 		recent = append(recent, tombstones(ids, ErrClassSpent)...)
 	}
 	if err := stream.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
 		p.restoreSpent(refs)
 		return err
 	}
@@ -736,8 +668,10 @@ type prepared struct {
 	b      *pb.Batch
 	rep    *pb.BatchReply // refusal, sent as is; the session ends
 	js     []*job
-	frames socket.Frames // party 0's frames
-	res    []socket.Result
+	segs   []segment       // its module requests (bulk.go)
+	frames socket.Frames   // party 0's frames
+	own    socket.Frames   // this module's frames
+	res    []socket.Result // the finishing calls' results (without early frames)
 	// soft: rep refuses this batch only (skipBatch); the module's filler
 	// outputs through last are abandoned when it is answered.
 	soft bool
@@ -780,6 +714,15 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 	if !bytes.Equal(t, b.Transcript) {
 		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
 	}
+	// The split into module requests (bulk.go): party 0's, checked
+	// against the one derived here from the items.
+	var runs []uint32
+	if len(b.Runs) > 0 {
+		runs = bulkRuns(items)
+		if !equalRuns(runs, b.Runs) {
+			return fail(ErrClassDesync, "batch %d: its split into runs differs from the one its items give", b.Seq)
+		}
+	}
 	if b.FirstCounter != *expected {
 		return fail(ErrClassDesync, "batch %d starts at counter %d, this module is at %d", b.Seq, b.FirstCounter, *expected)
 	}
@@ -808,42 +751,52 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 		return r
 	}
 	pr.js = js
-	n := 0
 	for _, j := range js {
-		n += len(j.shares)
 		j.run, j.seq = run, b.Seq
 	}
-	shares := make([]msg.Share, 0, n)
-	for _, j := range js {
-		shares = append(shares, j.shares...)
-	}
-	calls := []socket.Call{{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}}}
+	pr.segs = segmentsOf(js, runs)
+	calls, wipe := submitCalls(nil, js, pr.segs, tier)
+	nsub := len(calls)
 	pr.frames = socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
 	if !early {
-		calls = batchCalls(calls, pr.frames, js, b.FirstCounter)
+		calls = finishCalls(calls, pr.frames, js, pr.segs, b.FirstCounter)
 	}
 	res, err := p.mod.Do(ctx, calls, true)
-	clear(shares)
+	wipe()
+	var first uint64
+	var count int
+	if err == nil {
+		first, count, pr.own, err = submitted(res[:nsub], pr.segs)
+		if err != nil {
+			wipeResults(res[nsub:])
+		}
+	}
 	if !early && pr.frames.Count() > 0 {
+		// The frames call ran unless a submission failed (stop on error).
+		ran := res == nil
+		if res != nil {
+			ran = true
+			for _, r := range res[:nsub] {
+				ran = ran && r.Err == nil
+			}
+		}
 		switch {
-		case err != nil:
-			markOpened(js, tier, -1) // whether it opened them is unknown
-		case res[0].Err == nil:
-			markOpened(js, tier, framesOpened(res[1]))
+		case ran && err == nil:
+			markOpenedSegs(js, pr.segs, tier, framesOpened(res[nsub]))
+		case ran:
+			markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown
 		}
 	}
 	if err != nil {
 		return fail(ErrClassDesync, "module: %v", err)
 	}
-	if res[0].Err != nil {
-		return fail(ErrClassDesync, "module: %v", res[0].Err)
+	if first != b.FirstCounter {
+		wipeResults(res[nsub:])
+		return fail(ErrClassDesync, "module assigned counter %d, party 0 %d", first, b.FirstCounter)
 	}
-	if sub := res[0].Submit; sub.FirstCounter != b.FirstCounter {
-		return fail(ErrClassDesync, "module assigned counter %d, party 0 %d", sub.FirstCounter, b.FirstCounter)
-	}
-	pr.res = res
+	pr.res = res[nsub:]
 	*transcript = t
-	*expected += uint64(res[0].Submit.Count)
+	*expected += uint64(count)
 	*lastSeq = b.Seq
 	return pr
 }
@@ -1018,21 +971,21 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 		p.back(js, class, rep.Error)
 		return rep
 	}
-	sub, packed := pr.res[0].Submit, pr.res[0].Packed
-	res := pr.res[1:]
+	packed := pr.own
+	res := pr.res
 	if early {
-		if err := send(&pb.BatchReply{Seq: b.Seq, FirstCounter: sub.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
+		if err := send(&pb.BatchReply{Seq: b.Seq, FirstCounter: b.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
 			DigestFollows: true}); err != nil {
 			p.back(js, ErrClassSpent, "the peer session ended before the batch was answered") // nothing opened yet
 			return nil, err
 		}
 		var err error
-		res, err = p.mod.Do(ctx, batchCalls(nil, pr.frames, js, b.FirstCounter), true)
+		res, err = p.mod.Do(ctx, finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter), true)
 		if pr.frames.Count() > 0 {
 			if err != nil {
-				markOpened(js, tier, -1) // whether it opened them is unknown
+				markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown
 			} else {
-				markOpened(js, tier, framesOpened(res[0]))
+				markOpenedSegs(js, pr.segs, tier, framesOpened(res[0]))
 			}
 		}
 		if err != nil {
@@ -1043,7 +996,7 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	if pr.frames.Count() > 0 && res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != pr.frames.Count() {
 		class = ErrClassTampered // a frame of party 0 was refused
 	}
-	reps, digest, err := outputs(res, pr.frames, js)
+	reps, digest, err := outputs(res, pr.frames, js, pr.segs, b.FirstCounter)
 	if err != nil {
 		return fail(class, "%v", err), nil
 	}
@@ -1054,7 +1007,7 @@ func (p *Party) finishBatch(ctx context.Context, pr *prepared, run uint64, early
 	p.m.pending.Set(float64(p.pend.size()))
 	rep.Digest = digest
 	if !early {
-		rep.FirstCounter, rep.FrameData, rep.FrameLens = sub.FirstCounter, packed.Data, packed.Lens
+		rep.FirstCounter, rep.FrameData, rep.FrameLens = b.FirstCounter, packed.Data, packed.Lens
 	}
 	return rep, nil
 }

@@ -56,6 +56,9 @@ type recentRec struct {
 	first  uint64
 	n      int
 	notice chan<- *pb.KeyReply // the stream it was delivered on
+	// slabFirst, slabN: the bulk its keys came from (0: per counter)
+	slabFirst uint64
+	slabN     int
 }
 
 // shape is a BatchItem's fields (a BatchItem is not copied by value).
@@ -79,11 +82,14 @@ func (s shape) item() *pb.BatchItem {
 // the counters and digest to re-collect, or the class to answer with.
 type recoverRec struct {
 	shape
-	first  uint64
-	n      int
-	digest []byte
-	class  string // non-empty: answer the id with this class
-	at     time.Time
+	first uint64
+	n     int
+	// slabFirst, slabN: the bulk to re-collect whole (slabN 0: per counter)
+	slabFirst uint64
+	slabN     int
+	digest    []byte
+	class     string // non-empty: answer the id with this class
+	at        time.Time
 }
 
 // record notes the delivered jobs (outputs reps) for a restarted peer.
@@ -99,7 +105,8 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 		if len(reps[i]) == 0 {
 			continue
 		}
-		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice}
+		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
+			slabFirst: j.slabFirst, slabN: j.slabN}
 		p.recentNext = (p.recentNext + 1) % recentKeys
 		for k := range reps[i] {
 			c := reps[i][k].Counter
@@ -145,7 +152,7 @@ func (p *Party) recentItems() []*pb.RecentItem {
 		if d == nil {
 			continue
 		}
-		out = append(out, &pb.RecentItem{Item: r.item(), FirstCounter: r.first, Digest: d})
+		out = append(out, &pb.RecentItem{Item: r.item(), FirstCounter: r.first, Digest: d, BulkFirst: r.slabFirst, BulkN: uint32(r.slabN)})
 	}
 	return out
 }
@@ -159,7 +166,7 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 				continue
 			}
 			out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: h.replies[i][0].Counter,
-				Digest: outputsDigest(h.replies[i]), Seq: h.seq, Held: true})
+				Digest: outputsDigest(h.replies[i]), Seq: h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
 		}
 	}
 	return out
@@ -264,23 +271,32 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 	if r.n < 1 || r.n > MaxCount || len(r.digest) == 0 {
 		return nil, fmt.Errorf("no counters recorded")
 	}
-	cr := &socket.CollectRange{First: r.first, Count: r.n}
-	if j.points != nil {
-		cr.Points = make([][]uint64, r.n)
-		for k := range cr.Points {
-			cr.Points[k] = j.points
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PeerTimeout)
 	defer cancel()
-	res, err := p.mod.Do(ctx, []socket.Call{{Range: cr}}, true)
-	if err == nil {
-		err = res[0].Err
+	var outs []msg.CollectResponse
+	if r.slabN > 0 {
+		// A bulk's keys: the module re-collects the slab whole.
+		var err error
+		if outs, err = p.recollectSlab(ctx, r); err != nil {
+			return nil, err
+		}
+	} else {
+		cr := &socket.CollectRange{First: r.first, Count: r.n}
+		if j.points != nil {
+			cr.Points = make([][]uint64, r.n)
+			for k := range cr.Points {
+				cr.Points[k] = j.points
+			}
+		}
+		res, err := p.mod.Do(ctx, []socket.Call{{Range: cr}}, true)
+		if err == nil {
+			err = res[0].Err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("module: %w", err)
+		}
+		outs = res[0].Range
 	}
-	if err != nil {
-		return nil, fmt.Errorf("module: %w", err)
-	}
-	outs := res[0].Range
 	if len(outs) != r.n {
 		wipeReplies([][]msg.CollectResponse{outs})
 		return nil, fmt.Errorf("module: %d outputs for %d keys", len(outs), r.n)
@@ -289,7 +305,35 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 		wipeReplies([][]msg.CollectResponse{outs})
 		return nil, fmt.Errorf("the pair tags differ from the peer's")
 	}
+	j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, r.slabFirst, r.slabN
 	return outs, nil
+}
+
+// recollectSlab re-collects the bulk r's keys came from and returns r's
+// outputs (views of the slab; the slab's other keys are wiped).
+func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.CollectResponse, error) {
+	if r.first < r.slabFirst || r.first-r.slabFirst+uint64(r.n) > uint64(r.slabN) {
+		return nil, fmt.Errorf("the recorded counters are outside their bulk")
+	}
+	res, err := p.mod.Do(ctx, []socket.Call{{Collect: &msg.CollectRequest{Counter: r.slabFirst, Count: r.slabN}}}, true)
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("module: %w", err)
+	}
+	sl := res[0].Collect.Slab
+	if sl == nil || sl.First != r.slabFirst || sl.N != r.slabN {
+		if sl != nil {
+			sl.Wipe()
+		}
+		return nil, fmt.Errorf("module: another slab than counters %d+%d", r.slabFirst, r.slabN)
+	}
+	off := int(r.first - r.slabFirst)
+	outs := appendSlab(make([]msg.CollectResponse, 0, sl.N), sl)
+	wipeOutputs(outs[:off])
+	wipeOutputs(outs[off+r.n:])
+	return outs[off : off+r.n : off+r.n], nil
 }
 
 // recsOf reads a peer's RecentItems (malformed ones are skipped).
@@ -308,7 +352,11 @@ func recsOf(items []*pb.RecentItem) []*recoverRec {
 		}
 		sh := shapeOf(it.Item)
 		n := int(max(sh.count, 1))
-		out = append(out, &recoverRec{shape: sh, first: it.FirstCounter, n: n, digest: it.Digest})
+		r := &recoverRec{shape: sh, first: it.FirstCounter, n: n, digest: it.Digest}
+		if bn := it.GetBulkN(); bn > 0 && bn <= msg.MaxBulk {
+			r.slabFirst, r.slabN = it.GetBulkFirst(), int(bn)
+		}
+		out = append(out, r)
 	}
 	return out
 }

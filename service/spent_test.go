@@ -40,6 +40,12 @@ func (c *countingModule) note(r *msg.SubmitRequest) {
 				c.subs[[2]uint64{s.AlphaShare, s.BetaShare}]++
 			}
 		}
+	case msg.SubmitBulk:
+		if b := r.Bulk; b != nil && b.Mode != msg.Derived {
+			for i := range b.AlphaShares {
+				c.subs[[2]uint64{b.AlphaShares[i], b.BetaShares[i]}]++
+			}
+		}
 	case msg.SubmitAbandon:
 		if r.Mismatch {
 			c.mismatches++
@@ -369,17 +375,16 @@ func (s *oracleStream) RecvMsg(m any) error {
 	a.batchIDs[b.Seq] = append([]uint64(nil), ids...)
 	switch msg.Tier(b.Tier) {
 	case msg.Keystream:
-		if len(b.FrameLens) != len(ids) {
+		recs := keystreamRecords(b.FrameData, b.FrameLens, len(ids))
+		if recs == nil {
 			return nil // one frame per bound request
 		}
 		a.keystream++
 		bits := make([]int, len(ids))
-		off := 0
 		for k, id := range ids {
 			bits[k] = a.probes[id] % a.inBits
 			a.probes[id]++
-			flipAlphaBit(b.FrameData[off:off+int(b.FrameLens[k])], bits[k])
-			off += int(b.FrameLens[k])
+			flipAlphaBit(recs[k], bits[k])
 		}
 		a.flips[b.Seq] = bits
 		a.tampered.Add(int32(len(ids)))
@@ -404,11 +409,11 @@ func (s *oracleStream) SendMsg(m any) error {
 	if br != nil && len(br.FrameData) > 0 {
 		a := s.a
 		a.mu.Lock()
-		if bits, ok := a.flips[br.Seq]; ok && len(bits) == len(br.FrameLens) {
-			off := 0
-			for k, l := range br.FrameLens {
-				flipAlphaBit(br.FrameData[off:off+int(l)], bits[k])
-				off += int(l)
+		if bits, ok := a.flips[br.Seq]; ok {
+			if recs := keystreamRecords(br.FrameData, br.FrameLens, len(bits)); recs != nil {
+				for k := range bits {
+					flipAlphaBit(recs[k], bits[k])
+				}
 			}
 		}
 		if a.macSeqs[br.Seq] {
@@ -417,6 +422,30 @@ func (s *oracleStream) SendMsg(m any) error {
 		a.mu.Unlock()
 	}
 	return s.ServerStream.SendMsg(m)
+}
+
+// keystreamRecords splits keystream-tier frame bytes into the per-key
+// frames of n requests: one frame each (the per-key path), or one frame
+// of a bulk, which is the per-key frames concatenated (n records of one
+// size). nil when they are neither.
+func keystreamRecords(data []byte, lens []uint32, n int) [][]byte {
+	out := make([][]byte, 0, n)
+	switch {
+	case len(lens) == n:
+		off := 0
+		for _, l := range lens {
+			out = append(out, data[off:off+int(l)])
+			off += int(l)
+		}
+	case len(lens) == 1 && n > 0 && len(data)%n == 0:
+		r := len(data) / n
+		for k := range n {
+			out = append(out, data[k*r:(k+1)*r])
+		}
+	default:
+		return nil
+	}
+	return out
 }
 
 // flipAlphaBit flips bit i of a keystream frame's α field (the frame is

@@ -103,7 +103,11 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 			if err := o.check(); err != nil {
 				return err
 			}
+			// KORD_CPUPROFILE_DIR profiles this process (the application
+			// and the in-process pair) as the daemons profile themselves.
+			stop := svcProfile("bench")
 			rep, err := runBenchDeliver(cmd.Context(), o, cmd.ErrOrStderr())
+			stop()
 			if err != nil {
 				return err
 			}

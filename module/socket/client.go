@@ -232,6 +232,8 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Submit{Submit: submitReqToPB(cl.Submit)}}
 		case cl.Collect != nil:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: collectReqToPB(cl.Collect)}}
+			// A slab's keys stay slices of the response buffer (no copy).
+			keep = keep || cl.Collect.Count > 0
 		case cl.Poll:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}}
 		case cl.Frames != nil:

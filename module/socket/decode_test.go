@@ -22,6 +22,12 @@ func TestDecodeResponseMatchesProto(t *testing.T) {
 			{Op: &pb.Result_CollectRange{CollectRange: &pb.CollectRangeResponse{Modes: []byte{0}, Keys: []byte{1}, KeyLens: []uint32{1},
 				AlphaShares: []uint64{0}, BetaShares: []uint64{0}}}}}},
 		{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "no"}}},
+		// a bulk's slab (the collect of a SubmitBulk)
+		{Results: []*pb.Result{{Op: &pb.Result_PeerFrames{PeerFrames: &pb.PeerFramesResponse{Accepted: 1}}},
+			{Op: &pb.Result_Collect{Collect: &pb.CollectResponse{Counter: 1 << 33, Mode: 2, Slab: &pb.Slab{First: 1 << 33, N: 3, Mode: 2, Type: 2,
+				InBits: 12, OutBits: 12, Stride: 100, Keys: bytes.Repeat([]byte{7, 8}, 150), AlphaShares: []uint64{1, 2, 1 << 50},
+				BetaShares: []uint64{3, 0, 4}, PairTags: bytes.Repeat([]byte{0xa5}, 48)}}}}}},
+		{Results: []*pb.Result{{ErrorClass: ClassBadRequest, Error: "no"}}},
 		{Results: []*pb.Result{{ErrorClass: 4, Op: &pb.Result_CollectRange{CollectRange: &pb.CollectRangeResponse{}}}}},
 		{},
 	}
@@ -70,4 +76,24 @@ func TestRangeRespPairTags(t *testing.T) {
 			t.Fatalf("%d bytes of pair tags for 2 outputs accepted", n)
 		}
 	}
+}
+
+// FuzzDecodeResponse: decodeResponse (its collect-range and slab readers
+// included) reads what proto.Unmarshal reads and refuses what it refuses.
+func FuzzDecodeResponse(f *testing.F) {
+	slab := &pb.ModuleResponse{Results: []*pb.Result{{Op: &pb.Result_Collect{Collect: &pb.CollectResponse{Counter: 5, Mode: 1,
+		Slab: &pb.Slab{First: 5, N: 2, Mode: 1, Type: 1, InBits: 8, OutBits: 8, Stride: 3, Keys: make([]byte, 6), PairTags: make([]byte, 32)}}}}}}
+	b, _ := proto.Marshal(slab)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want pb.ModuleResponse
+		werr := proto.Unmarshal(b, &want)
+		got, gerr := decodeResponse(bytes.Clone(b))
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%x: proto.Unmarshal %v, decodeResponse %v", b, werr, gerr)
+		}
+		if werr == nil && !proto.Equal(&want, got) {
+			t.Fatalf("%x: decoded %v, want %v", b, got, &want)
+		}
+	})
 }

@@ -37,6 +37,16 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return nil, fmt.Errorf("kordpb: cannot marshal %T", v)
 	}
+	if kr, ok := v.(*KeyReplies); ok && kr.Packed != nil {
+		if done, ok := lent.LoadAndDelete(kr.Packed); ok {
+			out, err := marshalLent(kr, done.(func()))
+			if out != nil || err != nil {
+				return out, err
+			}
+			// Not in the lent shape: copied below, then handed back.
+			defer done.(func())()
+		}
+	}
 	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true} // the Size just above
 	reply, isReply := v.(*KeyReply)
@@ -62,6 +72,74 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	return mem.BufferSlice{mem.NewBuffer(buf, wipePool)}, nil
 }
+
+// lent holds the PackedReplies whose keys the next Marshal may send as
+// they are (LendKeys), with what to call once gRPC is done with them.
+var lent sync.Map // *PackedReplies → func()
+
+// LendKeys lets the next Marshal of a KeyReplies carrying pk put pk.Keys
+// into the encoding as they are, without copying them: the keys become
+// the encoding's last buffer, which gRPC writes out and then frees, and
+// done is called then (also when the message is dropped unwritten, or
+// when Marshal copied them after all, once copied). Until done the
+// caller must neither change nor wipe pk.Keys; done typically wipes them.
+// If the message is never marshalled, Unlend takes the loan back.
+func LendKeys(pk *PackedReplies, done func()) { lent.Store(pk, done) }
+
+// Unlend takes back a loan Marshal did not take (the message was not
+// sent): it returns its done, or nil when Marshal took the keys (and will
+// call done itself).
+func Unlend(pk *PackedReplies) func() {
+	if done, ok := lent.LoadAndDelete(pk); ok {
+		return done.(func())
+	}
+	return nil
+}
+
+// marshalLent encodes kr (packed replies only) with its keys last, as a
+// buffer of its own that is kr.Packed.Keys itself: the other fields go
+// into a pooled buffer, then the keys field's tag and length; protobuf
+// readers take fields in any order. It returns nil for a message of
+// another shape (replies too, or keys too short for gRPC to free them
+// back to a pool, which is what calls done).
+func marshalLent(kr *KeyReplies, done func()) (mem.BufferSlice, error) {
+	pk := kr.Packed
+	keys := pk.Keys
+	if len(kr.Replies) != 0 || len(kr.unknownFields) != 0 || len(keys) < minPooled {
+		return nil, nil
+	}
+	pk.Keys = nil
+	defer func() { pk.Keys = keys }()
+	inner := proto.Size(pk)
+	pkLen := inner + protowire.SizeTag(4) + protowire.SizeBytes(len(keys))
+	headLen := protowire.SizeTag(2) + protowire.SizeVarint(uint64(pkLen)) + inner + protowire.SizeTag(4) + protowire.SizeVarint(uint64(len(keys)))
+	buf := wipePool.Get(max(headLen, minPooled)) // pooled, so wiped when freed: it holds shares
+	b := protowire.AppendTag((*buf)[:0], 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(pkLen))
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, pk)
+	if err != nil {
+		wipePool.Put(buf)
+		return nil, err
+	}
+	b = protowire.AppendTag(b, 4, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(len(keys)))
+	*buf = b
+	k := keys[:len(keys):len(keys)]
+	return mem.BufferSlice{mem.NewBuffer(buf, wipePool), mem.NewBuffer(&k, &lender{done: done})}, nil
+}
+
+// lender is the "pool" of lent keys: gRPC's Put hands them back, once.
+type lender struct {
+	once sync.Once
+	done func()
+}
+
+func (l *lender) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (l *lender) Put(*[]byte) { l.once.Do(l.done) }
 
 // minPooled is the smallest buffer gRPC hands back to its pool when freed.
 var minPooled = func() int {
@@ -300,7 +378,62 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		pk.Ids, pk.Counts, pk.Counters, pk.KeyLens = ids, counts, counters, keyLens
 		pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = as, bs, evals, evalLens
 	}
-	ok := pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
+	// key_stride (10) is the one varint field: read it here, and the
+	// length-delimited fields around it with EachBytesField.
+	if i, stride, ok := strideField(b); !ok {
+		return nil
+	} else if i >= 0 {
+		pk.KeyStride = stride
+		if !eachPackedField(b[:i], pk) || !eachPackedField(b[i+protowire.SizeTag(10)+protowire.SizeVarint(uint64(stride)):], pk) {
+			wipeLists(pk)
+			return nil
+		}
+		return pk
+	}
+	if !eachPackedField(b, pk) {
+		wipeLists(pk)
+		return nil
+	}
+	return pk
+}
+
+// strideField finds key_stride in a PackedReplies body: at is where its
+// tag starts (-1: absent), ok false when the body cannot be walked, holds
+// it twice, or a value that does not fit 32 bits, or in a non-minimal
+// encoding (the fallback, proto.Unmarshal, then reads it).
+func strideField(b []byte) (at int, stride uint32, ok bool) {
+	at = -1
+	off := 0
+	for off < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return 0, 0, false
+		}
+		if num == 10 {
+			if typ != protowire.VarintType || at >= 0 || n != 1 {
+				return 0, 0, false
+			}
+			v, m := protowire.ConsumeVarint(b[off+n:])
+			if m < 0 || v > 1<<32-1 || m != protowire.SizeVarint(v) {
+				return 0, 0, false
+			}
+			at, stride = off, uint32(v)
+			off += n + m
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
+		if m < 0 {
+			return 0, 0, false
+		}
+		off += n + m
+	}
+	return at, stride, true
+}
+
+// eachPackedField reads PackedReplies' length-delimited fields (1..9) of b
+// into pk, appending to its lists.
+func eachPackedField(b []byte, pk *PackedReplies) bool {
+	return pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
 		ok := true
 		switch num {
 		case 1:
@@ -324,9 +457,4 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		}
 		return ok
 	})
-	if !ok {
-		wipeLists(pk)
-		return nil
-	}
-	return pk
 }

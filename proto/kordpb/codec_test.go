@@ -85,6 +85,9 @@ func TestDecodeKeyRepliesMatchesProto(t *testing.T) {
 			KeyLens: []uint32{4000, 3000, 3000}, AlphaShares: []uint64{0, 5, 6}, BetaShares: []uint64{1, 2, 3}, Evals: []uint64{9}, EvalLens: []uint32{1, 0, 0}}},
 		{Replies: []*KeyReply{{Id: 3, Error: "x"}}, Packed: &PackedReplies{Ids: []uint64{4}, Keys: make([]byte, 5000)}},
 		{Replies: []*KeyReply{{Id: 3, Keys: []*KeyShare{{Key: make([]byte, 5000)}}}}},
+		// keys at a stride (key_lens omitted), key_stride between the bytes fields
+		{Packed: &PackedReplies{Ids: []uint64{1, 2}, Counts: []uint32{2, 3}, Counters: []uint64{7, 8, 9, 10, 1 << 40}, Keys: bytes.Repeat([]byte{3, 4}, 2500),
+			KeyStride: 1000, AlphaShares: []uint64{0, 5, 6, 7, 8}, BetaShares: []uint64{1, 2, 3, 4, 5}}},
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := Codec()
@@ -250,5 +253,82 @@ func TestRecycleReusesAndWipes(t *testing.T) {
 			// pooled buffer's pointer when the pool was emptied by GC.
 			t.Errorf("message %d: %v allocations with recycled lists", it, allocs)
 		}
+	}
+}
+
+// FuzzDecodePacked: the codec's packed-replies reader (key_stride
+// included) reads what proto.Unmarshal reads and refuses what it refuses.
+func FuzzDecodePacked(f *testing.F) {
+	for _, m := range []*PackedReplies{
+		{Ids: []uint64{1}, Counts: []uint32{2}, Counters: []uint64{3, 4}, Keys: make([]byte, 8), KeyStride: 4},
+		{Ids: []uint64{1}, Counts: []uint32{1}, Counters: []uint64{3}, Keys: make([]byte, 5), KeyLens: []uint32{5}},
+	} {
+		b, _ := proto.Marshal(m)
+		f.Add(b)
+	}
+	f.Add([]byte{0x50, 0x80, 0x01})       // key_stride, a two-byte varint
+	f.Add([]byte{0x50, 0x04, 0x50, 0x04}) // key_stride twice
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want PackedReplies
+		werr := proto.Unmarshal(b, &want)
+		got := decodePacked(bytes.Clone(b), nil)
+		if got != nil && werr != nil {
+			t.Fatalf("%x: decodePacked reads what proto.Unmarshal refuses (%v)", b, werr)
+		}
+		if got != nil && !proto.Equal(&want, got) {
+			t.Fatalf("%x: decoded %v, want %v", b, got, &want)
+		}
+	})
+}
+
+// TestLendKeys: a KeyReplies whose keys are lent is encoded without
+// copying them (the encoding's last buffer is the keys themselves), reads
+// back as the same message, and done runs once, when gRPC frees the
+// encoding, not before; a loan Marshal did not take comes back by Unlend.
+func TestLendKeys(t *testing.T) {
+	keys := bytes.Repeat([]byte{1, 2, 3, 4}, 1024)
+	m := &KeyReplies{Packed: &PackedReplies{Ids: []uint64{1, 2}, Counts: []uint32{3, 1}, Counters: []uint64{4, 5, 6, 7},
+		Keys: keys, KeyStride: 1024, AlphaShares: []uint64{9, 8, 7, 6}, BetaShares: []uint64{1, 2, 3, 4}}}
+	want := proto.Clone(m)
+	var calls int
+	LendKeys(m.Packed, func() { calls++; clear(keys) })
+	out, err := Codec().Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Unlend(m.Packed) != nil {
+		t.Fatal("the loan is still there after Marshal took it")
+	}
+	if last := out[len(out)-1].ReadOnlyData(); &last[0] != &keys[0] || len(last) != len(keys) {
+		t.Fatal("the keys were copied into the encoding")
+	}
+	if !bytes.Equal(m.Packed.Keys, keys) {
+		t.Fatal("Marshal left the message without its keys")
+	}
+	var got KeyReplies
+	if err := proto.Unmarshal(out.Materialize(), &got); err != nil || !proto.Equal(want, &got) {
+		t.Fatalf("decoded %v (%v), want %v", &got, err, want)
+	}
+	var pm PooledKeyReplies // the client's reader takes the fields in this order too
+	if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(out.Materialize())}, &pm); err != nil || !proto.Equal(want, pm.M) {
+		t.Fatalf("codec decoded %v (%v), want %v", pm.M, err, want)
+	}
+	if calls != 0 {
+		t.Fatal("done ran before gRPC freed the encoding")
+	}
+	out.Free()
+	if calls != 1 || bytes.Count(keys, []byte{0}) != len(keys) {
+		t.Fatalf("done ran %d times after Free; keys wiped: %v", calls, bytes.Count(keys, []byte{0}) == len(keys))
+	}
+
+	// Not taken: Unlend hands done back.
+	LendKeys(m.Packed, func() { calls++ })
+	if done := Unlend(m.Packed); done == nil {
+		t.Fatal("Unlend lost the loan")
+	} else {
+		done()
+	}
+	if calls != 2 {
+		t.Fatalf("done ran %d times in all, want 2", calls)
 	}
 }

@@ -313,7 +313,11 @@ type KeyRequests struct {
 	// not know the field answers with KeyReplies.replies only.
 	PackedReplies bool `protobuf:"varint,2,opt,name=packed_replies,json=packedReplies,proto3" json:"packed_replies,omitempty"`
 	// packed: more requests, after those in requests, as parallel lists.
-	Packed        *PackedRequests `protobuf:"bytes,3,opt,name=packed,proto3" json:"packed,omitempty"`
+	Packed *PackedRequests `protobuf:"bytes,3,opt,name=packed,proto3" json:"packed,omitempty"`
+	// stride_replies: this client reads PackedReplies.key_stride (keys at a
+	// fixed stride, key_lens omitted). A party that does not know the field
+	// sends key_lens; one that does sends key_stride only to such a client.
+	StrideReplies bool `protobuf:"varint,4,opt,name=stride_replies,json=strideReplies,proto3" json:"stride_replies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +371,13 @@ func (x *KeyRequests) GetPacked() *PackedRequests {
 		return x.Packed
 	}
 	return nil
+}
+
+func (x *KeyRequests) GetStrideReplies() bool {
+	if x != nil {
+		return x.StrideReplies
+	}
+	return false
 }
 
 // PackedRequests is requests as parallel lists: request i has ids[i], the
@@ -537,16 +548,20 @@ func (x *KeyReplies) GetPacked() *PackedReplies {
 // lists empty when every share is zero) and its evaluation shares
 // (eval_lens of evals; both empty when no key has any).
 type PackedReplies struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
-	Counts        []uint32               `protobuf:"varint,2,rep,packed,name=counts,proto3" json:"counts,omitempty"`
-	Counters      []uint64               `protobuf:"varint,3,rep,packed,name=counters,proto3" json:"counters,omitempty"`
-	Keys          []byte                 `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
-	KeyLens       []uint32               `protobuf:"varint,5,rep,packed,name=key_lens,json=keyLens,proto3" json:"key_lens,omitempty"`
-	AlphaShares   []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
-	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
-	Evals         []uint64               `protobuf:"varint,8,rep,packed,name=evals,proto3" json:"evals,omitempty"`
-	EvalLens      []uint32               `protobuf:"varint,9,rep,packed,name=eval_lens,json=evalLens,proto3" json:"eval_lens,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Ids         []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Counts      []uint32               `protobuf:"varint,2,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	Counters    []uint64               `protobuf:"varint,3,rep,packed,name=counters,proto3" json:"counters,omitempty"`
+	Keys        []byte                 `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
+	KeyLens     []uint32               `protobuf:"varint,5,rep,packed,name=key_lens,json=keyLens,proto3" json:"key_lens,omitempty"`
+	AlphaShares []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares  []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	Evals       []uint64               `protobuf:"varint,8,rep,packed,name=evals,proto3" json:"evals,omitempty"`
+	EvalLens    []uint32               `protobuf:"varint,9,rep,packed,name=eval_lens,json=evalLens,proto3" json:"eval_lens,omitempty"`
+	// key_stride: when set (only to a client that asked for stride_replies),
+	// every key of the message is key_stride bytes: key i is
+	// keys[i*key_stride:(i+1)*key_stride] and key_lens is empty.
+	KeyStride     uint32 `protobuf:"varint,10,opt,name=key_stride,json=keyStride,proto3" json:"key_stride,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -642,6 +657,13 @@ func (x *PackedReplies) GetEvalLens() []uint32 {
 		return x.EvalLens
 	}
 	return nil
+}
+
+func (x *PackedReplies) GetKeyStride() uint32 {
+	if x != nil {
+		return x.KeyStride
+	}
+	return 0
 }
 
 type StatusRequest struct {
@@ -1236,7 +1258,10 @@ type HelloReply struct {
 	// the requests party 1 delivered lately or holds unconfirmed, so that a
 	// restarted party 0 can complete them from its module (docs/api.md,
 	// "Recovery after a party restart").
-	Recent        []*RecentItem `protobuf:"bytes,6,rep,name=recent,proto3" json:"recent,omitempty"`
+	Recent []*RecentItem `protobuf:"bytes,6,rep,name=recent,proto3" json:"recent,omitempty"`
+	// bulk: party 1 reads Batch.runs: a batch whose runs are set goes to
+	// each module as one bulk request per run (one frame, one slab).
+	Bulk          bool `protobuf:"varint,7,opt,name=bulk,proto3" json:"bulk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1313,6 +1338,13 @@ func (x *HelloReply) GetRecent() []*RecentItem {
 	return nil
 }
 
+func (x *HelloReply) GetBulk() bool {
+	if x != nil {
+		return x.Bulk
+	}
+	return false
+}
+
 // RecentItem is one request a party delivered (or, party 1, holds
 // answered and unconfirmed): its batch header item, the first counter of
 // its keys and the SHA-256 over their pair tags. The restarted peer
@@ -1329,7 +1361,12 @@ type RecentItem struct {
 	// error_class: instead of counters, the class this site failed the
 	// request with (spent: a module may have opened a frame of it); the
 	// restarted peer answers a resend of the id with the same class.
-	ErrorClass    string `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	ErrorClass string `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	// bulk_first, bulk_n: the request's keys came from the bulk (slab) of
+	// bulk_n keys at counter bulk_first; the restarted peer re-collects that
+	// slab whole (a module re-collects a bulk only whole). 0: per counter.
+	BulkFirst     uint64 `protobuf:"varint,7,opt,name=bulk_first,json=bulkFirst,proto3" json:"bulk_first,omitempty"`
+	BulkN         uint32 `protobuf:"varint,8,opt,name=bulk_n,json=bulkN,proto3" json:"bulk_n,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1404,6 +1441,20 @@ func (x *RecentItem) GetErrorClass() string {
 		return x.ErrorClass
 	}
 	return ""
+}
+
+func (x *RecentItem) GetBulkFirst() uint64 {
+	if x != nil {
+		return x.BulkFirst
+	}
+	return 0
+}
+
+func (x *RecentItem) GetBulkN() uint32 {
+	if x != nil {
+		return x.BulkN
+	}
+	return 0
 }
 
 type Witness struct {
@@ -1542,7 +1593,14 @@ type Batch struct {
 	// void_ids: ids party 0 answered void after its restart although party
 	// 1 had delivered their keys; party 1 tells its application (a second
 	// reply for the id, class void).
-	VoidIds       []uint64 `protobuf:"varint,11,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
+	VoidIds []uint64 `protobuf:"varint,11,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
+	// runs (sessions whose HelloReply said bulk): how the batch splits, in
+	// item order: runs[k] items form module request k — one bulk for a
+	// maximal run of bound or derived items of one shape (and, derived, one
+	// β rule), the per-key path for a run of consume items. Party 1 derives
+	// the same split from the items (bulkRuns) and refuses a batch whose
+	// runs differ. Empty: the whole batch goes the per-key path.
+	Runs          []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1643,6 +1701,13 @@ func (x *Batch) GetQueued() uint64 {
 func (x *Batch) GetVoidIds() []uint64 {
 	if x != nil {
 		return x.VoidIds
+	}
+	return nil
+}
+
+func (x *Batch) GetRuns() []uint32 {
+	if x != nil {
+		return x.Runs
 	}
 	return nil
 }
@@ -2097,11 +2162,12 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x04 \x01(\tR\n" +
-	"errorClass\"\x96\x01\n" +
+	"errorClass\"\xbd\x01\n" +
 	"\vKeyRequests\x12/\n" +
 	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\x12%\n" +
 	"\x0epacked_replies\x18\x02 \x01(\bR\rpackedReplies\x12/\n" +
-	"\x06packed\x18\x03 \x01(\v2\x17.kord.v1.PackedRequestsR\x06packed\"\xe3\x01\n" +
+	"\x06packed\x18\x03 \x01(\v2\x17.kord.v1.PackedRequestsR\x06packed\x12%\n" +
+	"\x0estride_replies\x18\x04 \x01(\bR\rstrideReplies\"\xe3\x01\n" +
 	"\x0ePackedRequests\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12!\n" +
@@ -2116,7 +2182,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"KeyReplies\x12+\n" +
 	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\x12.\n" +
-	"\x06packed\x18\x02 \x01(\v2\x16.kord.v1.PackedRepliesR\x06packed\"\xfb\x01\n" +
+	"\x06packed\x18\x02 \x01(\v2\x16.kord.v1.PackedRepliesR\x06packed\"\x9a\x02\n" +
 	"\rPackedReplies\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06counts\x18\x02 \x03(\rR\x06counts\x12\x1a\n" +
@@ -2127,7 +2193,10 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\vbeta_shares\x18\a \x03(\x04R\n" +
 	"betaShares\x12\x14\n" +
 	"\x05evals\x18\b \x03(\x04R\x05evals\x12\x1b\n" +
-	"\teval_lens\x18\t \x03(\rR\bevalLens\"\x0f\n" +
+	"\teval_lens\x18\t \x03(\rR\bevalLens\x12\x1d\n" +
+	"\n" +
+	"key_stride\x18\n" +
+	" \x01(\rR\tkeyStride\"\x0f\n" +
 	"\rStatusRequest\"\xa8\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -2172,7 +2241,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"5\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xd8\x01\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xec\x01\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
@@ -2180,7 +2249,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\fpacked_items\x18\x03 \x01(\bR\vpackedItems\x12,\n" +
 	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x14\n" +
 	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12+\n" +
-	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\"\xb8\x01\n" +
+	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x12\n" +
+	"\x04bulk\x18\a \x01(\bR\x04bulk\"\xee\x01\n" +
 	"\n" +
 	"RecentItem\x12&\n" +
 	"\x04item\x18\x01 \x01(\v2\x12.kord.v1.BatchItemR\x04item\x12#\n" +
@@ -2189,14 +2259,17 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04held\x18\x05 \x01(\bR\x04held\x12\x1f\n" +
 	"\verror_class\x18\x06 \x01(\tR\n" +
-	"errorClass\"\x86\x01\n" +
+	"errorClass\x12\x1d\n" +
+	"\n" +
+	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\x86\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xcc\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2212,7 +2285,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\fpacked_items\x18\t \x01(\v2\x14.kord.v1.PackedItemsR\vpackedItems\x12\x16\n" +
 	"\x06queued\x18\n" +
 	" \x01(\x04R\x06queued\x12\x19\n" +
-	"\bvoid_ids\x18\v \x03(\x04R\avoidIdsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
+	"\bvoid_ids\x18\v \x03(\x04R\avoidIds\x12\x12\n" +
+	"\x04runs\x18\f \x03(\rR\x04runsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +

@@ -1,0 +1,457 @@
+package service
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"hash"
+
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// Bulk batches (issue 19, bulk transport): in a session whose party 1 said
+// it reads Batch.runs (HelloReply.bulk), a batch goes to each module as a
+// few requests instead of one request per key: every maximal run of bound
+// or derived items of one shape (and, derived, one β rule) is one
+// msg.Bulk — one counter reservation, one frame each way (the
+// concatenation of the per-key frames' bytes, so each tier's wire bytes
+// are unchanged), one slab of keys at a fixed stride — and a run of
+// consume items goes the per-key path (packed shares, a range collect).
+// Party 0 sends the split with the batch (Batch.runs); party 1 derives it
+// from the items itself (bulkRuns) and refuses a batch whose runs differ,
+// before claiming anything. The pair digest is over the outputs' pair tags
+// in counter order exactly as on the per-key path, so recovery's recorded
+// digests stay comparable. A batch without runs is one per-key segment:
+// the path of a session with a party 1 that predates runs.
+
+// segment is one module request of a batch: jobs [j0, j1), n keys.
+type segment struct {
+	j0, j1 int
+	n      int
+	bulk   bool
+	// frames: how many frames this site's module produced for it (set
+	// once submitted); the peer's module produces as many.
+	frames int
+}
+
+// bulkKey is what the items of one bulk run share.
+type bulkKey struct {
+	mode, typ, in, out uint32
+	deriveBeta         bool
+	beta               uint64
+}
+
+func bulkKeyOf(it *pb.BatchItem) (bulkKey, bool) {
+	m := msg.Mode(it.GetMode())
+	if m != msg.Bound && m != msg.Derived {
+		return bulkKey{}, false
+	}
+	return bulkKey{mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(), out: it.GetOutBits(),
+		deriveBeta: it.GetDeriveBeta(), beta: it.GetBeta()}, true
+}
+
+func itemKeys(it *pb.BatchItem) int { return int(max(it.GetCount(), 1)) }
+
+// minBulk is the fewest keys a run needs to go as a bulk: a bulk costs
+// its module a counter commit and a slab of its own, which a run of a few
+// keys does not earn back; shorter runs join the per-key requests around
+// them.
+const minBulk = 8
+
+// bulkRuns splits a batch's items into runs, in item order: a maximal run
+// of bound or derived items of one bulkKey (at most msg.MaxBulk keys,
+// at least minBulk) is one bulk; the items between bulks (consume items,
+// and short runs) form one per-key request each. It returns the items per
+// run. Both parties compute it from the same items, so they agree on the
+// split (isBulkRun tells the kinds apart).
+func bulkRuns(items []*pb.BatchItem) []uint32 {
+	type run struct {
+		n    uint32
+		bulk bool
+	}
+	var raw []run
+	var cur bulkKey
+	curOK, keys := false, 0
+	for i, it := range items {
+		k, ok := bulkKeyOf(it)
+		n := itemKeys(it)
+		if i > 0 && ok && curOK && k == cur && keys+n <= msg.MaxBulk {
+			raw[len(raw)-1].n++
+			keys += n
+			raw[len(raw)-1].bulk = keys >= minBulk
+			continue
+		}
+		raw = append(raw, run{n: 1, bulk: ok && n >= minBulk})
+		cur, curOK, keys = k, ok, n
+	}
+	var runs []uint32
+	prevBulk := true
+	for _, r := range raw {
+		if !r.bulk && !prevBulk {
+			runs[len(runs)-1] += r.n
+		} else {
+			runs = append(runs, r.n)
+		}
+		prevBulk = r.bulk
+	}
+	return runs
+}
+
+// isBulkRun tells which runs of bulkRuns are bulks: those whose items
+// share one bulkKey and hold at least minBulk keys (a per-key run never
+// does: it is a short run, consume items, or short runs of different
+// shapes).
+func isBulkRun(items []*pb.BatchItem) bool {
+	k0, ok := bulkKeyOf(items[0])
+	keys := 0
+	for _, it := range items {
+		if k, ok := bulkKeyOf(it); !ok || k != k0 {
+			return false
+		}
+		keys += itemKeys(it)
+	}
+	return ok && keys >= minBulk
+}
+
+// equalRuns reports whether two splits are the same.
+func equalRuns(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// segmentsOf lays runs (nil: none, the per-key path) over jobs; the runs
+// must cover the jobs exactly (bulkRuns of their items).
+func segmentsOf(jobs []*job, runs []uint32) []segment {
+	if len(runs) == 0 {
+		n := 0
+		for _, j := range jobs {
+			n += len(j.shares)
+		}
+		return []segment{{j0: 0, j1: len(jobs), n: n}}
+	}
+	segs := make([]segment, 0, len(runs))
+	at := 0
+	for _, r := range runs {
+		s := segment{j0: at, j1: at + int(r)}
+		for _, j := range jobs[s.j0:s.j1] {
+			s.n += len(j.shares)
+		}
+		items := make([]*pb.BatchItem, 0, s.j1-s.j0)
+		for _, j := range jobs[s.j0:s.j1] {
+			items = append(items, j.item)
+		}
+		s.bulk = isBulkRun(items)
+		segs = append(segs, s)
+		at = s.j1
+	}
+	return segs
+}
+
+// submitCalls appends the module calls submitting a batch's segments under
+// tier. wipe clears the shares they carry once sent.
+func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier) (_ []socket.Call, wipe func()) {
+	var bulks []*msg.Bulk
+	var shares [][]msg.Share
+	for _, s := range segs {
+		if !s.bulk {
+			sh := make([]msg.Share, 0, s.n)
+			for _, j := range jobs[s.j0:s.j1] {
+				sh = append(sh, j.shares...)
+			}
+			shares = append(shares, sh)
+			calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: sh}})
+			continue
+		}
+		s0 := jobs[s.j0].shares[0]
+		b := &msg.Bulk{Mode: s0.Mode, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
+			DeriveBeta: s0.DeriveBeta, Beta: s0.Beta}
+		if s0.Mode == msg.Bound {
+			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n)
+			for _, j := range jobs[s.j0:s.j1] {
+				for _, x := range j.shares {
+					b.AlphaShares = append(b.AlphaShares, x.AlphaShare)
+					b.BetaShares = append(b.BetaShares, x.BetaShare)
+				}
+			}
+		}
+		bulks = append(bulks, b)
+		calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: b}})
+	}
+	return calls, func() {
+		for _, b := range bulks {
+			clear(b.AlphaShares)
+			clear(b.BetaShares)
+		}
+		for _, sh := range shares {
+			clear(sh)
+		}
+	}
+}
+
+// submitted reads the results of submitCalls (one per segment): the
+// batch's first counter and key count, its own frames (all segments'
+// frames concatenated, in order), and each segment's frame count. The
+// segments must have taken consecutive counters.
+func submitted(res []socket.Result, segs []segment) (first uint64, count int, frames socket.Frames, err error) {
+	if len(res) != len(segs) {
+		return 0, 0, frames, fmt.Errorf("%d results for %d submissions", len(res), len(segs))
+	}
+	for i := range segs {
+		r := res[i]
+		if r.Err != nil {
+			return 0, 0, frames, r.Err
+		}
+		sub := r.Submit
+		if sub == nil || sub.Count != segs[i].n {
+			return 0, 0, frames, fmt.Errorf("%w: the module took %d keys of a submission of %d", errDesync, subCount(sub), segs[i].n)
+		}
+		if i == 0 {
+			first = sub.FirstCounter
+		} else if sub.FirstCounter != first+uint64(count) {
+			return 0, 0, frames, fmt.Errorf("%w: the module assigned counter %d to part %d of the batch, expected %d", errDesync, sub.FirstCounter, i, first+uint64(count))
+		}
+		count += sub.Count
+		segs[i].frames = r.Packed.Count()
+		if len(segs) == 1 {
+			frames = r.Packed
+			continue
+		}
+		frames.Data = append(frames.Data, r.Packed.Data...)
+		frames.Lens = append(frames.Lens, r.Packed.Lens...)
+	}
+	return first, count, frames, nil
+}
+
+func subCount(s *msg.SubmitResponse) int {
+	if s == nil {
+		return 0
+	}
+	return s.Count
+}
+
+// finishCalls lists the module calls that finish a batch: the peer's
+// frames (one call for all), then one collect per segment — a slab for a
+// bulk, a range for the others.
+func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []segment, first uint64) []socket.Call {
+	if frames.Count() > 0 {
+		calls = append(calls, socket.Call{Frames: &frames})
+	}
+	c := first
+	for _, s := range segs {
+		if s.bulk {
+			calls = append(calls, socket.Call{Collect: &msg.CollectRequest{Counter: c, Count: s.n}})
+			c += uint64(s.n)
+			continue
+		}
+		r := &socket.CollectRange{First: c, Count: s.n}
+		consume := false
+		for _, j := range jobs[s.j0:s.j1] {
+			consume = consume || j.points != nil
+		}
+		if consume {
+			r.Points = make([][]uint64, 0, s.n)
+			for _, j := range jobs[s.j0:s.j1] {
+				for range j.shares {
+					r.Points = append(r.Points, j.points)
+				}
+			}
+		}
+		calls = append(calls, socket.Call{Range: r})
+		c += uint64(s.n)
+	}
+	return calls
+}
+
+// collected gathers each job's outputs from the collect results of
+// finishCalls (one per segment) and writes their pair tags, in counter
+// order, to h. A slab's keys stay where the socket read them: each job's
+// outputs are views of it (job.keyBuf), and the slab's mask shares are
+// wiped once copied into the outputs.
+func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h hash.Hash) ([][]msg.CollectResponse, error) {
+	if len(res) != len(segs) {
+		return nil, fmt.Errorf("%w: %d results for %d collects", errDesync, len(res), len(segs))
+	}
+	n := 0
+	for _, s := range segs {
+		n += s.n
+	}
+	all := make([]msg.CollectResponse, 0, n)
+	out := make([][]msg.CollectResponse, len(jobs))
+	var err error
+	c := first
+	for si, s := range segs {
+		r := res[si]
+		if r.Err != nil {
+			err = fmt.Errorf("%w: collect: %v", errDesync, r.Err)
+			break
+		}
+		k0 := len(all)
+		if s.bulk {
+			sl := (*msg.Slab)(nil)
+			if r.Collect != nil {
+				sl = r.Collect.Slab
+			}
+			if sl == nil || sl.First != c || sl.N != s.n {
+				if sl != nil {
+					sl.Wipe()
+				}
+				err = fmt.Errorf("%w: collect: the module answered with another slab than counters %d+%d", errDesync, c, s.n)
+				break
+			}
+			all = appendSlab(all, sl)
+			h.Write(sl.PairTags)
+			off := 0
+			for ji := s.j0; ji < s.j1; ji++ {
+				j := jobs[ji]
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = sl.Keys, off, sl.First, sl.N
+				off += len(j.shares) * sl.Stride
+			}
+		} else {
+			if len(r.Range) != s.n {
+				wipeOutputs(r.Range)
+				err = fmt.Errorf("%w: collect: %d outputs for %d keys", errDesync, len(r.Range), s.n)
+				break
+			}
+			all = append(all, r.Range...)
+			for i := range r.Range {
+				h.Write(r.Range[i].PairTag[:])
+			}
+			for _, j := range jobs[s.j0:s.j1] {
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, 0, 0
+			}
+		}
+		k := k0
+		for ji := s.j0; ji < s.j1; ji++ {
+			m := len(jobs[ji].shares)
+			out[ji] = all[k : k+m : k+m]
+			k += m
+		}
+		c += uint64(s.n)
+	}
+	if err != nil {
+		wipeOutputs(all)
+		wipeResults(res)
+		return nil, err
+	}
+	return out, nil
+}
+
+// wipeResults clears the outputs in collect results that will not be
+// delivered.
+func wipeResults(res []socket.Result) {
+	for _, r := range res {
+		if r.Collect != nil {
+			if r.Collect.Slab != nil {
+				r.Collect.Slab.Wipe()
+			}
+			clear(r.Collect.Key)
+		}
+		wipeOutputs(r.Range)
+	}
+}
+
+// appendSlab appends a slab's outputs to dst, keys as views of the slab,
+// and wipes the slab's mask shares (copied into the outputs).
+func appendSlab(dst []msg.CollectResponse, sl *msg.Slab) []msg.CollectResponse {
+	shares := len(sl.AlphaShares) == sl.N
+	for i := 0; i < sl.N; i++ {
+		o := msg.CollectResponse{Counter: sl.First + uint64(i), Mode: sl.Mode, Key: sl.Key(i),
+			PairTag: [msg.PairTagSize]byte(sl.PairTags[i*msg.PairTagSize:])}
+		if shares {
+			o.AlphaShare, o.BetaShare = sl.AlphaShares[i], sl.BetaShares[i]
+		}
+		dst = append(dst, o)
+	}
+	clear(sl.AlphaShares)
+	clear(sl.BetaShares)
+	return dst
+}
+
+// wipeOutputs clears outputs that will not be delivered.
+func wipeOutputs(outs []msg.CollectResponse) {
+	for i := range outs {
+		clear(outs[i].Key)
+		clear(outs[i].Evals)
+		outs[i].AlphaShare, outs[i].BetaShare = 0, 0
+	}
+}
+
+// outputs checks the frame result of finishCalls and gathers each job's
+// outputs (views of the collect results, no copy) and the batch's pair
+// digest: SHA-256 over the pair tags of its outputs, in counter order. The
+// peer's modules give the peer the same digest exactly when every output
+// of the batch is one share of the same key pair as the peer's
+// (docs/protocol.md, "Pair tags"). It returns an error if a frame was
+// refused.
+func outputs(res []socket.Result, frames socket.Frames, jobs []*job, segs []segment, first uint64) ([][]msg.CollectResponse, []byte, error) {
+	if frames.Count() > 0 {
+		r := res[0]
+		res = res[1:]
+		if r.Err != nil {
+			wipeResults(res)
+			return nil, nil, fmt.Errorf("%w: peer frames: %v", errDesync, r.Err)
+		}
+		if r.Frames.Accepted != frames.Count() {
+			wipeResults(res)
+			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, r.Frames.Accepted, r.Frames.Reject)
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte("kord/v1/pair-tags"))
+	out, err := collected(res, jobs, segs, first, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, h.Sum(nil), nil
+}
+
+// markOpenedSegs is markOpened for a batch of segments: accepted is how
+// many of the peer's frames the module accepted, in order (-1: unknown,
+// every framed job counts as opened). A bulk's one frame, like a BatchMAC
+// frame, covers every share of its segment; on the per-key path a
+// keystream or MAC frame covers one framed share.
+func markOpenedSegs(jobs []*job, segs []segment, tier msg.Tier, accepted int) {
+	if accepted == 0 {
+		return
+	}
+	f := 0 // index of the segment's first frame
+	for _, s := range segs {
+		left := -1 // this segment's frames accepted
+		if accepted >= 0 {
+			left = min(max(accepted-f, 0), s.frames)
+		}
+		f += s.frames
+		switch {
+		case left == 0:
+		case s.bulk:
+			for _, j := range jobs[s.j0:s.j1] {
+				if j.shares[0].Mode != msg.Derived {
+					j.spent.Store(true)
+				}
+			}
+		default:
+			markOpened(jobs[s.j0:s.j1], tier, left)
+		}
+	}
+}
+
+// keyViews returns j's keys as one slice of its slab (nil when they are
+// not in one), for a reply that aliases them.
+func (j *job) keyViews() []byte {
+	if j.keyBuf == nil || len(j.outs) == 0 {
+		return nil
+	}
+	n := len(j.outs) * len(j.outs[0].Key)
+	if j.keyOff+n > len(j.keyBuf) {
+		return nil
+	}
+	return j.keyBuf[j.keyOff : j.keyOff+n : j.keyOff+n]
+}
