@@ -26,6 +26,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
@@ -105,7 +106,7 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 			}
 			// KORD_CPUPROFILE_DIR profiles this process (the application
 			// and the in-process pair) as the daemons profile themselves.
-			stop := svcProfile("bench")
+			stop := daemon.Profile("bench")
 			rep, err := runBenchDeliver(cmd.Context(), o, cmd.ErrOrStderr())
 			stop()
 			if err != nil {

@@ -84,12 +84,12 @@ func PrefaultMiB(fs *pflag.FlagSet) (int, error) {
 func StartProcess(name string, prefaultMiB int) func() {
 	tuneGC()
 	Prefault(prefaultMiB)
-	return profile(name)
+	return Profile(name)
 }
 
-// profile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
+// Profile starts a CPU profile when KORD_CPUPROFILE_DIR is set; the
 // returned func stops it.
-func profile(name string) func() {
+func Profile(name string) func() {
 	dir := os.Getenv("KORD_CPUPROFILE_DIR")
 	if dir == "" {
 		return func() {}
