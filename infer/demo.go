@@ -1,0 +1,168 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kord-fss/kord/gates"
+)
+
+// DemoConfig is one in-process demonstration run.
+type DemoConfig struct {
+	Model  *Model
+	Set    *MNIST
+	Images int  // the first Images images of Set
+	Dealer bool // every key and correlation from the trusted-dealer baseline
+	// Corr overrides the correlation source (nil: the module pair's
+	// derived correlations, or the dealer with Dealer).
+	Corr CorrSource
+}
+
+// DemoReport is what `kord infer demo --json` prints.
+type DemoReport struct {
+	Model                       string  `json:"model"`
+	Images                      int     `json:"images"`
+	Link                        string  `json:"link"`
+	Source                      string  `json:"source"`
+	BitExact                    int     `json:"bit_exact"`
+	Mismatches                  int     `json:"mismatches"`
+	Accuracy                    float64 `json:"accuracy"`
+	RefAccuracy                 float64 `json:"ref_accuracy"`
+	OnlineMsPerImage            float64 `json:"online_ms_per_image"`
+	OnlineBytesPerPartyPerImage int64   `json:"online_bytes_per_party_per_image"`
+	OnlineRounds                int64   `json:"online_rounds"`
+	OfflineItemsPerImage        int     `json:"offline_items_per_image"`
+	OfflineKeysPerImage         int     `json:"offline_keys_per_image"`
+	OfflineDerivedKeysPerImage  int     `json:"offline_derived_keys_per_image"`
+	OfflineCorrPerImage         int     `json:"offline_correlations_per_image"`
+	OfflineCorrWordsPerImage    int     `json:"offline_correlation_words_per_image"`
+	OfflineMsPerImage           float64 `json:"offline_ms_per_image"`
+	OfflineHostLinkBytesPerImg  float64 `json:"offline_host_link_bytes_per_party_per_image"`
+}
+
+// countingCorr counts the correlations and their words per party.
+type countingCorr struct {
+	src   CorrSource
+	mu    sync.Mutex
+	n     int
+	words int
+}
+
+func (c *countingCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
+	r, err := c.src.Linear(l, in, ring)
+	if err == nil {
+		c.mu.Lock()
+		c.n++
+		c.words += len(r[0].R) + len(r[0].A) + len(r[0].Z)
+		c.mu.Unlock()
+	}
+	return r, err
+}
+
+// Demo runs the first cfg.Images images of the set through the two-party
+// protocol, both parties in this process over loopback TCP, each image
+// with fresh material generated just before it, and compares every
+// output with the cleartext model. It stops at the first protocol error.
+func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
+	m := cfg.Model
+	if m == nil || cfg.Set == nil || cfg.Images < 1 || cfg.Images > len(cfg.Set.Images) {
+		return nil, errors.New("infer: demo needs a model, a set and 1..len(set) images")
+	}
+	rep := &DemoReport{Model: m.Name, Images: cfg.Images, Link: "loopback"}
+	var keys gates.KeySource
+	var corr CorrSource
+	var ms *gates.ModuleSource
+	if cfg.Dealer {
+		keys, corr = &gates.DealerSource{}, &DealerCorr{}
+		rep.Source = "trusted dealer (baseline)"
+	} else {
+		var err error
+		ms, err = gates.NewModuleSource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer ms.Close()
+		keys = ms
+		corr = &ModuleCorr{Pair: ms.Pair, Ctx: ctx}
+		rep.Source = "module pair (derived keys and derived correlations)"
+	}
+	if cfg.Corr != nil {
+		corr = cfg.Corr
+	}
+	meter := &gates.Meter{Src: keys}
+	cc := &countingCorr{src: corr}
+	src := Sources{Keys: meter, Corr: cc}
+	c0, c1, err := gates.TCPPair()
+	if err != nil {
+		return nil, err
+	}
+	defer c0.Close()
+	defer c1.Close()
+	conns := [2]*gates.Conn{c0, c1}
+	var online, offline time.Duration
+	var linkStart [2]uint64
+	if ms != nil {
+		linkStart = ms.SentBytes()
+	}
+	correct, refCorrect := 0, 0
+	for i := 0; i < cfg.Images; i++ {
+		x := QuantizeImage(cfg.Set.Images[i], m.Frac)
+		want, _, err := m.Ref(x)
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		mat, err := Gen(m.Arch(), src)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i, err)
+		}
+		t1 := time.Now()
+		got, err := Online(conns, m, mat, x)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i, err)
+		}
+		offline += t1.Sub(t0)
+		online += time.Since(t1)
+		same := len(got) == len(want)
+		for j := 0; same && j < len(want); j++ {
+			same = got[j] == want[j]
+		}
+		if same {
+			rep.BitExact++
+		} else {
+			rep.Mismatches++
+		}
+		if Argmax(got) == cfg.Set.Labels[i] {
+			correct++
+		}
+		if Argmax(want) == cfg.Set.Labels[i] {
+			refCorrect++
+		}
+	}
+	n := cfg.Images
+	rep.Accuracy = float64(correct) / float64(n)
+	rep.RefAccuracy = float64(refCorrect) / float64(n)
+	rep.OnlineMsPerImage = float64(online.Microseconds()) / 1000 / float64(n)
+	rep.OfflineMsPerImage = float64(offline.Microseconds()) / 1000 / float64(n)
+	rep.OnlineBytesPerPartyPerImage = max(c0.Sent(), c1.Sent()) / int64(n)
+	rep.OnlineRounds = c0.Rounds() / int64(n)
+	uses := meter.Uses()
+	for _, u := range uses {
+		if u.Derived {
+			rep.OfflineDerivedKeysPerImage++
+		}
+	}
+	rep.OfflineDerivedKeysPerImage /= n
+	rep.OfflineKeysPerImage = len(uses) / n
+	rep.OfflineCorrPerImage = cc.n / n
+	rep.OfflineCorrWordsPerImage = cc.words / n
+	rep.OfflineItemsPerImage = rep.OfflineKeysPerImage + rep.OfflineCorrPerImage
+	if ms != nil {
+		end := ms.SentBytes()
+		rep.OfflineHostLinkBytesPerImg = float64(max(end[0]-linkStart[0], end[1]-linkStart[1])) / float64(n)
+	}
+	return rep, nil
+}

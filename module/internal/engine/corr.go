@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+// Derived multiplication correlations (msg.SubmitCorrelation). Both
+// modules of a pair draw the same words from the root PRF in DomainCorr at
+// the same counters: A, party 0's share of A, R, party 0's share of R and
+// party 0's share of Z, in that order. Each computes Z = map(A, R) itself
+// and keeps only its own party's shares (party 0: the drawn shares; party
+// 1: A − A0, R − R0, Z − Z0). The counters are committed before the
+// shares exist; A, R, Z and the drawn words are wiped once the shares are
+// made; the shares are handed out once (Collect with Corr) and then owned
+// and wiped by the caller, or wiped by an abandon.
+
+// MaxCorrs bounds the correlations waiting to be collected.
+const MaxCorrs = 64
+
+// corrTagMode is the pair-tag mode byte of a correlation; it differs from
+// every msg.Mode, so a correlation's tag never equals a key's.
+const corrTagMode = 0xC0
+
+func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
+	c := req.Corr
+	na, nr, nz, err := c.Sizes()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if len(req.Shares) != 0 || len(req.Frame) != 0 || req.Bulk != nil {
+		return nil, bad("Shares/Frame/Bulk: must be empty in a correlation submission")
+	}
+	if !e.paired {
+		return nil, ErrNotPaired
+	}
+	if len(e.corrs) >= MaxCorrs {
+		return nil, bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
+	}
+	words := 2*na + 2*nr + nz
+	blocks := (words + 1) / 2
+	// Commit before the shares exist.
+	first := e.ctr.Next
+	next := e.ctr
+	next.Next += uint64(blocks)
+	if err := e.store.Save(next); err != nil {
+		return nil, fmt.Errorf("module: saving counters: %w", err)
+	}
+	e.ctr = next
+
+	buf := make([]uint64, words)
+	defer clear(buf)
+	e.prf.CorrWords(first, buf)
+	m := prg.Mask(c.Ring)
+	for i := range buf {
+		buf[i] &= m
+	}
+	a, a0 := buf[:na], buf[na:2*na]
+	r, r0 := buf[2*na:2*na+nr], buf[2*na+nr:2*na+2*nr]
+	z0 := buf[2*na+2*nr:]
+	z := make([]uint64, nz)
+	defer clear(z)
+	corrApply(c, a, r, z)
+	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c,
+		A: make([]uint64, na), R: make([]uint64, nr), Z: make([]uint64, nz)}
+	split := func(dst, v, v0 []uint64) {
+		for i := range dst {
+			if e.party == 0 {
+				dst[i] = v0[i]
+			} else {
+				dst[i] = (v[i] - v0[i]) & m
+			}
+		}
+	}
+	split(sh.A, a, a0)
+	split(sh.R, r, r0)
+	split(sh.Z, z, z0)
+	var tag [msg.PairTagSize]byte
+	e.prf.PairTag(first, corrTagMode, byte(c.Kind), byte(c.Ring), 0, uint64(blocks),
+		uint64(c.In)|uint64(c.Out)<<16|uint64(c.K)<<32|uint64(c.H)<<40|uint64(c.W)<<52, (*[16]byte)(tag[:]))
+	sh.PairTag = tag
+	if e.corrs == nil {
+		e.corrs = map[uint64]*msg.CorrShares{}
+	}
+	e.corrs[first] = sh
+	return &msg.SubmitResponse{FirstCounter: first, Count: 1}, nil
+}
+
+// corrApply adds map(a, r) into z (mod 2^64; the caller masks).
+func corrApply(c *msg.Correlation, a, r, z []uint64) {
+	switch c.Kind {
+	case msg.CorrMatVec:
+		for o := 0; o < c.Out; o++ {
+			var acc uint64
+			for i, v := range a[o*c.In : (o+1)*c.In] {
+				acc += v * r[i]
+			}
+			z[o] += acc
+		}
+	case msg.CorrConv2D:
+		oh, ow, k := c.H-c.K+1, c.W-c.K+1, c.K
+		for co := 0; co < c.Out; co++ {
+			out := z[co*oh*ow : (co+1)*oh*ow]
+			for ci := 0; ci < c.In; ci++ {
+				plane := r[ci*c.H*c.W : (ci+1)*c.H*c.W]
+				ker := a[(co*c.In+ci)*k*k : (co*c.In+ci+1)*k*k]
+				for ky := 0; ky < k; ky++ {
+					for kx := 0; kx < k; kx++ {
+						wv := ker[ky*k+kx]
+						for y := 0; y < oh; y++ {
+							src := plane[(y+ky)*c.W+kx : (y+ky)*c.W+kx+ow]
+							dst := out[y*ow : y*ow+ow]
+							for x := range dst {
+								dst[x] += wv * src[x]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	m := prg.Mask(c.Ring)
+	for i := range z {
+		z[i] &= m
+	}
+}
+
+// collectCorr hands out the correlation submitted at counter, once.
+func (e *Engine) collectCorr(req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	if len(req.Points) != 0 || req.Count != 0 {
+		return nil, bad("Points/Count: must be empty in a correlation collect")
+	}
+	sh, ok := e.corrs[req.Counter]
+	if !ok {
+		return nil, bad("Counter: no correlation ready at counter %d", req.Counter)
+	}
+	delete(e.corrs, req.Counter)
+	return &msg.CollectResponse{Counter: req.Counter, Corr: sh}, nil
+}
+
+// dropCorrs wipes and drops the uncollected correlations whose first
+// counter is at most counter; it returns how many.
+func (e *Engine) dropCorrs(counter uint64) int {
+	n := 0
+	for c, sh := range e.corrs {
+		if c <= counter {
+			sh.Wipe()
+			delete(e.corrs, c)
+			n++
+		}
+	}
+	return n
+}
