@@ -27,8 +27,10 @@ type Material struct {
 
 type layerMat struct {
 	lin *LinearCorr
-	// trunc: [TR, CMP]; relu: [ReLU]; maxpool: one ReLU batch per level
+	// trunc: [TR, CMP]
 	gs []gates.Material
+	// relu: one batch; maxpool: one batch per tree level (relu.go)
+	relus []*reluMat
 }
 
 // ErrUsed is returned by Eval on material that was already consumed.
@@ -41,6 +43,9 @@ func (m *Material) Wipe() {
 	}
 	for _, l := range m.layers {
 		l.lin.wipe()
+		for _, r := range l.relus {
+			r.wipe()
+		}
 	}
 }
 
@@ -102,19 +107,19 @@ func Gen(arch *Model, src Sources) ([2]*Material, error) {
 				lm[0].gs, lm[1].gs = append(lm[0].gs, m[0]), append(lm[1].gs, m[1])
 			}
 		case ReLU:
-			m, err := gates.ReLU{Bits: arch.Ring}.Gen(src.Keys, nil, in.Len())
+			m, err := reluGen(src.Keys, arch.Ring, in.Len())
 			if err != nil {
 				return fail(i, err)
 			}
-			lm[0].gs, lm[1].gs = []gates.Material{m[0]}, []gates.Material{m[1]}
+			lm[0].relus, lm[1].relus = []*reluMat{m[0]}, []*reluMat{m[1]}
 		case MaxPool:
 			windows := o.Len()
 			for _, n := range poolLevels(ly.K * ly.K) {
-				m, err := gates.ReLU{Bits: arch.Ring}.Gen(src.Keys, nil, windows*n)
+				m, err := reluGen(src.Keys, arch.Ring, windows*n)
 				if err != nil {
 					return fail(i, err)
 				}
-				lm[0].gs, lm[1].gs = append(lm[0].gs, m[0]), append(lm[1].gs, m[1])
+				lm[0].relus, lm[1].relus = append(lm[0].relus, m[0]), append(lm[1].relus, m[1])
 			}
 		}
 		out[0].layers = append(out[0].layers, lm[0])
@@ -174,9 +179,13 @@ func Eval(p *gates.Party, m *Model, mat *Material, image []int64) ([]int64, erro
 		case Trunc:
 			cur, err = truncOnline(p, ring, ly.S, lm.gs, cur)
 		case ReLU:
-			cur, err = reluOnline(p, ring, lm.gs[0], cur)
+			if len(lm.relus) != 1 {
+				err = errors.New("ReLU material missing")
+				break
+			}
+			cur, err = reluEval(p, ring, lm.relus[0], cur)
 		case MaxPool:
-			cur, err = poolOnline(p, ring, ly.K, in, o, lm.gs, cur)
+			cur, err = poolOnline(p, ring, ly.K, in, o, lm.relus, cur)
 		case Flatten:
 		}
 		if err != nil {
@@ -305,25 +314,9 @@ func truncOnline(p *gates.Party, ring, s int, gs []gates.Material, x []uint64) (
 	return out, nil
 }
 
-func reluOnline(p *gates.Party, ring int, g gates.Material, x []uint64) ([]uint64, error) {
-	in := make([][]uint64, len(x))
-	for i, v := range x {
-		in[i] = []uint64{v}
-	}
-	out, err := gates.ReLU{Bits: ring}.Eval(p, g, in)
-	if err != nil {
-		return nil, err
-	}
-	y := make([]uint64, len(x))
-	for i := range y {
-		y[i] = out[i][0]
-	}
-	return y, nil
-}
-
 // poolOnline is K×K max-pooling (stride K) as a tree of
 // max(a, b) = b + ReLU(a − b), one batched ReLU round per tree level.
-func poolOnline(p *gates.Party, ring, k int, in, o Shape, gs []gates.Material, x []uint64) ([]uint64, error) {
+func poolOnline(p *gates.Party, ring, k int, in, o Shape, gs []*reluMat, x []uint64) ([]uint64, error) {
 	levels := poolLevels(k * k)
 	if len(gs) != len(levels) {
 		return nil, errors.New("max-pool material missing")
@@ -351,7 +344,7 @@ func poolOnline(p *gates.Party, ring, k int, in, o Shape, gs []gates.Material, x
 				diffs = append(diffs, (w[j]-w[j+1])&mk)
 			}
 		}
-		r, err := reluOnline(p, ring, gs[lv], diffs)
+		r, err := reluEval(p, ring, gs[lv], diffs)
 		if err != nil {
 			return nil, err
 		}
