@@ -18,7 +18,7 @@ func init() {
 		Use:   "infer",
 		Short: "Private inference of MNIST models on dealerless kord keys",
 	}
-	c.AddCommand(inferTrainCmd(), inferDemoCmd())
+	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd())
 	rootCmd.AddCommand(c)
 }
 
@@ -164,5 +164,45 @@ Every secure output is compared with the cleartext fixed-point model.`,
 	f.IntVar(&images, "images", 10, "test images to run")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&dealer, "dealer", false, "take every key and correlation from the trusted-dealer baseline")
+	return cmd
+}
+
+// inferAccuracyCmd is `kord infer accuracy`: the committed fixed-point
+// model in the clear on all 10,000 test images.
+func inferAccuracyCmd() *cobra.Command {
+	var model, file string
+	cmd := &cobra.Command{
+		Use:   "accuracy [--model mlp|cnn] [--file FILE]",
+		Short: "Cleartext fixed-point accuracy of a model file on the 10,000 MNIST test images",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			_, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			acc, ovf, maxAbs, err := train.FixedAccuracy(m, testSet)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+				"model": m.Name, "file": file, "ring": m.Ring, "frac": m.Frac, "test_images": len(testSet.Images),
+				"fixed_accuracy": acc, "overflow_images": ovf, "max_abs_wire": maxAbs,
+				"ms_per_image": float64(time.Since(t0).Microseconds()) / 1000 / float64(len(testSet.Images)),
+			})
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
 	return cmd
 }
