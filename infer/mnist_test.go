@@ -38,8 +38,8 @@ func loadModel(t testing.TB, name string) *Model {
 // TestMNISTEndToEnd runs the first test images through both committed
 // models with every key and correlation from a paired module pair, and
 // requires every logit to equal the cleartext fixed-point model's and the
-// predicted class to match it; the module link carries no byte for the
-// correlations (derived).
+// predicted class to match it; every key is derived and nothing crosses
+// the link between the two sites' hosts.
 func TestMNISTEndToEnd(t *testing.T) {
 	set := testSet(t)
 	images := 3
@@ -59,8 +59,11 @@ func TestMNISTEndToEnd(t *testing.T) {
 			if rep.Accuracy != rep.RefAccuracy {
 				t.Fatalf("secure accuracy %v differs from the cleartext model's %v", rep.Accuracy, rep.RefAccuracy)
 			}
-			if rep.OfflineCorrPerImage == 0 || rep.OfflineDerivedKeysPerImage == 0 {
-				t.Fatalf("no correlations or derived keys counted: %+v", rep)
+			if rep.OfflineCorrPerImage == 0 || rep.OfflineDerivedKeysPerImage != rep.OfflineKeysPerImage {
+				t.Fatalf("want correlations and every key derived: %+v", rep)
+			}
+			if rep.OfflineInterSiteBytesPerImage != 0 {
+				t.Fatalf("%v bytes per image crossed between the sites, want 0", rep.OfflineInterSiteBytesPerImage)
 			}
 		})
 	}
