@@ -23,6 +23,23 @@ const (
 	CorrConv2D CorrKind = 2
 )
 
+// CorrPart says which parts of a correlation a request draws.
+type CorrPart uint8
+
+const (
+	// CorrFull draws A, R and Z = map(A, R), all fresh.
+	CorrFull CorrPart = 0
+	// CorrWeight draws only a weight mask A and keeps its shape, so that
+	// later CorrInput requests can multiply fresh input masks with it (a
+	// session's weights are opened under A once; see docs/inference.md).
+	// The answer has A and no R or Z.
+	CorrWeight CorrPart = 1
+	// CorrInput draws a fresh R and Z = map(A, R) against the weight mask
+	// A kept at counter WeightFrom (a CorrWeight of the same shape); the
+	// answer has R and Z and no A.
+	CorrInput CorrPart = 2
+)
+
 // MaxCorrWords bounds the words of A, R and Z of one correlation.
 const MaxCorrWords = 1 << 22
 
@@ -34,6 +51,10 @@ type Correlation struct {
 	Ring    int // ℓ, 1..64
 	In, Out int
 	K, H, W int // CorrConv2D only
+	// Part is what to draw; WeightFrom (CorrInput only) the first counter
+	// of the CorrWeight whose A to use.
+	Part       CorrPart
+	WeightFrom uint64
 }
 
 // Sizes returns the number of words of A, R and Z, or an error naming the
@@ -62,6 +83,15 @@ func (c *Correlation) Sizes() (a, r, z int, err error) {
 		a, r, z = c.Out*c.In*c.K*c.K, c.In*c.H*c.W, c.Out*(c.H-c.K+1)*(c.W-c.K+1)
 	default:
 		return 0, 0, 0, fmt.Errorf("Corr.Kind: unknown kind %d", c.Kind)
+	}
+	switch c.Part {
+	case CorrFull, CorrWeight:
+		if c.WeightFrom != 0 {
+			return 0, 0, 0, fmt.Errorf("Corr.WeightFrom: only for an input correlation")
+		}
+	case CorrInput:
+	default:
+		return 0, 0, 0, fmt.Errorf("Corr.Part: unknown part %d", c.Part)
 	}
 	if a > MaxCorrWords || r > MaxCorrWords || z > MaxCorrWords || a+r+z > MaxCorrWords {
 		return 0, 0, 0, fmt.Errorf("Corr: %d words exceed %d", a+r+z, MaxCorrWords)

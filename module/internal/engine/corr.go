@@ -39,7 +39,22 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	if len(e.corrs) >= MaxCorrs {
 		return nil, bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
 	}
-	words := 2*na + 2*nr + nz
+	var words int
+	switch c.Part {
+	case msg.CorrFull:
+		words = 2*na + 2*nr + nz
+	case msg.CorrWeight:
+		if len(e.weights) >= MaxWeights {
+			return nil, bad("Corr: %d weight masks are kept (abandon a session first)", len(e.weights))
+		}
+		words = 2 * na
+	case msg.CorrInput:
+		w, ok := e.weights[c.WeightFrom]
+		if !ok || !sameShape(&w, c) {
+			return nil, bad("Corr.WeightFrom: no weight mask of this shape is kept at counter %d", c.WeightFrom)
+		}
+		words = 2*nr + nz
+	}
 	blocks := (words + 1) / 2
 	// Commit before the shares exist.
 	first := e.ctr.Next
@@ -50,22 +65,34 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 	e.ctr = next
 
-	buf := make([]uint64, words)
-	defer clear(buf)
-	e.prf.CorrWords(first, buf)
 	m := prg.Mask(c.Ring)
-	for i := range buf {
-		buf[i] &= m
+	draw := func(at uint64, n int) []uint64 {
+		b := make([]uint64, n)
+		e.prf.CorrWords(at, b)
+		for i := range b {
+			b[i] &= m
+		}
+		return b
 	}
-	a, a0 := buf[:na], buf[na:2*na]
-	r, r0 := buf[2*na:2*na+nr], buf[2*na+nr:2*na+2*nr]
-	z0 := buf[2*na+2*nr:]
-	z := make([]uint64, nz)
-	defer clear(z)
-	corrApply(c, a, r, z)
-	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c,
-		A: make([]uint64, na), R: make([]uint64, nr), Z: make([]uint64, nz)}
-	split := func(dst, v, v0 []uint64) {
+	buf := draw(first, words)
+	defer clear(buf)
+	var a, a0, r, r0, z0 []uint64
+	switch c.Part {
+	case msg.CorrFull:
+		a, a0 = buf[:na], buf[na:2*na]
+		r, r0 = buf[2*na:2*na+nr], buf[2*na+nr:2*na+2*nr]
+		z0 = buf[2*na+2*nr:]
+	case msg.CorrWeight:
+		a, a0 = buf[:na], buf[na:2*na]
+	case msg.CorrInput:
+		// The kept weight mask: the same words its CorrWeight drew.
+		wb := draw(c.WeightFrom, 2*na)
+		defer clear(wb)
+		a, a0 = wb[:na], wb[na:]
+		r, r0, z0 = buf[:nr], buf[nr:2*nr], buf[2*nr:]
+	}
+	split := func(v, v0 []uint64) []uint64 {
+		dst := make([]uint64, len(v))
 		for i := range dst {
 			if e.party == 0 {
 				dst[i] = v0[i]
@@ -73,19 +100,41 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 				dst[i] = (v[i] - v0[i]) & m
 			}
 		}
+		return dst
 	}
-	split(sh.A, a, a0)
-	split(sh.R, r, r0)
-	split(sh.Z, z, z0)
+	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c}
+	if c.Part != msg.CorrInput {
+		sh.A = split(a, a0)
+	}
+	if c.Part != msg.CorrWeight {
+		z := make([]uint64, nz)
+		defer clear(z)
+		corrApply(c, a, r, z)
+		sh.R, sh.Z = split(r, r0), split(z, z0)
+	}
 	var tag [msg.PairTagSize]byte
-	e.prf.PairTag(first, corrTagMode, byte(c.Kind), byte(c.Ring), 0, uint64(blocks),
+	e.prf.PairTag(first, corrTagMode|byte(c.Part), byte(c.Kind), byte(c.Ring), 0, uint64(blocks)|c.WeightFrom<<24,
 		uint64(c.In)|uint64(c.Out)<<16|uint64(c.K)<<32|uint64(c.H)<<40|uint64(c.W)<<52, (*[16]byte)(tag[:]))
 	sh.PairTag = tag
 	if e.corrs == nil {
 		e.corrs = map[uint64]*msg.CorrShares{}
 	}
 	e.corrs[first] = sh
+	if c.Part == msg.CorrWeight {
+		if e.weights == nil {
+			e.weights = map[uint64]msg.Correlation{}
+		}
+		e.weights[first] = *c
+	}
 	return &msg.SubmitResponse{FirstCounter: first, Count: 1}, nil
+}
+
+// MaxWeights bounds the weight masks a module keeps for CorrInput.
+const MaxWeights = 256
+
+// sameShape reports whether an input correlation fits a kept weight mask.
+func sameShape(w, c *msg.Correlation) bool {
+	return w.Kind == c.Kind && w.Ring == c.Ring && w.In == c.In && w.Out == c.Out && w.K == c.K && w.H == c.H && w.W == c.W
 }
 
 // corrApply adds map(a, r) into z (mod 2^64; the caller masks).
@@ -141,8 +190,14 @@ func (e *Engine) collectCorr(req *msg.CollectRequest) (*msg.CollectResponse, err
 }
 
 // dropCorrs wipes and drops the uncollected correlations whose first
-// counter is at most counter; it returns how many.
+// counter is at most counter, and forgets the weight masks kept there (a
+// session using them must start again); it returns how many outputs.
 func (e *Engine) dropCorrs(counter uint64) int {
+	for c := range e.weights {
+		if c <= counter {
+			delete(e.weights, c)
+		}
+	}
 	n := 0
 	for c, sh := range e.corrs {
 		if c <= counter {

@@ -123,6 +123,9 @@ func TestCorrBadRequest(t *testing.T) {
 		{Kind: msg.CorrMatVec, Ring: 32, In: 1 << 20, Out: 1 << 10},
 		{Kind: msg.CorrMatVec, Ring: 32, In: 3, Out: 1, K: 2},
 		{Kind: msg.CorrConv2D, Ring: 32, In: 1, Out: 1, K: 4, H: 3, W: 3},
+		{Kind: msg.CorrMatVec, Ring: 32, In: 1, Out: 1, Part: 7},
+		{Kind: msg.CorrMatVec, Ring: 32, In: 1, Out: 1, WeightFrom: 3},
+		{Kind: msg.CorrMatVec, Ring: 32, In: 1, Out: 1, Part: msg.CorrInput, WeightFrom: 3},
 	} {
 		before := e[0].ctr.Next
 		if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: c}); !errors.Is(err, ErrBadRequest) {
@@ -139,5 +142,61 @@ func TestCorrBadRequest(t *testing.T) {
 	ok := &msg.Correlation{Kind: msg.CorrMatVec, Ring: 8, In: 1, Out: 1}
 	if _, err := un.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: ok}); !errors.Is(err, ErrNotPaired) {
 		t.Fatalf("unpaired: %v", err)
+	}
+}
+
+// TestCorrWeightSession: a weight mask drawn once (CorrWeight) and two
+// input correlations against it (CorrInput): each reconstructs
+// Z = map(A, R) with the same A and a fresh R; an input correlation for a
+// different shape or an unknown counter is refused; an abandon forgets
+// the weight mask.
+func TestCorrWeightSession(t *testing.T) {
+	e := pair(t)
+	c := msg.Correlation{Kind: msg.CorrConv2D, Ring: 32, In: 2, Out: 2, K: 2, H: 4, W: 3, Part: msg.CorrWeight}
+	w := corrPair(t, e, c)
+	if len(w[0].A) != 16 || len(w[0].R) != 0 || len(w[0].Z) != 0 {
+		t.Fatalf("weight part: %d A, %d R, %d Z words", len(w[0].A), len(w[0].R), len(w[0].Z))
+	}
+	m := prg.Mask(32)
+	a := make([]uint64, len(w[0].A))
+	for i := range a {
+		a[i] = (w[0].A[i] + w[1].A[i]) & m
+	}
+	in := c
+	in.Part, in.WeightFrom = msg.CorrInput, w[0].Counter
+	var lastR uint64
+	for round := 0; round < 2; round++ {
+		sh := corrPair(t, e, in)
+		if len(sh[0].A) != 0 {
+			t.Fatal("an input correlation carried A")
+		}
+		r := make([]uint64, len(sh[0].R))
+		for i := range r {
+			r[i] = (sh[0].R[i] + sh[1].R[i]) & m
+		}
+		want := make([]uint64, len(sh[0].Z))
+		corrApply(&in, a, r, want)
+		for i := range want {
+			if (sh[0].Z[i]+sh[1].Z[i])&m != want[i] {
+				t.Fatalf("round %d: Z[%d] is not map(A, R) for the kept A", round, i)
+			}
+		}
+		if r[0] == lastR {
+			t.Fatal("input mask reused")
+		}
+		lastR = r[0]
+	}
+	other := in
+	other.Out = 3
+	for _, bad := range []msg.Correlation{other, {Kind: msg.CorrMatVec, Ring: 32, In: 2, Out: 2, Part: msg.CorrInput, WeightFrom: w[0].Counter}, func() msg.Correlation { x := in; x.WeightFrom++; return x }()} {
+		if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &bad}); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("%+v: %v, want ErrBadRequest", bad, err)
+		}
+	}
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: w[0].Counter}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &in}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("after abandon: %v, want ErrBadRequest", err)
 	}
 }

@@ -270,7 +270,8 @@ type Engine struct {
 	slabKeys  int         // keys in slabs
 	freeSlabs []*msg.Slab // recycled slabs (wiped), for the next bulks
 
-	corrs map[uint64]*msg.CorrShares // derived correlations not collected yet (corr.go)
+	corrs   map[uint64]*msg.CorrShares // derived correlations not collected yet (corr.go)
+	weights map[uint64]msg.Correlation // kept weight masks, by first counter (corr.go)
 
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
