@@ -3,19 +3,29 @@ package infer
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
 )
 
-// LinearCorr is one party's share of the correlation of one linear layer
-// for one evaluation: additive shares mod 2^ℓ of the input mask R (one word
-// per input value), the weight mask A (one word per weight) and their
-// product Z = L(A, R) (one word per output), where L is the layer's
-// bilinear map. It is single-use: Used is set by the online phase.
+// WeightMask is a fresh weight mask A for one linear layer: party b's
+// additive shares A[b] (mod 2^ℓ, one word per weight) and the source's
+// handle for drawing input correlations against it. A session opens the
+// layer's weights once as Ŵ = W + A and keeps its share of A.
+type WeightMask struct {
+	Handle uint64
+	A      [2][]uint64
+}
+
+// LinearCorr is one party's share of the per-evaluation correlation of one
+// linear layer against the session's weight mask A: additive shares mod
+// 2^ℓ of a fresh input mask R (one word per input value) and of
+// Z = L(A, R) (one word per output), where L is the layer's bilinear map.
+// It is single-use.
 type LinearCorr struct {
-	R, A, Z []uint64
-	used    bool
+	R, Z []uint64
+	used bool
 }
 
 // wipe zeroes the shares.
@@ -24,27 +34,31 @@ func (c *LinearCorr) wipe() {
 		return
 	}
 	clear(c.R)
-	clear(c.A)
 	clear(c.Z)
 }
 
 // CorrSource supplies the multiplication correlations of linear layers.
-// Layer l takes input shape in; the result holds party b's shares at [b].
-// Every call returns fresh, independent masks.
+// Layer l takes input shape in. Weights draws a fresh weight mask; Input
+// draws a fresh input mask R with both parties' shares of Z = L(A, R)
+// for a weight mask Weights returned.
 type CorrSource interface {
-	Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error)
+	Weights(l *Layer, in Shape, ring int) (*WeightMask, error)
+	Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error)
 }
 
 // DealerCorr is the TRUSTED-DEALER BASELINE (the LLAMA route): one process
 // draws A and R, computes Z = L(A, R) in the clear and hands each party its
-// shares. The dealer sees every mask, so it must be trusted not to collude
-// with either party. kord's own path draws these inside the paired
+// shares; it keeps every weight mask it drew (for Input) for its lifetime.
+// The dealer sees every mask, so it must be trusted not to collude with
+// either party. kord's own path (ModuleCorr) draws these inside the paired
 // key-generation modules instead; DealerCorr stays for comparison and
 // tests. Safe for concurrent use.
 type DealerCorr struct {
 	// Rand is the dealer's randomness; nil means crypto/rand.
-	Rand io.Reader
-	mu   sync.Mutex
+	Rand    io.Reader
+	mu      sync.Mutex
+	weights map[uint64][]uint64
+	next    uint64
 }
 
 func (d *DealerCorr) words(n, ring int) ([]uint64, error) {
@@ -67,51 +81,75 @@ func (d *DealerCorr) words(n, ring int) ([]uint64, error) {
 	return out, nil
 }
 
-// Linear deals one correlation for layer l.
-func (d *DealerCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
-	var out [2]*LinearCorr
-	if !l.Linear() {
-		return out, fmt.Errorf("infer: dealer: layer %v has no multiplication", l.Kind)
+// split returns fresh additive shares of v.
+func (d *DealerCorr) split(v []uint64, ring int) ([2][]uint64, error) {
+	s0, err := d.words(len(v), ring)
+	if err != nil {
+		return [2][]uint64{}, err
 	}
-	nOut := outLen(l, in)
+	s1 := make([]uint64, len(v))
+	for i := range v {
+		s1[i] = (v[i] - s0[i]) & mask(ring)
+	}
+	return [2][]uint64{s0, s1}, nil
+}
+
+// Weights deals a weight mask for layer l.
+func (d *DealerCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error) {
+	if !l.Linear() {
+		return nil, fmt.Errorf("infer: dealer: layer %v has no multiplication", l.Kind)
+	}
 	a, err := d.words(l.weightLen(), ring)
 	if err != nil {
-		return out, err
+		return nil, err
+	}
+	as, err := d.split(a, ring)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.weights == nil {
+		d.weights = map[uint64][]uint64{}
+	}
+	d.next++
+	d.weights[d.next] = a
+	return &WeightMask{Handle: d.next, A: as}, nil
+}
+
+// Input deals a fresh input mask and Z = L(A, R) for weight mask w.
+func (d *DealerCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
+	var out [2]*LinearCorr
+	if w == nil || !l.Linear() {
+		return out, errors.New("infer: dealer: an input correlation needs a linear layer and its weight mask")
+	}
+	d.mu.Lock()
+	a, ok := d.weights[w.Handle]
+	d.mu.Unlock()
+	if !ok || len(a) != l.weightLen() {
+		return out, errors.New("infer: dealer: unknown weight mask for this layer")
 	}
 	r, err := d.words(in.Len(), ring)
 	if err != nil {
 		return out, err
 	}
-	z := make([]uint64, nOut)
+	z := make([]uint64, outLen(l, in))
 	apply(l, in, a, r, z)
-	split := func(v []uint64) ([2][]uint64, error) {
-		s0, err := d.words(len(v), ring)
-		if err != nil {
-			return [2][]uint64{}, err
-		}
-		s1 := make([]uint64, len(v))
-		for i := range v {
-			s1[i] = (v[i] - s0[i]) & mask(ring)
-		}
-		return [2][]uint64{s0, s1}, nil
+	for i := range z {
+		z[i] &= mask(ring)
 	}
-	as, err := split(a)
+	rs, err := d.split(r, ring)
 	if err != nil {
 		return out, err
 	}
-	rs, err := split(r)
+	zs, err := d.split(z, ring)
 	if err != nil {
 		return out, err
 	}
-	zs, err := split(z)
-	if err != nil {
-		return out, err
-	}
-	clear(a)
 	clear(r)
 	clear(z)
 	for b := 0; b < 2; b++ {
-		out[b] = &LinearCorr{R: rs[b], A: as[b], Z: zs[b]}
+		out[b] = &LinearCorr{R: rs[b], Z: zs[b]}
 	}
 	return out, nil
 }

@@ -40,6 +40,13 @@ type DemoReport struct {
 	OfflineCorrPerImage         int     `json:"offline_correlations_per_image"`
 	OfflineCorrWordsPerImage    int     `json:"offline_correlation_words_per_image"`
 	OfflineMsPerImage           float64 `json:"offline_ms_per_image"`
+	// The session, once per run: weight masks drawn (offline) and the
+	// weights opened as Ŵ = W + A in one round (online). Not in the
+	// per-image figures.
+	SessionOfflineMs       float64 `json:"session_offline_ms"`
+	SessionOnlineMs        float64 `json:"session_online_ms"`
+	SessionBytesPerParty   int64   `json:"session_online_bytes_per_party"`
+	SessionWeightMaskWords int     `json:"session_weight_mask_words_per_party"`
 	// OfflineBytesPerPartyPerImage is the material each party receives
 	// from its own module per image: key shares (kord-v1 size), its mask
 	// and payload shares (⌈ℓ/8⌉ bytes each) and its correlation words
@@ -53,25 +60,37 @@ type DemoReport struct {
 
 // countingCorr counts the correlations and their words per party.
 type countingCorr struct {
-	src   CorrSource
-	mu    sync.Mutex
-	n     int
-	words int
+	src        CorrSource
+	mu         sync.Mutex
+	n, words   int // input correlations
+	wn, wwords int // weight masks
 }
 
-func (c *countingCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
-	r, err := c.src.Linear(l, in, ring)
+func (c *countingCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error) {
+	w, err := c.src.Weights(l, in, ring)
+	if err == nil {
+		c.mu.Lock()
+		c.wn++
+		c.wwords += len(w.A[0])
+		c.mu.Unlock()
+	}
+	return w, err
+}
+
+func (c *countingCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
+	r, err := c.src.Input(w, l, in, ring)
 	if err == nil {
 		c.mu.Lock()
 		c.n++
-		c.words += len(r[0].R) + len(r[0].A) + len(r[0].Z)
+		c.words += len(r[0].R) + len(r[0].Z)
 		c.mu.Unlock()
 	}
 	return r, err
 }
 
 // Demo runs the first cfg.Images images of the set through the two-party
-// protocol, both parties in this process over loopback TCP, each image
+// protocol, both parties in this process over loopback TCP, in one
+// session (weight masks drawn and the weights opened once), each image
 // with fresh material generated just before it, and compares every
 // output with the cleartext model. It stops at the first protocol error.
 func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
@@ -115,6 +134,24 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	if ms != nil {
 		linkStart = ms.SentBytes()
 	}
+	// The session: weight masks drawn and the weights opened once.
+	t0 := time.Now()
+	sp, sess, err := NewSupply(m.Arch(), src)
+	if err != nil {
+		return nil, err
+	}
+	defer sess[0].Wipe()
+	defer sess[1].Wipe()
+	t1 := time.Now()
+	if err := OpenSessions(conns, m, sess); err != nil {
+		return nil, err
+	}
+	rep.SessionOfflineMs = float64(t1.Sub(t0).Microseconds()) / 1000
+	rep.SessionOnlineMs = float64(time.Since(t1).Microseconds()) / 1000
+	rep.SessionBytesPerParty = max(c0.Sent(), c1.Sent())
+	rep.SessionWeightMaskWords = cc.wwords
+	c0.ResetCounters()
+	c1.ResetCounters()
 	correct, refCorrect := 0, 0
 	for i := 0; i < cfg.Images; i++ {
 		x := QuantizeImage(cfg.Set.Images[i], m.Frac)
@@ -123,12 +160,12 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 			return nil, err
 		}
 		t0 := time.Now()
-		mat, err := Gen(m.Arch(), src)
+		mat, err := sp.Gen()
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 		t1 := time.Now()
-		got, err := Online(conns, m, mat, x)
+		got, err := Online(conns, m, sess, mat, x)
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}

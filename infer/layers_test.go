@@ -150,10 +150,14 @@ func TestDealerKeys(t *testing.T) {
 }
 
 // TestMaterialSingleUse: a second Eval on the same material fails before
-// anything is sent.
+// anything is sent; a session opens its weights once.
 func TestMaterialSingleUse(t *testing.T) {
 	m := &Model{Ring: 16, Frac: 2, Input: Shape{4, 1, 1}, Layers: []Layer{{Kind: ReLU}}}
-	mat, err := Gen(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	sp, sess, err := NewSupply(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat, err := sp.Gen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,14 +167,17 @@ func TestMaterialSingleUse(t *testing.T) {
 	}
 	defer c0.Close()
 	defer c1.Close()
-	if _, err := Online([2]*gates.Conn{c0, c1}, m, mat, []int64{1, -2, 3, 0}); err != nil {
+	if _, err := Online([2]*gates.Conn{c0, c1}, m, sess, mat, []int64{1, -2, 3, 0}); err != nil {
 		t.Fatal(err)
 	}
 	sent := c1.Sent()
-	if _, err := Eval(&gates.Party{B: 1, Conn: c1}, m, mat[1], []int64{1, 2, 3, 4}); !errors.Is(err, ErrUsed) {
+	if _, err := Eval(&gates.Party{B: 1, Conn: c1}, m, sess[1], mat[1], []int64{1, 2, 3, 4}); !errors.Is(err, ErrUsed) {
 		t.Fatalf("second Eval: %v, want ErrUsed", err)
 	}
 	if c1.Sent() != sent {
 		t.Fatal("second Eval sent bytes")
+	}
+	if err := sess[1].Open(&gates.Party{B: 1, Conn: c1}, m); err == nil || c1.Sent() != sent {
+		t.Fatal("a session opened its weights twice")
 	}
 }

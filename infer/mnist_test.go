@@ -113,7 +113,11 @@ func TestBadImage(t *testing.T) {
 // is consumed from the material (a reuse is refused).
 func TestPeerDisconnect(t *testing.T) {
 	m := loadModel(t, "cnn")
-	mat, err := Gen(m.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	sp, sess, err := NewSupply(m.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat, err := sp.Gen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,27 +126,34 @@ func TestPeerDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c0.Close()
-	// The client runs only the first layer by hand, then hangs up.
+	// The client opens the weights and runs only the first layer by hand,
+	// then hangs up.
 	done := make(chan error, 1)
 	go func() {
+		arch := m.Arch()
+		p := &gates.Party{B: 1, Conn: c1}
+		if err := sess[1].Open(p, arch); err != nil {
+			done <- err
+			return
+		}
 		x := QuantizeImage(testSet(t).Images[0], m.Frac)
 		cur := make([]uint64, len(x))
 		for i, v := range x {
 			cur[i] = uint64(v) & mask(m.Ring)
 		}
 		shapes, _ := m.Shapes()
-		_, err := linearOnline(&gates.Party{B: 1, Conn: c1}, &m.Arch().Layers[0], shapes[0], shapes[1], m.Ring, mat[1].layers[0].lin, cur)
+		_, err := linearOnline(p, &arch.Layers[0], shapes[0], shapes[1], m.Ring, sess[1].a[0], sess[1].what[0], mat[1].layers[0].lin, cur)
 		c1.Close()
 		done <- err
 	}()
-	_, err = Eval(&gates.Party{B: 0, Conn: c0}, m, mat[0], nil)
+	_, err = Eval(&gates.Party{B: 0, Conn: c0}, m, sess[0], mat[0], nil)
 	if cerr := <-done; cerr != nil {
 		t.Fatal(cerr)
 	}
 	if err == nil || !strings.Contains(err.Error(), "layer 1 (maxpool)") {
 		t.Fatalf("owner after disconnect: %v, want an error in layer 1 (maxpool)", err)
 	}
-	if _, err := Eval(&gates.Party{B: 0, Conn: c0}, m, mat[0], nil); !errors.Is(err, ErrUsed) {
+	if _, err := Eval(&gates.Party{B: 0, Conn: c0}, m, sess[0], mat[0], nil); !errors.Is(err, ErrUsed) {
 		t.Fatalf("reuse after failure: %v, want ErrUsed", err)
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"github.com/kord-fss/kord/module/msg"
 )
 
-// ModuleCorr is kord's dealerless CorrSource: each linear layer's
-// correlation is a derived-correlation request (msg.SubmitCorrelation) to
-// both key-generation modules of a pair. Both draw the same masks from
-// their shared root PRF at the same counters and compute the product
-// themselves; each hands out only its own party's shares. No byte crosses
+// ModuleCorr is kord's dealerless CorrSource: each linear layer's weight
+// mask (once per session, msg.CorrWeight) and input correlation (per
+// evaluation, msg.CorrInput) is a derived-correlation request
+// (msg.SubmitCorrelation) to both key-generation modules of a pair. Both
+// draw the same masks from their shared root PRF at the same counters and
+// compute the product themselves; each hands out only its own party's
+// shares. No byte crosses
 // between the sites and no process outside the two modules ever holds A,
 // R or Z.
 //
@@ -39,15 +41,12 @@ func corrShape(l *Layer, in Shape, ring int) (msg.Correlation, error) {
 	return msg.Correlation{}, fmt.Errorf("infer: layer %v has no multiplication", l.Kind)
 }
 
-// Linear requests one derived correlation for layer l from both modules.
-func (s *ModuleCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
-	var out [2]*LinearCorr
+// request runs one correlation request on both modules and returns both
+// parties' shares, checked to pair.
+func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
+	var sh [2]*msg.CorrShares
 	if s.Pair == nil {
-		return out, errors.New("infer: ModuleCorr has no module pair")
-	}
-	c, err := corrShape(l, in, ring)
-	if err != nil {
-		return out, err
+		return sh, errors.New("infer: ModuleCorr has no module pair")
 	}
 	ctx := s.Ctx
 	if ctx == nil {
@@ -55,12 +54,11 @@ func (s *ModuleCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var sh [2]*msg.CorrShares
 	var first [2]uint64
 	for b := 0; b < 2; b++ {
 		r, err := s.Pair.Devices[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &c})
 		if err != nil {
-			return out, fmt.Errorf("infer: module %d: correlation: %w", b, err)
+			return sh, fmt.Errorf("infer: module %d: correlation: %w", b, err)
 		}
 		first[b] = r.FirstCounter
 	}
@@ -68,17 +66,50 @@ func (s *ModuleCorr) Linear(l *Layer, in Shape, ring int) ([2]*LinearCorr, error
 		cr, err := s.Pair.Devices[b].Collect(ctx, &msg.CollectRequest{Counter: first[b], Corr: true})
 		if err != nil {
 			sh[0].Wipe()
-			return out, fmt.Errorf("infer: module %d: collecting the correlation: %w", b, err)
+			return [2]*msg.CorrShares{}, fmt.Errorf("infer: module %d: collecting the correlation: %w", b, err)
 		}
 		sh[b] = cr.Corr
 	}
 	if sh[0] == nil || sh[1] == nil || first[0] != first[1] || sh[0].PairTag != sh[1].PairTag {
 		sh[0].Wipe()
 		sh[1].Wipe()
-		return out, errors.New("infer: the two modules' correlations do not pair (their request sequences differ)")
+		return [2]*msg.CorrShares{}, errors.New("infer: the two modules' correlations do not pair (their request sequences differ)")
+	}
+	return sh, nil
+}
+
+// Weights asks both modules for a kept weight mask (msg.CorrWeight).
+func (s *ModuleCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error) {
+	c, err := corrShape(l, in, ring)
+	if err != nil {
+		return nil, err
+	}
+	c.Part = msg.CorrWeight
+	sh, err := s.request(c)
+	if err != nil {
+		return nil, err
+	}
+	return &WeightMask{Handle: sh[0].Counter, A: [2][]uint64{sh[0].A, sh[1].A}}, nil
+}
+
+// Input asks both modules for a fresh input mask against weight mask w
+// (msg.CorrInput).
+func (s *ModuleCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
+	var out [2]*LinearCorr
+	if w == nil {
+		return out, errors.New("infer: an input correlation needs its weight mask")
+	}
+	c, err := corrShape(l, in, ring)
+	if err != nil {
+		return out, err
+	}
+	c.Part, c.WeightFrom = msg.CorrInput, w.Handle
+	sh, err := s.request(c)
+	if err != nil {
+		return out, err
 	}
 	for b := 0; b < 2; b++ {
-		out[b] = &LinearCorr{R: sh[b].R, A: sh[b].A, Z: sh[b].Z}
+		out[b] = &LinearCorr{R: sh[b].R, Z: sh[b].Z}
 	}
 	return out, nil
 }

@@ -12,26 +12,18 @@ type Stats struct {
 	Rounds    int64    // exchanges (both parties take part in every one)
 }
 
-// Online runs both parties' online phases concurrently over the two ends
-// of a connection: party 0 with the model, party 1 with the architecture
-// and the image. It returns the client's output. When either party fails,
-// its connection is closed so the other returns too.
-func Online(c [2]*gates.Conn, model *Model, mat [2]*Material, image []int64) ([]int64, error) {
+// both runs f for party 0 and party 1 concurrently; a party that fails
+// closes its connection so the other returns too. The client's error is
+// reported first (it names a bad image).
+func both(c [2]*gates.Conn, f func(b int) ([]int64, error)) ([]int64, error) {
 	type res struct {
 		out []int64
 		err error
 	}
 	ch := [2]chan res{make(chan res, 1), make(chan res, 1)}
-	arch := model.Arch()
 	for b := 0; b < 2; b++ {
 		go func(b int) {
-			var out []int64
-			var err error
-			if b == 0 {
-				out, err = Eval(&gates.Party{B: 0, Conn: c[0]}, model, mat[0], nil)
-			} else {
-				out, err = Eval(&gates.Party{B: 1, Conn: c[1]}, arch, mat[1], image)
-			}
+			out, err := f(b)
 			if err != nil {
 				_ = c[b].Close()
 			}
@@ -39,7 +31,7 @@ func Online(c [2]*gates.Conn, model *Model, mat [2]*Material, image []int64) ([]
 		}(b)
 	}
 	r0, r1 := <-ch[0], <-ch[1]
-	if r1.err != nil { // the client's error names the cause first (bad image)
+	if r1.err != nil {
 		return nil, r1.err
 	}
 	if r0.err != nil {
@@ -48,12 +40,46 @@ func Online(c [2]*gates.Conn, model *Model, mat [2]*Material, image []int64) ([]
 	return r1.out, nil
 }
 
-// Run is one complete secure evaluation in this process: it generates the
-// material from src, opens a loopback TCP connection and runs both
-// parties. It returns the client's logits and the online cost.
+// OpenSessions runs both parties' weight opening (Session.Open)
+// concurrently over the two ends of a connection.
+func OpenSessions(c [2]*gates.Conn, model *Model, sess [2]*Session) error {
+	arch := model.Arch()
+	_, err := both(c, func(b int) ([]int64, error) {
+		m := model
+		if b == 1 {
+			m = arch
+		}
+		return nil, sess[b].Open(&gates.Party{B: b, Conn: c[b]}, m)
+	})
+	return err
+}
+
+// Online runs both parties' online phases of one evaluation concurrently
+// over the two ends of a connection: party 0 with the model, party 1 with
+// the architecture and the image. It returns the client's output.
+func Online(c [2]*gates.Conn, model *Model, sess [2]*Session, mat [2]*Material, image []int64) ([]int64, error) {
+	arch := model.Arch()
+	return both(c, func(b int) ([]int64, error) {
+		if b == 0 {
+			return Eval(&gates.Party{B: 0, Conn: c[0]}, model, sess[0], mat[0], nil)
+		}
+		return Eval(&gates.Party{B: 1, Conn: c[1]}, arch, sess[1], mat[1], image)
+	})
+}
+
+// Run is one complete secure evaluation in this process, in a session of
+// its own: it draws the weight masks and the material from src, opens a
+// loopback TCP connection and runs both parties. It returns the client's
+// logits and the online cost (the weight opening included).
 func Run(model *Model, image []int64, src Sources) ([]int64, Stats, error) {
 	var st Stats
-	mat, err := Gen(model.Arch(), src)
+	sp, sess, err := NewSupply(model.Arch(), src)
+	if err != nil {
+		return nil, st, err
+	}
+	defer sess[0].Wipe()
+	defer sess[1].Wipe()
+	mat, err := sp.Gen()
 	if err != nil {
 		return nil, st, err
 	}
@@ -65,7 +91,7 @@ func Run(model *Model, image []int64, src Sources) ([]int64, Stats, error) {
 	}
 	defer c0.Close()
 	defer c1.Close()
-	out, err := Online([2]*gates.Conn{c0, c1}, model, mat, image)
+	out, err := Online([2]*gates.Conn{c0, c1}, model, sess, mat, image)
 	if err != nil {
 		return nil, st, err
 	}

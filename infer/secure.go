@@ -69,17 +69,81 @@ func truncGates(ring, s int) (gates.TR, gates.CMP) {
 	return gates.TR{Bits: ring, Shift: s}, gates.CMP{Bits: m + 1, Out: ring, C: 1 << uint(m)}
 }
 
-// Gen produces both parties' material for one evaluation of the
-// architecture arch (weights are not needed). Every mask is fresh.
-func Gen(arch *Model, src Sources) ([2]*Material, error) {
-	var out [2]*Material
+// Session is one party's material for a run of evaluations of one model
+// under one opening of its weights: its share of every linear layer's
+// weight mask A and, once Open has run, the opened Ŵ = W + A. A is never
+// opened again; each evaluation masks its inputs afresh.
+type Session struct {
+	B      int
+	a      [][]uint64 // per layer (nil for non-linear layers)
+	what   [][]uint64 // opened Ŵ per layer, after Open
+	opened bool
+	failed bool
+}
+
+// Wipe zeroes the session's shares and opened weights.
+func (s *Session) Wipe() {
+	if s == nil {
+		return
+	}
+	for i := range s.a {
+		clear(s.a[i])
+		clear(s.what[i])
+	}
+}
+
+// Supply is the offline driver of a session for both parties (in a
+// deployment each party drives its own module; here one object drives
+// both through Sources): it holds the sources and the handles of the
+// session's weight masks.
+type Supply struct {
+	arch    *Model
+	shapes  []Shape
+	src     Sources
+	weights []*WeightMask
+}
+
+// NewSupply draws a fresh weight mask for every linear layer of arch
+// (weights are not needed) and returns the driver with both parties'
+// sessions.
+func NewSupply(arch *Model, src Sources) (*Supply, [2]*Session, error) {
+	var ss [2]*Session
 	shapes, err := arch.Shapes()
 	if err != nil {
-		return out, err
+		return nil, ss, err
 	}
 	if src.Keys == nil || src.Corr == nil {
-		return out, errors.New("infer: Gen needs a key source and a correlation source")
+		return nil, ss, errors.New("infer: a supply needs a key source and a correlation source")
 	}
+	sp := &Supply{arch: arch, shapes: shapes, src: src, weights: make([]*WeightMask, len(arch.Layers))}
+	for b := 0; b < 2; b++ {
+		ss[b] = &Session{B: b, a: make([][]uint64, len(arch.Layers)), what: make([][]uint64, len(arch.Layers))}
+	}
+	for i := range arch.Layers {
+		ly := &arch.Layers[i]
+		if !ly.Linear() {
+			continue
+		}
+		w, err := src.Corr.Weights(ly, shapes[i], arch.Ring)
+		if err == nil && (len(w.A[0]) != ly.weightLen() || len(w.A[1]) != ly.weightLen()) {
+			err = errors.New("weight mask of the wrong size")
+		}
+		if err != nil {
+			ss[0].Wipe()
+			ss[1].Wipe()
+			return nil, [2]*Session{}, fmt.Errorf("infer: offline, layer %d (%v) weight mask: %w", i, ly.Kind, err)
+		}
+		sp.weights[i] = w
+		ss[0].a[i], ss[1].a[i] = w.A[0], w.A[1]
+	}
+	return sp, ss, nil
+}
+
+// Gen produces both parties' material for one evaluation: every key and
+// every input mask is fresh.
+func (sp *Supply) Gen() ([2]*Material, error) {
+	var out [2]*Material
+	arch, shapes, src := sp.arch, sp.shapes, sp.src
 	out[0], out[1] = &Material{B: 0}, &Material{B: 1}
 	fail := func(i int, err error) ([2]*Material, error) {
 		out[0].Wipe()
@@ -92,7 +156,10 @@ func Gen(arch *Model, src Sources) ([2]*Material, error) {
 		var lm [2]layerMat
 		switch ly.Kind {
 		case FC, Conv:
-			c, err := src.Corr.Linear(ly, in, arch.Ring)
+			c, err := src.Corr.Input(sp.weights[i], ly, in, arch.Ring)
+			if err == nil && (len(c[0].R) != in.Len() || len(c[1].R) != in.Len() || len(c[0].Z) != o.Len() || len(c[1].Z) != o.Len()) {
+				err = errors.New("input correlation of the wrong size")
+			}
 			if err != nil {
 				return fail(i, err)
 			}
@@ -138,12 +205,12 @@ func Gen(arch *Model, src Sources) ([2]*Material, error) {
 // On any error (bad input, a peer that disconnects or sends a malformed
 // frame) Eval returns at once, naming the layer; the material is consumed
 // and wiped either way and nothing further is requested.
-func Eval(p *gates.Party, m *Model, mat *Material, image []int64) ([]int64, error) {
+func Eval(p *gates.Party, m *Model, sess *Session, mat *Material, image []int64) ([]int64, error) {
 	if p == nil || p.Conn == nil || (p.B != 0 && p.B != 1) {
 		return nil, errors.New("infer: party must be 0 or 1 with a connection")
 	}
-	if mat == nil || mat.B != p.B || len(mat.layers) != len(m.Layers) {
-		return nil, errors.New("infer: material does not belong to this party and model")
+	if mat == nil || mat.B != p.B || len(mat.layers) != len(m.Layers) || sess == nil || sess.B != p.B || len(sess.a) != len(m.Layers) {
+		return nil, errors.New("infer: session or material does not belong to this party and model")
 	}
 	if mat.used {
 		return nil, ErrUsed
@@ -157,13 +224,18 @@ func Eval(p *gates.Party, m *Model, mat *Material, image []int64) ([]int64, erro
 	if err := m.Validate(p.B == 0); err != nil {
 		return nil, err
 	}
+	if p.B == 1 && len(image) != m.Input.Len() {
+		return nil, fmt.Errorf("%w: image has %d values, the model takes %v = %d", ErrInput, len(image), m.Input, m.Input.Len())
+	}
+	if !sess.opened {
+		if err := sess.Open(p, m); err != nil {
+			return nil, err
+		}
+	}
 	ring := m.Ring
 	mk := mask(ring)
 	cur := make([]uint64, m.Input.Len())
 	if p.B == 1 {
-		if len(image) != m.Input.Len() {
-			return nil, fmt.Errorf("%w: image has %d values, the model takes %v = %d", ErrInput, len(image), m.Input, m.Input.Len())
-		}
 		for i, v := range image {
 			cur[i] = uint64(v) & mk
 		}
@@ -175,7 +247,7 @@ func Eval(p *gates.Party, m *Model, mat *Material, image []int64) ([]int64, erro
 		var err error
 		switch ly.Kind {
 		case FC, Conv:
-			cur, err = linearOnline(p, ly, in, o, ring, lm.lin, cur)
+			cur, err = linearOnline(p, ly, in, o, ring, sess.a[i], sess.what[i], lm.lin, cur)
 		case Trunc:
 			cur, err = truncOnline(p, ring, ly.S, lm.gs, cur)
 		case ReLU:
@@ -218,36 +290,78 @@ func Eval(p *gates.Party, m *Model, mat *Material, image []int64) ([]int64, erro
 	return out, nil
 }
 
+// Open is the session's one weight opening (one round): for every linear
+// layer both parties learn Ŵ = W + A (the owner sends W + A_0, the client
+// A_1). Eval runs it on first use; a session whose opening failed is
+// unusable.
+func (s *Session) Open(p *gates.Party, m *Model) error {
+	if s.opened || s.failed {
+		return errors.New("infer: session already opened (or its opening failed)")
+	}
+	if p.B != s.B || len(s.a) != len(m.Layers) {
+		return errors.New("infer: session does not belong to this party and model")
+	}
+	s.failed = true
+	var send []uint64
+	for i := range m.Layers {
+		ly := &m.Layers[i]
+		if !ly.Linear() {
+			continue
+		}
+		if len(s.a[i]) != ly.weightLen() {
+			return fmt.Errorf("infer: layer %d: session has no weight mask", i)
+		}
+		for j, v := range s.a[i] {
+			if p.B == 0 {
+				v += uint64(ly.W[j])
+			}
+			send = append(send, v&mask(m.Ring))
+		}
+	}
+	got, err := exchange(p, send, m.Ring)
+	if err != nil {
+		return fmt.Errorf("infer: party %d, opening the weights: %w", p.B, err)
+	}
+	at := 0
+	for i := range m.Layers {
+		if !m.Layers[i].Linear() {
+			continue
+		}
+		n := len(s.a[i])
+		s.what[i] = make([]uint64, n)
+		for j := 0; j < n; j++ {
+			s.what[i][j] = (send[at+j] + got[at+j]) & mask(m.Ring)
+		}
+		at += n
+	}
+	clear(send)
+	s.opened, s.failed = true, false
+	return nil
+}
+
 // linearOnline evaluates a linear layer on shares x with one opening
-// round: x̂ = x + R and Ŵ = W + A (party 0 holds W, party 1 the zero
-// share), then y_b = L(Ŵ, [b=0]·x̂ − R_b) − L(A_b, x̂) + Z_b + [b=0]·bias,
-// since L(Ŵ−A, x̂−R) = L(Ŵ,x̂) − L(Ŵ,R) − L(A,x̂) + L(A,R).
-func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, c *LinearCorr, x []uint64) ([]uint64, error) {
+// round, x̂ = x + R, against the session's opened Ŵ and weight-mask share
+// A_b: y_b = L(Ŵ, [b=0]·x̂ − R_b) − L(A_b, x̂) + Z_b + [b=0]·bias, since
+// L(Ŵ−A, x̂−R) = L(Ŵ,x̂) − L(Ŵ,R) − L(A,x̂) + L(A,R).
+func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, a, wh []uint64, c *LinearCorr, x []uint64) ([]uint64, error) {
 	mk := mask(ring)
-	if c == nil || c.used || len(c.R) != in.Len() || len(c.A) != ly.weightLen() || len(c.Z) != o.Len() {
-		return nil, errors.New("linear correlation missing, used or of the wrong shape")
+	if c == nil || c.used || len(c.R) != in.Len() || len(c.Z) != o.Len() || len(a) != ly.weightLen() || len(wh) != len(a) {
+		return nil, errors.New("linear correlation or weight mask missing, used or of the wrong shape")
 	}
 	c.used = true
-	nx, nw := len(c.R), len(c.A)
-	send := make([]uint64, nx+nw)
+	nx := len(c.R)
+	send := make([]uint64, nx)
 	for i := range x {
 		send[i] = (x[i] + c.R[i]) & mk
-	}
-	for i := range c.A {
-		v := c.A[i]
-		if p.B == 0 {
-			v += uint64(ly.W[i])
-		}
-		send[nx+i] = v & mk
 	}
 	got, err := exchange(p, send, ring)
 	if err != nil {
 		return nil, err
 	}
-	for i := range send {
-		send[i] = (send[i] + got[i]) & mk
+	xh := send
+	for i := range xh {
+		xh[i] = (xh[i] + got[i]) & mk
 	}
-	xh, wh := send[:nx], send[nx:]
 	y := make([]uint64, o.Len())
 	per := o.Len() / ly.Out
 	for j := range y {
@@ -264,8 +378,8 @@ func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, c *LinearCor
 		}
 	}
 	apply(ly, in, wh, t, y)
-	negA := make([]uint64, nw)
-	for i, v := range c.A {
+	negA := make([]uint64, len(a))
+	for i, v := range a {
 		negA[i] = -v
 	}
 	apply(ly, in, negA, xh, y)
@@ -273,6 +387,7 @@ func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, c *LinearCor
 		y[j] &= mk
 	}
 	clear(t)
+	clear(negA)
 	c.wipe()
 	return y, nil
 }
