@@ -34,11 +34,12 @@
 // mask r, and both learn x̂ = x + r (LLAMA's masked wire). One round per
 // layer, one frame for the whole layer, values bit-packed to ℓ bits.
 //
-//   - Linear (FC, Conv), bilinear map L: a correlation (R, A, Z = L(A, R))
-//     in shares; open x̂ = x + R and Ŵ = W + A in one round (the owner's
-//     weights enter as its share, the client's share is 0); then
-//     y_b = L(Ŵ, [b=0]·x̂ − R_b) − L(A_b, x̂) + Z_b + [b=0]·B, since
-//     L(Ŵ−A, x̂−R) = L(Ŵ,x̂) − L(Ŵ,R) − L(A,x̂) + L(A,R).
+//   - Linear (FC, Conv), bilinear map L: a session draws each layer's
+//     weight mask A once and opens the weights once, Ŵ = W + A (the
+//     owner's weights enter as its share, the client's share is 0). Per
+//     evaluation a fresh input mask R and Z = L(A, R) in shares: open
+//     x̂ = x + R; y_b = L(Ŵ, [b=0]·x̂ − R_b) − L(A_b, x̂) + Z_b + [b=0]·B,
+//     since L(Ŵ−A, x̂−R) = L(Ŵ,x̂) − L(Ŵ,R) − L(A,x̂) + L(A,R).
 //   - ReLU: two derived DCF(ℓ→ℓ) keys, F at r1 (β = 1) and G at r2 with a
 //     derived random payload s; open x + r1, x + r2, x + s; d = DReLU(x)
 //     from F and d·s from G by the comparison identity of docs/gates.md;
@@ -53,12 +54,14 @@
 //
 // # Material
 //
-// Gen draws one party's Material per evaluation from Sources: FSS keys
-// from a gates.KeySource (gates.ModuleSource: a paired module pair, every
-// key derived) and linear correlations from a CorrSource (ModuleCorr: the
-// modules' derived-correlation request, msg.SubmitCorrelation). Material
-// is single-use: Eval marks it used before sending anything and wipes it
-// after, so no mask ever opens two values. DealerCorr and
+// NewSupply draws a session's weight masks (one Session per party) and
+// Supply.Gen one Material per evaluation from Sources: FSS keys from a
+// gates.KeySource (gates.ModuleSource: a paired module pair, every key
+// derived) and linear correlations from a CorrSource (ModuleCorr: the
+// modules' derived-correlation request, msg.SubmitCorrelation, parts
+// CorrWeight and CorrInput). Material is single-use: Eval marks it used
+// before sending anything and wipes it after, so no mask ever opens two
+// values (A opens only Ŵ, once per session). DealerCorr and
 // gates.DealerSource are the TRUSTED-DEALER BASELINE (the LLAMA route),
 // kept for comparison.
 //

@@ -199,8 +199,10 @@ func (sp *Supply) Gen() ([2]*Material, error) {
 // owner) passes the model with its weights and a nil image; party 1 (the
 // client) passes the architecture (m.Arch(), no weights) and its quantized
 // image. Both parties' inputs enter as trivial shares (the owner holds the
-// value, the other 0) and are only ever opened under a fresh mask. Party 1
-// receives the output wire (the logits, signed); party 0 receives nil.
+// value, the other 0) and are only ever opened under a fresh mask: the
+// weights once per session (sess.Open, run here on first use), the image
+// under this evaluation's R. Party 1 receives the output wire (the
+// logits, signed); party 0 receives nil.
 //
 // On any error (bad input, a peer that disconnects or sends a malformed
 // frame) Eval returns at once, naming the layer; the material is consumed
