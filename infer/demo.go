@@ -54,8 +54,9 @@ type DemoReport struct {
 	OfflineBytesPerPartyPerImage int64 `json:"offline_bytes_per_party_per_image"`
 	// OfflineInterSiteBytesPerImage counts both directions of the link
 	// between the two sites' hosts during key supply (0: every key and
-	// correlation is derived).
-	OfflineInterSiteBytesPerImage float64 `json:"offline_inter_site_bytes_per_image"`
+	// correlation is derived); null for the in-process dealer, which has
+	// no such link (its own links are the next stage's dealer process).
+	OfflineInterSiteBytesPerImage *float64 `json:"offline_inter_site_bytes_per_image"`
 }
 
 // countingCorr counts the correlations and their words per party.
@@ -213,7 +214,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	rep.OfflineBytesPerPartyPerImage = material / int64(n)
 	if ms != nil {
 		end := ms.SentBytes()
-		rep.OfflineInterSiteBytesPerImage = float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / float64(n)
+		v := float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / float64(n)
+		rep.OfflineInterSiteBytesPerImage = &v
 	}
 	return rep, nil
 }
