@@ -117,11 +117,13 @@ func inferDemoCmd() *cobra.Command {
 		Use:   "demo [--model mlp|cnn] [--images N] [--json]",
 		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
 		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
-image) in this process over loopback TCP. Non-linear layers use FSS keys
-from a freshly paired pair of software key-generation modules (derived
-mode where the gate allows it); linear layers use multiplication
-correlations from the module pair's derived-correlation request, or with
---dealer every key and correlation from the trusted-dealer baseline.
+image) in this process over loopback TCP, in one session: each linear
+layer's weight mask is drawn once and the weights are opened once; every
+image then gets fresh keys and input masks. Every FSS key (ReLU, max-pool,
+truncation) and every multiplication correlation comes from a freshly
+paired pair of software key-generation modules in derived mode, so nothing
+crosses between the two sites during key supply; with --dealer everything
+comes from the trusted-dealer baseline instead (in this process).
 Every secure output is compared with the cleartext fixed-point model.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -149,9 +151,12 @@ Every secure output is compared with the cleartext fixed-point model.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d images, %d bit-exact, %d mismatches, accuracy %.4f\nonline %.1f ms/image, %d bytes/party/image, %d rounds; offline %d keys + %d correlation words per image (%s)\n",
-				rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Accuracy, rep.OnlineMsPerImage,
-				rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.OfflineKeysPerImage, rep.OfflineCorrWordsPerImage, rep.Source)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d images, %d bit-exact, %d mismatches, accuracy %.4f (%s)\n"+
+				"per image: online %.1f ms, %d bytes/party, %d rounds; offline %.1f ms, %d keys + %d correlations (%d words/party)\n"+
+				"session: weights opened once, %d bytes/party\n",
+				rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Accuracy, rep.Source,
+				rep.OnlineMsPerImage, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.OfflineMsPerImage,
+				rep.OfflineKeysPerImage, rep.OfflineCorrPerImage, rep.OfflineCorrWordsPerImage, rep.SessionBytesPerParty)
 			if rep.Mismatches > 0 {
 				return fmt.Errorf("%d secure outputs differ from the cleartext model", rep.Mismatches)
 			}
