@@ -250,3 +250,36 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestInventoryMatchesRun: the per-layer cost formulas add up to exactly
+// the keys, correlation words, rounds and bytes a run of each committed
+// model measures (per image and for the session).
+func TestInventoryMatchesRun(t *testing.T) {
+	set := testSet(t)
+	for _, name := range []string{"mlp", "cnn"} {
+		m := loadModel(t, name)
+		inv, err := m.Inventory()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys, words, sessWords, rounds, bytes, sessBytes int
+		for _, c := range inv {
+			keys += c.Keys
+			words += c.CorrWords
+			sessWords += c.SessionWords
+			rounds += c.Rounds
+			bytes += c.Bytes
+			sessBytes += c.SessionBytes
+		}
+		rep, err := Demo(context.Background(), DemoConfig{Model: m, Set: set, Images: 1, Dealer: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [6]int64{int64(rep.OfflineKeysPerImage), int64(rep.OfflineCorrWordsPerImage), int64(rep.SessionWeightMaskWords),
+			rep.OnlineRounds, rep.OnlineBytesPerPartyPerImage, rep.SessionBytesPerParty}
+		want := [6]int64{int64(keys), int64(words), int64(sessWords), int64(rounds), int64(bytes), int64(sessBytes + 4)}
+		if got != want {
+			t.Fatalf("%s: measured keys, words, session words, rounds, bytes, session bytes = %v; inventory %v", name, got, want)
+		}
+	}
+}
