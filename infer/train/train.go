@@ -63,7 +63,8 @@ func DefaultConfig(model string) Config {
 type Net struct {
 	Layers []infer.Layer // shapes only; weights live in w and b
 	input  infer.Shape
-	w, b   [][]float64 // per layer (nil for non-linear)
+	sh     []infer.Shape // input shape of every layer, then the output's
+	w, b   [][]float64   // per layer (nil for non-linear)
 }
 
 // NewNet builds the architecture with He-normal weights.
@@ -91,6 +92,11 @@ func NewNet(model string, seed uint64) (*Net, error) {
 	if model == "mlp" {
 		n.input = infer.Shape{C: 784, H: 1, W: 1}
 	}
+	sh, err := (&infer.Model{Ring: 64, Frac: 0, Input: n.input, Layers: ls}).Shapes()
+	if err != nil {
+		return nil, fmt.Errorf("train: built-in architecture %q: %w", model, err)
+	}
+	n.sh = sh
 	r := rand.New(rand.NewPCG(seed, 0x6b6f7264))
 	for _, l := range ls {
 		var w, b []float64
@@ -114,14 +120,7 @@ func NewNet(model string, seed uint64) (*Net, error) {
 	return n, nil
 }
 
-func (n *Net) shapes() []infer.Shape {
-	m := infer.Model{Ring: 64, Frac: 0, Input: n.input, Layers: n.Layers}
-	s, err := m.Shapes()
-	if err != nil {
-		panic("train: inconsistent built-in architecture: " + err.Error())
-	}
-	return s
-}
+func (n *Net) shapes() []infer.Shape { return n.sh }
 
 // pass holds one example's activations for the backward pass.
 type pass struct {
