@@ -181,3 +181,22 @@ func TestMaterialSingleUse(t *testing.T) {
 		t.Fatal("a session opened its weights twice")
 	}
 }
+
+// TestOwnerWithoutWeights: an owner whose model lacks weights gets an
+// error before anything is sent, not a panic.
+func TestOwnerWithoutWeights(t *testing.T) {
+	m := &Model{Ring: 16, Frac: 2, Input: Shape{3, 1, 1}, Layers: []Layer{{Kind: FC, In: 3, Out: 2}}}
+	_, sess, err := NewSupply(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1, err := gates.TCPPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	defer c1.Close()
+	if err := sess[0].Open(&gates.Party{B: 0, Conn: c0}, m); err == nil || c0.Sent() != 0 {
+		t.Fatalf("owner without weights: %v, %d bytes sent", err, c0.Sent())
+	}
+}

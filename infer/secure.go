@@ -300,8 +300,11 @@ func (s *Session) Open(p *gates.Party, m *Model) error {
 	if s.opened || s.failed {
 		return errors.New("infer: session already opened (or its opening failed)")
 	}
-	if p.B != s.B || len(s.a) != len(m.Layers) {
+	if p == nil || p.Conn == nil || p.B != s.B || len(s.a) != len(m.Layers) {
 		return errors.New("infer: session does not belong to this party and model")
+	}
+	if err := m.Validate(p.B == 0); err != nil { // the owner's weights must all be there
+		return err
 	}
 	s.failed = true
 	var send []uint64
