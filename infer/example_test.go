@@ -36,8 +36,8 @@ func Example() {
 	}
 	want, _, _ := m.Ref(x)
 	fmt.Println("secure:", got, "cleartext:", want) // 0.5 and 0.875 at 16 fractional bits
-	fmt.Println("rounds:", st.Rounds)               // the weight opening, FC, ReLU, Trunc (2), FC, output
+	fmt.Println("rounds:", st.Rounds)               // the weight opening, FC, ReLU, Trunc, FC, output
 	// Output:
 	// secure: [32768 57344] cleartext: [32768 57344]
-	// rounds: 7
+	// rounds: 6
 }

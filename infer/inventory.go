@@ -58,8 +58,13 @@ func (m *Model) Inventory() ([]LayerCost, error) {
 		case Trunc:
 			n := in.Len()
 			c.Ops, c.Keys = n, 2*n
-			c.Rounds = 2
-			c.Bytes = packed(n, ly.S+1) + 4 + packed(n, l-ly.S+1) + 4
+			if l <= 63 { // one round: s+1 and ℓ+1 bits per value in one frame
+				c.Rounds = 1
+				c.Bytes = packed(n, ly.S+1) + packed(n, l+1) + 4
+			} else { // ℓ = 64: TR then the lift, s+1 and ℓ−s+1 bits
+				c.Rounds = 2
+				c.Bytes = packed(n, ly.S+1) + 4 + packed(n, l-ly.S+1) + 4
+			}
 		}
 		out = append(out, c)
 	}

@@ -27,8 +27,9 @@ type Material struct {
 
 type layerMat struct {
 	lin *LinearCorr
-	// trunc: [TR, CMP]
-	gs []gates.Material
+	// trunc at ℓ = 64: [TR, CMP] (two rounds); below, trunc (one round)
+	gs    []gates.Material
+	trunc *truncMat
 	// relu: one batch; maxpool: one batch per tree level (relu.go)
 	relus []*reluMat
 }
@@ -46,6 +47,7 @@ func (m *Material) Wipe() {
 		for _, r := range l.relus {
 			r.wipe()
 		}
+		l.trunc.wipe()
 	}
 }
 
@@ -165,6 +167,14 @@ func (sp *Supply) Gen() ([2]*Material, error) {
 			}
 			lm[0].lin, lm[1].lin = c[0], c[1]
 		case Trunc:
+			if arch.Ring <= 63 {
+				m, err := truncGen(src.Keys, arch.Ring, ly.S, in.Len())
+				if err != nil {
+					return fail(i, err)
+				}
+				lm[0].trunc, lm[1].trunc = m[0], m[1]
+				break
+			}
 			tr, ext := truncGates(arch.Ring, ly.S)
 			for _, g := range []gates.Gate{tr, ext} {
 				m, err := g.Gen(src.Keys, nil, in.Len())
@@ -251,7 +261,11 @@ func Eval(p *gates.Party, m *Model, sess *Session, mat *Material, image []int64)
 		case FC, Conv:
 			cur, err = linearOnline(p, ly, in, o, ring, sess.a[i], sess.what[i], lm.lin, cur)
 		case Trunc:
-			cur, err = truncOnline(p, ring, ly.S, lm.gs, cur)
+			if lm.trunc != nil {
+				cur, err = truncEval(p, ring, ly.S, lm.trunc, cur)
+			} else {
+				cur, err = truncOnline(p, ring, ly.S, lm.gs, cur)
+			}
 		case ReLU:
 			if len(lm.relus) != 1 {
 				err = errors.New("ReLU material missing")
@@ -397,7 +411,8 @@ func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, a, wh []uint
 	return y, nil
 }
 
-// truncOnline is the exact arithmetic shift by s (two rounds): TR gives
+// truncOnline is the exact arithmetic shift by s at ℓ = 64, where the
+// one-round form (trunc.go) would need a 65-bit comparison (two rounds): TR gives
 // shares mod 2^{ℓ−s} of v = ⌊(x + 2^{ℓ−1})/2^s⌋ ∈ [0, 2^{ℓ−s}); with
 // V = v_0 + v_1 exact in Z_{2^{ℓ−s+1}}, v = V − 2^{ℓ−s}·1{V ≥ 2^{ℓ−s}},
 // and x >> s = v − 2^{ℓ−s−1}, all mod 2^ℓ.
