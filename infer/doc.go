@@ -45,11 +45,12 @@
 //     from F and d·s from G by the comparison identity of docs/gates.md;
 //     ReLU = (x+s)·d − d·s. No bound key: zero bytes between the sites.
 //   - MaxPool: ⌈log2 K²⌉ rounds of batched ReLU on differences.
-//   - Trunc by s: gates.TR of x + 2^{ℓ−1} (logical, exact, shares in
-//     Z_{2^{ℓ−s}}), then a ring lift back to Z_{2^ℓ} with one public
-//     comparison of the exact share sum (gates.CMP at 2^{ℓ−s}) and a shift
-//     by −2^{ℓ−s−1}. Two rounds, two derived keys, exact on the whole
-//     ring (no probabilistic truncation, no 1-bit error).
+//   - Trunc by s: with y = x + 2^{ℓ−1} in shares read as integers,
+//     ⌊y/2^s⌋ = ⌊y_0/2^s⌋ + ⌊y_1/2^s⌋ + c − 2^{ℓ−s}·w for the low-bit carry
+//     c and the wrap w of the shares, both public comparisons of exactly
+//     shared sums, opened together: one round, two derived keys, exact on
+//     the whole ring (ℓ ≤ 63; at ℓ = 64 gates.TR and a ring lift, two
+//     rounds). No probabilistic truncation, no 1-bit error.
 //   - Output: the owner sends its shares of the last wire to the client.
 //
 // # Material
