@@ -142,7 +142,9 @@ func NewSupply(arch *Model, src Sources) (*Supply, [2]*Session, error) {
 }
 
 // Gen produces both parties' material for one evaluation: every key and
-// every input mask is fresh.
+// every input mask is fresh. Not safe for concurrent use: the two modules
+// of a pair must see the same sequence of requests, so one Gen (and no
+// other request on the same pair) runs at a time.
 func (sp *Supply) Gen() ([2]*Material, error) {
 	var out [2]*Material
 	arch, shapes, src := sp.arch, sp.shapes, sp.src
