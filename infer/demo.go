@@ -14,7 +14,8 @@ import (
 type DemoConfig struct {
 	Model  *Model
 	Set    *MNIST
-	Images int  // the first Images images of Set
+	Start  int  // the index of the first image of Set to run
+	Images int  // how many images, from Start
 	Dealer bool // every key and correlation from the trusted-dealer baseline
 	// Corr overrides the correlation source (nil: the module pair's
 	// derived correlations, or the dealer with Dealer).
@@ -24,6 +25,7 @@ type DemoConfig struct {
 // DemoReport is what `kord infer demo --json` prints.
 type DemoReport struct {
 	Model                       string  `json:"model"`
+	Start                       int     `json:"start"`
 	Images                      int     `json:"images"`
 	Link                        string  `json:"link"`
 	Source                      string  `json:"source"`
@@ -96,10 +98,10 @@ func (c *countingCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*L
 // output with the cleartext model. It stops at the first protocol error.
 func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	m := cfg.Model
-	if m == nil || cfg.Set == nil || cfg.Images < 1 || cfg.Images > len(cfg.Set.Images) {
-		return nil, errors.New("infer: demo needs a model, a set and 1..len(set) images")
+	if m == nil || cfg.Set == nil || cfg.Images < 1 || cfg.Start < 0 || cfg.Start+cfg.Images > len(cfg.Set.Images) {
+		return nil, errors.New("infer: demo needs a model, a set and a range of 1 or more of its images")
 	}
-	rep := &DemoReport{Model: m.Name, Images: cfg.Images, Link: "loopback"}
+	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: "loopback"}
 	var keys gates.KeySource
 	var corr CorrSource
 	var ms *gates.ModuleSource
@@ -154,7 +156,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	c0.ResetCounters()
 	c1.ResetCounters()
 	correct, refCorrect := 0, 0
-	for i := 0; i < cfg.Images; i++ {
+	for i := cfg.Start; i < cfg.Start+cfg.Images; i++ {
 		x := QuantizeImage(cfg.Set.Images[i], m.Frac)
 		want, _, err := m.Ref(x)
 		if err != nil {

@@ -110,11 +110,12 @@ func inferDemoCmd() *cobra.Command {
 	var (
 		model, file string
 		images      int
+		start       int
 		asJSON      bool
 		dealer      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--model mlp|cnn] [--images N] [--json]",
+		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--json] [--dealer]",
 		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
 		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
 image) in this process over loopback TCP, in one session: each linear
@@ -133,6 +134,9 @@ Every secure output is compared with the cleartext fixed-point model.`,
 			if images < 1 || images > 10000 {
 				return badInput("--images must be in 1..10000")
 			}
+			if start < 0 || start+images > 10000 {
+				return badInput("--start + --images must stay within the 10,000 test images")
+			}
 			if file == "" {
 				file = filepath.Join("infer", "testdata", model+".kordnn")
 			}
@@ -144,7 +148,7 @@ Every secure output is compared with the cleartext fixed-point model.`,
 			if err != nil {
 				return err
 			}
-			rep, err := infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Images: images, Dealer: dealer})
+			rep, err := infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer})
 			if err != nil {
 				return err
 			}
@@ -167,6 +171,7 @@ Every secure output is compared with the cleartext fixed-point model.`,
 	f.StringVar(&model, "model", "cnn", "mlp or cnn")
 	f.StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
 	f.IntVar(&images, "images", 10, "test images to run")
+	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&dealer, "dealer", false, "take every key and correlation from the trusted-dealer baseline")
 	return cmd
