@@ -17,8 +17,13 @@ import (
 // made; the shares are handed out once (Collect with Corr) and then owned
 // and wiped by the caller, or wiped by an abandon.
 
-// MaxCorrs bounds the correlations waiting to be collected.
-const MaxCorrs = 64
+// MaxCorrs bounds the correlations waiting to be collected, and
+// MaxCorrWordsHeld the words they hold (64 MiB), so a host cannot make the
+// module hold unbounded memory.
+const (
+	MaxCorrs         = 64
+	MaxCorrWordsHeld = 1 << 23
+)
 
 // corrTagMode is the pair-tag mode byte of a correlation; it differs from
 // every msg.Mode, so a correlation's tag never equals a key's.
@@ -38,6 +43,13 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 	if len(e.corrs) >= MaxCorrs {
 		return nil, bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
+	}
+	held := 0
+	for _, sh := range e.corrs {
+		held += len(sh.A) + len(sh.R) + len(sh.Z)
+	}
+	if held+na+nr+nz > MaxCorrWordsHeld {
+		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
 	}
 	var words int
 	switch c.Part {

@@ -200,3 +200,33 @@ func TestCorrWeightSession(t *testing.T) {
 		t.Fatalf("after abandon: %v, want ErrBadRequest", err)
 	}
 }
+
+// TestCorrMemoryBound: uncollected correlations may not hold more than
+// MaxCorrWordsHeld words; collecting frees the room.
+func TestCorrMemoryBound(t *testing.T) {
+	e := pair(t)
+	big := msg.Correlation{Kind: msg.CorrMatVec, Ring: 32, In: 1 << 11, Out: 1 << 10} // 2^21 + 2^11 + 2^10 words: 3 fit in 2^23
+	var firsts []uint64
+	for {
+		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &big})
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatal(err)
+			}
+			break
+		}
+		firsts = append(firsts, r.FirstCounter)
+		if len(firsts) > 4 {
+			t.Fatal("no memory bound")
+		}
+	}
+	if len(firsts) != 3 {
+		t.Fatalf("%d large correlations held, want 3", len(firsts))
+	}
+	if _, err := e[0].Collect(ctx, &msg.CollectRequest{Counter: firsts[0], Corr: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &big}); err != nil {
+		t.Fatalf("after collecting: %v", err)
+	}
+}
