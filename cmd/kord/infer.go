@@ -18,7 +18,7 @@ func init() {
 		Use:   "infer",
 		Short: "Private inference of MNIST models on dealerless kord keys",
 	}
-	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd())
+	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd(), inferInventoryCmd())
 	rootCmd.AddCommand(c)
 }
 
@@ -214,5 +214,52 @@ func inferAccuracyCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
 	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	return cmd
+}
+
+// inferInventoryCmd is `kord infer inventory`: the per-layer cost of a
+// model from the protocol's definition (infer.Model.Inventory).
+func inferInventoryCmd() *cobra.Command {
+	var (
+		model, file string
+		asJSON      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inventory [--model mlp|cnn] [--file FILE] [--json]",
+		Short: "Per-layer keys, correlation words, rounds and online bytes of a model, per image and per session",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			inv, err := m.Inventory()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(inv)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%-6s %-8s %8s %8s %10s %10s %7s %9s\n", "layer", "kind", "values", "keys", "corrwords", "sesswords", "rounds", "bytes")
+			for _, c := range inv {
+				name := c.Kind.String()
+				if c.Layer < 0 {
+					name = "output"
+				}
+				fmt.Fprintf(w, "%-6d %-8s %8d %8d %10d %10d %7d %9d\n", c.Layer, name, c.Ops, c.Keys, c.CorrWords, c.SessionWords, c.Rounds, c.Bytes)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
