@@ -37,7 +37,9 @@ type layerMat struct {
 // ErrUsed is returned by Eval on material that was already consumed.
 var ErrUsed = errors.New("infer: material already used (masks are single-use)")
 
-// Wipe zeroes the linear correlations still held by the material.
+// Wipe zeroes the linear correlations, ReLU and truncation keys and mask
+// shares the material still holds (gates-made ℓ = 64 truncation material
+// has no wipe of its own).
 func (m *Material) Wipe() {
 	if m == nil {
 		return
