@@ -91,8 +91,14 @@ func (s *ModuleSource) DerivedBatch(p fss.Params, count int, wantBeta bool) (key
 	if count == 0 {
 		return
 	}
+	// β = 1 unless derived; the module refuses a public β beside
+	// DeriveBeta, so it must be zero then.
+	beta := 1 & mask(p.OutBits)
+	if wantBeta {
+		beta = 0
+	}
 	s.mu.Lock()
-	out, err := s.Pair.DerivedKeys(s.ctx(), p, count, 1&mask(p.OutBits), wantBeta)
+	out, err := s.Pair.DerivedKeys(s.ctx(), p, count, beta, wantBeta)
 	s.mu.Unlock()
 	if err != nil {
 		return keys, as, bs, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kord-fss/kord/fss"
 )
 
 func newModules(t testing.TB) *ModuleSource {
@@ -44,5 +46,35 @@ func TestModuleKeysExhaustive8(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModuleDerivedBeta: a derived batch with wantBeta draws β inside the
+// modules (it used to send a public β = 1 beside DeriveBeta, which the
+// module refuses); the key pair's value at 0 is β (α > 0) and equals the
+// sum of the β shares.
+func TestModuleDerivedBeta(t *testing.T) {
+	src := newModules(t)
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	keys, as, bs, err := src.DerivedBatch(p, 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[uint64]bool{}
+	for i := range keys[0] {
+		alpha := (as[0][i] + as[1][i]) & mask(16)
+		beta := (bs[0][i] + bs[1][i]) & mask(16)
+		distinct[beta] = true
+		if alpha == 0 {
+			continue
+		}
+		y0, _ := keys[0][i].Eval(0)
+		y1, _ := keys[1][i].Eval(0)
+		if (y0+y1)&mask(16) != beta {
+			t.Fatalf("key %d: value at 0 is %d, β shares sum to %d", i, (y0+y1)&mask(16), beta)
+		}
+	}
+	if len(distinct) < 2 {
+		t.Fatal("β was not drawn at random")
 	}
 }

@@ -153,6 +153,9 @@ type SubmitRequest struct {
 	Bulk    *Bulk   // SubmitBulk
 	Frame   []byte  // SubmitPeerFrame
 	Counter uint64  // SubmitAbandon
+	// Corr (SubmitCorrelation): one derived multiplication correlation;
+	// see Correlation.
+	Corr *Correlation
 	// Mismatch (SubmitAbandon): the host abandons because the two modules'
 	// pair tags (or their digest) disagreed for outputs up to Counter — a
 	// frame was altered in transit, or the sites' requests differed. The
@@ -213,6 +216,9 @@ type CollectRequest struct {
 	Counter uint64
 	Points  []uint64
 	Count   int
+	// Corr asks for the correlation submitted at Counter
+	// (SubmitCorrelation); the answer is CollectResponse.Corr.
+	Corr bool
 }
 
 // CollectResponse carries this party's output for one counter.
@@ -238,6 +244,9 @@ type CollectResponse struct {
 	// Slab is the answer to a range collect (CollectRequest.Count > 0);
 	// every other field is then zero.
 	Slab *Slab
+	// Corr is the answer to a correlation collect (CollectRequest.Corr);
+	// every other field but Counter is then zero.
+	Corr *CorrShares
 }
 
 // PairTagSize is the size of CollectResponse.PairTag.

