@@ -15,6 +15,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -142,12 +143,12 @@ func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	srv := grpc.NewServer(append(daemon.ServerOptions(), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
 			ss = wrap(ss)
 		}
 		return h(srv, ss)
-	}))
+	}))...)
 	p.Register(srv, srv)
 	go srv.Serve(l)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -226,7 +227,7 @@ func faultySitesWith(t *testing.T, cfgf func(*Config), wrap func(grpc.ServerStre
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(faulty)
+	srv := grpc.NewServer(append(daemon.ServerOptions(), faulty)...)
 	p1.Register(srv, srv)
 	go srv.Serve(l)
 	app1, err := client.Dial(l.Addr().String(), nil)

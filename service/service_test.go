@@ -20,6 +20,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/moduletest"
@@ -63,7 +64,8 @@ func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(opts...)
+	// The daemons' server options: kord's codec, windows, buffers.
+	srv := grpc.NewServer(append(daemon.ServerOptions(), opts...)...)
 	p.Register(srv, srv)
 	go srv.Serve(l)
 	ctx, cancel := context.WithCancel(context.Background())
