@@ -120,7 +120,7 @@ func (m *Durable) Recycle(s *msg.Slab) { m.d.Recycle(s) }
 func (m *Durable) Challenge(context.Context) ([]byte, error) { return m.d.Challenge() }
 
 // Witness authenticates this module's counters and its own challenge
-// against the peer's nonce (104 bytes); Challenge must come first.
+// against the peer's nonce (112 bytes); Challenge must come first.
 func (m *Durable) Witness(_ context.Context, c []byte) ([]byte, error) { return m.d.Witness(c) }
 
 // Reconcile checks the peer's witness, resynchronises forward and starts

@@ -32,6 +32,7 @@ with mutual TLS, certificates made for the run) and attacks them:
             points of a stream and restart it (--trials, 20 in CI, 200 for
             the long run); the application at a killed party's site resends
             the ids it has no answer for. Checks no counter rollback, no
+            rollback alarm (rollbacks_detected: nothing was restored), no
             keystream position used twice (module journals), no mismatched
             pair delivered, no orphaned share (keys at one site only), and
             that the stream resumes; reports per daemon the time from its

@@ -31,8 +31,14 @@ var ErrPermissions = errors.New("store: unsafe state file")
 // marks Window counters ahead; Saves inside the reservation touch only
 // memory. A restarted module resumes at the reserved marks, so a counter is
 // never reused and never rolled back — it may skip up to Window counters,
-// which the rollback witness then skips on the peer too. Generated is exact
-// only at commits.
+// which the rollback witness then skips on the peer too. Generated and
+// Accepted are not reserved: a restarted module resumes at their values of
+// the last commit (for Accepted, a lower bound of what it accepted, which
+// is what the rollback witness needs).
+//
+// The counters record is next ‖ peer floor ‖ generated ‖ accepted, 8 bytes
+// LE each (32). A 24-byte record (before Accepted) reads as Accepted 0;
+// the next commit writes 32 bytes, which older versions refuse to open.
 //
 // Once a Save leaves less than half a window of headroom, the next
 // reservation is committed in the background, so that a steady stream of
@@ -108,10 +114,11 @@ func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
 			return err
 		}
 		if v := bk.Get(keyCounters); v != nil {
-			if len(v) != 24 {
-				return fmt.Errorf("counters record is %d bytes, want 24", len(v))
+			c, err := decCounters(v)
+			if err != nil {
+				return err
 			}
-			b.res = Counters{Next: binary.LittleEndian.Uint64(v), PeerFloor: binary.LittleEndian.Uint64(v[8:]), Generated: binary.LittleEndian.Uint64(v[16:])}
+			b.res = c
 		}
 		return nil
 	})
@@ -158,8 +165,9 @@ func (b *Bolt) Load() (Counters, error) {
 func (b *Bolt) Save(c Counters) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c.Next < b.cur.Next || c.PeerFloor < b.cur.PeerFloor {
-		return fmt.Errorf("store: refusing to roll counters back (next %d→%d, peer floor %d→%d)", b.cur.Next, c.Next, b.cur.PeerFloor, c.PeerFloor)
+	if c.Next < b.cur.Next || c.PeerFloor < b.cur.PeerFloor || c.Accepted < b.cur.Accepted {
+		return fmt.Errorf("store: refusing to roll counters back (next %d→%d, peer floor %d→%d, accepted %d→%d)",
+			b.cur.Next, c.Next, b.cur.PeerFloor, c.PeerFloor, b.cur.Accepted, c.Accepted)
 	}
 	if b.within(c) {
 		b.cur = c
@@ -182,12 +190,14 @@ func (b *Bolt) Save(c Counters) error {
 
 func (b *Bolt) within(c Counters) bool { return c.Next <= b.res.Next && c.PeerFloor <= b.res.PeerFloor }
 
-// reservation is the marks to commit for c: a window ahead.
+// reservation is the marks to commit for c: a window ahead (Generated and
+// Accepted exact).
 func (b *Bolt) reservation(c Counters) Counters {
 	if b.window == 1 {
 		return c
 	}
-	return Counters{Next: max(b.res.Next, c.Next+b.window-1), PeerFloor: max(b.res.PeerFloor, c.PeerFloor+b.window-1), Generated: c.Generated}
+	return Counters{Next: max(b.res.Next, c.Next+b.window-1), PeerFloor: max(b.res.PeerFloor, c.PeerFloor+b.window-1),
+		Generated: c.Generated, Accepted: c.Accepted}
 }
 
 func (b *Bolt) commit(res Counters) error {
@@ -224,11 +234,26 @@ func (b *Bolt) prefetch(c Counters) {
 }
 
 func encCounters(c Counters) []byte {
-	v := make([]byte, 24)
+	v := make([]byte, 32)
 	binary.LittleEndian.PutUint64(v, c.Next)
 	binary.LittleEndian.PutUint64(v[8:], c.PeerFloor)
 	binary.LittleEndian.PutUint64(v[16:], c.Generated)
+	binary.LittleEndian.PutUint64(v[24:], c.Accepted)
 	return v
+}
+
+// decCounters reads a counters record: 32 bytes, or 24 from before
+// Accepted (read as 0: the peer's witness then detects no rollback of this
+// file until this module has accepted frames again).
+func decCounters(v []byte) (Counters, error) {
+	if len(v) != 24 && len(v) != 32 {
+		return Counters{}, fmt.Errorf("counters record is %d bytes, want 32 (or 24)", len(v))
+	}
+	c := Counters{Next: binary.LittleEndian.Uint64(v), PeerFloor: binary.LittleEndian.Uint64(v[8:]), Generated: binary.LittleEndian.Uint64(v[16:])}
+	if len(v) == 32 {
+		c.Accepted = binary.LittleEndian.Uint64(v[24:])
+	}
+	return c, nil
 }
 
 // SavePairing replaces the pairing and resets the counters to zero.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestBoltRefusesOpenPermissions(t *testing.T) {
@@ -113,5 +115,79 @@ func TestBoltRefusesSymlink(t *testing.T) {
 	if b, err := OpenBolt(link, 1); err == nil {
 		b.Close()
 		t.Fatal("opened the state file through a symlink")
+	}
+}
+
+// TestBoltAccepted: Accepted is not reserved — a reopened store resumes at
+// its value of the last commit, never above what was saved (the rollback
+// witness needs a lower bound) — and is never lowered by a Save.
+func TestBoltAccepted(t *testing.T) {
+	for _, window := range []uint64{1, 16} {
+		path := filepath.Join(t.TempDir(), "state.db")
+		b, err := OpenBolt(path, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for next := uint64(1); next <= 40; next++ {
+			if err := b.Save(Counters{Next: next, PeerFloor: next, Accepted: next}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Save(Counters{Next: 40, PeerFloor: 40, Accepted: 39}); err == nil {
+			t.Fatal("a rollback of Accepted was accepted")
+		}
+		b.Close()
+		b, err = OpenBolt(path, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := b.Load()
+		if c.Accepted > 40 || c.Accepted > c.Next || c.Accepted+window < 40 {
+			t.Fatalf("window %d: resumed at %+v, want accepted at most 40 and at least 40-window", window, c)
+		}
+		if window == 1 && c.Accepted != 40 {
+			t.Fatalf("window 1: resumed at accepted %d, want 40", c.Accepted)
+		}
+		b.Close()
+	}
+}
+
+// TestBoltOldCountersRecord: a state file written before Accepted (a
+// 24-byte counters record) opens, with Accepted 0, and the next commit
+// writes the 32-byte record.
+func TestBoltOldCountersRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	b, err := OpenBolt(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := encCounters(Counters{Next: 70, PeerFloor: 66, Generated: 100})[:24]
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(keyCounters, old) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	b, err = OpenBolt(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := b.Load(); c != (Counters{Next: 70, PeerFloor: 66, Generated: 100}) {
+		t.Fatalf("old record read as %+v", c)
+	}
+	if err := b.Save(Counters{Next: 71, PeerFloor: 67, Generated: 101, Accepted: 67}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b, err = OpenBolt(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if c, _ := b.Load(); c != (Counters{Next: 71, PeerFloor: 67, Generated: 101, Accepted: 67}) {
+		t.Fatalf("after a commit: %+v", c)
 	}
 }

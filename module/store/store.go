@@ -15,6 +15,14 @@ type Counters struct {
 	PeerFloor uint64
 	// Generated counts keys generated.
 	Generated uint64
+	// Accepted is the counter after the last peer frame this module
+	// accepted: PeerFloor as accepted frames alone raise it, never moved by
+	// a resync (a witness Reconcile) nor by a store's reservation. It is
+	// the rollback witness's evidence: every counter below it was assigned
+	// by the peer and committed there before the frame was sealed. A store
+	// may resume below the last saved value (Bolt: the value of its last
+	// commit), never above it.
+	Accepted uint64
 }
 
 // Store loads and atomically saves counters.

@@ -443,6 +443,7 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 	e.slots = e.slots[1:]
 	next := e.ctr
 	next.PeerFloor = bs.first + uint64(n)
+	next.Accepted = next.PeerFloor
 	next.Generated += uint64(n)
 	if err := e.store.Save(next); err != nil {
 		return nil, fmt.Errorf("module: saving counters: %w", err)

@@ -29,13 +29,16 @@ var ErrWitness = errors.New("module: counter witness rejected")
 const LabelWitness = "kord/v1/witness/dir"
 
 // Witness layout: magic ‖ party ‖ peer's challenge ‖ own challenge ‖
-// next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖ HMAC-SHA256.
+// next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖ accepted(8, LE) ‖
+// HMAC-SHA256. (Before accepted: 104 bytes; both modules of a pair run the
+// same version.)
 const (
-	challengeSize = kdf.SessionChallengeSize
-	witnessBody   = len(witnessMagic) + 1 + 2*challengeSize + 24
-	witnessSize   = witnessBody + sha256.Size // 104
-	witnessMagic  = "kord/v1/witness"
-	collectCache  = 8192
+	challengeSize  = kdf.SessionChallengeSize
+	witnessBody    = len(witnessMagic) + 1 + 2*challengeSize + 32
+	witnessSize    = witnessBody + sha256.Size // 112
+	witnessSizeOld = witnessSize - 8
+	witnessMagic   = "kord/v1/witness"
+	collectCache   = 8192
 )
 
 // Durable is a software module for the module daemon: its store keeps the
@@ -78,7 +81,10 @@ const minSlabs = 4
 type Reconciled struct {
 	// RolledBack: the peer has accepted frames of ours at counters this
 	// module does not remember assigning — its state was restored from an
-	// older copy.
+	// older copy. The evidence is the peer's Accepted mark (raised by
+	// accepted frames only, a lower bound after the peer's restarts), which
+	// a module that only crashed never resumes below: it committed every
+	// counter it sealed a frame at.
 	RolledBack bool
 	// From and Next are this module's next counter before and after.
 	From, Next uint64
@@ -137,7 +143,7 @@ func OpenDurable(c Config) (*Durable, error) {
 	e.ch, e.prf, e.ctr, e.paired = nil, prf, ctr, true
 	clear(e.secret)
 	d.locked = true
-	e.log.Info("module restored from state file", "party", e.party, "next", ctr.Next, "peer_floor", ctr.PeerFloor)
+	e.log.Info("module restored from state file", "party", e.party, "next", ctr.Next, "peer_floor", ctr.PeerFloor, "accepted", ctr.Accepted)
 	return d, nil
 }
 
@@ -384,8 +390,8 @@ func (d *Durable) Challenge() ([]byte, error) {
 // Witness authenticates this module's counters against the peer's
 // challenge and carries this module's own (latest) challenge: magic ‖
 // party ‖ peer's challenge ‖ own challenge ‖ next ‖ peer floor ‖
-// generated ‖ HMAC-SHA256 under this direction's witness key. Challenge
-// must have been called first.
+// generated ‖ accepted ‖ HMAC-SHA256 under this direction's witness key.
+// Challenge must have been called first.
 func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -406,6 +412,7 @@ func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Next)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.PeerFloor)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Generated)
+	w = binary.LittleEndian.AppendUint64(w, d.ctr.Accepted)
 	m := hmac.New(sha256.New, d.wkey[d.party][:])
 	m.Write(w)
 	return m.Sum(w), nil
@@ -431,6 +438,9 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if chal == nil {
 		return nil, fmt.Errorf("%w: no challenge outstanding", ErrWitness)
 	}
+	if len(w) == witnessSizeOld && string(w[:len(witnessMagic)]) == witnessMagic {
+		return nil, fmt.Errorf("%w: a %d-byte witness, of a version before the accepted mark (want %d bytes): run the same kord version on both modules of a pair", ErrWitness, len(w), witnessSize)
+	}
 	if len(w) != witnessSize || string(w[:len(witnessMagic)]) != witnessMagic {
 		return nil, fmt.Errorf("%w: malformed", ErrWitness)
 	}
@@ -448,6 +458,7 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	o += 1 + 2*challengeSize
 	pNext := binary.LittleEndian.Uint64(body[o:])
 	pFloor := binary.LittleEndian.Uint64(body[o+8:])
+	pAccepted := binary.LittleEndian.Uint64(body[o+24:])
 	c0, c1 := chal, peerOwn
 	if d.party == 1 {
 		c0, c1 = peerOwn, chal
@@ -462,10 +473,17 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 		return nil, err
 	}
 	// Only a module that resumed from its state file (still locked) can have
-	// been rolled back. A module that kept running may see a peer floor
-	// above its own next counter after the *peer* restarted: the peer
-	// resumes at its reserved marks, a window ahead, which is no rollback.
-	res := &Reconciled{From: d.ctr.Next, RolledBack: d.locked && pFloor > d.ctr.Next}
+	// been rolled back, and the evidence is the peer's Accepted mark alone:
+	// the peer accepted frames of ours below it, and this module committed
+	// (reserved) every counter before it sealed a frame at it, so it
+	// resumes at or above the mark unless its file was set back. The
+	// peer's floor and next counter are no evidence: they are raised by
+	// resyncs (the peer's witness may be sent after its own Reconcile,
+	// carrying the common target, which includes the peer's own counters)
+	// and by the peer's restarts (it resumes at its reserved marks, a
+	// window ahead); comparing with them raised false rollback alarms
+	// after plain crashes.
+	res := &Reconciled{From: d.ctr.Next, RolledBack: d.locked && pAccepted > d.ctr.Next}
 	target := max(d.ctr.Next, d.ctr.PeerFloor, pNext, pFloor)
 	res.Dropped = d.dropAll()
 	next := d.ctr
@@ -479,7 +497,7 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	res.Next = target
 	if res.RolledBack {
 		d.log.Warn("rollback detected: the peer accepted counters this module does not remember; resynchronised forward",
-			"party", d.party, "from", res.From, "to", target)
+			"party", d.party, "from", res.From, "to", target, "peer_accepted", pAccepted)
 	} else if target != res.From {
 		d.log.Info("resynchronised forward", "party", d.party, "from", res.From, "to", target, "dropped", res.Dropped)
 	}

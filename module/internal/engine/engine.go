@@ -751,6 +751,7 @@ func (e *Engine) submitFrame(frame []byte) (*msg.SubmitResponse, error) {
 	e.acceptSlot(sl, peer, outs)
 	next := e.ctr
 	next.PeerFloor = sl.last() + 1
+	next.Accepted = next.PeerFloor
 	next.Generated += uint64(len(outs))
 	if err := e.store.Save(next); err != nil {
 		for _, o := range outs {

@@ -23,17 +23,18 @@ import (
 // derived here from K_ch (read back from the state file) and the
 // challenges the test relays — independently of the modules' own state.
 type boltPair struct {
-	t     *testing.T
-	dir   string
-	path  [2]string
-	st    [2]*store.Bolt
-	d     [2]*Durable
-	kch   []byte
-	cur   *kdf.Keys // the keys the modules must seal under now
-	rng   *rand.Rand
-	seals map[sealID]string           // every (key, nonce) and (key, counter) used
-	used  map[msg.Tier]map[uint64]int // counters party 0 framed at, per tier: how many times
-	phase string
+	t      *testing.T
+	dir    string
+	path   [2]string
+	st     [2]*store.Bolt
+	d      [2]*Durable
+	window uint64 // the stores' reservation window
+	kch    []byte
+	cur    *kdf.Keys // the keys the modules must seal under now
+	rng    *rand.Rand
+	seals  map[sealID]string           // every (key, nonce) and (key, counter) used
+	used   map[msg.Tier]map[uint64]int // counters party 0 framed at, per tier: how many times
+	phase  string
 }
 
 // sealID is one use of a key: a GCM nonce, or a keystream position.
@@ -42,9 +43,13 @@ type sealID struct {
 	use [channel.NonceSize]byte
 }
 
-func newBoltPair(t *testing.T) *boltPair {
+func newBoltPair(t *testing.T) *boltPair { return newBoltPairWindow(t, 1) }
+
+// newBoltPairWindow is newBoltPair with stores that reserve window
+// counters per commit.
+func newBoltPairWindow(t *testing.T, window uint64) *boltPair {
 	p := &boltPair{t: t, dir: t.TempDir(), rng: rand.New(rand.NewPCG(5, 6)), seals: map[sealID]string{},
-		used: map[msg.Tier]map[uint64]int{}}
+		used: map[msg.Tier]map[uint64]int{}, window: window}
 	for b := 0; b < 2; b++ {
 		p.path[b] = filepath.Join(p.dir, fmt.Sprintf("m%d.db", b))
 		p.open(b, "provisioning-secret-0123")
@@ -82,10 +87,11 @@ func newBoltPair(t *testing.T) *boltPair {
 	return p
 }
 
-// open opens module b over its state file (window 1: every Save commits,
-// so a copy of the file holds exactly the counters of its moment).
+// open opens module b over its state file (newBoltPair: window 1, every
+// Save commits, so a copy of the file holds exactly the counters of its
+// moment).
 func (p *boltPair) open(b int, secret string) {
-	st, err := store.OpenBolt(p.path[b], 1)
+	st, err := store.OpenBolt(p.path[b], p.window)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -176,8 +182,8 @@ func (p *boltPair) session(order int, name string) [2]*Reconciled {
 		witness(1)
 		reconcile(0)
 	}
-	if len(w[0]) != witnessSize || len(w[1]) != witnessSize || witnessSize != 104 {
-		t.Fatalf("witnesses of %d and %d bytes, want 104", len(w[0]), len(w[1]))
+	if len(w[0]) != witnessSize || len(w[1]) != witnessSize || witnessSize != 112 {
+		t.Fatalf("witnesses of %d and %d bytes, want 112", len(w[0]), len(w[1]))
 	}
 	if rc[0].Next != rc[1].Next {
 		t.Fatalf("%s: modules resynchronised to %d and %d", name, rc[0].Next, rc[1].Next)
