@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -98,13 +99,41 @@ const (
 	chunkSize = 16 << 10
 	// queueChunks bounds the chunks in flight in the delay line.
 	queueChunks = 1024
-	// burst is the bucket's depth: an idle link may send this much at
-	// once; the writer sleeps only when it is ahead by more than slack,
-	// so a coarse timer does not cost bandwidth (the virtual clock keeps
-	// the average rate exact).
-	burst = 64 << 10
-	slack = 200 * time.Microsecond
+	// burstTime is the bucket's depth in time at the link's bandwidth
+	// (at least minBurst bytes): an idle link may send this much at once.
+	// The writer sleeps only when it is ahead by more than slack; a sleep
+	// that fires late (timers here fire up to ~1 ms late) is absorbed by
+	// the depth, so the average rate stays exact.
+	burstTime = 2 * time.Millisecond
+	minBurst  = 64 << 10
+	slack     = time.Millisecond
+	// spinBelow: the delay line sleeps on a timer until this close to a
+	// chunk's due time, then yields in a loop until it is due, so a
+	// 50 µs one-way delay is not rounded up to the timer's granularity.
+	spinBelow = 1500 * time.Microsecond
 )
+
+// waitUntil returns at t or later, or false if stop is closed first.
+func waitUntil(t time.Time, tm *time.Timer, stop <-chan struct{}) bool {
+	if d := time.Until(t) - spinBelow; d > 0 {
+		tm.Reset(d)
+		select {
+		case <-tm.C:
+		case <-stop:
+			tm.Stop()
+			return false
+		}
+	}
+	for time.Now().Before(t) {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		runtime.Gosched()
+	}
+	return true
+}
 
 type chunk struct {
 	b   []byte
@@ -144,14 +173,8 @@ func (s *Conn) pump() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	for c := range s.q {
-		if d := time.Until(c.due); d > 0 {
-			t.Reset(d)
-			select {
-			case <-t.C:
-			case <-s.shutdown:
-				t.Stop()
-				return
-			}
+		if !waitUntil(c.due, t, s.shutdown) {
+			return
 		}
 		if s.failed() != nil {
 			continue // drain, nothing more reaches the socket
@@ -191,12 +214,17 @@ func (s *Conn) Write(b []byte) (int, error) {
 		now := time.Now()
 		var sent time.Time
 		if s.p.BitsPerSecond > 0 {
-			floor := now.Add(-s.p.TransferTime(burst))
+			floor := now.Add(-max(burstTime, s.p.TransferTime(minBurst)))
 			if s.next.Before(floor) {
 				s.next = floor
 			}
 			s.next = s.next.Add(s.p.TransferTime(int64(m)))
+			// The burst lets the bucket's clock lag; the chunk still
+			// cannot leave before now, and its delay counts from then.
 			sent = s.next
+			if sent.Before(now) {
+				sent = now
+			}
 			if ahead := time.Until(sent); ahead > slack {
 				time.Sleep(ahead)
 			}
@@ -204,9 +232,6 @@ func (s *Conn) Write(b []byte) (int, error) {
 			sent = now
 		}
 		due := sent.Add(s.p.OneWay())
-		if due.Before(now) {
-			due = now
-		}
 		buf := make([]byte, m)
 		copy(buf, b[:m])
 		select {

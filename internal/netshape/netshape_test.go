@@ -111,7 +111,7 @@ func TestBandwidthLowerBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	el := time.Since(t0)
-	min := p.TransferTime(size-burst) * 8 / 10
+	min := (p.TransferTime(size) - burstTime) * 8 / 10
 	if el < min {
 		t.Fatalf("2 MiB at 100 Mbit/s took %v, less than %v", el, min)
 	}
