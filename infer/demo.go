@@ -15,8 +15,8 @@ import (
 type DemoConfig struct {
 	Model  *Model
 	Set    *MNIST
-	Start  int  // the index of the first image of Set to run
-	Images int  // how many images, from Start
+	Start  int // the index of the first image of Set to run
+	Images int // how many images, from Start
 	// Dealer runs the online phase on the trusted-dealer baseline's
 	// material (as the parties received it over their shaped links)
 	// instead of the modules'. Both key supplies are measured either way.
