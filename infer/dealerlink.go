@@ -98,13 +98,21 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 		return out, err
 	}
 	var raw [2][]byte
-	for b := 0; b < 2; b++ {
-		raw[b], err = mat[b].MarshalBinary(d.ring)
-		mat[b].Wipe()
-		if err != nil {
-			mat[1-b].Wipe()
-			return out, fmt.Errorf("infer: dealer: %w", err)
-		}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ { // both parties' encodings at once
+		wg.Add(1)
+		go func(b int) {
+			defer wg.Done()
+			raw[b], errs[b] = mat[b].MarshalBinary(d.ring)
+			mat[b].Wipe()
+		}(b)
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		clear(raw[0])
+		clear(raw[1])
+		return out, fmt.Errorf("infer: dealer: %w", err)
 	}
 	got, err := d.ship(raw)
 	if err != nil {

@@ -83,7 +83,9 @@ func (m *Material) MarshalBinary(ring int) ([]byte, error) {
 	if m == nil || m.used {
 		return nil, errors.New("infer: no material, or material already used")
 	}
-	b := append([]byte(materialMagic), byte(m.B))
+	b := make([]byte, 0, m.encodedSize(ring))
+	b = append(b, materialMagic...)
+	b = append(b, byte(m.B))
 	b = binary.AppendUvarint(b, uint64(len(m.layers)))
 	var err error
 	for i := range m.layers {
@@ -125,6 +127,33 @@ func (m *Material) MarshalBinary(ring int) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// encodedSize bounds MarshalBinary's output from above (so it is written
+// without a reallocation of a multi-megabyte buffer).
+func (m *Material) encodedSize(ring int) int {
+	keys := func(ks []*fss.Key) int {
+		if len(ks) == 0 {
+			return 10
+		}
+		return 20 + len(ks)*ks[0].Params().KeySize()
+	}
+	n := 32
+	for i := range m.layers {
+		l := &m.layers[i]
+		n += 1
+		if l.lin != nil {
+			n += 20 + 8*(len(l.lin.R)+len(l.lin.Z))
+		}
+		if t := l.trunc; t != nil {
+			n += keys(t.c) + keys(t.w) + 20 + 8*(len(t.rho)+len(t.sig))
+		}
+		for _, r := range l.relus {
+			n += keys(r.f) + keys(r.g) + 30 + 8*(len(r.r1)+len(r.r2)+len(r.s))
+		}
+		n += 10
+	}
+	return n
 }
 
 type matReader struct {
