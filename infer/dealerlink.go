@@ -118,17 +118,25 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 	if err != nil {
 		return out, fmt.Errorf("infer: dealer: %w", err)
 	}
-	for b := 0; b < 2; b++ {
-		out[b], err = ParseMaterial(got[b])
-		clear(got[b])
-		if err == nil && out[b].B != b {
-			err = fmt.Errorf("party %d received party %d's material", b, out[b].B)
-		}
-		if err != nil {
-			out[0].Wipe()
-			out[1].Wipe()
-			return [2]*Material{}, fmt.Errorf("infer: dealer, party %d: %w", b, err)
-		}
+	for b := 0; b < 2; b++ { // each party parses its own, at once
+		wg.Add(1)
+		go func(b int) {
+			defer wg.Done()
+			out[b], errs[b] = ParseMaterial(got[b])
+			clear(got[b])
+			if errs[b] == nil && out[b].B != b {
+				errs[b] = fmt.Errorf("party %d received party %d's material", b, out[b].B)
+			}
+			if errs[b] != nil {
+				errs[b] = fmt.Errorf("party %d: %w", b, errs[b])
+			}
+		}(b)
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		out[0].Wipe()
+		out[1].Wipe()
+		return [2]*Material{}, fmt.Errorf("infer: dealer: %w", err)
 	}
 	return out, nil
 }
