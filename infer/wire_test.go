@@ -111,3 +111,38 @@ func TestDemoShapedLink(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseMaterial: ParseMaterial and ParseSession never panic, and
+// every error wraps ErrMaterialFormat.
+func FuzzParseMaterial(f *testing.F) {
+	arch := &Model{Name: "f", Ring: 16, Frac: 4, Input: Shape{C: 1, H: 1, W: 4},
+		Layers: []Layer{{Kind: FC, In: 4, Out: 3}, {Kind: ReLU}, {Kind: Trunc, S: 4}}}
+	sp, sess, err := NewSupply(arch, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mat, err := sp.Gen()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for b := 0; b < 2; b++ {
+		raw, err := mat[b].MarshalBinary(arch.Ring)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+		rs, err := sess[b].MarshalBinary(arch.Ring)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(rs)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseMaterial(data); err != nil && !errors.Is(err, ErrMaterialFormat) {
+			t.Fatalf("error not wrapped: %v", err)
+		}
+		if _, err := ParseSession(data); err != nil && !errors.Is(err, ErrMaterialFormat) {
+			t.Fatalf("error not wrapped: %v", err)
+		}
+	})
+}
