@@ -141,6 +141,38 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 	return out, nil
 }
 
+// WriteShipment writes one dealer shipment (an encoded Session or
+// Material) as an 8-byte little-endian length and the bytes: the framing
+// of a dealer's link, in process today and between processes next.
+func WriteShipment(w io.Writer, data []byte) error {
+	var h [8]byte
+	binary.LittleEndian.PutUint64(h[:], uint64(len(data)))
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(data)
+	return err
+}
+
+// ReadShipment reads one shipment written by WriteShipment; a length
+// above 1 GiB is refused before anything is allocated.
+func ReadShipment(r io.Reader) ([]byte, error) {
+	var h [8]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(h[:])
+	if n > maxShipment {
+		return nil, fmt.Errorf("%w: shipment of %d bytes exceeds %d", ErrMaterialFormat, n, maxShipment)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		clear(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
 // ship sends raw[b] to party b over link b, both links concurrently, and
 // returns what each party read. raw is wiped.
 func (d *DealerLink) ship(raw [2][]byte) ([2][]byte, error) {
@@ -151,12 +183,7 @@ func (d *DealerLink) ship(raw [2][]byte) ([2][]byte, error) {
 		wg.Add(2)
 		go func(b int) { // the dealer's sender to party b
 			defer wg.Done()
-			var h [8]byte
-			binary.LittleEndian.PutUint64(h[:], uint64(len(raw[b])))
-			_, err := d.links[b].dealer.Write(h[:])
-			if err == nil {
-				_, err = d.links[b].dealer.Write(raw[b])
-			}
+			err := WriteShipment(d.links[b].dealer, raw[b])
 			clear(raw[b])
 			if err != nil {
 				errs[2*b] = fmt.Errorf("sending to party %d: %w", b, err)
@@ -165,20 +192,8 @@ func (d *DealerLink) ship(raw [2][]byte) ([2][]byte, error) {
 		}(b)
 		go func(b int) { // party b's receiver
 			defer wg.Done()
-			var h [8]byte
-			if _, err := io.ReadFull(d.links[b].party, h[:]); err != nil {
-				errs[2*b+1] = fmt.Errorf("party %d receiving: %w", b, err)
-				_ = d.links[b].party.Close()
-				return
-			}
-			n := binary.LittleEndian.Uint64(h[:])
-			if n > maxShipment {
-				errs[2*b+1] = fmt.Errorf("party %d: shipment of %d bytes exceeds %d", b, n, maxShipment)
-				_ = d.links[b].party.Close()
-				return
-			}
-			buf := make([]byte, n)
-			if _, err := io.ReadFull(d.links[b].party, buf); err != nil {
+			buf, err := ReadShipment(d.links[b].party)
+			if err != nil {
 				errs[2*b+1] = fmt.Errorf("party %d receiving: %w", b, err)
 				_ = d.links[b].party.Close()
 				return

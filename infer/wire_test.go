@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -145,4 +146,23 @@ func FuzzParseMaterial(f *testing.F) {
 			t.Fatalf("error not wrapped: %v", err)
 		}
 	})
+}
+
+// TestShipmentFraming: a shipment round-trips; a length over the bound is
+// refused before allocation; a short stream is an error.
+func TestShipmentFraming(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteShipment(&buf, []byte("kord")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadShipment(bytes.NewReader(buf.Bytes())); err != nil || string(got) != "kord" {
+		t.Fatalf("%q %v", got, err)
+	}
+	if _, err := ReadShipment(bytes.NewReader(buf.Bytes()[:10])); err == nil {
+		t.Fatal("short shipment accepted")
+	}
+	huge := []byte{0, 0, 0, 0, 0, 0, 0, 0x80}
+	if _, err := ReadShipment(bytes.NewReader(huge)); !errors.Is(err, ErrMaterialFormat) {
+		t.Fatalf("huge length: %v", err)
+	}
 }
