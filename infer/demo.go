@@ -8,15 +8,22 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // DemoConfig is one in-process demonstration run.
 type DemoConfig struct {
 	Model  *Model
 	Set    *MNIST
-	Start  int  // the index of the first image of Set to run
-	Images int  // how many images, from Start
-	Dealer bool // every key and correlation from the trusted-dealer baseline
+	Start  int // the index of the first image of Set to run
+	Images int // how many images, from Start
+	// Dealer runs the online phase on the trusted-dealer baseline's
+	// material (as the parties received it over their shaped links)
+	// instead of the modules'. Both key supplies are measured either way.
+	Dealer bool
+	// Link shapes the online parties' connection and each of the dealer's
+	// two links (netshape presets; the zero value is loopback, unshaped).
+	Link netshape.Profile
 	// Corr overrides the correlation source (nil: the module pair's
 	// derived correlations, or the dealer with Dealer).
 	Corr CorrSource
@@ -59,7 +66,31 @@ type DemoReport struct {
 	// correlation is derived); null for the in-process dealer, which has
 	// no such link (its own links are the next stage's dealer process).
 	OfflineInterSiteBytesPerImage *float64 `json:"offline_inter_site_bytes_per_image"`
+
+	// Key supply, both ways, same workload, same run. KeySupply* is the
+	// modules' (both modules of an in-process host.LocalPair generating
+	// both parties' material, nothing between the sites); Dealer* is the
+	// trusted dealer generating both parties' material and shipping each
+	// party its own over that party's shaped link, both links at once,
+	// until both parties have parsed it. A share is key supply ÷ (key
+	// supply + online).
+	KeySupplyMsPerImage         float64 `json:"key_supply_ms_per_image"`
+	KeySupplyShare              float64 `json:"key_supply_share"`
+	KeySupplyPath               string  `json:"key_supply_path"`
+	DealerKeySupplyMsPerImage   float64 `json:"dealer_key_supply_ms_per_image"`
+	DealerKeySupplyShare        float64 `json:"dealer_key_supply_share"`
+	DealerBytesPerPartyPerImage int64   `json:"dealer_bytes_per_party_per_image"`
+	DealerSessionMs             float64 `json:"dealer_session_ms"`
+	DealerSessionBytesPerParty  int64   `json:"dealer_session_bytes_per_party"`
+	DealerPath                  string  `json:"dealer_path"`
 }
+
+// KeySupplyPathInProcess and DealerPathInProcess describe where today's
+// demo measures the two key supplies.
+const (
+	KeySupplyPathInProcess = "in process for now: both modules of a paired host.LocalPair in this process, every key and correlation derived inside the modules, 0 bytes between the sites; the five-process path through the party daemons is the next step"
+	DealerPathInProcess    = "in process: the dealer and both receiving parties are goroutines; each party's material crosses its own shaped loopback TCP link (netshape), both links used at once"
+)
 
 // countingCorr counts the correlations and their words per party.
 type countingCorr struct {
@@ -91,70 +122,88 @@ func (c *countingCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*L
 	return r, err
 }
 
-// Demo runs the first cfg.Images images of the set through the two-party
-// protocol, both parties in this process over loopback TCP, in one
-// session (weight masks drawn and the weights opened once), each image
-// with fresh material generated just before it, and compares every
-// output with the cleartext model. It stops at the first protocol error.
+// Demo runs cfg.Images images of the set, from cfg.Start, through the
+// two-party protocol, both parties in this process over a loopback TCP
+// connection shaped by cfg.Link, in one session (weight masks drawn and
+// the weights opened once). Before each image both key supplies run, one
+// after the other: the module pair's (the material kord uses) and the
+// trusted dealer's, which generates and ships each party its material over
+// its own shaped link (DealerLink). The online phase runs on the modules'
+// material (the dealer's with cfg.Dealer; the other is wiped unused) and
+// every output is compared with the cleartext model. It stops at the
+// first protocol error.
 func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	m := cfg.Model
 	if m == nil || cfg.Set == nil || cfg.Images < 1 || cfg.Start < 0 || cfg.Start+cfg.Images > len(cfg.Set.Images) {
 		return nil, errors.New("infer: demo needs a model, a set and a range of 1 or more of its images")
 	}
-	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: "loopback"}
-	var keys gates.KeySource
-	var corr CorrSource
-	var ms *gates.ModuleSource
-	if cfg.Dealer {
-		keys, corr = &gates.DealerSource{}, &DealerCorr{}
-		rep.Source = "trusted dealer (baseline)"
-	} else {
-		var err error
-		ms, err = gates.NewModuleSource(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer ms.Close()
-		keys = ms
-		corr = &ModuleCorr{Pair: ms.Pair, Ctx: ctx}
-		rep.Source = "module pair (derived keys and derived correlations)"
+	link := cfg.Link
+	if link.Name == "" {
+		link = netshape.Profile{Name: "loopback"}
 	}
+	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
+		KeySupplyPath: KeySupplyPathInProcess, DealerPath: DealerPathInProcess}
+	ms, err := gates.NewModuleSource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ms.Close()
+	var corr CorrSource = &ModuleCorr{Pair: ms.Pair, Ctx: ctx}
 	if cfg.Corr != nil {
 		corr = cfg.Corr
 	}
-	meter := &gates.Meter{Src: keys}
+	meter := &gates.Meter{Src: ms}
 	cc := &countingCorr{src: corr}
 	src := Sources{Keys: meter, Corr: cc}
-	c0, c1, err := gates.TCPPair()
+	rep.Source = "module pair (derived keys and derived correlations)"
+	if cfg.Dealer {
+		rep.Source = "trusted dealer (baseline), shipped over its two links"
+	}
+	a0, a1, err := netshape.TCPPair(link)
 	if err != nil {
 		return nil, err
 	}
+	c0, c1 := gates.NewConn(a0), gates.NewConn(a1)
 	defer c0.Close()
 	defer c1.Close()
 	conns := [2]*gates.Conn{c0, c1}
-	var online, offline time.Duration
-	var linkStart [2]uint64
-	if ms != nil {
-		linkStart = ms.SentBytes()
-	}
-	// The session: weight masks drawn and the weights opened once.
+	linkStart := ms.SentBytes()
+	// The sessions: weight masks drawn by both supplies; the weights are
+	// opened once, under the masks of the supply that runs online.
 	t0 := time.Now()
-	sp, sess, err := NewSupply(m.Arch(), src)
+	sp, msess, err := NewSupply(m.Arch(), src)
 	if err != nil {
 		return nil, err
 	}
-	defer sess[0].Wipe()
-	defer sess[1].Wipe()
+	defer msess[0].Wipe()
+	defer msess[1].Wipe()
 	t1 := time.Now()
+	dl, dsess, err := NewDealerLink(m.Arch(), link)
+	if err != nil {
+		return nil, err
+	}
+	defer dl.Close()
+	defer dsess[0].Wipe()
+	defer dsess[1].Wipe()
+	t2 := time.Now()
+	rep.DealerSessionMs = ms2(t2.Sub(t1))
+	rep.DealerSessionBytesPerParty = max(dl.Sent()[0], dl.Sent()[1])
+	dealerStart := dl.Sent()
+	sess := msess
+	rep.SessionOfflineMs = ms2(t1.Sub(t0))
+	if cfg.Dealer {
+		sess = dsess
+		rep.SessionOfflineMs = rep.DealerSessionMs
+	}
 	if err := OpenSessions(conns, m, sess); err != nil {
 		return nil, err
 	}
-	rep.SessionOfflineMs = float64(t1.Sub(t0).Microseconds()) / 1000
-	rep.SessionOnlineMs = float64(time.Since(t1).Microseconds()) / 1000
+	rep.SessionOnlineMs = ms2(time.Since(t2))
 	rep.SessionBytesPerParty = max(c0.Sent(), c1.Sent())
 	rep.SessionWeightMaskWords = cc.wwords
 	c0.ResetCounters()
 	c1.ResetCounters()
+	var online, modSupply, dealerSupply time.Duration
 	correct, refCorrect := 0, 0
 	for i := cfg.Start; i < cfg.Start+cfg.Images; i++ {
 		x := QuantizeImage(cfg.Set.Images[i], m.Frac)
@@ -163,17 +212,31 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 			return nil, err
 		}
 		t0 := time.Now()
-		mat, err := sp.Gen()
+		mmat, err := sp.Gen()
 		if err != nil {
-			return nil, fmt.Errorf("image %d: %w", i, err)
+			return nil, fmt.Errorf("image %d, module key supply: %w", i, err)
 		}
 		t1 := time.Now()
+		dmat, err := dl.Next()
+		if err != nil {
+			mmat[0].Wipe()
+			mmat[1].Wipe()
+			return nil, fmt.Errorf("image %d, dealer key supply: %w", i, err)
+		}
+		t2 := time.Now()
+		mat, unused := mmat, dmat
+		if cfg.Dealer {
+			mat, unused = dmat, mmat
+		}
+		unused[0].Wipe()
+		unused[1].Wipe()
 		got, err := Online(conns, m, sess, mat, x)
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
-		offline += t1.Sub(t0)
-		online += time.Since(t1)
+		modSupply += t1.Sub(t0)
+		dealerSupply += t2.Sub(t1)
+		online += time.Since(t2)
 		same := len(got) == len(want)
 		for j := 0; same && j < len(want); j++ {
 			same = got[j] == want[j]
@@ -191,10 +254,24 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		}
 	}
 	n := cfg.Images
+	perImage := func(d time.Duration) float64 { return ms2(d) / float64(n) }
 	rep.Accuracy = float64(correct) / float64(n)
 	rep.RefAccuracy = float64(refCorrect) / float64(n)
-	rep.OnlineMsPerImage = float64(online.Microseconds()) / 1000 / float64(n)
-	rep.OfflineMsPerImage = float64(offline.Microseconds()) / 1000 / float64(n)
+	rep.OnlineMsPerImage = perImage(online)
+	rep.KeySupplyMsPerImage = perImage(modSupply)
+	rep.DealerKeySupplyMsPerImage = perImage(dealerSupply)
+	if modSupply+online > 0 {
+		rep.KeySupplyShare = float64(modSupply) / float64(modSupply+online)
+	}
+	if dealerSupply+online > 0 {
+		rep.DealerKeySupplyShare = float64(dealerSupply) / float64(dealerSupply+online)
+	}
+	rep.OfflineMsPerImage = rep.KeySupplyMsPerImage
+	if cfg.Dealer {
+		rep.OfflineMsPerImage = rep.DealerKeySupplyMsPerImage
+	}
+	dend := dl.Sent()
+	rep.DealerBytesPerPartyPerImage = max(dend[0]-dealerStart[0], dend[1]-dealerStart[1]) / int64(n)
 	rep.OnlineBytesPerPartyPerImage = max(c0.Sent(), c1.Sent()) / int64(n)
 	rep.OnlineRounds = c0.Rounds() / int64(n)
 	uses := meter.Uses()
@@ -214,10 +291,10 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	}
 	material += int64(cc.words) * int64((m.Ring+7)/8)
 	rep.OfflineBytesPerPartyPerImage = material / int64(n)
-	if ms != nil {
-		end := ms.SentBytes()
-		v := float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / float64(n)
-		rep.OfflineInterSiteBytesPerImage = &v
-	}
+	end := ms.SentBytes()
+	v := float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / float64(n)
+	rep.OfflineInterSiteBytesPerImage = &v
 	return rep, nil
 }
+
+func ms2(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

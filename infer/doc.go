@@ -64,7 +64,10 @@
 // before sending anything and wipes it after, so no mask ever opens two
 // values (A opens only Ŵ, once per session). DealerCorr and
 // gates.DealerSource are the TRUSTED-DEALER BASELINE (the LLAMA route),
-// kept for comparison.
+// kept for comparison; DealerLink deploys it as LLAMA does, shipping each
+// party its encoded material (Material.MarshalBinary, ParseMaterial) over
+// its own link, and Demo measures both key supplies per image on links
+// shaped by internal/netshape (the modules' in process for now).
 //
 // docs/inference.md has the per-layer inventory, the security argument
 // and the measured costs.

@@ -1,0 +1,168 @@
+package infer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/internal/netshape"
+)
+
+// TestMaterialWire: the dealer's encoding of both parties' session and
+// material parses back to material that evaluates bit-exact; every
+// truncation of an encoding and a bad tag are refused with
+// ErrMaterialFormat, never a panic.
+func TestMaterialWire(t *testing.T) {
+	set := testSet(t)
+	m := loadModel(t, "mlp")
+	sp, sess, err := NewSupply(m.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat, err := sp.Gen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2]*Material
+	var gs [2]*Session
+	var raw0 []byte
+	for b := 0; b < 2; b++ {
+		raw, err := mat[b].MarshalBinary(m.Ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == 0 {
+			raw0 = append([]byte(nil), raw...)
+		}
+		if got[b], err = ParseMaterial(raw); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := sess[b].MarshalBinary(m.Ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gs[b], err = ParseSession(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c0, c1, err := gates.TCPPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	defer c1.Close()
+	x := QuantizeImage(set.Images[0], m.Frac)
+	want, _, err := m.Ref(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Online([2]*gates.Conn{c0, c1}, m, gs, got, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Fatalf("logit %d: %d, want %d", i, out[i], want[i])
+		}
+	}
+	for cut := 0; cut < len(raw0); cut += 1 + cut/3 {
+		if _, err := ParseMaterial(raw0[:cut]); !errors.Is(err, ErrMaterialFormat) {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+	}
+	bad := append([]byte(nil), raw0...)
+	bad[len(materialMagic)+2] = 9 // the first layer's tag
+	if _, err := ParseMaterial(bad); !errors.Is(err, ErrMaterialFormat) {
+		t.Fatalf("bad tag: %v", err)
+	}
+	if _, err := ParseMaterial(append(raw0, 0)); !errors.Is(err, ErrMaterialFormat) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	if _, err := ParseSession([]byte("KSES1\n\x00\x05")); !errors.Is(err, ErrMaterialFormat) {
+		t.Fatalf("short session: %v", err)
+	}
+}
+
+// TestDemoShapedLink: a short run on the 1gbps preset reports both key
+// supplies; the dealer shipped bytes and took time, the modules shipped
+// nothing between the sites. No wall-clock thresholds.
+func TestDemoShapedLink(t *testing.T) {
+	set := testSet(t)
+	m := loadModel(t, "mlp")
+	p, err := netshape.Preset("1gbps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dealer := range []bool{false, true} {
+		rep, err := Demo(context.Background(), DemoConfig{Model: m, Set: set, Images: 1, Link: p, Dealer: dealer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Link != "1gbps" || rep.BitExact != 1 || rep.Mismatches != 0 {
+			t.Fatalf("dealer=%v: %+v", dealer, rep)
+		}
+		if rep.DealerBytesPerPartyPerImage < rep.OfflineBytesPerPartyPerImage/2 || rep.DealerKeySupplyMsPerImage <= 0 ||
+			rep.DealerKeySupplyShare <= 0 || rep.KeySupplyMsPerImage <= 0 || rep.KeySupplyShare <= 0 {
+			t.Fatalf("dealer=%v: key supply fields: %+v", dealer, rep)
+		}
+		if *rep.OfflineInterSiteBytesPerImage != 0 {
+			t.Fatalf("inter-site bytes %v, want 0", *rep.OfflineInterSiteBytesPerImage)
+		}
+	}
+}
+
+// FuzzParseMaterial: ParseMaterial and ParseSession never panic, and
+// every error wraps ErrMaterialFormat.
+func FuzzParseMaterial(f *testing.F) {
+	arch := &Model{Name: "f", Ring: 16, Frac: 4, Input: Shape{C: 1, H: 1, W: 4},
+		Layers: []Layer{{Kind: FC, In: 4, Out: 3}, {Kind: ReLU}, {Kind: Trunc, S: 4}}}
+	sp, sess, err := NewSupply(arch, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mat, err := sp.Gen()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for b := 0; b < 2; b++ {
+		raw, err := mat[b].MarshalBinary(arch.Ring)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+		rs, err := sess[b].MarshalBinary(arch.Ring)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(rs)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseMaterial(data); err != nil && !errors.Is(err, ErrMaterialFormat) {
+			t.Fatalf("error not wrapped: %v", err)
+		}
+		if _, err := ParseSession(data); err != nil && !errors.Is(err, ErrMaterialFormat) {
+			t.Fatalf("error not wrapped: %v", err)
+		}
+	})
+}
+
+// TestShipmentFraming: a shipment round-trips; a length over the bound is
+// refused before allocation; a short stream is an error.
+func TestShipmentFraming(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteShipment(&buf, []byte("kord")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadShipment(bytes.NewReader(buf.Bytes())); err != nil || string(got) != "kord" {
+		t.Fatalf("%q %v", got, err)
+	}
+	if _, err := ReadShipment(bytes.NewReader(buf.Bytes()[:10])); err == nil {
+		t.Fatal("short shipment accepted")
+	}
+	huge := []byte{0, 0, 0, 0, 0, 0, 0, 0x80}
+	if _, err := ReadShipment(bytes.NewReader(huge)); !errors.Is(err, ErrMaterialFormat) {
+		t.Fatalf("huge length: %v", err)
+	}
+}
