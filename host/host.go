@@ -152,19 +152,10 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) (_ []Re
 	for i, r := range reqs {
 		shares[i] = r.Share
 	}
-	sub, err := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares})
+	sub, last, spent, err := h.submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: shares}, "shares")
 	clear(shares)
 	if err != nil {
-		return nil, false, fmt.Errorf("host: submitting shares: %w", err)
-	}
-	last := sub.FirstCounter + uint64(sub.Count) - 1
-	if len(sub.Frames) > 0 {
-		h.rounds.Add(1)
-		opened, err := h.exchange(ctx, sub.Frames, last)
-		if err != nil {
-			return nil, opened, err
-		}
-		spent = true
+		return nil, spent, err
 	}
 	res := make([]Result, len(reqs))
 	for i := range reqs {
@@ -187,6 +178,27 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) (_ []Re
 		res[i] = r
 	}
 	return res, spent, nil
+}
+
+// submit hands the module a submission (own shares, or a bulk: what names
+// it in errors) and, when it returns frames, swaps them with the peer (the
+// one round). last is the submission's last counter; spent reports
+// whether the module opened (or may have opened) a peer frame of it.
+func (h *Host) submit(ctx context.Context, req *msg.SubmitRequest, what string) (sub *msg.SubmitResponse, last uint64, spent bool, err error) {
+	sub, err = h.dev.Submit(ctx, req)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("host: submitting %s: %w", what, err)
+	}
+	last = sub.FirstCounter + uint64(sub.Count) - 1
+	if len(sub.Frames) > 0 {
+		h.rounds.Add(1)
+		opened, err := h.exchange(ctx, sub.Frames, last)
+		if err != nil {
+			return nil, last, opened, err
+		}
+		spent = true
+	}
+	return sub, last, spent, nil
 }
 
 // abandon drops a failed batch: the module wipes what it still holds up to

@@ -42,18 +42,9 @@ func (h *Host) GenerateSlab(ctx context.Context, tier msg.Tier, b *msg.Bulk) (*m
 // bulk runs one bulk batch; spent reports whether the module opened (or
 // may have opened) the peer's frame.
 func (h *Host) bulk(ctx context.Context, tier msg.Tier, b *msg.Bulk) (_ *msg.Slab, spent bool, _ error) {
-	sub, err := h.dev.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: b})
+	sub, last, spent, err := h.submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: tier, Bulk: b}, "a bulk")
 	if err != nil {
-		return nil, false, fmt.Errorf("host: submitting a bulk: %w", err)
-	}
-	last := sub.FirstCounter + uint64(sub.Count) - 1
-	if len(sub.Frames) > 0 {
-		h.rounds.Add(1)
-		opened, err := h.exchange(ctx, sub.Frames, last)
-		if err != nil {
-			return nil, opened, err
-		}
-		spent = true
+		return nil, spent, err
 	}
 	cr, err := h.dev.Collect(ctx, &msg.CollectRequest{Counter: sub.FirstCounter, Count: sub.Count})
 	if err == nil && (cr.Slab == nil || cr.Slab.First != sub.FirstCounter || cr.Slab.N != sub.Count) {
