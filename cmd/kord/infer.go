@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,10 +158,7 @@ Links (each round trip split evenly between the directions):
 			if err != nil {
 				return badInput("--link must be one of loopback, lan, 1gbps, wan")
 			}
-			if file == "" {
-				file = filepath.Join("infer", "testdata", model+".kordnn")
-			}
-			m, err := infer.Load(file)
+			m, err := loadModel(model, file)
 			if err != nil {
 				return err
 			}
@@ -196,7 +194,7 @@ Links (each round trip split evenly between the directions):
 	}
 	f := cmd.Flags()
 	f.StringVar(&model, "model", "cnn", "mlp or cnn")
-	f.StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	f.StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	f.IntVar(&images, "images", 10, "test images to run")
 	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
@@ -217,10 +215,7 @@ func inferAccuracyCmd() *cobra.Command {
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")
 			}
-			if file == "" {
-				file = filepath.Join("infer", "testdata", model+".kordnn")
-			}
-			m, err := infer.Load(file)
+			m, err := loadModel(model, file)
 			if err != nil {
 				return err
 			}
@@ -234,14 +229,14 @@ func inferAccuracyCmd() *cobra.Command {
 				return err
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-				"model": m.Name, "file": file, "ring": m.Ring, "frac": m.Frac, "test_images": len(testSet.Images),
+				"model": m.Name, "file": cmp.Or(file, "built-in"), "ring": m.Ring, "frac": m.Frac, "test_images": len(testSet.Images),
 				"fixed_accuracy": acc, "overflow_images": ovf, "max_abs_wire": maxAbs,
 				"ms_per_image": float64(time.Since(t0).Microseconds()) / 1000 / float64(len(testSet.Images)),
 			})
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
-	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	return cmd
 }
 
@@ -260,10 +255,7 @@ func inferInventoryCmd() *cobra.Command {
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")
 			}
-			if file == "" {
-				file = filepath.Join("infer", "testdata", model+".kordnn")
-			}
-			m, err := infer.Load(file)
+			m, err := loadModel(model, file)
 			if err != nil {
 				return err
 			}
@@ -287,7 +279,16 @@ func inferInventoryCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
-	cmd.Flags().StringVar(&file, "file", "", "model file (default infer/testdata/MODEL.kordnn)")
+	cmd.Flags().StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// loadModel reads the model file, or the built-in weights of model when
+// file is empty.
+func loadModel(model, file string) (*infer.Model, error) {
+	if file == "" {
+		return infer.Builtin(model)
+	}
+	return infer.Load(file)
 }
