@@ -53,14 +53,9 @@ type BatchOptions struct {
 // linearly with it and must stay cache resident to make sense.
 const maxInFlight = 1 << 16
 
-// NewBatchGen returns a generator for keys with params p on `workers`
-// goroutines (0 means GOMAXPROCS), GroupKeys keys in flight per worker.
-func NewBatchGen(p Params, workers int) (*BatchGen, error) {
-	return NewBatchGenOpts(p, BatchOptions{Workers: workers})
-}
-
-// NewBatchGenOpts returns a generator for keys with params p tuned by o.
-func NewBatchGenOpts(p Params, o BatchOptions) (*BatchGen, error) {
+// NewBatchGen returns a generator for keys with params p tuned by o (the
+// zero BatchOptions: GOMAXPROCS workers, GroupKeys keys in flight each).
+func NewBatchGen(p Params, o BatchOptions) (*BatchGen, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,7 +172,7 @@ func (g *BatchGen) run(job batchJob) error {
 // GenBatchWithRoots is a one-shot BatchGen on GOMAXPROCS goroutines that
 // allocates the output: the concatenated serialized keys of each party.
 func GenBatchWithRoots(p Params, alpha, beta []uint64, root0, root1 []Block) (out0, out1 []byte, err error) {
-	g, err := NewBatchGen(p, 0)
+	g, err := NewBatchGen(p, BatchOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

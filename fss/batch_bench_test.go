@@ -20,7 +20,7 @@ func BenchmarkBatchGen(b *testing.B) {
 			const k = 4096
 			alpha, beta, root0, root1 := batchInputs(r, p, k)
 			out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
-			g, _ := NewBatchGen(p, 1)
+			g, _ := NewBatchGen(p, BatchOptions{Workers: 1})
 			kb := kernelBlocksPerSec(b)
 			for b.Loop() {
 				g.GenWithRoots(alpha, beta, root0, root1, out0, out1)

@@ -60,7 +60,7 @@ func TestBatchGenMatchesSingle(t *testing.T) {
 			for si, sh := range shapes {
 				p := Params{typ, sh[0], sh[1]}
 				for _, workers := range []int{1, 3} {
-					g, err := NewBatchGen(p, workers)
+					g, err := NewBatchGen(p, BatchOptions{Workers: workers})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -109,7 +109,7 @@ func TestBatchGenInFlight(t *testing.T) {
 			alpha, beta, root0, root1 := batchInputs(r, p, k)
 			for _, m := range []int{1, 3, 64, 200} {
 				for _, w := range []int{1, 2} {
-					g, err := NewBatchGenOpts(p, BatchOptions{Workers: w, InFlight: m})
+					g, err := NewBatchGen(p, BatchOptions{Workers: w, InFlight: m})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -126,11 +126,11 @@ func TestBatchGenInFlight(t *testing.T) {
 		}
 	})
 	for _, m := range []int{-1, maxInFlight + 1} {
-		if _, err := NewBatchGenOpts(Params{DPF, 8, 8}, BatchOptions{InFlight: m}); err == nil {
+		if _, err := NewBatchGen(Params{DPF, 8, 8}, BatchOptions{InFlight: m}); err == nil {
 			t.Errorf("accepted InFlight = %d", m)
 		}
 	}
-	g, err := NewBatchGen(Params{DPF, 8, 8}, 1)
+	g, err := NewBatchGen(Params{DPF, 8, 8}, BatchOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBatchGenInFlight(t *testing.T) {
 func TestBatchGenReuse(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	p := Params{DCF, 12, 13}
-	g, err := NewBatchGen(p, 2)
+	g, err := NewBatchGen(p, BatchOptions{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +165,14 @@ func TestBatchGenReuse(t *testing.T) {
 // TestBatchGenErrors checks argument validation: nothing panics, and a bad
 // point is reported without touching the output.
 func TestBatchGenErrors(t *testing.T) {
-	if _, err := NewBatchGen(Params{DPF, 0, 8}, 1); err == nil {
+	if _, err := NewBatchGen(Params{DPF, 0, 8}, BatchOptions{Workers: 1}); err == nil {
 		t.Error("accepted ℓ = 0")
 	}
-	if _, err := NewBatchGen(Params{DPF, 8, 8}, -1); err == nil {
+	if _, err := NewBatchGen(Params{DPF, 8, 8}, BatchOptions{Workers: -1}); err == nil {
 		t.Error("accepted negative workers")
 	}
 	p := Params{DPF, 8, 8}
-	g, err := NewBatchGen(p, 0)
+	g, err := NewBatchGen(p, BatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestBatchGenErrors(t *testing.T) {
 func TestBatchGenNoAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	p := Params{DCF, 32, 32}
-	g, err := NewBatchGen(p, 1)
+	g, err := NewBatchGen(p, BatchOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

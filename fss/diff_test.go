@@ -90,7 +90,7 @@ func TestBatchGenDifferential(t *testing.T) {
 		for trial := 0; trial < trials; trial++ {
 			p := Params{Type: []Type{DPF, DCF}[trial%2], InBits: diffWidths[r.IntN(len(diffWidths))], OutBits: diffWidths[r.IntN(len(diffWidths))]}
 			k := []int{0, 1, 2, 7, 63, 65, 131}[r.IntN(7)]
-			g, err := NewBatchGenOpts(p, BatchOptions{Workers: 1 + r.IntN(3), InFlight: []int{0, 1, 2, 3, 7, 9}[r.IntN(6)]})
+			g, err := NewBatchGen(p, BatchOptions{Workers: 1 + r.IntN(3), InFlight: []int{0, 1, 2, 3, 7, 9}[r.IntN(6)]})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,7 +62,7 @@ func ExampleParseKey() {
 // keys only, as a key-generation module keeping its own share does.
 func ExampleBatchGen() {
 	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 16}
-	g, err := fss.NewBatchGen(p, 1)
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: 1})
 	if err != nil {
 		panic(err)
 	}

@@ -235,7 +235,7 @@ func TestSlab(t *testing.T) {
 			p := Params{Type: []Type{DPF, DCF}[trial%2], InBits: diffWidths[r.IntN(len(diffWidths))], OutBits: diffWidths[r.IntN(len(diffWidths))]}
 			n := []int{0, 1, GroupKeys - 1, GroupKeys + 1, 2*GroupKeys + 5}[r.IntN(5)]
 			alpha, beta, root0, root1 := batchInputs(r, p, n)
-			g, err := NewBatchGen(p, 1)
+			g, err := NewBatchGen(p, BatchOptions{Workers: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -47,7 +47,7 @@ func rawBatchGenRate(tb testing.TB, p fss.Params) (float64, float64) {
 		r0[i][0], r1[i][0] = byte(i), byte(i+1)
 	}
 	out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
-	g, err := fss.NewBatchGen(p, 1)
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -254,7 +254,7 @@ const benchGenBatch = 1024
 
 // benchGen times the generation of k key pairs on w workers.
 func benchGen(p fss.Params, k, w int, progress func(int)) (time.Duration, error) {
-	g, err := fss.NewBatchGen(p, w)
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: w})
 	if err != nil {
 		return 0, err
 	}
@@ -277,7 +277,7 @@ func benchGen(p fss.Params, k, w int, progress func(int)) (time.Duration, error)
 func benchKeys(p fss.Params, k int) ([]*fss.Key, []uint64, error) {
 	alpha, beta, root0, root1 := benchInputs(p, k, 2)
 	out0, out1 := make([]byte, k*p.KeySize()), make([]byte, k*p.KeySize())
-	g, err := fss.NewBatchGen(p, 0)
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -394,7 +394,7 @@ func benchGenSweep(stdout io.Writer, p fss.Params, keys, maxW int, file string) 
 	out0, out1 := make([]byte, keys*ks), make([]byte, keys*ks)
 	gens := make([]*fss.BatchGen, maxW)
 	for w := range gens {
-		g, err := fss.NewBatchGen(p, w+1)
+		g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: w + 1})
 		if err != nil {
 			return err
 		}

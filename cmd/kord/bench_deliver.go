@@ -275,7 +275,7 @@ func deliverPath(o deliverOpts, chunk func(n int) (time.Duration, int, int, erro
 // rawGenRate is fss.BatchGen's keys/s on one worker for p: the fastest of
 // three runs of d/3, 1024 keys a call into reused buffers (as bench gen).
 func rawGenRate(p fss.Params, d time.Duration) (float64, error) {
-	g, err := fss.NewBatchGen(p, 1)
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: 1})
 	if err != nil {
 		return 0, err
 	}

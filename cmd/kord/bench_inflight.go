@@ -145,7 +145,7 @@ func runBenchInflight(stdout io.Writer, o inflightOpts) error {
 	}
 	gens := make([]*fss.BatchGen, len(ms))
 	for i, m := range ms {
-		if gens[i], err = fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: 1, InFlight: m}); err != nil {
+		if gens[i], err = fss.NewBatchGen(p, fss.BatchOptions{Workers: 1, InFlight: m}); err != nil {
 			return err
 		}
 	}

@@ -325,7 +325,7 @@ func (e *Engine) gen(p fss.Params) (*fss.BatchGen, error) {
 	if g := e.gens[p]; g != nil {
 		return g, nil
 	}
-	g, err := fss.NewBatchGenOpts(p, fss.BatchOptions{Workers: e.workers})
+	g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: e.workers})
 	if err != nil {
 		return nil, fmt.Errorf("module: batch Gen for %v: %w", p, err)
 	}
