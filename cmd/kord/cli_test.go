@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kord-fss/kord/internal/daemon"
 )
 
 // CLI tests for blocks, pir, bench pir, bench doram, selftest and fabric:
@@ -173,11 +175,11 @@ func TestReviewPIREndToEnd(t *testing.T) {
 		}()
 		select {
 		case l := <-line:
-			addr, ok := strings.CutPrefix(l, "listening ")
-			if !ok {
-				t.Fatalf("server %d printed %q", s, l)
+			kv, err := daemon.ParseReady(l)
+			if err != nil || kv["addr"] == "" {
+				t.Fatalf("server %d printed %q: %v", s, l, err)
 			}
-			addrs = append(addrs, addr)
+			addrs = append(addrs, kv["addr"])
 		case <-time.After(10 * time.Second):
 			t.Fatalf("server %d did not start", s)
 		}

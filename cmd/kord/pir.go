@@ -19,6 +19,7 @@ import (
 
 	"github.com/kord-fss/kord/doram"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/pir"
 )
 
@@ -107,7 +108,7 @@ func pirServeCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --db FILE --listen ADDR",
-		Short: "Serve a PIR database (one of the two servers); prints \"listening ADDR\" when ready",
+		Short: "Serve a PIR database (one of the two servers); prints the daemons' readiness record ({\"ready\":true,\"addr\":ADDR,...}) when ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbPath == "" {
@@ -140,7 +141,7 @@ func pirServeCmd() *cobra.Command {
 			info := srv.Info()
 			log.Info("pir server", "db", dbPath, "records", info.Count, "record_size", info.RecordSize,
 				"hash", info.Hash, "domain_bits", info.DomainBits, "addr", ln.Addr().String())
-			fmt.Fprintf(cmd.OutOrStdout(), "listening %s\n", ln.Addr())
+			daemon.Ready(cmd.OutOrStdout(), "addr", ln.Addr().String(), "pid", os.Getpid())
 			return srv.Serve(ctx, ln)
 		},
 	}
