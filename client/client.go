@@ -90,26 +90,35 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Bound builds a bound-mode request: this site's additive shares of α
-// (mod 2^ℓ) and β (mod 2^n). tier is otp, mac or batchmac; "" lets the
-// party choose its default, batchmac (otp is for semi-honest hosts and
-// network only).
-func Bound(id uint64, tier string, p fss.Params, alphaShare, betaShare uint64) *pb.KeyRequest {
-	return &pb.KeyRequest{Id: id, Mode: "bound", Tier: tier, Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
+// (mod 2^ℓ) and β (mod 2^n). tier is msg.Keystream ("otp" on the wire),
+// msg.MAC or msg.BatchMAC; 0 lets the party choose its default, batchmac
+// (otp is for semi-honest hosts and network only).
+func Bound(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64) *pb.KeyRequest {
+	return &pb.KeyRequest{Id: id, Mode: msg.Bound.String(), Tier: tierName(tier), Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
 		AlphaShare: alphaShare, BetaShare: betaShare}
+}
+
+// tierName is a tier's name on the wire: "" for 0 (the party's default
+// tier, batchmac), else its external name (msg.Keystream is "otp").
+func tierName(t msg.Tier) string {
+	if t == 0 {
+		return ""
+	}
+	return t.String()
 }
 
 // Derived builds a request for count keys with α drawn inside the modules
 // (β too when deriveBeta; otherwise β is the public beta).
 func Derived(id uint64, p fss.Params, count int, beta uint64, deriveBeta bool) *pb.KeyRequest {
-	return &pb.KeyRequest{Id: id, Mode: "derived", Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
+	return &pb.KeyRequest{Id: id, Mode: msg.Derived.String(), Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
 		Count: uint32(count), Beta: beta, DeriveBeta: deriveBeta}
 }
 
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
-func Consume(id uint64, tier string, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
+func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
 	r := Bound(id, tier, p, alphaShare, betaShare)
-	r.Mode, r.Points = "consume", points
+	r.Mode, r.Points = msg.Consume.String(), points
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -21,8 +22,8 @@ func ExampleBound() {
 	a1 := (alpha - a0) & (1<<16 - 1) // α = a0 + a1 mod 2^16
 	b1 := (beta - b0) & (1<<32 - 1)  // β = b0 + b1 mod 2^32
 
-	site0 := client.Bound(42, "mac", p, a0, b0)
-	site1 := client.Bound(42, "mac", p, a1, b1)
+	site0 := client.Bound(42, msg.MAC, p, a0, b0)
+	site1 := client.Bound(42, msg.MAC, p, a1, b1)
 	for _, r := range []*pb.KeyRequest{site0, site1} {
 		fmt.Println(r.Id, r.Mode, r.Type, r.AlphaShare, r.BetaShare)
 	}
@@ -57,7 +58,7 @@ func Example() {
 		if streams[i], err = c.Stream(ctx); err != nil {
 			log.Fatal(err)
 		}
-		if err := streams[i].Send(client.Bound(42, "mac", p, a[i], b[i])); err != nil {
+		if err := streams[i].Send(client.Bound(42, msg.MAC, p, a[i], b[i])); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -86,8 +86,8 @@ func TestBatchesPairAcrossParties(t *testing.T) {
 		for range 40 {
 			w := want{p: p, alpha: r.Uint64() & prg.Mask(p.InBits), beta: r.Uint64()&prg.Mask(p.OutBits) | 1}
 			a0, b0 := r.Uint64()&prg.Mask(p.InBits), r.Uint64()&prg.Mask(p.OutBits)
-			reqs[0] = append(reqs[0], client.Bound(id, "", p, a0, b0))
-			reqs[1] = append(reqs[1], client.Bound(id, "", p, (w.alpha-a0)&prg.Mask(p.InBits), (w.beta-b0)&prg.Mask(p.OutBits)))
+			reqs[0] = append(reqs[0], client.Bound(id, 0, p, a0, b0))
+			reqs[1] = append(reqs[1], client.Bound(id, 0, p, (w.alpha-a0)&prg.Mask(p.InBits), (w.beta-b0)&prg.Mask(p.OutBits)))
 			wants[id] = w
 			id++
 		}

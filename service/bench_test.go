@@ -11,6 +11,7 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -40,7 +41,7 @@ func benchStream(b *testing.B, c Config) {
 	var reqs [2][]*pb.KeyRequest
 	for i := 0; i < round; i++ {
 		for site := 0; site < 2; site++ {
-			reqs[site] = append(reqs[site], client.Bound(0, "mac", p, rand.Uint64()&m, rand.Uint64()&m))
+			reqs[site] = append(reqs[site], client.Bound(0, msg.MAC, p, rand.Uint64()&m, rand.Uint64()&m))
 		}
 	}
 	id := uint64(1)

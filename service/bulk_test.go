@@ -430,8 +430,8 @@ func TestMixedShapeBatchRuns(t *testing.T) {
 		case 0, 1:
 			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
 			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
-			reqs[0] = append(reqs[0], client.Bound(id, "mac", p, a0, b0))
-			reqs[1] = append(reqs[1], client.Bound(id, "mac", p, (tr.alpha-a0)&m, (tr.beta-b0)&m))
+			reqs[0] = append(reqs[0], client.Bound(id, msg.MAC, p, a0, b0))
+			reqs[1] = append(reqs[1], client.Bound(id, msg.MAC, p, (tr.alpha-a0)&m, (tr.beta-b0)&m))
 			ts[id] = tr
 		case 2:
 			for b := range 2 {
@@ -441,8 +441,8 @@ func TestMixedShapeBatchRuns(t *testing.T) {
 			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
 			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
 			pts := []uint64{tr.alpha, (tr.alpha + 1) & m}
-			reqs[0] = append(reqs[0], client.Consume(id, "mac", p, a0, b0, pts))
-			reqs[1] = append(reqs[1], client.Consume(id, "mac", p, (tr.alpha-a0)&m, (tr.beta-b0)&m, pts))
+			reqs[0] = append(reqs[0], client.Consume(id, msg.MAC, p, a0, b0, pts))
+			reqs[1] = append(reqs[1], client.Consume(id, msg.MAC, p, (tr.alpha-a0)&m, (tr.beta-b0)&m, pts))
 			ts[id] = tr
 		}
 	}

@@ -111,6 +111,19 @@ func checkPair(t testing.TB, k0, k1 *fss.Key, alpha, beta uint64) {
 
 type want struct{ alpha, beta uint64 }
 
+// testTier maps a tier's external name ("" for the party's default) to its
+// msg.Tier, for test tables written with names.
+func testTier(name string) msg.Tier {
+	if name == "" {
+		return 0
+	}
+	t, err := msg.ParseTier(name)
+	if err != nil {
+		panic(err) // a test table names a tier that does not exist
+	}
+	return t
+}
+
 // boundRequests draws n pairs (α, β ≠ 0) and both sites' bound requests
 // for them: ids base, base+1, …, request i in tier tiers[i % len(tiers)].
 func boundRequests(p fss.Params, base uint64, n int, tiers ...string) ([]want, [2][]*pb.KeyRequest) {
@@ -121,8 +134,8 @@ func boundRequests(p fss.Params, base uint64, n int, tiers ...string) ([]want, [
 		ws[i] = want{rand.Uint64() & ma, rand.Uint64()&mb | 1}
 		a0, b0 := rand.Uint64()&ma, rand.Uint64()&mb
 		id, tier := base+uint64(i), tiers[i%len(tiers)]
-		reqs[0] = append(reqs[0], client.Bound(id, tier, p, a0, b0))
-		reqs[1] = append(reqs[1], client.Bound(id, tier, p, (ws[i].alpha-a0)&ma, (ws[i].beta-b0)&mb))
+		reqs[0] = append(reqs[0], client.Bound(id, testTier(tier), p, a0, b0))
+		reqs[1] = append(reqs[1], client.Bound(id, testTier(tier), p, (ws[i].alpha-a0)&ma, (ws[i].beta-b0)&mb))
 	}
 	return ws, reqs
 }
@@ -262,9 +275,9 @@ func TestAPIBadInput(t *testing.T) {
 		{Id: 3, Mode: "bound", Tier: "mac", Type: "xor", InBits: 8, OutBits: 8},
 		{Id: 4, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 0, OutBits: 8},
 		{Id: 5, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 65},
-		client.Bound(6, "mac", p, 1<<8, 0),
-		client.Consume(7, "mac", p, 0, 0, nil),
-		client.Consume(8, "mac", p, 0, 0, []uint64{1 << 9}),
+		client.Bound(6, msg.MAC, p, 1<<8, 0),
+		client.Consume(7, msg.MAC, p, 0, 0, nil),
+		client.Consume(8, msg.MAC, p, 0, 0, []uint64{1 << 9}),
 		client.Derived(9, p, MaxCount+1, 0, false),
 		client.Derived(10, p, 1, 5, true),
 		{Id: 11, Mode: "derived", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8},
@@ -301,7 +314,7 @@ func TestMismatchedRequestsRefused(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			p := fss.Params{Type: fss.DPF, InBits: 8 + b, OutBits: 8}
-			reps[b], _ = s[b].app.Get(ctx, client.Bound(77, "mac", p, 0, 0))
+			reps[b], _ = s[b].app.Get(ctx, client.Bound(77, msg.MAC, p, 0, 0))
 		}()
 	}
 	wg.Wait()
@@ -340,8 +353,8 @@ func TestPackedAndPlainReplies(t *testing.T) {
 		case 0:
 			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
 			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
-			reqs[0] = append(reqs[0], client.Bound(id, "mac", p, a0, b0))
-			reqs[1] = append(reqs[1], client.Bound(id, "mac", p, (tr.alpha-a0)&m, (tr.beta-b0)&m))
+			reqs[0] = append(reqs[0], client.Bound(id, msg.MAC, p, a0, b0))
+			reqs[1] = append(reqs[1], client.Bound(id, msg.MAC, p, (tr.alpha-a0)&m, (tr.beta-b0)&m))
 			ts = append(ts, tr)
 		case 1:
 			for b := 0; b < 2; b++ {
@@ -352,8 +365,8 @@ func TestPackedAndPlainReplies(t *testing.T) {
 			tr := truth{rand.Uint64() & m, rand.Uint64()&m | 1}
 			a0, b0 := rand.Uint64()&m, rand.Uint64()&m
 			pts := []uint64{tr.alpha, (tr.alpha - 1) & m, (tr.alpha + 1) & m}
-			reqs[0] = append(reqs[0], client.Consume(id, "otp", p, a0, b0, pts))
-			reqs[1] = append(reqs[1], client.Consume(id, "otp", p, (tr.alpha-a0)&m, (tr.beta-b0)&m, pts))
+			reqs[0] = append(reqs[0], client.Consume(id, msg.Keystream, p, a0, b0, pts))
+			reqs[1] = append(reqs[1], client.Consume(id, msg.Keystream, p, (tr.alpha-a0)&m, (tr.beta-b0)&m, pts))
 			ts = append(ts, tr)
 		}
 	}

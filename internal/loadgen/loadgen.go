@@ -88,11 +88,11 @@ func RequestsPer(k Class, base uint64, keys, perDerived int, rng *mrand.Rand) (r
 			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
 			if k.Mode == msg.Consume {
 				t.Points = []uint64{t.Alpha, (t.Alpha + 1) & ma, (t.Alpha - 1) & ma, rng.Uint64() & ma}
-				reqs[0] = append(reqs[0], client.Consume(id, k.Tier.String(), p, a0, b0, t.Points))
-				reqs[1] = append(reqs[1], client.Consume(id, k.Tier.String(), p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb, t.Points))
+				reqs[0] = append(reqs[0], client.Consume(id, k.Tier, p, a0, b0, t.Points))
+				reqs[1] = append(reqs[1], client.Consume(id, k.Tier, p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb, t.Points))
 			} else {
-				reqs[0] = append(reqs[0], client.Bound(id, k.Tier.String(), p, a0, b0))
-				reqs[1] = append(reqs[1], client.Bound(id, k.Tier.String(), p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb))
+				reqs[0] = append(reqs[0], client.Bound(id, k.Tier, p, a0, b0))
+				reqs[1] = append(reqs[1], client.Bound(id, k.Tier, p, (t.Alpha-a0)&ma, (t.Beta-b0)&mb))
 			}
 			truth = append(truth, t)
 			keys--
