@@ -71,27 +71,41 @@ const DefaultKEM = "mlkem768"
 
 func init() { Register(mlkem768{}) }
 
-// mlkem768 is ML-KEM-768 (FIPS 203) from crypto/mlkem. crypto/mlkem draws
-// its own randomness; the rand argument is unused.
+// mlkem768 is ML-KEM-768 (FIPS 203) from crypto/mlkem. The decapsulation
+// key is derived from a 64-byte seed (d ‖ z) read from rand;
+// encapsulation draws its 32 bytes of randomness inside crypto/mlkem,
+// which offers no derandomized form outside tests (the known-answer test
+// swaps in crypto/mlkem/mlkemtest's through encapsulate768).
 type mlkem768 struct{}
 
 func (mlkem768) Name() string { return "mlkem768" }
 
-func (mlkem768) GenerateKey(io.Reader) (Decapsulator, []byte, error) {
-	dk, err := mlkem.GenerateKey768()
+func (mlkem768) GenerateKey(rand io.Reader) (Decapsulator, []byte, error) {
+	var seed [mlkem.SeedSize]byte
+	defer clear(seed[:])
+	if _, err := io.ReadFull(rand, seed[:]); err != nil {
+		return nil, nil, fmt.Errorf("pairing: ML-KEM-768 key: %w", err)
+	}
+	dk, err := mlkem.NewDecapsulationKey768(seed[:])
 	if err != nil {
 		return nil, nil, fmt.Errorf("pairing: ML-KEM-768 key: %w", err)
 	}
 	return mlkemDK{dk}, dk.EncapsulationKey().Bytes(), nil
 }
 
-func (mlkem768) Encapsulate(_ io.Reader, ek []byte) ([]byte, []byte, error) {
+// encapsulate768 is ML-KEM-768 encapsulation; rand is unused here (see
+// mlkem768). Tests replace it with the derandomized form.
+var encapsulate768 = func(_ io.Reader, ek *mlkem.EncapsulationKey768) (shared, ciphertext []byte, err error) {
+	shared, ciphertext = ek.Encapsulate()
+	return shared, ciphertext, nil
+}
+
+func (mlkem768) Encapsulate(rand io.Reader, ek []byte) ([]byte, []byte, error) {
 	k, err := mlkem.NewEncapsulationKey768(ek)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pairing: ML-KEM-768 encapsulation key: %w", err)
 	}
-	ss, ct := k.Encapsulate()
-	return ss, ct, nil
+	return encapsulate768(rand, k)
 }
 
 type mlkemDK struct{ dk *mlkem.DecapsulationKey768 }

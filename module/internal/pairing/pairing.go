@@ -95,6 +95,22 @@ func (s *State) Wipe() {
 	s.step = idle
 }
 
+// x25519Key draws an ephemeral X25519 private key as 32 bytes of rand
+// (RFC 7748 clamps them), so that a fixed entropy stream gives a fixed
+// transcript (testdata/transcript.json); rand is crypto/rand in a module.
+func x25519Key(rand io.Reader) (*ecdh.PrivateKey, error) {
+	var b [32]byte
+	defer clear(b[:])
+	if _, err := io.ReadFull(rand, b[:]); err != nil {
+		return nil, fmt.Errorf("pairing: X25519 key: %w", err)
+	}
+	k, err := ecdh.X25519().NewPrivateKey(b[:])
+	if err != nil {
+		return nil, fmt.Errorf("pairing: X25519 key: %w", err)
+	}
+	return k, nil
+}
+
 func rejected(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRejected, fmt.Sprintf(format, args...))
 }
@@ -111,8 +127,8 @@ func (s *State) Start() ([]byte, error) {
 		return nil, fmt.Errorf("pairing: nonce: %w", err)
 	}
 	var err error
-	if s.x, err = ecdh.X25519().GenerateKey(s.rand); err != nil {
-		return nil, fmt.Errorf("pairing: X25519 key: %w", err)
+	if s.x, err = x25519Key(s.rand); err != nil {
+		return nil, err
 	}
 	dk, ek, err := s.kem.GenerateKey(s.rand)
 	if err != nil {
@@ -213,8 +229,8 @@ func (s *State) respond(hello []byte) ([]byte, error) {
 	if _, err := io.ReadFull(s.rand, s.nonce[:]); err != nil {
 		return nil, fmt.Errorf("pairing: nonce: %w", err)
 	}
-	if s.x, err = ecdh.X25519().GenerateKey(s.rand); err != nil {
-		return nil, fmt.Errorf("pairing: X25519 key: %w", err)
+	if s.x, err = x25519Key(s.rand); err != nil {
+		return nil, err
 	}
 	ssX, err := s.x.ECDH(peer)
 	if err != nil {
