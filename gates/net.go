@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // MaxFrame bounds one received frame (64 MiB); a longer length prefix is an
@@ -83,37 +85,13 @@ func (c *Conn) Exchange(msg []byte) ([]byte, error) {
 }
 
 // TCPPair returns the two ends of a fresh loopback TCP connection on
-// 127.0.0.1, for running both parties in one process.
+// 127.0.0.1 (Nagle off), for running both parties in one process.
 func TCPPair() (c0, c1 *Conn, err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, b, err := netshape.TCPPair(netshape.Profile{}) // unshaped
 	if err != nil {
-		return nil, nil, fmt.Errorf("gates: listen: %w", err)
+		return nil, nil, fmt.Errorf("gates: %w", err)
 	}
-	defer ln.Close()
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- res{c, err}
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		return nil, nil, fmt.Errorf("gates: dial: %w", err)
-	}
-	r := <-ch
-	if r.err != nil {
-		d.Close()
-		return nil, nil, fmt.Errorf("gates: accept: %w", r.err)
-	}
-	for _, c := range []net.Conn{r.c, d} {
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-	}
-	return NewConn(r.c), NewConn(d), nil
+	return NewConn(a), NewConn(b), nil
 }
 
 // Party is one side of an online evaluation: its index b (0 or 1) and its
