@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -212,9 +213,6 @@ func inferAccuracyCmd() *cobra.Command {
 		Short: "Cleartext fixed-point accuracy of a model file on the 10,000 MNIST test images",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if model != "mlp" && model != "cnn" {
-				return badInput("--model must be mlp or cnn")
-			}
 			m, err := loadModel(model, file)
 			if err != nil {
 				return err
@@ -252,9 +250,6 @@ func inferInventoryCmd() *cobra.Command {
 		Short: "Per-layer keys, correlation words, rounds and online bytes of a model, per image and per session",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if model != "mlp" && model != "cnn" {
-				return badInput("--model must be mlp or cnn")
-			}
 			m, err := loadModel(model, file)
 			if err != nil {
 				return err
@@ -284,9 +279,12 @@ func inferInventoryCmd() *cobra.Command {
 	return cmd
 }
 
-// loadModel reads the model file, or the built-in weights of model when
-// file is empty.
+// loadModel checks --model and reads the model file, or the built-in
+// weights of model when file is empty.
 func loadModel(model, file string) (*infer.Model, error) {
+	if !slices.Contains(infer.BuiltinModels, model) {
+		return nil, badInput("--model must be mlp or cnn")
+	}
 	if file == "" {
 		return infer.Builtin(model)
 	}
