@@ -2,12 +2,12 @@ package main
 
 import (
 	"cmp"
-	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/kord-fss/kord/infer"
