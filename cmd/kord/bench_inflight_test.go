@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kord-fss/kord/internal/bench"
 )
 
 // TestBenchInflight runs a tiny sweep: every M is measured, the fit is
@@ -18,11 +20,11 @@ func TestBenchInflight(t *testing.T) {
 	if err := runBenchInflight(&out, o); err != nil {
 		t.Fatal(err)
 	}
-	var res inflightJSON
+	var res bench.InflightReport
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Points) != len(inflightM) || res.C != 4 || res.L != 8 {
+	if len(res.Points) != len(bench.InflightM) || res.C != 4 || res.L != 8 {
 		t.Fatalf("%d points, C %d, L %d", len(res.Points), res.C, res.L)
 	}
 	if !(res.W > 0 && res.Leff > 0) || abs(res.Knee-res.W*res.Leff/float64(res.C)) > 1e-9*res.Knee {
@@ -33,7 +35,7 @@ func TestBenchInflight(t *testing.T) {
 		{typ: "dpf", inBits: 8, outBits: 8, rounds: 0, minTime: time.Millisecond},
 		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{4}},
 		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{0, 4}},
-		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{1, maxKeysPerWorker + 1}}} {
+		{typ: "dpf", inBits: 8, outBits: 8, rounds: 1, minTime: time.Millisecond, keysPerWorker: []int{1, bench.MaxKeysPerWorker + 1}}} {
 		if err := runBenchInflight(&out, bad); err == nil {
 			t.Errorf("accepted %+v", bad)
 		}
@@ -54,7 +56,7 @@ func TestBenchInflightKeysPerWorker(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	out, _, _ := runKord(t, "bench", "inflight", "--keys-per-worker", "2,8", "--rounds", "1", "--time", "1ms", "--in-bits", "8", "--out-bits", "8", "--json")
-	var res inflightJSON
+	var res bench.InflightReport
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
