@@ -1,0 +1,74 @@
+package llama
+
+import "fmt"
+
+// Eval returns party's Group shares of β·[x < α] at x, as LLAMA's evalDCF
+// computes them for that party, reduced mod 2^Bout. party 0 evaluates the
+// server key, party 1 the client key.
+func Eval(party int, k *Key, x uint64) ([]uint64, error) {
+	out := make([]uint64, k.P.Group)
+	if err := k.EvalInto(party, x, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EvalInto is Eval writing into out (len Group).
+func (k *Key) EvalInto(party int, x uint64, out []uint64) error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	if party != 0 && party != 1 {
+		return fmt.Errorf("%w: %d", ErrParty, party)
+	}
+	if x&^mask(k.P.InBits) != 0 {
+		return fmt.Errorf("%w: x = %d, Bin = %d", ErrInput, x, k.P.InBits)
+	}
+	if len(out) != k.P.Group {
+		return fmt.Errorf("%w: %d, group %d", ErrOutShape, len(out), k.P.Group)
+	}
+	l, g := k.P.InBits, k.P.Group
+	m := mask(k.P.OutBits)
+	cv := newConverter(k.P)
+	w := make([]uint64, g)
+	acc := out
+	clear(acc)
+	s := k.Root
+	for i := 0; i < l; i++ {
+		xi := byte(x>>uint(l-1-i)) & 1
+		t := uint64(s[0] & 1)
+		c, err := newCipher(aesKey(s))
+		if err != nil {
+			return err
+		}
+		child := counterBlock(c, uint64(ctrSeedL+xi))
+		if err := cv.convert(w, counterBlock(c, uint64(ctrValL+xi))); err != nil {
+			return err
+		}
+		for e := range acc {
+			acc[e] += w[e] + t*k.V[i*g+e]
+		}
+		if t == 1 {
+			corr := k.CW[i]
+			tcw := corr[0] >> 1 & 1 // left: bit 1
+			if xi == 1 {
+				tcw = corr[0] & 1 // right: bit 0
+			}
+			corr[0] = corr[0]&^3 | tcw
+			child = xorBlock(child, corr)
+		}
+		s = child
+	}
+	t := uint64(s[0] & 1)
+	if err := cv.convert(w, aesKey(s)); err != nil {
+		return err
+	}
+	for e := range acc {
+		acc[e] += w[e] + t*k.G[e]
+		if party == 1 {
+			acc[e] = -acc[e]
+		}
+		acc[e] &= m
+	}
+	return nil
+}
