@@ -1,0 +1,203 @@
+package llama
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// BatchKeys is how many keys GenBatch walks down the tree together: at each
+// level the 2·BatchKeys node seeds of both parties are expanded in one call
+// (expandNodes), which is where a kernel that expands many AES key
+// schedules side by side plugs in.
+const BatchKeys = 64
+
+// GenBatch generates n = len(alpha) keys of shape p into out0 and out1,
+// each n·p.KeySize() bytes: key j of party b at out_b[j·KeySize:], so out0
+// and out1 are exactly LLAMA's server.dat and client.dat for n DCF gates of
+// this shape. beta holds n·Group payload elements (key j's at
+// beta[j·Group:]); root0 and root1 one root block per key.
+//
+// LLAMA's PRG is AES keyed by the node seed, so every node costs an AES key
+// expansion besides its four encryptions; kord-v1 hashes under four fixed
+// keys expanded once (MMO) and pays only the encryptions. On this pure-Go
+// path each expansion is a crypto/aes.NewCipher (one allocation per node);
+// see BENCHMARKS.md for what that costs against kord-v1's BatchGen.
+func GenBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	n := len(alpha)
+	size := p.KeySize()
+	switch {
+	case len(beta) != n*p.Group:
+		return fmt.Errorf("%w: %d payload elements for %d keys of group %d", ErrPayload, len(beta), n, p.Group)
+	case len(root0) != n || len(root1) != n:
+		return fmt.Errorf("llama: %d keys but %d and %d root blocks", n, len(root0), len(root1))
+	case len(out0) != n*size || len(out1) != n*size:
+		return fmt.Errorf("%w: outputs of %d and %d bytes for %d keys of %d bytes", ErrLength, len(out0), len(out1), n, size)
+	}
+	m := mask(p.OutBits)
+	for j, a := range alpha {
+		if a&^mask(p.InBits) != 0 {
+			return fmt.Errorf("key %d: %w: α = %d, Bin = %d", j, ErrAlpha, a, p.InBits)
+		}
+		if (root0[j][0]^root1[j][0])&1 != 1 {
+			return fmt.Errorf("key %d: %w", j, ErrRoots)
+		}
+	}
+	for i, b := range beta {
+		if b&^m != 0 {
+			return fmt.Errorf("key %d: %w: payload[%d] = %d is wider than Bout = %d", i/p.Group, ErrValue, i%p.Group, b, p.OutBits)
+		}
+	}
+	st := newBatchState(p, min(n, BatchKeys))
+	for lo := 0; lo < n; lo += BatchKeys {
+		hi := min(n, lo+BatchKeys)
+		if err := st.gen(alpha[lo:hi], beta[lo*p.Group:hi*p.Group], root0[lo:hi], root1[lo:hi], out0[lo*size:hi*size], out1[lo*size:hi*size]); err != nil {
+			return fmt.Errorf("keys %d..%d: %w", lo, hi-1, err)
+		}
+	}
+	return nil
+}
+
+// batchState is the scratch of up to cap keys walking the tree together.
+type batchState struct {
+	p      Params
+	cv     *converter
+	seeds  []Block    // 2 per key: party 0, party 1
+	ex     [][4]Block // expansions of seeds: sL, sR, vL, vR
+	vAlpha []uint64   // Group per key
+	conv   [4][]uint64
+}
+
+func newBatchState(p Params, capKeys int) *batchState {
+	st := &batchState{
+		p:      p,
+		cv:     newConverter(p),
+		seeds:  make([]Block, 2*capKeys),
+		ex:     make([][4]Block, 2*capKeys),
+		vAlpha: make([]uint64, capKeys*p.Group),
+	}
+	for i := range st.conv {
+		st.conv[i] = make([]uint64, p.Group)
+	}
+	return st
+}
+
+// expandNodes sets ex[i] to the four PRG outputs of node seeds[i]. Each node
+// has its own AES key (the seed with bits 0,1 cleared), so this is
+// len(seeds) key expansions and 4·len(seeds) encryptions.
+func expandNodes(ex [][4]Block, seeds []Block) error {
+	for i := range seeds {
+		c, err := newCipher(aesKey(seeds[i]))
+		if err != nil {
+			return err
+		}
+		for j := range ex[i] {
+			ex[i][j] = counterBlock(c, uint64(j))
+		}
+	}
+	return nil
+}
+
+func putElem(dst []byte, v uint64, e int) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	copy(dst[:e], b[:e])
+}
+
+func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
+	p := st.p
+	n, l, g := len(alpha), p.InBits, p.Group
+	m := mask(p.OutBits)
+	e := ElemBytes(p.OutBits)
+	size := p.KeySize()
+	gOff := 16 * (l + 1)
+	vOff := gOff + e*g
+	seeds, ex := st.seeds[:2*n], st.ex[:2*n]
+	vAlpha := st.vAlpha[:n*g]
+	clear(vAlpha)
+	lose0, lose1, keep0, keep1 := st.conv[0], st.conv[1], st.conv[2], st.conv[3]
+	for j := 0; j < n; j++ {
+		seeds[2*j], seeds[2*j+1] = root0[j], root1[j]
+		copy(out0[j*size:], root0[j][:])
+		copy(out1[j*size:], root1[j][:])
+	}
+	for i := 0; i < l; i++ {
+		if err := expandNodes(ex, seeds); err != nil {
+			return err
+		}
+		for j := 0; j < n; j++ {
+			x0, x1 := &ex[2*j], &ex[2*j+1]
+			t0, t1 := seeds[2*j][0]&1, seeds[2*j+1][0]&1
+			keep := byte(alpha[j]>>uint(l-1-i)) & 1
+			lose := 1 - keep
+			for _, c := range []struct {
+				dst []uint64
+				src *Block
+			}{{lose0, &x0[ctrValL+lose]}, {lose1, &x1[ctrValL+lose]}, {keep0, &x0[ctrValL+keep]}, {keep1, &x1[ctrValL+keep]}} {
+				if err := st.cv.convert(c.dst, *c.src); err != nil {
+					return err
+				}
+			}
+			k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
+			va := vAlpha[j*g : (j+1)*g]
+			for el := 0; el < g; el++ {
+				x := lose1[el] - lose0[el] - va[el]
+				if keep == 1 {
+					x += beta[j*g+el]
+				}
+				v := x
+				if t1 == 1 { // σ = −1
+					v = -x
+				}
+				v &= m
+				at := vOff + e*(i*g+el)
+				putElem(k0[at:], v, e)
+				putElem(k1[at:], v, e)
+				// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
+				va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
+			}
+			tL := (x0[ctrSeedL][0] ^ x1[ctrSeedL][0] ^ keep ^ 1) & 1
+			tR := (x0[ctrSeedR][0] ^ x1[ctrSeedR][0] ^ keep) & 1
+			scw := xorBlock(x0[ctrSeedL+lose], x1[ctrSeedL+lose])
+			scw[0] &^= 3
+			cw := scw
+			cw[0] |= tL<<1 | tR
+			copy(k0[16*(i+1):], cw[:])
+			copy(k1[16*(i+1):], cw[:])
+			tKeep := tL
+			if keep == 1 {
+				tKeep = tR
+			}
+			for b, t := range [2]byte{t0, t1} {
+				next := ex[2*j+b][ctrSeedL+keep]
+				if t == 1 {
+					next = xorBlock(next, scw)
+					next[0] ^= tKeep
+				}
+				seeds[2*j+b] = next
+			}
+		}
+	}
+	fin0, fin1 := keep0, keep1
+	for j := 0; j < n; j++ {
+		s0, s1 := seeds[2*j], seeds[2*j+1]
+		if err := st.cv.convert(fin0, aesKey(s0)); err != nil {
+			return err
+		}
+		if err := st.cv.convert(fin1, aesKey(s1)); err != nil {
+			return err
+		}
+		k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
+		for el := 0; el < g; el++ {
+			x := fin1[el] - fin0[el] - vAlpha[j*g+el]
+			if s1[0]&1 == 1 {
+				x = -x
+			}
+			putElem(k0[gOff+e*el:], x&m, e)
+			putElem(k1[gOff+e*el:], x&m, e)
+		}
+	}
+	return nil
+}
