@@ -19,9 +19,11 @@ const BatchKeys = 64
 //
 // LLAMA's PRG is AES keyed by the node seed, so every node costs an AES key
 // expansion besides its four encryptions; kord-v1 hashes under four fixed
-// keys expanded once (MMO) and pays only the encryptions. On this pure-Go
-// path each expansion is a crypto/aes.NewCipher (one allocation per node);
-// see BENCHMARKS.md for what that costs against kord-v1's BatchGen.
+// keys expanded once (MMO) and pays only the encryptions. On amd64 with
+// AES-NI the expansion runs on the fly inside the encryption kernel
+// (rekey_amd64.s); the pure-Go path (other architectures, purego) calls
+// crypto/aes.NewCipher per node, one allocation each. BENCHMARKS.md has
+// what the re-keying costs against kord-v1's BatchGen.
 func GenBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -88,6 +90,15 @@ func newBatchState(p Params, capKeys int) *batchState {
 // has its own AES key (the seed with bits 0,1 cleared), so this is
 // len(seeds) key expansions and 4·len(seeds) encryptions.
 func expandNodes(ex [][4]Block, seeds []Block) error {
+	if kernelExpand(ex, seeds) {
+		return nil
+	}
+	return expandNodesGeneric(ex, seeds)
+}
+
+// expandNodesGeneric is expandNodes on crypto/aes: one NewCipher (key
+// schedule and an allocation) per node.
+func expandNodesGeneric(ex [][4]Block, seeds []Block) error {
 	for i := range seeds {
 		c, err := newCipher(aesKey(seeds[i]))
 		if err != nil {

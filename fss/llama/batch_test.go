@@ -115,3 +115,33 @@ func TestBatchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelMatchesGeneric: the node kernel in use (AES-NI on amd64)
+// gives crypto/aes's bytes for random seeds, bits 0 and 1 included (they
+// must be ignored), and for lengths around the loop's edges.
+func TestKernelMatchesGeneric(t *testing.T) {
+	if !hasKernel {
+		t.Skip("no node kernel on this build; crypto/aes is the only path")
+	}
+	r := rand.New(rand.NewPCG(4, 23))
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 129} {
+		seeds := make([]Block, n)
+		for i := range seeds {
+			for j := range seeds[i] {
+				seeds[i][j] = byte(r.Uint32())
+			}
+		}
+		got, want := make([][4]Block, n), make([][4]Block, n)
+		if !kernelExpand(got, seeds) {
+			t.Fatal("kernel declined")
+		}
+		if err := expandNodesGeneric(want, seeds); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d node %d: kernel %x, crypto/aes %x", n, i, got[i], want[i])
+			}
+		}
+	}
+}

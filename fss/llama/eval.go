@@ -37,12 +37,12 @@ func (k *Key) EvalInto(party int, x uint64, out []uint64) error {
 	for i := 0; i < l; i++ {
 		xi := byte(x>>uint(l-1-i)) & 1
 		t := uint64(s[0] & 1)
-		c, err := newCipher(aesKey(s))
-		if err != nil {
+		var ex [1][4]Block
+		if err := expandNodes(ex[:], []Block{s}); err != nil {
 			return err
 		}
-		child := counterBlock(c, uint64(ctrSeedL+xi))
-		if err := cv.convert(w, counterBlock(c, uint64(ctrValL+xi))); err != nil {
+		child := ex[0][ctrSeedL+xi]
+		if err := cv.convert(w, ex[0][ctrValL+xi]); err != nil {
 			return err
 		}
 		for e := range acc {
