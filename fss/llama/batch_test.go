@@ -145,3 +145,33 @@ func TestKernelMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchAllocs: with the node kernel and the direct convert (payload
+// fits one block), GenBatch's allocations do not grow with the number of
+// keys: the per-call scratch only.
+func TestBatchAllocs(t *testing.T) {
+	if !hasKernel {
+		t.Skip("crypto/aes path allocates a cipher per node")
+	}
+	p := Params{32, 32, 1}
+	allocs := func(n int) float64 {
+		r := rand.New(rand.NewPCG(5, 23))
+		alpha, beta := make([]uint64, n), make([]uint64, n)
+		r0, r1 := make([]Block, n), make([]Block, n)
+		for j := range alpha {
+			alpha[j], beta[j] = uint64(r.Uint32()), uint64(r.Uint32())
+			r0[j], r1[j] = randomRoots(r)
+		}
+		out0, out1 := make([]byte, n*p.KeySize()), make([]byte, n*p.KeySize())
+		return testing.AllocsPerRun(5, func() {
+			if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(BatchKeys), allocs(10*BatchKeys)
+	if large != small {
+		t.Fatalf("allocations grow with the batch: %v for %d keys, %v for %d", small, BatchKeys, large, 10*BatchKeys)
+	}
+	t.Logf("%v allocations per GenBatch call", small)
+}

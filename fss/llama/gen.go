@@ -1,6 +1,9 @@
 package llama
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // GenKeys builds the two keys of the DCF β·[x < α] exactly as LLAMA's
 // keyGenDCF does when its PRG yields root0 and root1. The roots are used as
@@ -135,8 +138,8 @@ func Gen(p Params, alpha uint64, beta []uint64, root0, root1 Block) (key0, key1 
 }
 
 func xorBlock(a, b Block) Block {
-	for i := range a {
-		a[i] ^= b[i]
-	}
+	le := binary.LittleEndian
+	le.PutUint64(a[:8], le.Uint64(a[:8])^le.Uint64(b[:8]))
+	le.PutUint64(a[8:], le.Uint64(a[8:])^le.Uint64(b[8:]))
 	return a
 }

@@ -74,6 +74,10 @@ func (cv *converter) convert(out []uint64, b Block) error {
 		src = cv.stream
 	}
 	for i := range out {
+		if off := i * cv.w; off+8 <= len(src) {
+			out[i] = binary.LittleEndian.Uint64(src[off:]) & cv.m
+			continue
+		}
 		var tmp [8]byte
 		copy(tmp[:], src[i*cv.w:]) // bytes past the source stay zero; they lie above Bout
 		out[i] = binary.LittleEndian.Uint64(tmp[:]) & cv.m
