@@ -48,6 +48,7 @@ type benchFSSOpts struct {
 	kernel   string
 	duration time.Duration // kernel measurement time, each side of the run
 	plot     string        // gen only: sweep and plot to this file
+	profile  string        // gen only: "kord-v1" or "llama" (then both run)
 }
 
 // benchResult is what bench gen/eval/evalall report (and print as JSON).
@@ -65,6 +66,13 @@ type benchResult struct {
 	KernelBlocksPerSec  float64 `json:"kernel_blocks_per_sec"`
 	BlocksPerKey        float64 `json:"blocks_per_key"`
 	Ratio               float64 `json:"ratio"`
+	// With --profile llama (gen, dcf): the fields above describe the
+	// kord-v1 run, and these the llama-profile run of the same shape and
+	// key count, right after it on the same workers.
+	Profile         string  `json:"profile,omitempty"`
+	LlamaSeconds    float64 `json:"llama_seconds,omitempty"`
+	LlamaKeysPerSec float64 `json:"llama_keys_per_sec,omitempty"`
+	LlamaVsKordV1   float64 `json:"llama_vs_kord_v1,omitempty"`
 }
 
 func newBenchFSSCmd(op, short string) *cobra.Command {
@@ -96,6 +104,7 @@ reached.`,
 	f.DurationVar(&o.duration, "kernel-time", 250*time.Millisecond, "kernel measurement time before and after the run")
 	if op == "gen" {
 		f.StringVar(&o.plot, "plot", "", "instead of one run, sweep batch sizes and 1..workers and draw keys/s to this PNG (best of five runs per point)")
+		f.StringVar(&o.profile, "profile", "kord-v1", "key profile: kord-v1, or llama (EzPC LLAMA's DCF; runs kord-v1 too and reports both)")
 	}
 	return cmd
 }
@@ -125,6 +134,18 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	w := o.workers
 	if w == 0 {
 		w = runtime.GOMAXPROCS(0)
+	}
+	switch o.profile {
+	case "", "kord-v1":
+	case "llama":
+		if p.Type != fss.DCF {
+			return badInput("--profile llama has only --type dcf")
+		}
+		if o.plot != "" {
+			return badInput("--plot sweeps kord-v1 only; drop --profile llama")
+		}
+	default:
+		return badInput("--profile: unknown key profile %q (want kord-v1 or llama)", o.profile)
 	}
 	if o.plot != "" {
 		return benchGenSweep(stdout, p, o.keys, w, o.plot)
@@ -163,6 +184,15 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 		return err
 	}
 	after := kernelBlocksPerSec(w, o.duration)
+	if o.profile == "llama" {
+		el, err := benchGenLlama(p, o.keys, w)
+		if err != nil {
+			return err
+		}
+		res.Profile = "llama"
+		res.LlamaSeconds = el.Seconds()
+		res.LlamaKeysPerSec = float64(o.keys) / res.LlamaSeconds
+	}
 	if bar != nil {
 		bar.Finish()
 	}
@@ -171,6 +201,9 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	res.KeysPerSecPerWorker = res.KeysPerSec / float64(w)
 	res.KernelBlocksPerSec = (before + after) / 2
 	res.Ratio = res.KeysPerSec * res.BlocksPerKey / res.KernelBlocksPerSec
+	if res.Profile == "llama" {
+		res.LlamaVsKordV1 = res.LlamaKeysPerSec / res.KeysPerSec
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(res)
@@ -180,6 +213,9 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	fmt.Fprintf(stdout, "  kernel blocks/s   %14.0f  (%d workers; %.0f before, %.0f after)\n", res.KernelBlocksPerSec, w, before, after)
 	fmt.Fprintf(stdout, "  MMO blocks / key  %14.0f\n", res.BlocksPerKey)
 	fmt.Fprintf(stdout, "  ratio             %14.3f  (keys/s × blocks/key ÷ kernel blocks/s)\n", res.Ratio)
+	if res.Profile == "llama" {
+		fmt.Fprintf(stdout, "  llama keys/s      %14.0f  (%.3f s; %.3f of kord-v1's, same run)\n", res.LlamaKeysPerSec, res.LlamaSeconds, res.LlamaVsKordV1)
+	}
 	return nil
 }
 

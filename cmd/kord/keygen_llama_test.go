@@ -100,3 +100,30 @@ func TestKeygenLlamaRandomRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchGenLlama: `kord bench gen --profile llama --json` reports the
+// llama profile's keys/s beside kord-v1's from the same run, and refuses
+// shapes the profile lacks.
+func TestBenchGenLlama(t *testing.T) {
+	out, errOut, code := runKord(t, "bench", "gen", "--profile", "llama", "--type", "dcf",
+		"--in-bits", "32", "--out-bits", "32", "--keys", "2000", "--kernel-time", "10ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Profile         string  `json:"profile"`
+		KeysPerSec      float64 `json:"keys_per_sec"`
+		LlamaKeysPerSec float64 `json:"llama_keys_per_sec"`
+		LlamaVsKordV1   float64 `json:"llama_vs_kord_v1"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if res.Profile != "llama" || res.KeysPerSec <= 0 || res.LlamaKeysPerSec <= 0 || res.LlamaVsKordV1 <= 0 {
+		t.Fatalf("incomplete result: %+v", res)
+	}
+	_, errOut, code = runKord(t, "bench", "gen", "--profile", "llama", "--type", "dpf", "--keys", "10")
+	if code != 2 || !strings.Contains(errOut, "only --type dcf") {
+		t.Fatalf("dpf: exit %d, %q", code, errOut)
+	}
+}
