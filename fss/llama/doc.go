@@ -73,5 +73,16 @@
 // where E = 1, 2, 4 or 8 bytes for Bout ≤ 8, ≤ 16, ≤ 32, ≤ 64, each value
 // little-endian in its low E bytes. Only the root differs between the two
 // keys of a pair. Parse is strict: the length must be exact and no value
-// field may have bits at or above Bout.
+// field may have bits at or above Bout. A LLAMA .dat file is such keys end
+// to end; SplitKeys cuts one of a single shape apart.
+//
+// # Implementation
+//
+// GenKeys is the reference generator, one key at a time; GenBatch walks
+// many keys down the tree together and writes server.dat/client.dat
+// directly. Both expand nodes through expandNodes: on amd64 with AES-NI an
+// assembly kernel that derives each node's AES-128 schedule on the fly next
+// to its four encryptions (constant time, no allocation), elsewhere and
+// under the purego tag crypto/aes with one cipher per node. kord-v1
+// (package fss) is untouched by this profile.
 package llama
