@@ -139,55 +139,56 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 			return err
 		}
 		for j := 0; j < n; j++ {
+			// Branch-free in the secrets (α's bits, control bits, signs):
+			// sides are picked with masks, not indices or ifs.
 			x0, x1 := &ex[2*j], &ex[2*j+1]
-			t0, t1 := seeds[2*j][0]&1, seeds[2*j+1][0]&1
-			keep := byte(alpha[j]>>uint(l-1-i)) & 1
-			lose := 1 - keep
-			for _, c := range []struct {
-				dst []uint64
-				src *Block
-			}{{lose0, &x0[ctrValL+lose]}, {lose1, &x1[ctrValL+lose]}, {keep0, &x0[ctrValL+keep]}, {keep1, &x1[ctrValL+keep]}} {
-				if err := st.cv.convert(c.dst, *c.src); err != nil {
+			t0, t1 := uint64(seeds[2*j][0]&1), uint64(seeds[2*j+1][0]&1)
+			keep := alpha[j] >> uint(l-1-i) & 1
+			km := -keep // all ones iff the path goes right
+			for _, c := range [4]struct {
+				dst  []uint64
+				a, b *Block // a if left, b if right
+			}{{lose0, &x0[ctrValR], &x0[ctrValL]}, {lose1, &x1[ctrValR], &x1[ctrValL]}, {keep0, &x0[ctrValL], &x0[ctrValR]}, {keep1, &x1[ctrValL], &x1[ctrValR]}} {
+				if err := st.cv.convert(c.dst, selBlock(c.a, c.b, km)); err != nil {
 					return err
 				}
 			}
 			k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
 			va := vAlpha[j*g : (j+1)*g]
-			for el := 0; el < g; el++ {
-				x := lose1[el] - lose0[el] - va[el]
-				if keep == 1 {
-					x += beta[j*g+el]
-				}
-				v := x
-				if t1 == 1 { // σ = −1
-					v = -x
-				}
-				v &= m
+			bj := beta[j*g : (j+1)*g]
+			for el := range va {
+				x := lose1[el] - lose0[el] - va[el] + bj[el]&km
+				v := (x ^ -t1 + t1) & m // σ·x, σ = −1 iff t1
 				at := vOff + e*(i*g+el)
 				putElem(k0[at:], v, e)
 				putElem(k1[at:], v, e)
 				// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
 				va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
 			}
-			tL := (x0[ctrSeedL][0] ^ x1[ctrSeedL][0] ^ keep ^ 1) & 1
-			tR := (x0[ctrSeedR][0] ^ x1[ctrSeedR][0] ^ keep) & 1
-			scw := xorBlock(x0[ctrSeedL+lose], x1[ctrSeedL+lose])
-			scw[0] &^= 3
-			cw := scw
-			cw[0] |= tL<<1 | tR
-			copy(k0[16*(i+1):], cw[:])
-			copy(k1[16*(i+1):], cw[:])
-			tKeep := tL
-			if keep == 1 {
-				tKeep = tR
-			}
-			for b, t := range [2]byte{t0, t1} {
-				next := ex[2*j+b][ctrSeedL+keep]
-				if t == 1 {
-					next = xorBlock(next, scw)
-					next[0] ^= tKeep
+			le := binary.LittleEndian
+			sL0, sR0 := le.Uint64(x0[ctrSeedL][:8]), le.Uint64(x0[ctrSeedR][:8])
+			sL1, sR1 := le.Uint64(x1[ctrSeedL][:8]), le.Uint64(x1[ctrSeedR][:8])
+			hL0, hR0 := le.Uint64(x0[ctrSeedL][8:]), le.Uint64(x0[ctrSeedR][8:])
+			hL1, hR1 := le.Uint64(x1[ctrSeedL][8:]), le.Uint64(x1[ctrSeedR][8:])
+			tL := (sL0 ^ sL1 ^ keep ^ 1) & 1
+			tR := (sR0 ^ sR1 ^ keep) & 1
+			// seed correction = the lose side's seeds XORed, bits 0,1 cleared
+			scwLo := (sR0 ^ sR1 ^ (sL0^sL1^sR0^sR1)&km) &^ 3
+			scwHi := hR0 ^ hR1 ^ (hL0^hL1^hR0^hR1)&km
+			le.PutUint64(k0[16*(i+1):], scwLo|tL<<1|tR)
+			le.PutUint64(k1[16*(i+1):], scwLo|tL<<1|tR)
+			le.PutUint64(k0[16*(i+1)+8:], scwHi)
+			le.PutUint64(k1[16*(i+1)+8:], scwHi)
+			tKeep := tL ^ (tL^tR)&keep
+			for b, t := range [2]uint64{t0, t1} {
+				lo, hi := sL0^(sL0^sR0)&km, hL0^(hL0^hR0)&km
+				if b == 1 {
+					lo, hi = sL1^(sL1^sR1)&km, hL1^(hL1^hR1)&km
 				}
-				seeds[2*j+b] = next
+				tm := -t
+				next := &seeds[2*j+b]
+				le.PutUint64(next[:8], lo^(scwLo|tKeep)&tm)
+				le.PutUint64(next[8:], hi^scwHi&tm)
 			}
 		}
 	}
@@ -201,14 +202,23 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 			return err
 		}
 		k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
+		t1 := uint64(s1[0] & 1)
 		for el := 0; el < g; el++ {
 			x := fin1[el] - fin0[el] - vAlpha[j*g+el]
-			if s1[0]&1 == 1 {
-				x = -x
-			}
-			putElem(k0[gOff+e*el:], x&m, e)
-			putElem(k1[gOff+e*el:], x&m, e)
+			x = (x ^ -t1 + t1) & m // negated iff the final t1 is set
+			putElem(k0[gOff+e*el:], x, e)
+			putElem(k1[gOff+e*el:], x, e)
 		}
 	}
 	return nil
+}
+
+// selBlock returns *a where m = 0 and *b where m = ^0, without a branch or
+// a secret-dependent index.
+func selBlock(a, b *Block, m uint64) (out Block) {
+	le := binary.LittleEndian
+	alo, ahi := le.Uint64(a[:8]), le.Uint64(a[8:])
+	le.PutUint64(out[:8], alo^(alo^le.Uint64(b[:8]))&m)
+	le.PutUint64(out[8:], ahi^(ahi^le.Uint64(b[8:]))&m)
+	return out
 }

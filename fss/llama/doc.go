@@ -78,11 +78,13 @@
 //
 // # Implementation
 //
-// GenKeys is the reference generator, one key at a time; GenBatch walks
-// many keys down the tree together and writes server.dat/client.dat
-// directly. Both expand nodes through expandNodes: on amd64 with AES-NI an
-// assembly kernel that derives each node's AES-128 schedule on the fly next
-// to its four encryptions (constant time, no allocation), elsewhere and
+// GenBatch walks many keys down the tree together and writes
+// server.dat/client.dat directly; Gen and GenKeys are GenBatch for one key.
+// It is branch-free in the secrets (α's bits, control bits, signs select by
+// mask), and Eval in the control bits. Nodes are expanded by expandNodes:
+// on amd64 with AES-NI an assembly kernel that derives each node's AES-128
+// schedule on the fly next to its four encryptions (constant time, no
+// allocation), elsewhere and
 // under the purego tag crypto/aes with one cipher per node. kord-v1
 // (package fss) is untouched by this profile.
 package llama

@@ -1,6 +1,9 @@
 package llama
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Eval returns party's Group shares of β·[x < α] at x, as LLAMA's evalDCF
 // computes them for that party, reduced mod 2^Bout. party 0 evaluates the
@@ -48,15 +51,14 @@ func (k *Key) EvalInto(party int, x uint64, out []uint64) error {
 		for e := range acc {
 			acc[e] += w[e] + t*k.V[i*g+e]
 		}
-		if t == 1 {
-			corr := k.CW[i]
-			tcw := corr[0] >> 1 & 1 // left: bit 1
-			if xi == 1 {
-				tcw = corr[0] & 1 // right: bit 0
-			}
-			corr[0] = corr[0]&^3 | tcw
-			child = xorBlock(child, corr)
-		}
+		// child ^= t·(correction with bits 0,1 replaced by this side's t
+		// correction), with a mask rather than a branch on t.
+		corr := k.CW[i]
+		tcw := uint64(corr[0]>>(1-xi)) & 1 // left: bit 1, right: bit 0
+		tm := -t
+		le := binary.LittleEndian
+		le.PutUint64(child[:8], le.Uint64(child[:8])^(le.Uint64(corr[:8])&^3|tcw)&tm)
+		le.PutUint64(child[8:], le.Uint64(child[8:])^le.Uint64(corr[8:])&tm)
 		s = child
 	}
 	t := uint64(s[0] & 1)

@@ -1,145 +1,34 @@
 package llama
 
-import (
-	"encoding/binary"
-	"fmt"
-)
-
-// GenKeys builds the two keys of the DCF β·[x < α] exactly as LLAMA's
-// keyGenDCF does when its PRG yields root0 and root1. The roots are used as
-// given (control bit in bit 0, bit 1 ignored by the tree) and must differ
-// in bit 0. α must fit in Bin bits, β must have Group elements each below
-// 2^Bout. k0 is party 0 (LLAMA's server), k1 party 1 (client).
-func GenKeys(p Params, alpha uint64, beta []uint64, root0, root1 Block) (k0, k1 *Key, err error) {
+// Gen returns the two key files (party 0 = LLAMA's server first) in LLAMA's
+// exact layout for the DCF β·[x < α], exactly as LLAMA's keyGenDCF and
+// Peer::send_dcf_keypack produce them when its PRG yields root0 and root1.
+// The roots are used as given (control bit in bit 0, bit 1 ignored by the
+// tree) and must differ in bit 0. α must fit in Bin bits, β must have
+// Group elements each below 2^Bout. It is GenBatch for one key.
+func Gen(p Params, alpha uint64, beta []uint64, root0, root1 Block) (key0, key1 []byte, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if alpha&^mask(p.InBits) != 0 {
-		return nil, nil, fmt.Errorf("%w: α = %d, Bin = %d", ErrAlpha, alpha, p.InBits)
-	}
-	if len(beta) != p.Group {
-		return nil, nil, fmt.Errorf("%w: %d elements, group size %d", ErrPayload, len(beta), p.Group)
-	}
-	m := mask(p.OutBits)
-	for i, b := range beta {
-		if b&^m != 0 {
-			return nil, nil, fmt.Errorf("%w: payload[%d] = %d is wider than Bout = %d", ErrValue, i, b, p.OutBits)
-		}
-	}
-	if (root0[0]^root1[0])&1 != 1 {
-		return nil, nil, ErrRoots
-	}
-
-	l, g := p.InBits, p.Group
-	cw := make([]Block, l)
-	v := make([]uint64, l*g)
-	vAlpha := make([]uint64, g)
-	lose0, lose1 := make([]uint64, g), make([]uint64, g)
-	keep0, keep1 := make([]uint64, g), make([]uint64, g)
-	cv := newConverter(p)
-	s := [2]Block{root0, root1}
-
-	for i := 0; i < l; i++ {
-		keep := byte(alpha>>uint(l-1-i)) & 1
-		lose := 1 - keep
-		var ex [2][4]Block // per party: sL, sR, vL, vR
-		var t [2]byte
-		for b := 0; b < 2; b++ {
-			t[b] = s[b][0] & 1
-			c, err := newCipher(aesKey(s[b]))
-			if err != nil {
-				return nil, nil, err
-			}
-			for j := range ex[b] {
-				ex[b][j] = counterBlock(c, uint64(j))
-			}
-		}
-		for _, step := range []struct {
-			dst []uint64
-			src Block
-		}{
-			{lose0, ex[0][ctrValL+lose]}, {lose1, ex[1][ctrValL+lose]},
-			{keep0, ex[0][ctrValL+keep]}, {keep1, ex[1][ctrValL+keep]},
-		} {
-			if err := cv.convert(step.dst, step.src); err != nil {
-				return nil, nil, err
-			}
-		}
-		neg := t[1] == 1
-		for e := 0; e < g; e++ {
-			x := lose1[e] - lose0[e] - vAlpha[e]
-			if keep == 1 {
-				x += beta[e]
-			}
-			sx := x // σ·(…): the value correction
-			if neg {
-				sx = -x
-			}
-			sx &= m
-			v[i*g+e] = sx
-			// V_α += conv(vKeep0) − conv(vKeep1) + σ·v = … + σ²·x = … + x.
-			vAlpha[e] = (vAlpha[e] + keep0[e] - keep1[e] + x) & m
-		}
-		tL := ex[0][ctrSeedL][0] ^ ex[1][ctrSeedL][0] ^ keep ^ 1
-		tR := ex[0][ctrSeedR][0] ^ ex[1][ctrSeedR][0] ^ keep
-		tL, tR = tL&1, tR&1
-		scw := xorBlock(ex[0][ctrSeedL+lose], ex[1][ctrSeedL+lose])
-		scw[0] &^= 3
-		cw[i] = scw
-		cw[i][0] |= tL<<1 | tR
-		tKeep := tL
-		if keep == 1 {
-			tKeep = tR
-		}
-		for b := 0; b < 2; b++ {
-			next := ex[b][ctrSeedL+keep]
-			if t[b] == 1 {
-				next = xorBlock(next, scw)
-				next[0] ^= tKeep
-			}
-			s[b] = next
-		}
-	}
-
-	fin0, fin1 := keep0, keep1 // reuse the scratch
-	if err := cv.convert(fin0, aesKey(s[0])); err != nil {
-		return nil, nil, err
-	}
-	if err := cv.convert(fin1, aesKey(s[1])); err != nil {
-		return nil, nil, err
-	}
-	gv := make([]uint64, g)
-	for e := range gv {
-		x := fin1[e] - fin0[e] - vAlpha[e]
-		if s[1][0]&1 == 1 {
-			x = -x
-		}
-		gv[e] = x & m
-	}
-	k0 = &Key{P: p, Root: root0, CW: cw, G: gv, V: v}
-	k1 = &Key{P: p, Root: root1, CW: cw, G: gv, V: v}
-	return k0, k1, nil
-}
-
-// Gen returns the two key files (party 0 = server first) in LLAMA's exact
-// layout for the DCF β·[x < α] with the given roots; see GenKeys.
-func Gen(p Params, alpha uint64, beta []uint64, root0, root1 Block) (key0, key1 []byte, err error) {
-	k0, k1, err := GenKeys(p, alpha, beta, root0, root1)
-	if err != nil {
-		return nil, nil, err
-	}
-	if key0, err = k0.MarshalBinary(); err != nil {
-		return nil, nil, err
-	}
-	if key1, err = k1.MarshalBinary(); err != nil {
+	key0, key1 = make([]byte, p.KeySize()), make([]byte, p.KeySize())
+	if err := GenBatch(p, []uint64{alpha}, beta, []Block{root0}, []Block{root1}, key0, key1); err != nil {
 		return nil, nil, err
 	}
 	return key0, key1, nil
 }
 
-func xorBlock(a, b Block) Block {
-	le := binary.LittleEndian
-	le.PutUint64(a[:8], le.Uint64(a[:8])^le.Uint64(b[:8]))
-	le.PutUint64(a[8:], le.Uint64(a[8:])^le.Uint64(b[8:]))
-	return a
+// GenKeys is Gen returning parsed keys: k0 for party 0 (server), k1 for
+// party 1 (client).
+func GenKeys(p Params, alpha uint64, beta []uint64, root0, root1 Block) (k0, k1 *Key, err error) {
+	key0, key1, err := Gen(p, alpha, beta, root0, root1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if k0, err = Parse(p, key0); err != nil {
+		return nil, nil, err
+	}
+	if k1, err = Parse(p, key1); err != nil {
+		return nil, nil, err
+	}
+	return k0, k1, nil
 }

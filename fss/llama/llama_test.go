@@ -100,6 +100,16 @@ func TestVectors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("vector %d (%v): %v", i, p, err)
 		}
+		ref0, ref1, err := genReference(p, v.Alpha, v.Payload, block(t, v.Root0), block(t, v.Root1))
+		if err != nil {
+			t.Fatalf("vector %d: reference: %v", i, err)
+		}
+		for b, k := range []*Key{ref0, ref1} {
+			raw, err := k.MarshalBinary()
+			if err != nil || hex.EncodeToString(raw) != []string{v.Key0, v.Key1}[b] {
+				t.Fatalf("vector %d key%d: the reference generator differs from LLAMA (%v)", i, b, err)
+			}
+		}
 		var parsed [2]*Key
 		for b, pair := range []struct {
 			got  []byte
