@@ -84,7 +84,7 @@
 // mask), and Eval in the control bits. Nodes are expanded by expandNodes:
 // on amd64 with AES-NI an assembly kernel that derives each node's AES-128
 // schedule on the fly next to its four encryptions (constant time, no
-// allocation), elsewhere and
-// under the purego tag crypto/aes with one cipher per node. kord-v1
-// (package fss) is untouched by this profile.
+// allocation); elsewhere and under the purego tag crypto/aes, one cipher
+// per node (whose generic code is not constant time, as Go documents).
+// kord-v1 (package fss) is untouched by this profile.
 package llama
