@@ -145,13 +145,18 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 			t0, t1 := uint64(seeds[2*j][0]&1), uint64(seeds[2*j+1][0]&1)
 			keep := alpha[j] >> uint(l-1-i) & 1
 			km := -keep // all ones iff the path goes right
-			for _, c := range [4]struct {
-				dst  []uint64
-				a, b *Block // a if left, b if right
-			}{{lose0, &x0[ctrValR], &x0[ctrValL]}, {lose1, &x1[ctrValR], &x1[ctrValL]}, {keep0, &x0[ctrValL], &x0[ctrValR]}, {keep1, &x1[ctrValL], &x1[ctrValR]}} {
-				if err := st.cv.convert(c.dst, selBlock(c.a, c.b, km)); err != nil {
-					return err
-				}
+			// v_lose and v_keep of each party: right/left picked by km.
+			if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
+				return err
+			}
+			if err := st.convSel(lose1, &x1[ctrValR], &x1[ctrValL], km); err != nil {
+				return err
+			}
+			if err := st.convSel(keep0, &x0[ctrValL], &x0[ctrValR], km); err != nil {
+				return err
+			}
+			if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
+				return err
 			}
 			k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
 			va := vAlpha[j*g : (j+1)*g]
@@ -221,4 +226,9 @@ func selBlock(a, b *Block, m uint64) (out Block) {
 	le.PutUint64(out[:8], alo^(alo^le.Uint64(b[:8]))&m)
 	le.PutUint64(out[8:], ahi^(ahi^le.Uint64(b[8:]))&m)
 	return out
+}
+
+// convSel converts *a where m = 0 and *b where m = ^0 into dst.
+func (st *batchState) convSel(dst []uint64, a, b *Block, m uint64) error {
+	return st.cv.convert(dst, selBlock(a, b, m))
 }

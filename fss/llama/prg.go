@@ -61,6 +61,11 @@ func newConverter(p Params) *converter {
 // read little-endian at offsets i·ceil(Bout/8), from b itself when they fit
 // in it, else from AES_b(0) ‖ AES_b(1) ‖ … with b as the whole AES key.
 func (cv *converter) convert(out []uint64, b Block) error {
+	if cv.stream == nil && len(out) == 1 {
+		// One element read at offset 0: the low eight bytes.
+		out[0] = binary.LittleEndian.Uint64(b[:8]) & cv.m
+		return nil
+	}
 	src := b[:]
 	if cv.stream != nil {
 		c, err := newCipher(b)
