@@ -40,6 +40,7 @@ type benchFSSOpts struct {
 	kernel   string
 	duration time.Duration // kernel measurement time, each side of the run
 	plot     string        // gen only: sweep and plot to this file
+	profile  string        // gen only: "kord-v1" or "llama" (then both run)
 }
 
 func newBenchFSSCmd(op, short string) *cobra.Command {
@@ -71,6 +72,7 @@ reached.`,
 	f.DurationVar(&o.duration, "kernel-time", 250*time.Millisecond, "kernel measurement time before and after the run")
 	if op == bench.OpGen {
 		f.StringVar(&o.plot, "plot", "", "instead of one run, sweep batch sizes and 1..workers and draw keys/s to this PNG (best of five runs per point)")
+		f.StringVar(&o.profile, "profile", "kord-v1", "key profile: kord-v1, or llama (EzPC LLAMA's DCF; runs kord-v1 too and reports both)")
 	}
 	return cmd
 }
@@ -102,7 +104,19 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	if o.plot != "" {
 		return bench.GenSweep(stdout, p, o.keys, bench.Workers(o.workers), o.plot)
 	}
-	c := bench.Config{Op: op, Params: p, Keys: o.keys, Workers: o.workers, KernelTime: o.duration}
+	switch o.profile {
+	case "", bench.ProfileKordV1:
+	case bench.ProfileLlama:
+		if p.Type != fss.DCF {
+			return badInput("--profile llama has only --type dcf")
+		}
+		if o.plot != "" {
+			return badInput("--plot sweeps kord-v1 only; drop --profile llama")
+		}
+	default:
+		return badInput("--profile: unknown key profile %q (want kord-v1 or llama)", o.profile)
+	}
+	c := bench.Config{Op: op, Params: p, Keys: o.keys, Workers: o.workers, KernelTime: o.duration, Profile: o.profile}
 	if !o.json {
 		c.Progress = stderr
 	}

@@ -18,14 +18,21 @@ func init() {
 // and interoperability checks.
 func keygenCmd() *cobra.Command {
 	var (
-		typ, alphaS, betaS, root0, root1 string
-		inBits, outBits                  int
+		typ, alphaS, betaS, root0, root1, profile string
+		inBits, outBits                           int
 	)
 	cmd := &cobra.Command{
-		Use:   "keygen --type dpf|dcf --in-bits L --out-bits N --alpha A --beta B [--root0 HEX --root1 HEX]",
+		Use:   "keygen [--profile kord-v1|llama] --type dpf|dcf --in-bits L --out-bits N --alpha A --beta B[,B2,...] [--root0 HEX --root1 HEX]",
 		Short: "Generate a DPF or DCF key pair as a dealer; prints key0 and key1 as hex, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch profile {
+			case "", "kord-v1":
+			case "llama":
+				return keygenLlama(cmd.OutOrStdout(), typ, inBits, outBits, alphaS, betaS, root0, root1)
+			default:
+				return badInput("--profile: unknown key profile %q (want kord-v1 or llama)", profile)
+			}
 			p, err := parseParams(typ, inBits, outBits)
 			if err != nil {
 				return err
@@ -72,6 +79,7 @@ func keygenCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&profile, "profile", "kord-v1", "key profile: kord-v1, or llama (EzPC LLAMA's DCF, its exact file layout; --beta may be a comma-separated vector)")
 	f.StringVar(&typ, "type", "", "key type: dpf or dcf")
 	f.IntVar(&inBits, "in-bits", 0, "input width ℓ (1..64)")
 	f.IntVar(&outBits, "out-bits", 0, "output width n (1..64)")

@@ -43,7 +43,18 @@ type Config struct {
 	// Progress, if not nil, receives a progress bar when the run is long
 	// enough to deserve one.
 	Progress io.Writer
+	// Profile is the key profile: "" or ProfileKordV1, or ProfileLlama
+	// (OpGen, DCF only): then kord-v1 runs first and the llama profile
+	// (EzPC LLAMA's DCF, package fss/llama) right after it on the same
+	// workers, and Result reports both.
+	Profile string
 }
+
+// The key profiles Config.Profile names.
+const (
+	ProfileKordV1 = "kord-v1"
+	ProfileLlama  = "llama"
+)
 
 // Result is what kord bench gen/eval/evalall report (and print as JSON).
 type Result struct {
@@ -60,6 +71,13 @@ type Result struct {
 	KernelBlocksPerSec  float64 `json:"kernel_blocks_per_sec"`
 	BlocksPerKey        float64 `json:"blocks_per_key"`
 	Ratio               float64 `json:"ratio"`
+	// With Profile llama (gen, dcf): the fields above describe the kord-v1
+	// run, and these the llama-profile run of the same shape and key
+	// count, right after it on the same workers.
+	Profile         string  `json:"profile,omitempty"`
+	LlamaSeconds    float64 `json:"llama_seconds,omitempty"`
+	LlamaKeysPerSec float64 `json:"llama_keys_per_sec,omitempty"`
+	LlamaVsKordV1   float64 `json:"llama_vs_kord_v1,omitempty"`
 
 	// The kernel measurements before and after the timed work, whose mean
 	// is KernelBlocksPerSec (in the text report only).
@@ -88,6 +106,10 @@ func (c Config) check() error {
 		return fmt.Errorf("bench: the kernel time must be positive")
 	case c.Op == OpEvalAll && c.Params.InBits > MaxEvalAllBits:
 		return fmt.Errorf("bench: %d input bits is too wide for evalall (at most %d)", c.Params.InBits, MaxEvalAllBits)
+	case c.Profile != "" && c.Profile != ProfileKordV1 && c.Profile != ProfileLlama:
+		return fmt.Errorf("bench: unknown key profile %q (want kord-v1 or llama)", c.Profile)
+	case c.Profile == ProfileLlama && (c.Op != OpGen || c.Params.Type != fss.DCF):
+		return fmt.Errorf("bench: the llama profile has only gen of DCF keys")
 	}
 	return nil
 }
@@ -134,6 +156,14 @@ func Run(c Config) (*Result, error) {
 		return nil, err
 	}
 	res.KernelAfter = KernelBlocksPerSec(w, c.KernelTime)
+	if c.Profile == ProfileLlama {
+		el, err := genLlama(p, c.Keys, w)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile, res.LlamaSeconds = ProfileLlama, el.Seconds()
+		res.LlamaKeysPerSec = float64(c.Keys) / res.LlamaSeconds
+	}
 	if bar != nil {
 		bar.Finish()
 	}
@@ -142,6 +172,9 @@ func Run(c Config) (*Result, error) {
 	res.KeysPerSecPerWorker = res.KeysPerSec / float64(w)
 	res.KernelBlocksPerSec = (res.KernelBefore + res.KernelAfter) / 2
 	res.Ratio = res.KeysPerSec * res.BlocksPerKey / res.KernelBlocksPerSec
+	if res.Profile == ProfileLlama {
+		res.LlamaVsKordV1 = res.LlamaKeysPerSec / res.KeysPerSec
+	}
 	return res, nil
 }
 
@@ -152,6 +185,9 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  kernel blocks/s   %14.0f  (%d workers; %.0f before, %.0f after)\n", r.KernelBlocksPerSec, r.Workers, r.KernelBefore, r.KernelAfter)
 	fmt.Fprintf(w, "  MMO blocks / key  %14.0f\n", r.BlocksPerKey)
 	fmt.Fprintf(w, "  ratio             %14.3f  (keys/s × blocks/key ÷ kernel blocks/s)\n", r.Ratio)
+	if r.Profile == ProfileLlama {
+		fmt.Fprintf(w, "  llama keys/s      %14.0f  (%.3f s; %.3f of kord-v1's, same run)\n", r.LlamaKeysPerSec, r.LlamaSeconds, r.LlamaVsKordV1)
+	}
 }
 
 // long reports whether a run is long enough to deserve a progress line.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kord-fss/kord/fss/llama"
+)
+
+// keygenLlama is `kord keygen --profile llama`: a LLAMA DCF pair as a
+// dealer, each line exactly the bytes LLAMA's serializer writes for that
+// party (party 0 = server first). Explicit roots are used as LLAMA uses
+// them and must differ in bit 0; without them two random blocks are drawn
+// and the control bits forced apart, as LLAMA's keyGenDCF does.
+func keygenLlama(w io.Writer, typ string, inBits, outBits int, alphaS, betaS, root0, root1 string) error {
+	if typ != "dcf" {
+		return badInput("--profile llama has only --type dcf (LLAMA's FSS has no DPF), got %q", typ)
+	}
+	if inBits < 1 || inBits > 64 {
+		return badInput("--in-bits %d is outside 1..64", inBits)
+	}
+	if outBits < 1 || outBits > 64 {
+		return badInput("--out-bits %d is outside 1..64", outBits)
+	}
+	alpha, err := parseWord("--alpha", alphaS, inBits)
+	if err != nil {
+		return err
+	}
+	var beta []uint64
+	for i, b := range strings.Split(betaS, ",") {
+		v, err := parseWord(fmt.Sprintf("--beta element %d", i), b, outBits)
+		if err != nil {
+			return err
+		}
+		beta = append(beta, v)
+	}
+	var r0, r1 llama.Block
+	switch {
+	case root0 == "" && root1 == "":
+		if _, err := rand.Read(r0[:]); err != nil {
+			return err
+		}
+		if _, err := rand.Read(r1[:]); err != nil {
+			return err
+		}
+		r0[0] = r0[0]&^1 | (r1[0]&1 ^ 1)
+	case root0 == "" || root1 == "":
+		return badInput("give both --root0 and --root1, or neither")
+	default:
+		if r0, err = parseRoot("--root0", root0); err != nil {
+			return err
+		}
+		if r1, err = parseRoot("--root1", root1); err != nil {
+			return err
+		}
+	}
+	p := llama.Params{InBits: inBits, OutBits: outBits, Group: len(beta)}
+	k0, k1, err := llama.Gen(p, alpha, beta, r0, r1)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	fmt.Fprintln(w, hex.EncodeToString(k0))
+	fmt.Fprintln(w, hex.EncodeToString(k1))
+	return nil
+}
