@@ -136,7 +136,7 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 	f.IntVar(&o.chunk, "chunk", deliverDefaultChunk, "keys delivered between two verification pauses (the clock stops while the pairs are verified)")
 	f.DurationVar(&o.rawTime, "raw-time", 300*time.Millisecond, "time of the raw BatchGen measurements per row (half before, half after the delivered paths)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
-	f.StringVar(&o.appLink, "app-link", "unix", "how the application reaches the parties: unix (a Unix socket each, as on one host) or tcp (loopback)")
+	f.StringVar(&o.appLink, "app-link", "tcp", "how the application reaches the parties: unix (a Unix socket each, as on one host) or tcp (loopback)")
 	f.StringVar(&o.png, "png", "", "draw delivered keys/s per path beside raw Gen, per row, to this PNG")
 	benchCmd.AddCommand(cmd)
 }
