@@ -105,12 +105,14 @@ const (
 )
 
 // getRecv returns a buffer of length n: a pooled one when one is large
-// enough, else a fresh one. Pooled buffers are zero up to their length.
+// enough (and not more than about twice as large), else a fresh one. Pooled buffers are zero up to their length.
 func getRecv(n int) []byte {
 	recvPool.Lock()
 	best := -1
 	for i, b := range recvPool.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(recvPool.free[best])) {
+		// Not one far larger than needed: a response whose buffer is
+		// never released (a per-key range collect) would take it away.
+		if cap(b) >= n && cap(b) <= 2*n+4096 && (best < 0 || cap(b) < cap(recvPool.free[best])) {
 			best = i
 		}
 	}
