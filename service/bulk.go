@@ -286,6 +286,9 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 	all := make([]msg.CollectResponse, 0, n)
 	out := make([][]msg.CollectResponse, len(jobs))
 	var err error
+	// allPooled: every segment is a slab whose jobs hold the response
+	// buffer, so the results' own reference can go.
+	allPooled := len(res) > 0
 	c := first
 	for si, s := range segs {
 		r := res[si]
@@ -314,7 +317,25 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = sl.Keys, off, sl.First, sl.N
 				off += len(j.shares) * sl.Stride
 			}
+			if r.Buf != nil && off == len(sl.Keys) {
+				// Each job holds the pooled buffer until its part of
+				// the slab is wiped (job.wipeOutputs, or the codec once
+				// a lent reply is written): the buffer's last release
+				// then wipes only the rest of it.
+				off = 0
+				for ji := s.j0; ji < s.j1; ji++ {
+					j := jobs[ji]
+					n := len(j.shares) * sl.Stride
+					r.Buf.Hold()
+					j.keyRef, j.keyRegion = r.Buf, sl.Keys[off:off+n:off+n]
+					off += n
+				}
+				r.Buf.KeysWiped(sl.Keys)
+			} else {
+				allPooled = false
+			}
 		} else {
+			allPooled = false
 			if len(r.Range) != s.n {
 				wipeOutputs(r.Range)
 				err = fmt.Errorf("%w: collect: %d outputs for %d keys", errDesync, len(r.Range), s.n)
@@ -337,9 +358,20 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		c += uint64(s.n)
 	}
 	if err != nil {
+		// The jobs' references, if any, stay taken: the buffer goes to
+		// the garbage collector, wiped here.
 		wipeOutputs(all)
 		wipeResults(res)
 		return nil, err
+	}
+	if allPooled {
+		released := map[*socket.RecvBuf]bool{}
+		for _, r := range res {
+			if r.Buf != nil && !released[r.Buf] {
+				released[r.Buf] = true
+				r.Buf.Release()
+			}
+		}
 	}
 	return out, nil
 }

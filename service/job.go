@@ -13,6 +13,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -96,6 +97,11 @@ type job struct {
 	keyOff    int
 	slabFirst uint64
 	slabN     int
+	// keyRef: the job's reference to the pooled socket buffer keyBuf is
+	// (socket.RecvBuf), released once keyRegion (the job's part of the
+	// slab) is wiped; nil: none (the buffer is left to the collector).
+	keyRef    *socket.RecvBuf
+	keyRegion []byte
 
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
@@ -161,10 +167,14 @@ func (j *job) answered() bool { return j.fin.Load() }
 // its reply has gone out: the party keeps no copy of what it delivered.
 // With lent, its key bytes were lent to the codec, which wipes them
 // once written (kordpb.LendKeys): only the shares are wiped here.
+//
+// Unless lent (its reference then goes with the loan: takeRef), the job
+// gives back its reference to the pooled buffer its keys are views of.
 func (j *job) wipeOutputs(lent bool) {
 	if kv := j.keyViews(); kv != nil {
 		if !lent {
 			clear(kv) // one pass over the job's part of its slab
+			j.releaseRef(kv)
 		}
 		for i := range j.outs {
 			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
@@ -176,6 +186,45 @@ func (j *job) wipeOutputs(lent bool) {
 		clear(o.Key)
 		clear(o.Evals)
 		o.AlphaShare, o.BetaShare = 0, 0
+	}
+	if !lent {
+		j.releaseRef(nil)
+	}
+}
+
+// slabRef is a job's reference to its pooled slab buffer, taken from the
+// job: once the job's keys are wiped, region is wiped unless covered
+// (the wiped keys were exactly region), then the reference is released.
+type slabRef struct {
+	ref     *socket.RecvBuf
+	region  []byte
+	covered bool
+}
+
+func (r slabRef) release() {
+	if !r.covered {
+		clear(r.region)
+	}
+	r.ref.Release()
+}
+
+// takeRef takes the job's buffer reference (ok false: none); wiped are
+// the key bytes the caller wipes (the job's key views).
+func (j *job) takeRef(wiped []byte) (slabRef, bool) {
+	if j.keyRef == nil {
+		return slabRef{}, false
+	}
+	r := slabRef{ref: j.keyRef, region: j.keyRegion,
+		covered: len(wiped) == len(j.keyRegion) && len(wiped) > 0 && &wiped[0] == &j.keyRegion[0]}
+	j.keyRef, j.keyRegion = nil, nil
+	return r, true
+}
+
+// releaseRef releases the job's buffer reference once wiped (its key
+// views) are wiped.
+func (j *job) releaseRef(wiped []byte) {
+	if r, ok := j.takeRef(wiped); ok {
+		r.release()
 	}
 }
 

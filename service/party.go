@@ -595,7 +595,20 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					// them as they are and wipes them once gRPC has
 					// written them (kordpb.LendKeys).
 					keys := pk.Keys
-					pb.LendKeys(pk, func() { clear(keys) })
+					// The jobs' references to the pooled socket
+					// buffers their keys are in go with the loan.
+					var refs []slabRef
+					for _, j := range inMsg {
+						if r, ok := j.takeRef(j.keyViews()); ok {
+							refs = append(refs, r)
+						}
+					}
+					pb.LendKeys(pk, func() {
+						clear(keys)
+						for _, r := range refs {
+							r.release()
+						}
+					})
 					lent = true
 				}
 			}

@@ -306,6 +306,7 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 		return nil, fmt.Errorf("the pair tags differ from the peer's")
 	}
 	j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, r.slabFirst, r.slabN
+	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
 	return outs, nil
 }
 

@@ -43,6 +43,7 @@ type deliverOpts struct {
 	rawTime  time.Duration // one raw BatchGen measurement
 	json     bool
 	png      string
+	appLink  string // "unix" or "tcp": how the application reaches the parties
 }
 
 // deliverRow is one shape and tier: raw Gen and both delivered rates.
@@ -135,6 +136,7 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 	f.IntVar(&o.chunk, "chunk", deliverDefaultChunk, "keys delivered between two verification pauses (the clock stops while the pairs are verified)")
 	f.DurationVar(&o.rawTime, "raw-time", 300*time.Millisecond, "time of the raw BatchGen measurements per row (half before, half after the delivered paths)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	f.StringVar(&o.appLink, "app-link", "tcp", "how the application reaches the parties: unix (a Unix socket each, as on one host) or tcp (loopback)")
 	f.StringVar(&o.png, "png", "", "draw delivered keys/s per path beside raw Gen, per row, to this PNG")
 	benchCmd.AddCommand(cmd)
 }
@@ -152,6 +154,8 @@ func (o deliverOpts) check() error {
 		return badInput("--chunk %d must be at least 1", o.chunk)
 	case o.rawTime <= 0:
 		return badInput("--raw-time must be positive")
+	case o.appLink != "unix" && o.appLink != "tcp":
+		return badInput("--app-link %q: want unix or tcp", o.appLink)
 	}
 	return nil
 }
@@ -173,7 +177,7 @@ func runBenchDeliver(ctx context.Context, o deliverOpts, stderr io.Writer) (*del
 	say := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
 	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: o.batch, InFlight: o.inFlight})
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: o.batch, InFlight: o.inFlight, AppUnix: o.appLink == "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}

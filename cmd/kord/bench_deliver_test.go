@@ -52,3 +52,25 @@ func TestBenchDeliver(t *testing.T) {
 		t.Errorf("--batch 0: exit %d, want 2", code)
 	}
 }
+
+// TestBenchDeliverAppUnix: with --app-link unix the application reaches
+// the parties over Unix sockets, every pair still verified; an unknown
+// link is refused as bad input.
+func TestBenchDeliverAppUnix(t *testing.T) {
+	out, errOut, code := runKord(t, "bench", "deliver", "--json", "--app-link", "unix", "--keys", "200", "--chunk", "128", "--raw-time", "10ms")
+	if code != 0 {
+		t.Fatalf("kord bench deliver --app-link unix: exit %d\n%s", code, errOut)
+	}
+	var rep deliverReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, r := range rep.Rows {
+		if r.PairsFailed != 0 || r.PairsVerified != 2*200 || r.ProcKeysPerSec <= 0 {
+			t.Errorf("%s-%d-%s: %d pairs verified, %d failed, %v keys/s", r.Type, r.InBits, r.Tier, r.PairsVerified, r.PairsFailed, r.ProcKeysPerSec)
+		}
+	}
+	if _, _, code := runKord(t, "bench", "deliver", "--app-link", "pipe"); code != 2 {
+		t.Errorf("--app-link pipe: exit %d, want 2", code)
+	}
+}

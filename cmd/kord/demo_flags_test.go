@@ -46,7 +46,9 @@ func TestDemoFlagsValidated(t *testing.T) {
 // keys per batch and --in-flight their outstanding batches, and the
 // daemons' CPU per key covers the streams only.
 func TestDemoBatchAndInFlight(t *testing.T) {
-	out, errOut, code := runKord(t, "demo", "--keys", "320", "--batch", "32", "--in-flight", "2", "--json")
+	// Enough keys that the daemons' CPU, read in 10 ms clock ticks from
+	// /proc, is not zero on a fast path.
+	out, errOut, code := runKord(t, "demo", "--keys", "3200", "--batch", "32", "--in-flight", "2", "--json")
 	if code != 0 {
 		t.Fatalf("kord demo: exit %d\n%s", code, errOut)
 	}
@@ -54,7 +56,7 @@ func TestDemoBatchAndInFlight(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Batch != 32 || rep.InFlight != 2 || rep.PairsFailed != 0 || rep.PairsVerified < 320 {
+	if rep.Batch != 32 || rep.InFlight != 2 || rep.PairsFailed != 0 || rep.PairsVerified < 3200 {
 		t.Fatalf("demo: batch %d, in flight %d, %d verified, %d failed", rep.Batch, rep.InFlight, rep.PairsVerified, rep.PairsFailed)
 	}
 	if runtime.GOOS == "linux" && !(rep.DaemonCPUPerKey > 0) {

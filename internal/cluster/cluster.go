@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -172,6 +173,23 @@ type Options struct {
 	// InProcessModules: no module processes; each party runs its module
 	// inside its own process (kord party --module in-process).
 	InProcessModules bool
+
+	// AppUnix: the parties serve the application on a Unix socket under
+	// the cluster's directory (--listen unix:///path) instead of
+	// loopback TCP.
+	AppUnix bool
+}
+
+// appSock is party b's application socket (AppUnix).
+func (c *Cluster) appSock(b int) string { return filepath.Join(c.dir, fmt.Sprintf("app%d.sock", b)) }
+
+// appTarget is the address the application dials for a party that
+// reported ready address addr: gRPC names a Unix socket unix:///path.
+func appTarget(addr string) string {
+	if filepath.IsAbs(addr) {
+		return "unix://" + addr
+	}
+	return addr
 }
 
 func (c *Cluster) modArgs(b int) []string {
@@ -253,6 +271,9 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	common := func(b int) []string {
 		a := []string{"party", "--party", strconv.Itoa(b), "--module", c.sockPath(b), "--listen", "127.0.0.1:0",
 			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
+		if o.AppUnix {
+			a[6] = "unix://" + c.appSock(b)
+		}
 		if o.InProcessModules {
 			a[4] = moduleInProcess
 			a = append(a, "--state", c.StatePath(b), "--secret-file", filepath.Join(c.dir, "secret"))
@@ -297,7 +318,7 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	c.parties[0] = p0
 	c.started++
 	for b := 0; b < 2; b++ {
-		if c.apps[b], err = client.Dial(c.parties[b].Ready["app"], nil); err != nil {
+		if c.apps[b], err = client.Dial(appTarget(c.parties[b].Ready["app"]), nil); err != nil {
 			return nil, err
 		}
 	}
@@ -437,7 +458,9 @@ func (c *Cluster) RestartParty(ctx context.Context, b int, old *Daemon) error {
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
 		case "--listen":
-			args[i+1] = old.Ready["app"]
+			if !strings.HasPrefix(args[i+1], "unix://") { // a socket keeps its path
+				args[i+1] = old.Ready["app"]
+			}
 		case "--metrics":
 			args[i+1] = old.Ready["metrics"]
 		case "--peer-listen":
@@ -455,7 +478,7 @@ func (c *Cluster) RestartParty(ctx context.Context, b int, old *Daemon) error {
 	if err != nil {
 		return err
 	}
-	app, err := client.Dial(p.Ready["app"], nil)
+	app, err := client.Dial(appTarget(p.Ready["app"]), nil)
 	if err != nil {
 		p.Kill()
 		return err

@@ -68,6 +68,11 @@ type Result struct {
 	Frames  *FramesResult
 	Range   []msg.CollectResponse
 	Err     error
+	// Buf (a Client's collecting Do): the response buffer Collect's slab
+	// keys and Range's outputs are slices of, shared by every result of
+	// the Do, which together hold one reference (see RecvBuf); nil
+	// otherwise.
+	Buf *RecvBuf
 }
 
 // Client is a module.Device and module.Syncer over the module daemon's
@@ -131,7 +136,22 @@ func (c *Client) get(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
 	}
+	bigSendBuffer(cn)
 	return &conn{Conn: cn}, nil
+}
+
+// sendBuffer is the socket send buffer asked for: a batch's slab (a few
+// hundred KiB to a few MiB) fits in it, so the module writes a response
+// in one go instead of waking the reader for every ~200 KiB (the Linux
+// default) and waiting for it to drain, a context switch each on a
+// machine with few cores. The kernel caps it at net.core.wmem_max.
+const sendBuffer = 4 << 20
+
+// bigSendBuffer sets c's send buffer to sendBuffer where it can.
+func bigSendBuffer(c net.Conn) {
+	if b, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
+		_ = b.SetWriteBuffer(sendBuffer)
+	}
 }
 
 func (c *Client) put(cn *conn) {
@@ -148,17 +168,17 @@ func (c *Client) put(cn *conn) {
 // request that collects), the response is read into a buffer of its own
 // that the collected outputs are slices of, instead of into the
 // connection's buffer and copied out of it.
-func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool) (*pb.ModuleResponse, error) {
+func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool) (*pb.ModuleResponse, *RecvBuf, error) {
 	cn, err := c.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The request may carry this party's shares: the buffer is wiped
 	// once written.
 	cn.wbuf, err = appendMsg(cn.wbuf[:0], req)
 	if err != nil {
 		c.put(cn)
-		return nil, err
+		return nil, nil, err
 	}
 	dl, ok := ctx.Deadline()
 	if !ok {
@@ -169,18 +189,23 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 	_, err = cn.Write(cn.wbuf)
 	clear(cn.wbuf)
 	var out []byte
+	var rb *RecvBuf
 	if err == nil && keep {
-		out, err = readMsgInto(cn, nil)
+		// A pooled buffer, wiped when its last holder releases it.
+		if rb, err = readMsgPooled(cn); err == nil {
+			out = rb.b
+		}
 	} else if err == nil {
 		cn.rbuf, err = readMsgInto(cn, cn.rbuf)
 		out = cn.rbuf
 	}
 	if !stop() || err != nil {
 		cn.Close()
+		rb.Release() // wiped
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %v", ErrTransport, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrTransport, err)
 	}
 	var resp *pb.ModuleResponse
 	if keep {
@@ -193,15 +218,29 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 	c.put(cn)
 	if err != nil {
 		clear(out)
-		return nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
+		rb.Release()
+		return nil, nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
 	}
 	if len(resp.Results) != len(req.Calls) {
+		wipePBResults(resp)
+		rb.Release()
 		if len(resp.Results) == 1 && resp.Results[0].ErrorClass != ClassOK {
-			return nil, &RemoteError{Class: resp.Results[0].ErrorClass, Msg: resp.Results[0].Error}
+			return nil, nil, &RemoteError{Class: resp.Results[0].ErrorClass, Msg: resp.Results[0].Error}
 		}
-		return nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
+		return nil, nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
 	}
-	return resp, nil
+	return resp, rb, nil
+}
+
+// wipePBResults clears the key bytes of a response that is not used.
+func wipePBResults(resp *pb.ModuleResponse) {
+	for _, r := range resp.GetResults() {
+		if c := r.GetCollect(); c != nil {
+			clear(c.Key)
+			clear(c.Evals)
+			wipeSlabPB(c.Slab)
+		}
+	}
 }
 
 // wipeShares clears the packed shares of a sent request.
@@ -248,13 +287,14 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 			return nil, fmt.Errorf("%w: Call %d sets no operation", module.ErrBadRequest, i)
 		}
 	}
-	resp, err := c.roundTrip(ctx, req, keep)
+	resp, rb, err := c.roundTrip(ctx, req, keep)
 	wipeShares(req)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Result, len(calls))
 	for i, r := range resp.Results {
+		out[i].Buf = rb
 		out[i].Err = remote(r)
 		if out[i].Err != nil {
 			continue
@@ -282,7 +322,7 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 }
 
 func (c *Client) one(ctx context.Context, call *pb.Call) (*pb.Result, error) {
-	resp, err := c.roundTrip(ctx, &pb.ModuleRequest{Calls: []*pb.Call{call}}, false)
+	resp, _, err := c.roundTrip(ctx, &pb.ModuleRequest{Calls: []*pb.Call{call}}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,7 @@ func (s *Server) Serve(l net.Listener) error {
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
+	bigSendBuffer(c)
 	ctx := context.Background()
 	var rbuf, wbuf []byte
 	for {

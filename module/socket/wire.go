@@ -47,16 +47,27 @@ func readMsgInto(r io.Reader, buf []byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return buf[:0], err
 	}
-	n := binary.BigEndian.Uint32(h[:])
-	if n > MaxMessage {
-		return buf[:0], fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, MaxMessage)
+	n, err := msgLen(h)
+	if err != nil {
+		return buf[:0], err
 	}
 	if uint32(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return buf[:0], fmt.Errorf("socket: short message: %w", err)
+		return buf[:0], shortMsg(err)
 	}
 	return buf, nil
 }
+
+// msgLen checks a length prefix.
+func msgLen(h [4]byte) (uint32, error) {
+	n := binary.BigEndian.Uint32(h[:])
+	if n > MaxMessage {
+		return 0, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, MaxMessage)
+	}
+	return n, nil
+}
+
+func shortMsg(err error) error { return fmt.Errorf("socket: short message: %w", err) }
