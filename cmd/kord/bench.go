@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"image/color"
 	"io"
 	"time"
 
@@ -130,13 +129,3 @@ func runBenchFSS(stdout, stderr io.Writer, op string, o benchFSSOpts) error {
 	res.WriteText(stdout)
 	return nil
 }
-
-// benchInputs and plotColor keep the names bench deliver uses.
-func benchInputs(p fss.Params, k int, seed uint64) (alpha, beta []uint64, root0, root1 []prg.Block) {
-	return bench.Inputs(p, k, seed)
-}
-
-func plotColor(i int) color.Color { return bench.PlotColor(i) }
-
-// benchGenBatch is bench.GenBatch under the name bench deliver uses.
-const benchGenBatch = bench.GenBatch

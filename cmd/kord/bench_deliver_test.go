@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/bench"
 )
 
 // TestBenchDeliver runs a tiny `kord bench deliver --json`: every row is
@@ -17,7 +19,7 @@ func TestBenchDeliver(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord bench deliver: exit %d\n%s", code, errOut)
 	}
-	var rep deliverReport
+	var rep bench.DeliverReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -61,7 +63,7 @@ func TestBenchDeliverAppUnix(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("kord bench deliver --app-link unix: exit %d\n%s", code, errOut)
 	}
-	var rep deliverReport
+	var rep bench.DeliverReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
