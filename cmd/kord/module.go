@@ -2,19 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/internal/daemon"
+	"github.com/kord-fss/kord/internal/daemon/serve"
 	"github.com/kord-fss/kord/module"
-	"github.com/kord-fss/kord/module/provision"
-	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/module/store"
 )
 
@@ -67,14 +61,10 @@ longer accepted.`,
 				return err
 			}
 			logLvl, _ = cmd.Flags().GetString("log-level")
-			// The module's engine names its party in each of its own log
-			// lines; base goes to it, log (with the party) everywhere else,
-			// so no line carries "party" twice.
-			base, err := daemon.Logger(logLvl, "component", "module")
-			if err != nil {
+			// A bad --log-level is reported before the other flags.
+			if _, err := daemon.Logger(logLvl); err != nil {
 				return err
 			}
-			log := base.With("party", party)
 			if party != 0 && party != 1 {
 				return badInput("--party %d: want 0 or 1", party)
 			}
@@ -84,60 +74,11 @@ longer accepted.`,
 			if workers < 0 {
 				return badInput("--workers %d: want 0 (all cores) or more", workers)
 			}
-			access, err := daemon.ModuleAccess(partyUIDs, sameUID, unverified)
-			if err != nil {
-				return err
-			}
-			if unverified && socket.PeerCredSupported {
-				log.Warn("--allow-unverified-peer has no effect here: this OS reports peer credentials, and they are checked")
-			}
-			gid := -1
-			if sockGroup != "" {
-				if gid, err = socket.LookupGroup(sockGroup); err != nil {
-					return badInput("--socket-group: %v", err)
-				}
-			}
-			// Before any secret is read: no core dumps, no tracing by the
-			// module's own user without CAP_SYS_PTRACE.
-			if ok, err := provision.Undumpable(); err != nil {
-				log.Warn("could not mark the module undumpable", "err", err)
-			} else if !ok {
-				log.Info("this OS cannot mark the module undumpable: run it under its own user")
-			}
-			dev, st, err := daemon.OpenDurableModule(daemon.ModuleFiles{Party: party, State: state, SecretFile: secret,
-				SealKeyFile: sealKeyFile, KEM: kem, Window: window, Workers: workers}, base, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			opts := socket.ServerOptions{Logger: log, Access: access}
-			if journal != "" {
-				f, err := os.OpenFile(journal, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				opts.Journal = f
-			}
-			listen := socket.Listen
-			if gid >= 0 {
-				listen = func(p string) (net.Listener, error) { return socket.ListenGroup(p, gid) }
-			}
-			l, err := listen(sock)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			defer daemon.StartProcess(fmt.Sprintf("module%d", party), prefault)()
-			context.AfterFunc(ctx, func() { l.Close() })
-			log.Info("module listening", "socket", sock, "state", state, "locked", dev.Locked())
-			daemon.Ready(cmd.OutOrStdout(), "socket", sock, "pid", os.Getpid())
-			if err := socket.NewServer(dev, opts).Serve(l); err != nil {
-				return fmt.Errorf("module: %w", err)
-			}
-			os.Remove(sock)
-			return nil
+			return serve.Module(context.Background(), serve.ModuleConfig{
+				Files: daemon.ModuleFiles{Party: party, State: state, SecretFile: secret,
+					SealKeyFile: sealKeyFile, KEM: kem, Window: window, Workers: workers},
+				Socket: sock, SocketGroup: sockGroup, PartyUIDs: partyUIDs, AllowSameUID: sameUID, AllowUnverified: unverified,
+				Journal: journal, LogLevel: logLvl, PrefaultMiB: prefault, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()

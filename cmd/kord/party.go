@@ -2,23 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"github.com/kord-fss/kord/internal/daemon"
-	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/internal/daemon/serve"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -77,13 +67,10 @@ module process stays the default.`,
 				return err
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
-			// service.New adds the party to its logger; base goes to it,
-			// log (with the party) to this command's own lines.
-			base, err := daemon.Logger(lvl, "component", "party")
-			if err != nil {
+			// A bad --log-level is reported before the other flags.
+			if _, err := daemon.Logger(lvl); err != nil {
 				return err
 			}
-			log := base.With("party", party)
 			if party != 0 && party != 1 {
 				return badInput("--party %d: want 0 or 1", party)
 			}
@@ -108,80 +95,12 @@ module process stays the default.`,
 			if maxStreamKeys < 1 {
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
-			creds, tc, err := daemon.PeerTLS(tlsCert, tlsKey, tlsCA, tlsPeerName, peerPlaintext, party)
-			if err != nil {
-				return err
-			}
-			if tc != nil {
-				peerName := tlsPeerName
-				if peerName == "" {
-					peerName = peertls.PartyName(1 - party)
-				}
-				log.Info("peer link: mutual TLS 1.3", "peer_name", peerName, "cert_expires", tc.Certificates[0].Leaf.NotAfter.UTC())
-				if party == 1 {
-					creds = daemon.LogRefusals(creds, log)
-				}
-			} else {
-				log.Warn("peer link without transport security (--peer-plaintext)")
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			mod, closeMod, err := openPartyModule(modSock, party, inProc, modTimeout, lvl, log)
-			if err != nil {
-				return err
-			}
-			defer closeMod()
-			p, err := service.New(service.Config{Party: party, Module: mod, Batch: batch, InFlight: inFlight, PeerAddr: peer,
-				PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, MaxPending: maxPending,
-				MaxStreamKeys: maxStreamKeys, Logger: base, Registry: reg})
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			defer daemon.StartProcess(fmt.Sprintf("party%d", party), prefault)()
-
-			appL, err := daemon.Listen(listen)
-			if err != nil {
-				return err
-			}
-			opts := daemon.ServerOptions()
-			app := grpc.NewServer(opts...)
-			p.Register(app, nil)
-			go app.Serve(appL)
-			defer app.Stop()
-			ready := []any{"app", appL.Addr().String(), "pid", os.Getpid()}
-			if party == 1 {
-				peerL, err := net.Listen("tcp", peerListen)
-				if err != nil {
-					return err
-				}
-				ps := grpc.NewServer(append(opts, p.PeerServerOption())...)
-				p.Register(nil, ps)
-				go ps.Serve(peerL)
-				defer ps.Stop()
-				ready = append(ready, "peer", peerL.Addr().String())
-			}
-			if metricsAddr != "" {
-				ml, err := net.Listen("tcp", metricsAddr)
-				if err != nil {
-					return err
-				}
-				mux := http.NewServeMux()
-				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-				go hs.Serve(ml)
-				defer hs.Close()
-				ready = append(ready, "metrics", ml.Addr().String())
-			}
-			log.Info("party serving", ready...)
-			daemon.Ready(cmd.OutOrStdout(), ready...)
-			err = p.Run(ctx)
-			if errors.Is(err, context.Canceled) {
-				err = nil
-			}
-			return err
+			return serve.Party(context.Background(), serve.PartyConfig{Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
+				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
+				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
+				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
+				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
+				LogLevel: lvl, PrefaultMiB: prefault, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()

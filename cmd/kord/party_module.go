@@ -1,22 +1,17 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/internal/daemon"
-	"github.com/kord-fss/kord/module/provision"
-	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/internal/daemon/serve"
 	"github.com/kord-fss/kord/module/store"
 )
 
 // moduleInProcess is the value of kord party --module that runs the
 // software module inside the party's process instead of dialling a module
 // process's socket.
-const moduleInProcess = "in-process"
+const moduleInProcess = serve.ModuleInProcess
 
 // partyModuleFlags are the flags of kord module that kord party takes for
 // --module in-process, with the same names and meanings.
@@ -49,33 +44,4 @@ func checkPartyModule(cmd *cobra.Command, modArg string, m daemon.ModuleFiles) e
 		return badInput("--window %d must be at least 1", m.Window)
 	}
 	return checkKEM(m.KEM)
-}
-
-// openPartyModule returns the party's module: a client of the module
-// process's socket, or, with --module in-process, the durable software
-// module opened here from the state file. close releases it.
-func openPartyModule(modArg string, party int, m daemon.ModuleFiles, timeout time.Duration, level string, log *slog.Logger) (mod socket.Module, close func(), err error) {
-	if modArg != moduleInProcess {
-		c := socket.Dial(modArg, timeout)
-		return c, func() { c.Close() }, nil
-	}
-	// The party now holds the module's secrets: no core dumps, no tracing
-	// by its own user (as kord module does before reading any secret).
-	if ok, err := provision.Undumpable(); err != nil {
-		log.Warn("could not mark the party undumpable", "err", err)
-	} else if !ok {
-		log.Info("this OS cannot mark the party undumpable")
-	}
-	base, err := daemon.Logger(level, "component", "module")
-	if err != nil {
-		return nil, nil, err
-	}
-	m.Party = party
-	dev, st, err := daemon.OpenDurableModule(m, base, log)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--module %s: %w", moduleInProcess, err)
-	}
-	log.Warn("the module runs inside the party process (--module in-process): whoever compromises the party reads the module's secrets (docs/threat-model.md, \"The module inside the party\")",
-		"state", m.State, "locked", dev.Locked())
-	return socket.Local(dev), func() { st.Close() }, nil
 }

@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	"github.com/kord-fss/kord/internal/daemon"
+	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/module/provision"
+	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/service"
+)
+
+// ModuleInProcess is the value of kord party --module that runs the
+// software module inside the party's process instead of dialling a module
+// process's socket.
+const ModuleInProcess = "in-process"
+
+// PartyConfig is what kord party serves from: its flags, checked by the
+// command (party 0 or 1, the addresses its party needs, batch and limits
+// in range, the in-process module's flags).
+type PartyConfig struct {
+	// Party is 0 or 1.
+	Party int
+	// Module is the module's Unix socket, or ModuleInProcess to run the
+	// software module opened from InProcess inside the party.
+	Module    string
+	InProcess daemon.ModuleFiles
+	// ModuleTimeout bounds one module request.
+	ModuleTimeout time.Duration
+	// Listen is the application API address (host:port or
+	// unix:///path); PeerListen party 1's peer address, Peer the address
+	// party 0 dials; Metrics, if not empty, where /metrics is served.
+	Listen, PeerListen, Peer, Metrics string
+	// Batch, InFlight, MaxPending, MaxStreamKeys, MatchTimeout and
+	// PeerTimeout go to service.Config.
+	Batch, InFlight, MaxPending, MaxStreamKeys int
+	MatchTimeout, PeerTimeout                  time.Duration
+	// TLSCert, TLSKey, TLSCA, TLSPeerName and PeerPlaintext are the peer
+	// link's transport (daemon.PeerTLS).
+	TLSCert, TLSKey, TLSCA, TLSPeerName string
+	PeerPlaintext                       bool
+	// LogLevel is --log-level; PrefaultMiB --prefault-heap.
+	LogLevel    string
+	PrefaultMiB int
+	// Out receives the readiness record (os.Stdout if nil).
+	Out io.Writer
+}
+
+// Party runs a party's host: it opens the module, listens for
+// applications (and, party 1, for the peer; and for metrics), writes the
+// readiness record to c.Out and runs the party until ctx is done or SIGINT
+// or SIGTERM arrives, which ends it with nil. Bad settings are
+// daemon.UsageErrors.
+func Party(ctx context.Context, c PartyConfig) error {
+	party := c.Party
+	// service.New adds the party to its logger; base goes to it,
+	// log (with the party) to the daemon's own lines.
+	base, err := daemon.Logger(c.LogLevel, "component", "party")
+	if err != nil {
+		return err
+	}
+	log := base.With("party", party)
+	creds, tc, err := daemon.PeerTLS(c.TLSCert, c.TLSKey, c.TLSCA, c.TLSPeerName, c.PeerPlaintext, party)
+	if err != nil {
+		return err
+	}
+	if tc != nil {
+		peerName := c.TLSPeerName
+		if peerName == "" {
+			peerName = peertls.PartyName(1 - party)
+		}
+		log.Info("peer link: mutual TLS 1.3", "peer_name", peerName, "cert_expires", tc.Certificates[0].Leaf.NotAfter.UTC())
+		if party == 1 {
+			creds = daemon.LogRefusals(creds, log)
+		}
+	} else {
+		log.Warn("peer link without transport security (--peer-plaintext)")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mod, closeMod, err := openPartyModule(c, log)
+	if err != nil {
+		return err
+	}
+	defer closeMod()
+	p, err := service.New(service.Config{Party: party, Module: mod, Batch: c.Batch, InFlight: c.InFlight, PeerAddr: c.Peer,
+		PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: c.MatchTimeout, PeerTimeout: c.PeerTimeout, MaxPending: c.MaxPending,
+		MaxStreamKeys: c.MaxStreamKeys, Logger: base, Registry: reg})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	defer daemon.StartProcess(fmt.Sprintf("party%d", party), c.PrefaultMiB)()
+
+	appL, err := daemon.Listen(c.Listen)
+	if err != nil {
+		return err
+	}
+	opts := daemon.ServerOptions()
+	app := grpc.NewServer(opts...)
+	p.Register(app, nil)
+	go app.Serve(appL)
+	defer app.Stop()
+	ready := []any{"app", appL.Addr().String(), "pid", os.Getpid()}
+	if party == 1 {
+		peerL, err := net.Listen("tcp", c.PeerListen)
+		if err != nil {
+			return err
+		}
+		ps := grpc.NewServer(append(opts, p.PeerServerOption())...)
+		p.Register(nil, ps)
+		go ps.Serve(peerL)
+		defer ps.Stop()
+		ready = append(ready, "peer", peerL.Addr().String())
+	}
+	if c.Metrics != "" {
+		ml, err := net.Listen("tcp", c.Metrics)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ml)
+		defer hs.Close()
+		ready = append(ready, "metrics", ml.Addr().String())
+	}
+	log.Info("party serving", ready...)
+	daemon.Ready(stdout(c.Out), ready...)
+	err = p.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// openPartyModule returns the party's module: a client of the module
+// process's socket, or, with --module in-process, the durable software
+// module opened here from the state file. close releases it.
+func openPartyModule(c PartyConfig, log *slog.Logger) (mod socket.Module, close func(), err error) {
+	if c.Module != ModuleInProcess {
+		sc := socket.Dial(c.Module, c.ModuleTimeout)
+		return sc, func() { sc.Close() }, nil
+	}
+	// The party now holds the module's secrets: no core dumps, no tracing
+	// by its own user (as kord module does before reading any secret).
+	if ok, err := provision.Undumpable(); err != nil {
+		log.Warn("could not mark the party undumpable", "err", err)
+	} else if !ok {
+		log.Info("this OS cannot mark the party undumpable")
+	}
+	base, err := daemon.Logger(c.LogLevel, "component", "module")
+	if err != nil {
+		return nil, nil, err
+	}
+	m := c.InProcess
+	m.Party = c.Party
+	dev, st, err := daemon.OpenDurableModule(m, base, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--module %s: %w", ModuleInProcess, err)
+	}
+	log.Warn("the module runs inside the party process (--module in-process): whoever compromises the party reads the module's secrets (docs/threat-model.md, \"The module inside the party\")",
+		"state", m.State, "locked", dev.Locked())
+	return socket.Local(dev), func() { st.Close() }, nil
+}
