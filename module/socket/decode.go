@@ -48,35 +48,41 @@ func unmarshalResponse(b []byte) (*pb.ModuleResponse, error) {
 // fastResult reads a Result holding at most error_class and one
 // collect_range or one collect with a slab; ok is false for anything else.
 func fastResult(b []byte) (*pb.Result, bool) {
-	r := &pb.Result{}
-	ok := pbwire.Each(b, 9, func(f pbwire.Field) bool {
+	var class uint32
+	var op any // *pb.CollectResponse or *pb.CollectRangeResponse: a oneof, at most one
+	if !pbwire.Each(b, 9, func(f pbwire.Field) bool {
 		if f.Num == 1 {
 			var ok bool
-			r.ErrorClass, ok = f.Uint32()
+			class, ok = f.Uint32()
 			return ok
 		}
 		v, ok := f.Bytes()
-		if !ok || r.Op != nil { // collect and collect_range are a oneof
+		if !ok || op != nil {
 			return false
 		}
 		switch f.Num {
 		case 6:
 			var co *pb.CollectResponse
 			co, ok = fastCollectSlab(v)
-			r.Op = &pb.Result_Collect{Collect: co}
+			op = co
 		case 9:
 			var cr *pb.CollectRangeResponse
 			cr, ok = fastCollectRange(v)
-			r.Op = &pb.Result_CollectRange{CollectRange: cr}
+			op = cr
 		default:
 			return false
 		}
 		return ok
-	})
-	if !ok || r.Op == nil {
+	}) {
 		return nil, false
 	}
-	return r, true
+	switch op := op.(type) {
+	case *pb.CollectResponse:
+		return &pb.Result{ErrorClass: class, Op: &pb.Result_Collect{Collect: op}}, true
+	case *pb.CollectRangeResponse:
+		return &pb.Result{ErrorClass: class, Op: &pb.Result_CollectRange{CollectRange: op}}, true
+	}
+	return nil, false
 }
 
 // fastCollectSlab reads a CollectResponse holding counter, mode (varints)
