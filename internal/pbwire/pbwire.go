@@ -131,10 +131,25 @@ func (f Field) Packed32() (out []uint32, ok bool) {
 // anything else or when fn returns false; the fast decoders then leave the
 // message to proto.Unmarshal.
 func Each(b []byte, maxNum protowire.Number, fn func(f Field) bool) bool {
+	return walk(b, maxNum, true, fn)
+}
+
+// EachRepeated walks a message body that holds only the repeated
+// length-delimited field num, calling fn with each element (a slice of the
+// body) in wire order; it returns false, stopping early, on anything else
+// or when fn returns false.
+func EachRepeated(b []byte, num protowire.Number, fn func(v []byte) bool) bool {
+	return walk(b, num, false, func(f Field) bool {
+		return f.Num == num && f.Typ == protowire.BytesType && fn(f.V)
+	})
+}
+
+// walk is Each, with fields allowed more than once unless once.
+func walk(b []byte, maxNum protowire.Number, once bool, fn func(f Field) bool) bool {
 	var seen uint64
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num < 1 || num > maxNum || seen&(1<<num) != 0 {
+		if n < 0 || num < 1 || num > maxNum || once && seen&(1<<num) != 0 {
 			return false
 		}
 		seen |= 1 << num
@@ -153,29 +168,6 @@ func Each(b []byte, maxNum protowire.Number, fn func(f Field) bool) bool {
 		}
 		b = b[n:]
 		if !fn(f) {
-			return false
-		}
-	}
-	return true
-}
-
-// EachRepeated walks a message body that holds only the repeated
-// length-delimited field num, calling fn with each element (a slice of the
-// body) in wire order; it returns false, stopping early, on anything else
-// or when fn returns false.
-func EachRepeated(b []byte, num protowire.Number, fn func(v []byte) bool) bool {
-	for len(b) > 0 {
-		n0, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || n0 != num || typ != protowire.BytesType {
-			return false
-		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		if !fn(v) {
 			return false
 		}
 	}
