@@ -1,6 +1,7 @@
 package pbwire
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -45,34 +46,89 @@ func TestPacked(t *testing.T) {
 	}
 }
 
-// TestEachBytesField: fields in wire order; a repeated field, a number out
-// of range, a non-bytes field or a truncated one stop the walk with false.
-func TestEachBytesField(t *testing.T) {
+// TestEach: fields in wire order with their values; a repeated field, a
+// number out of range, a fixed-width field or a truncated one stop the walk
+// with false.
+func TestEach(t *testing.T) {
 	field := func(b []byte, num protowire.Number, v string) []byte {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
 		return protowire.AppendString(b, v)
 	}
-	msg := field(field(nil, 2, "two"), 1, "one")
+	varint := func(b []byte, num protowire.Number, x uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), x)
+	}
+	msg := varint(field(field(nil, 2, "two"), 1, "one"), 3, 1<<40)
 	var got []string
-	if !EachBytesField(msg, 3, func(num protowire.Number, v []byte) bool {
-		got = append(got, string(rune('0'+num))+string(v))
+	if !Each(msg, 3, func(f Field) bool {
+		if x, ok := f.Uint64(); ok {
+			got = append(got, fmt.Sprintf("%d%d", f.Num, x))
+			if _, ok := f.Uint32(); ok {
+				t.Errorf("Uint32 took %d", x)
+			}
+			return true
+		}
+		v, ok := f.Bytes()
+		if !ok || cap(v) != len(v) {
+			t.Errorf("field %d: Bytes %q (cap %d), %v", f.Num, v, cap(v), ok)
+		}
+		got = append(got, fmt.Sprintf("%d%s", f.Num, v))
 		return true
-	}) || !slices.Equal(got, []string{"2two", "1one"}) {
+	}) || !slices.Equal(got, []string{"2two", "1one", "31099511627776"}) {
 		t.Fatalf("walk: %v", got)
 	}
-	all := func(protowire.Number, []byte) bool { return true }
+	all := func(Field) bool { return true }
 	for name, b := range map[string][]byte{
 		"repeated":  field(field(nil, 1, "a"), 1, "b"),
 		"too high":  field(nil, 4, "a"),
 		"zero":      field(nil, 0, "a"),
-		"varint":    protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 5),
+		"fixed64":   protowire.AppendFixed64(protowire.AppendTag(nil, 1, protowire.Fixed64Type), 5),
 		"truncated": field(nil, 1, "abc")[:4],
+		"varint":    varint(nil, 1, 1<<40)[:3],
 	} {
-		if EachBytesField(b, 3, all) {
+		if Each(b, 3, all) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if EachBytesField(msg, 3, func(protowire.Number, []byte) bool { return false }) {
+	if Each(msg, 3, func(Field) bool { return false }) {
 		t.Error("fn's false did not stop the walk")
+	}
+	// Typed accessors refuse the other wire type.
+	if _, ok := (Field{Typ: protowire.VarintType}).Bytes(); ok {
+		t.Error("Bytes of a varint")
+	}
+	if _, ok := (Field{Typ: protowire.BytesType}).Uint64(); ok {
+		t.Error("Uint64 of bytes")
+	}
+	if _, ok := (Field{Typ: protowire.VarintType}).AppendPacked64(nil); ok {
+		t.Error("packed of a varint")
+	}
+	if x, ok := (Field{Typ: protowire.BytesType, V: []byte{1, 0x80, 1}}).Packed32(); !ok || !slices.Equal(x, []uint32{1, 128}) {
+		t.Errorf("Packed32: %v %v", x, ok)
+	}
+}
+
+// TestEachRepeated: the elements of one repeated field in order; any
+// other field, or a truncated one, stops the walk with false.
+func TestEachRepeated(t *testing.T) {
+	field := func(b []byte, num protowire.Number, v string) []byte {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		return protowire.AppendString(b, v)
+	}
+	var got []string
+	if !EachRepeated(field(field(nil, 1, "a"), 1, "b"), 1, func(v []byte) bool {
+		got = append(got, string(v))
+		return true
+	}) || !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("walk: %v", got)
+	}
+	all := func([]byte) bool { return true }
+	for name, b := range map[string][]byte{
+		"other":     field(field(nil, 1, "a"), 2, "b"),
+		"varint":    protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 5),
+		"truncated": field(nil, 1, "abc")[:4],
+	} {
+		if EachRepeated(b, 1, all) {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package socket
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/internal/pbwire"
@@ -18,26 +17,22 @@ import (
 // with copies), so nothing is accepted that proto.Unmarshal would refuse.
 func decodeResponse(b []byte) (*pb.ModuleResponse, error) {
 	resp := &pb.ModuleResponse{}
-	rest := b
-	for len(rest) > 0 {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return unmarshalResponse(b)
-		}
-		rest = rest[n:]
-		rb, n := protowire.ConsumeBytes(rest)
-		if n < 0 {
-			return unmarshalResponse(b)
-		}
-		rest = rest[n:]
+	var err error
+	if !pbwire.EachRepeated(b, 1, func(rb []byte) bool {
 		r, ok := fastResult(rb)
 		if !ok {
 			r = &pb.Result{}
-			if err := proto.Unmarshal(rb, r); err != nil {
-				return nil, err
+			if err = proto.Unmarshal(rb, r); err != nil {
+				return false
 			}
 		}
 		resp.Results = append(resp.Results, r)
+		return true
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		return unmarshalResponse(b)
 	}
 	return resp, nil
 }
@@ -53,49 +48,39 @@ func unmarshalResponse(b []byte) (*pb.ModuleResponse, error) {
 // fastResult reads a Result holding at most error_class and one
 // collect_range or one collect with a slab; ok is false for anything else.
 func fastResult(b []byte) (*pb.Result, bool) {
-	var class uint64
-	var cr *pb.CollectRangeResponse
-	var co *pb.CollectResponse
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false
+	var class uint32
+	var op any // *pb.CollectResponse or *pb.CollectRangeResponse: a oneof, at most one
+	if !pbwire.Each(b, 9, func(f pbwire.Field) bool {
+		if f.Num == 1 {
+			var ok bool
+			class, ok = f.Uint32()
+			return ok
 		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			class, n = protowire.ConsumeVarint(b)
-		case num == 6 && typ == protowire.BytesType && cr == nil && co == nil:
-			var v []byte
-			v, n = protowire.ConsumeBytes(b)
-			if n >= 0 {
-				var ok bool
-				if co, ok = fastCollectSlab(v); !ok {
-					return nil, false
-				}
-			}
-		case num == 9 && typ == protowire.BytesType && cr == nil && co == nil:
-			var v []byte
-			v, n = protowire.ConsumeBytes(b)
-			if n >= 0 {
-				var ok bool
-				if cr, ok = fastCollectRange(v); !ok {
-					return nil, false
-				}
-			}
+		v, ok := f.Bytes()
+		if !ok || op != nil {
+			return false
+		}
+		switch f.Num {
+		case 6:
+			var co *pb.CollectResponse
+			co, ok = fastCollectSlab(v)
+			op = co
+		case 9:
+			var cr *pb.CollectRangeResponse
+			cr, ok = fastCollectRange(v)
+			op = cr
 		default:
-			return nil, false
+			return false
 		}
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
+		return ok
+	}) {
+		return nil, false
 	}
-	switch {
-	case co != nil:
-		return &pb.Result{ErrorClass: uint32(class), Op: &pb.Result_Collect{Collect: co}}, true
-	case cr != nil:
-		return &pb.Result{ErrorClass: uint32(class), Op: &pb.Result_CollectRange{CollectRange: cr}}, true
+	switch op := op.(type) {
+	case *pb.CollectResponse:
+		return &pb.Result{ErrorClass: class, Op: &pb.Result_Collect{Collect: op}}, true
+	case *pb.CollectRangeResponse:
+		return &pb.Result{ErrorClass: class, Op: &pb.Result_CollectRange{CollectRange: op}}, true
 	}
 	return nil, false
 }
@@ -105,42 +90,22 @@ func fastResult(b []byte) (*pb.Result, bool) {
 // of b. ok is false for anything else (a per-counter collect).
 func fastCollectSlab(b []byte) (*pb.CollectResponse, bool) {
 	r := &pb.CollectResponse{}
-	var seen uint64
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num < 1 || num > 63 || seen&(1<<num) != 0 {
-			return nil, false
-		}
-		seen |= 1 << num
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			r.Counter, n = protowire.ConsumeVarint(b)
-		case num == 2 && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			if v > 1<<32-1 {
-				return nil, false
-			}
-			r.Mode = uint32(v)
-		case num == 8 && typ == protowire.BytesType:
+	ok := pbwire.Each(b, 8, func(f pbwire.Field) bool {
+		var ok bool
+		switch f.Num {
+		case 1:
+			r.Counter, ok = f.Uint64()
+		case 2:
+			r.Mode, ok = f.Uint32()
+		case 8:
 			var v []byte
-			v, n = protowire.ConsumeBytes(b)
-			if n >= 0 {
-				var ok bool
-				if r.Slab, ok = fastSlab(v); !ok {
-					return nil, false
-				}
+			if v, ok = f.Bytes(); ok {
+				r.Slab, ok = fastSlab(v)
 			}
-		default:
-			return nil, false
 		}
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
-	}
-	if r.Slab == nil {
+		return ok
+	})
+	if !ok || r.Slab == nil {
 		return nil, false
 	}
 	return r, true
@@ -150,63 +115,36 @@ func fastCollectSlab(b []byte) (*pb.CollectResponse, bool) {
 // as varints and the shares packed; keys and pair tags are slices of b.
 func fastSlab(b []byte) (*pb.Slab, bool) {
 	s := &pb.Slab{}
-	var seen uint64
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num < 1 || num > 11 || seen&(1<<num) != 0 {
-			return nil, false
-		}
-		seen |= 1 << num
-		b = b[n:]
-		if num <= 7 {
-			if typ != protowire.VarintType {
-				return nil, false
-			}
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 || (num != 1 && v > 1<<32-1) {
-				return nil, false
-			}
-			b = b[n:]
-			switch num {
-			case 1:
-				s.First = v
-			case 2:
-				s.N = uint32(v)
-			case 3:
-				s.Mode = uint32(v)
-			case 4:
-				s.Type = uint32(v)
-			case 5:
-				s.InBits = uint32(v)
-			case 6:
-				s.OutBits = uint32(v)
-			case 7:
-				s.Stride = uint32(v)
-			}
-			continue
-		}
-		if typ != protowire.BytesType {
-			return nil, false
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
-		ok := true
-		switch num {
+	ok := pbwire.Each(b, 11, func(f pbwire.Field) bool {
+		var ok bool
+		switch f.Num {
+		case 1:
+			s.First, ok = f.Uint64()
+		case 2:
+			s.N, ok = f.Uint32()
+		case 3:
+			s.Mode, ok = f.Uint32()
+		case 4:
+			s.Type, ok = f.Uint32()
+		case 5:
+			s.InBits, ok = f.Uint32()
+		case 6:
+			s.OutBits, ok = f.Uint32()
+		case 7:
+			s.Stride, ok = f.Uint32()
 		case 8:
-			s.Keys = v[:len(v):len(v)]
+			s.Keys, ok = f.Bytes()
 		case 9:
-			s.AlphaShares, ok = pbwire.Packed64(v)
+			s.AlphaShares, ok = f.Packed64()
 		case 10:
-			s.BetaShares, ok = pbwire.Packed64(v)
+			s.BetaShares, ok = f.Packed64()
 		case 11:
-			s.PairTags = v[:len(v):len(v)]
+			s.PairTags, ok = f.Bytes()
 		}
-		if !ok {
-			return nil, false
-		}
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
 	return s, true
 }
@@ -216,25 +154,25 @@ func fastSlab(b []byte) (*pb.Slab, bool) {
 // are slices of b.
 func fastCollectRange(b []byte) (*pb.CollectRangeResponse, bool) {
 	r := &pb.CollectRangeResponse{}
-	ok := pbwire.EachBytesField(b, 8, func(num protowire.Number, v []byte) bool {
-		ok := true
-		switch num {
+	ok := pbwire.Each(b, 8, func(f pbwire.Field) bool {
+		var ok bool
+		switch f.Num {
 		case 1:
-			r.Modes = v[:len(v):len(v)]
+			r.Modes, ok = f.Bytes()
 		case 2:
-			r.Keys = v[:len(v):len(v)]
+			r.Keys, ok = f.Bytes()
 		case 3:
-			r.KeyLens, ok = pbwire.Packed32(v)
+			r.KeyLens, ok = f.Packed32()
 		case 4:
-			r.AlphaShares, ok = pbwire.Packed64(v)
+			r.AlphaShares, ok = f.Packed64()
 		case 5:
-			r.BetaShares, ok = pbwire.Packed64(v)
+			r.BetaShares, ok = f.Packed64()
 		case 6:
-			r.Evals, ok = pbwire.Packed64(v)
+			r.Evals, ok = f.Packed64()
 		case 7:
-			r.EvalLens, ok = pbwire.Packed32(v)
+			r.EvalLens, ok = f.Packed32()
 		case 8:
-			r.PairTags = v[:len(v):len(v)]
+			r.PairTags, ok = f.Bytes()
 		}
 		return ok
 	})

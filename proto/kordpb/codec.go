@@ -345,20 +345,15 @@ func decodeKeyReplies(b []byte, m *KeyReplies) bool { return decodeKeyRepliesInt
 // (nil: none) for m.Packed.
 func decodeKeyRepliesInto(b []byte, m *KeyReplies, spare *PackedReplies) bool {
 	var pk *PackedReplies
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != 2 || typ != protowire.BytesType || pk != nil {
+	if !pbwire.Each(b, 2, func(f pbwire.Field) bool {
+		v, ok := f.Bytes()
+		if !ok || f.Num != 2 {
 			return false
 		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		if pk = decodePacked(v, spare); pk == nil {
-			return false
-		}
+		pk = decodePacked(v, spare)
+		return pk != nil
+	}) {
+		return false
 	}
 	m.Reset()
 	m.Packed = pk
@@ -378,83 +373,34 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		pk.Ids, pk.Counts, pk.Counters, pk.KeyLens = ids, counts, counters, keyLens
 		pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = as, bs, evals, evalLens
 	}
-	// key_stride (10) is the one varint field: read it here, and the
-	// length-delimited fields around it with EachBytesField.
-	if i, stride, ok := strideField(b); !ok {
-		return nil
-	} else if i >= 0 {
-		pk.KeyStride = stride
-		if !eachPackedField(b[:i], pk) || !eachPackedField(b[i+protowire.SizeTag(10)+protowire.SizeVarint(uint64(stride)):], pk) {
-			wipeLists(pk)
-			return nil
+	if !pbwire.Each(b, 10, func(f pbwire.Field) bool {
+		var ok bool
+		switch f.Num {
+		case 1:
+			pk.Ids, ok = f.AppendPacked64(pk.Ids)
+		case 2:
+			pk.Counts, ok = f.AppendPacked32(pk.Counts)
+		case 3:
+			pk.Counters, ok = f.AppendPacked64(pk.Counters)
+		case 4:
+			pk.Keys, ok = f.Bytes()
+		case 5:
+			pk.KeyLens, ok = f.AppendPacked32(pk.KeyLens)
+		case 6:
+			pk.AlphaShares, ok = f.AppendPacked64(pk.AlphaShares)
+		case 7:
+			pk.BetaShares, ok = f.AppendPacked64(pk.BetaShares)
+		case 8:
+			pk.Evals, ok = f.AppendPacked64(pk.Evals)
+		case 9:
+			pk.EvalLens, ok = f.AppendPacked32(pk.EvalLens)
+		case 10:
+			pk.KeyStride, ok = f.Uint32()
 		}
-		return pk
-	}
-	if !eachPackedField(b, pk) {
+		return ok
+	}) {
 		wipeLists(pk)
 		return nil
 	}
 	return pk
-}
-
-// strideField finds key_stride in a PackedReplies body: at is where its
-// tag starts (-1: absent), ok false when the body cannot be walked, holds
-// it twice, or a value that does not fit 32 bits, or in a non-minimal
-// encoding (the fallback, proto.Unmarshal, then reads it).
-func strideField(b []byte) (at int, stride uint32, ok bool) {
-	at = -1
-	off := 0
-	for off < len(b) {
-		num, typ, n := protowire.ConsumeTag(b[off:])
-		if n < 0 {
-			return 0, 0, false
-		}
-		if num == 10 {
-			if typ != protowire.VarintType || at >= 0 || n != 1 {
-				return 0, 0, false
-			}
-			v, m := protowire.ConsumeVarint(b[off+n:])
-			if m < 0 || v > 1<<32-1 || m != protowire.SizeVarint(v) {
-				return 0, 0, false
-			}
-			at, stride = off, uint32(v)
-			off += n + m
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
-		if m < 0 {
-			return 0, 0, false
-		}
-		off += n + m
-	}
-	return at, stride, true
-}
-
-// eachPackedField reads PackedReplies' length-delimited fields (1..9) of b
-// into pk, appending to its lists.
-func eachPackedField(b []byte, pk *PackedReplies) bool {
-	return pbwire.EachBytesField(b, 9, func(num protowire.Number, v []byte) bool {
-		ok := true
-		switch num {
-		case 1:
-			pk.Ids, ok = pbwire.AppendPacked64(pk.Ids, v)
-		case 2:
-			pk.Counts, ok = pbwire.AppendPacked32(pk.Counts, v)
-		case 3:
-			pk.Counters, ok = pbwire.AppendPacked64(pk.Counters, v)
-		case 4:
-			pk.Keys = v[:len(v):len(v)]
-		case 5:
-			pk.KeyLens, ok = pbwire.AppendPacked32(pk.KeyLens, v)
-		case 6:
-			pk.AlphaShares, ok = pbwire.AppendPacked64(pk.AlphaShares, v)
-		case 7:
-			pk.BetaShares, ok = pbwire.AppendPacked64(pk.BetaShares, v)
-		case 8:
-			pk.Evals, ok = pbwire.AppendPacked64(pk.Evals, v)
-		case 9:
-			pk.EvalLens, ok = pbwire.AppendPacked32(pk.EvalLens, v)
-		}
-		return ok
-	})
 }
