@@ -565,18 +565,7 @@ func (q *queue) failSpent(sr []spentRef) int {
 		set[r] = true
 	}
 	q.mu.Lock()
-	var gone []*job
-	keep := q.jobs[:0]
-	for _, j := range q.jobs {
-		if j.seq != 0 && set[spentRef{run: j.run, seq: j.seq, id: j.id}] {
-			gone = append(gone, j)
-			q.keys -= j.keys()
-			continue
-		}
-		keep = append(keep, j)
-	}
-	clear(q.jobs[len(keep):])
-	q.jobs = keep
+	gone := q.removeLocked(func(j *job) bool { return j.seq != 0 && set[spentRef{run: j.run, seq: j.seq, id: j.id}] })
 	q.mu.Unlock()
 	for _, j := range gone {
 		j.fail(ErrClassSpent, "the peer's module opened this site's frame for the request and its batch was not delivered; α spent: choose a fresh α")
@@ -610,20 +599,13 @@ func dropSpent(js []*job) []*job {
 func (q *queue) takeDoubt(take bool) []*job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []*job
-	keep := q.jobs[:0]
-	for _, j := range q.jobs {
+	return q.removeLocked(func(j *job) bool {
 		if j.doubt && take {
-			out = append(out, j)
-			q.keys -= j.keys()
-			continue
+			return true
 		}
 		j.doubt = false
-		keep = append(keep, j)
-	}
-	clear(q.jobs[len(keep):])
-	q.jobs = keep
-	return out
+		return false
+	})
 }
 
 // extract removes and returns the queued jobs whose ids are in set.
@@ -633,10 +615,16 @@ func (q *queue) extract(set map[uint64]bool) []*job {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.removeLocked(func(j *job) bool { return set[j.id] })
+}
+
+// removeLocked removes the queued jobs for which remove reports true and
+// returns them in queue order, keeping the others in order; q.mu is held.
+func (q *queue) removeLocked(remove func(*job) bool) []*job {
 	var out []*job
 	keep := q.jobs[:0]
 	for _, j := range q.jobs {
-		if set[j.id] {
+		if remove(j) {
 			out = append(out, j)
 			q.keys -= j.keys()
 			continue

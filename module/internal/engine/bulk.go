@@ -151,10 +151,8 @@ func (e *Engine) submitBulk(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		return nil, bad("Shares/Frame: must be empty in a bulk submission")
 	}
 	if b.Mode == msg.Bound {
-		switch req.Tier {
-		case msg.Keystream, msg.MAC, msg.BatchMAC:
-		default:
-			return nil, bad("Tier: unknown tier %d (want otp, mac or batchmac)", req.Tier)
+		if err := checkTier(req.Tier); err != nil {
+			return nil, err
 		}
 	}
 	if !e.paired {

@@ -464,6 +464,16 @@ func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
+// checkTier refuses a tier the channel does not have, for submissions
+// that carry frames (per-key shares and bound bulks alike).
+func checkTier(t msg.Tier) error {
+	switch t {
+	case msg.Keystream, msg.MAC, msg.BatchMAC:
+		return nil
+	}
+	return bad("Tier: unknown tier %d (want otp, mac or batchmac)", t)
+}
+
 // Validate checks one share request; the error names the field.
 func Validate(i int, s msg.Share) error {
 	if validShare(s) {
@@ -542,10 +552,8 @@ func (e *Engine) submitShares(req *msg.SubmitRequest) (*msg.SubmitResponse, erro
 		}
 	}
 	if framed > 0 {
-		switch req.Tier {
-		case msg.Keystream, msg.MAC, msg.BatchMAC:
-		default:
-			return nil, bad("Tier: unknown tier %d (want otp, mac or batchmac)", req.Tier)
+		if err := checkTier(req.Tier); err != nil {
+			return nil, err
 		}
 	}
 	if !e.paired {
