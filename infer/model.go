@@ -264,7 +264,7 @@ func (m *Model) Marshal() ([]byte, error) {
 // Parse decodes a model file. Every failure wraps ErrFormat and names the
 // offset and field; the weights' values are never quoted.
 func Parse(data []byte) (*Model, error) {
-	r := &reader{b: data}
+	r := &reader{b: data, kind: ErrFormat}
 	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: not a kord model (bad magic)", ErrFormat)
 	}
@@ -344,15 +344,19 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
+// reader reads a model file or a material encoding field by field; the
+// first failure sticks, wraps kind (ErrFormat, ErrMaterialFormat) and
+// names the field and its offset.
 type reader struct {
-	b   []byte
-	off int
-	err error
+	b    []byte
+	off  int
+	err  error
+	kind error
 }
 
 func (r *reader) fail(field string, err error) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at offset %d: %v", ErrFormat, field, r.off, err)
+		r.err = fmt.Errorf("%w: %s at offset %d: %w", r.kind, field, r.off, err)
 	}
 }
 

@@ -156,17 +156,8 @@ func (m *Material) encodedSize(ring int) int {
 	return n
 }
 
-type matReader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *matReader) fail(what string, err error) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at offset %d: %w", ErrMaterialFormat, what, r.off, err)
-	}
-}
+// matReader is a reader of material encodings (ErrMaterialFormat).
+type matReader struct{ reader }
 
 var errShort = errors.New("truncated")
 
@@ -182,26 +173,8 @@ func (r *matReader) byte(what string) byte {
 	return r.b[r.off-1]
 }
 
-// count reads a uvarint bounded by max.
-func (r *matReader) count(what string, max int) int {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail(what, errors.New("bad varint"))
-		return 0
-	}
-	if v > uint64(max) {
-		r.fail(what, fmt.Errorf("%d exceeds %d", v, max))
-		return 0
-	}
-	r.off += n
-	return int(v)
-}
-
 func (r *matReader) words(what string) []uint64 {
-	n := r.count(what, len(r.b))
+	n := r.uv(what, len(r.b))
 	w := int(r.byte(what))
 	if r.err != nil {
 		return nil
@@ -225,11 +198,11 @@ func (r *matReader) words(what string) []uint64 {
 }
 
 func (r *matReader) keys(what string) []*fss.Key {
-	n := r.count(what, len(r.b))
+	n := r.uv(what, len(r.b))
 	if r.err != nil || n == 0 {
 		return nil
 	}
-	stride := r.count(what, len(r.b))
+	stride := r.uv(what, len(r.b))
 	if r.err != nil {
 		return nil
 	}
@@ -250,13 +223,13 @@ func (r *matReader) keys(what string) []*fss.Key {
 // wraps ErrMaterialFormat and names the field and offset; it never
 // panics. Sizes are checked against the model by Eval.
 func ParseMaterial(data []byte) (*Material, error) {
-	r := &matReader{b: data}
+	r := &matReader{reader{b: data, kind: ErrMaterialFormat}}
 	if len(data) < len(materialMagic) || string(data[:len(materialMagic)]) != materialMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrMaterialFormat)
 	}
 	r.off = len(materialMagic)
 	m := &Material{B: int(r.byte("party"))}
-	nl := r.count("layer count", 1<<10)
+	nl := r.uv("layer count", 1<<10)
 	for i := 0; i < nl && r.err == nil; i++ {
 		var l layerMat
 		switch tag := r.byte("layer tag"); tag {
@@ -267,7 +240,7 @@ func ParseMaterial(data []byte) (*Material, error) {
 			l.trunc = &truncMat{c: r.keys("trunc c keys"), w: r.keys("trunc w keys")}
 			l.trunc.rho, l.trunc.sig = r.words("ρ"), r.words("σ")
 		case 3:
-			nb := r.count("ReLU batches", 64)
+			nb := r.uv("ReLU batches", 64)
 			for j := 0; j < nb && r.err == nil; j++ {
 				rm := &reluMat{f: r.keys("ReLU f keys"), g: r.keys("ReLU g keys")}
 				rm.r1, rm.r2, rm.s = r.words("r1"), r.words("r2"), r.words("s")
@@ -306,13 +279,13 @@ func (s *Session) MarshalBinary(ring int) ([]byte, error) {
 
 // ParseSession reads a session written by Session.MarshalBinary.
 func ParseSession(data []byte) (*Session, error) {
-	r := &matReader{b: data}
+	r := &matReader{reader{b: data, kind: ErrMaterialFormat}}
 	if len(data) < len(sessionMagic) || string(data[:len(sessionMagic)]) != sessionMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrMaterialFormat)
 	}
 	r.off = len(sessionMagic)
 	s := &Session{B: int(r.byte("party"))}
-	nl := r.count("layer count", 1<<10)
+	nl := r.uv("layer count", 1<<10)
 	for i := 0; i < nl && r.err == nil; i++ {
 		a := r.words("weight mask")
 		if len(a) == 0 {
