@@ -112,6 +112,9 @@ type batchState struct {
 	ex     [][4]Block // expansions of seeds: sL, sR, vL, vR
 	vAlpha []uint64   // Group per key
 	conv   [4][]uint64
+	// direct: group 1, so convert reads the element straight from the
+	// block's low eight bytes (no AES stream): gen does it inline.
+	direct bool
 }
 
 func newBatchState(p Params, capKeys int) *batchState {
@@ -122,6 +125,7 @@ func newBatchState(p Params, capKeys int) *batchState {
 		ex:     make([][4]Block, 2*capKeys),
 		vAlpha: make([]uint64, capKeys*p.Group),
 	}
+	st.direct = p.Group == 1 && st.cv.stream == nil
 	for i := range st.conv {
 		st.conv[i] = make([]uint64, p.Group)
 	}
@@ -189,17 +193,27 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out []byte
 			keep := alpha[j] >> uint(l-1-i) & 1
 			km := -keep // all ones iff the path goes right
 			// v_lose and v_keep of each party: right/left picked by km.
-			if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
-				return err
-			}
-			if err := st.convSel(lose1, &x1[ctrValR], &x1[ctrValL], km); err != nil {
-				return err
-			}
-			if err := st.convSel(keep0, &x0[ctrValL], &x0[ctrValR], km); err != nil {
-				return err
-			}
-			if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
-				return err
+			if st.direct {
+				// One element in the low eight bytes of a value block:
+				// LLAMA's convert is a masked load, done here inline.
+				le := binary.LittleEndian
+				l0, r0 := le.Uint64(x0[ctrValL][:8]), le.Uint64(x0[ctrValR][:8])
+				l1, r1 := le.Uint64(x1[ctrValL][:8]), le.Uint64(x1[ctrValR][:8])
+				lose0[0], keep0[0] = (r0^(r0^l0)&km)&m, (l0^(l0^r0)&km)&m
+				lose1[0], keep1[0] = (r1^(r1^l1)&km)&m, (l1^(l1^r1)&km)&m
+			} else {
+				if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
+					return err
+				}
+				if err := st.convSel(lose1, &x1[ctrValR], &x1[ctrValL], km); err != nil {
+					return err
+				}
+				if err := st.convSel(keep0, &x0[ctrValL], &x0[ctrValR], km); err != nil {
+					return err
+				}
+				if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
+					return err
+				}
 			}
 			k0 := out[j*size : (j+1)*size]
 			va := vAlpha[j*g : (j+1)*g]
