@@ -130,7 +130,15 @@ func TestKernelMatchesGeneric(t *testing.T) {
 		t.Skip("no node kernel on this build; crypto/aes is the only path")
 	}
 	r := rand.New(rand.NewPCG(4, 23))
-	for _, n := range []int{0, 1, 2, 3, 7, 64, 129} {
+	for _, z := range kernelVariants() {
+		setKernelVariant(z)
+		t.Cleanup(func() { setKernelVariant(true) })
+		checkKernel(t, r)
+	}
+}
+
+func checkKernel(t *testing.T, r *rand.Rand) {
+	for _, n := range []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 64, 129} {
 		seeds := make([]Block, n)
 		for i := range seeds {
 			for j := range seeds[i] {
