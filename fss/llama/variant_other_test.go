@@ -2,5 +2,5 @@
 
 package llama
 
-func kernelVariants() []bool    { return []bool{false} }
+func kernelVariants() []bool  { return []bool{false} }
 func setKernelVariant(z bool) {}
