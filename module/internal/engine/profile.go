@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
@@ -20,7 +22,7 @@ import (
 // module derived.
 func (e *Engine) genParty(pr msg.Profile, p fss.Params, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
 	if pr == msg.Llama {
-		return genLlamaParty(e.party, p, alpha, beta, r0, r1, out)
+		return genLlamaParty(e.party, e.workers, p, alpha, beta, r0, r1, out)
 	}
 	g, err := e.gen(p)
 	if err != nil {
@@ -29,18 +31,36 @@ func (e *Engine) genParty(pr msg.Profile, p fss.Params, alpha, beta []uint64, r0
 	return g.GenPartyWithRoots(e.party, alpha, beta, r0, r1, out)
 }
 
-// genLlamaParty is genParty for the llama profile. LLAMA's roots carry the
-// control bit in bit 0 and the two must differ there: root 1's bit 0 is
-// set to the complement of root 0's (the rest of both roots is the PRF's
-// output, and bit 0 of root 0 stays pseudorandom, so a key's control bit
-// tells its holder nothing). The modules' roots are rewritten in place;
-// the caller wipes them.
-func genLlamaParty(party int, p fss.Params, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
+// genLlamaParty is genParty for the llama profile, on up to workers
+// goroutines (contiguous runs of keys, each a multiple of
+// llama.BatchKeys). LLAMA's roots carry the control bit in bit 0 and the
+// two must differ there: root 1's bit 0 is set to the complement of root
+// 0's (the rest of both roots is the PRF's output, and bit 0 of root 0
+// stays pseudorandom, so a key's control bit tells its holder nothing).
+// The modules' roots are rewritten in place; the caller wipes them.
+func genLlamaParty(party, workers int, p fss.Params, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
 	for i := range r1 {
 		r1[i][0] = r1[i][0]&^1 | ^r0[i][0]&1
 	}
-	lr0, lr1 := asLlamaBlocks(r0), asLlamaBlocks(r1)
-	return llama.GenBatchParty(msg.LlamaParams(p), party, alpha, beta, lr0, lr1, out)
+	lp := msg.LlamaParams(p)
+	n, ks := len(alpha), lp.KeySize()
+	per := (n + workers - 1) / max(workers, 1)
+	per = (per + llama.BatchKeys - 1) / llama.BatchKeys * llama.BatchKeys
+	if workers <= 1 || n <= llama.BatchKeys || per >= n {
+		return llama.GenBatchParty(lp, party, alpha, beta, asLlamaBlocks(r0), asLlamaBlocks(r1), out)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, (n+per-1)/per)
+	for w, lo := 0, 0; lo < n; w, lo = w+1, lo+per {
+		hi := min(n, lo+per)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = llama.GenBatchParty(lp, party, alpha[lo:hi], beta[lo:hi], asLlamaBlocks(r0[lo:hi]), asLlamaBlocks(r1[lo:hi]), out[lo*ks:hi*ks])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // asLlamaBlocks views prg blocks as llama blocks (both are [16]byte).

@@ -191,7 +191,7 @@ func TestProfileBound(t *testing.T) {
 // at LLAMA's stride, the same bytes and tags as the one-key path.
 func TestLlamaBulk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	const l, n, N = 20, 32, 37
+	const l, n, N = 20, 32, 300 // N > 2·llama.BatchKeys: the workers split it
 	p := fss.Params{Type: fss.DCF, InBits: l, OutBits: n}
 	for _, mode := range []msg.Mode{msg.Derived, msg.Bound} {
 		e := pair(t)
