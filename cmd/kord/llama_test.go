@@ -71,3 +71,23 @@ func TestLlamaExportBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaExportInProcess: without party addresses the export comes from
+// an in-process module pair, and reads back and verifies.
+func TestLlamaExportInProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	out, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "50", "--in-bits", "24", "--out-bits", "16", "--beta", "0x1234")
+	if code != 0 || !strings.Contains(out, "in-process module pair") {
+		t.Fatalf("kord llama export: exit %d\n%s%s", code, out, errOut)
+	}
+	e, err := llamaexport.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Verify(0x1234); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "0x1235"); code == 0 {
+		t.Fatalf("verify with another β passed\n%s", errOut)
+	}
+}
