@@ -143,3 +143,31 @@ func TestLlamaRequestRefused(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestProfileMismatchRefused: two sites asking for one id with different
+// profiles get no keys: the profile is part of the batch item the parties
+// compare.
+func TestProfileMismatchRefused(t *testing.T) {
+	cl := startParties(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	reqs := [2]*pb.KeyRequest{
+		client.WithProfile(client.Derived(7, p, 1, 1, false), msg.Llama),
+		client.Derived(7, p, 1, 1, false),
+	}
+	var reps [2]*client.Reply
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); reps[b], errs[b] = cl[b].Get(ctx, reqs[b]) }()
+	}
+	wg.Wait()
+	for b := range 2 {
+		if errs[b] == nil && reps[b].Err == nil {
+			t.Fatalf("site %d got keys for a request whose profile the other site did not ask for", b)
+		}
+		t.Logf("site %d: %v %v", b, errs[b], reps[b].Err)
+	}
+}
