@@ -279,6 +279,7 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 	}
 	base := binary.LittleEndian.Uint64(idBase[:]) >> 1 // room for the request count
 	p := fss.Params{Type: fss.DCF, InBits: c.InBits, OutBits: c.OutBits}
+	ks := msg.LlamaParams(p).KeySize()
 	var reqs []*pb.KeyRequest
 	for done, id := 0, base; done < c.Keys; id++ {
 		n := min(c.Keys-done, perRequest)
@@ -294,7 +295,7 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[b] = site(ctx, addr, reqs, func(key []byte, alphaShare uint64) error {
+			if errs[b] = site(ctx, addr, reqs, ks, func(key []byte, alphaShare uint64) error {
 				mu.Lock()
 				defer mu.Unlock()
 				return s.put(b, key, alphaShare)
@@ -309,8 +310,8 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 }
 
 // site runs one party's stream: sends every request, then hands put each
-// key of the replies, in order.
-func site(ctx context.Context, addr string, reqs []*pb.KeyRequest, put func(key []byte, alphaShare uint64) error) error {
+// key of the replies, in order; every key must be keySize bytes.
+func site(ctx context.Context, addr string, reqs []*pb.KeyRequest, keySize int, put func(key []byte, alphaShare uint64) error) error {
 	cl, err := client.Dial(addr, nil)
 	if err != nil {
 		return err
@@ -345,6 +346,12 @@ func site(ctx context.Context, addr string, reqs []*pb.KeyRequest, put func(key 
 			return fmt.Errorf("request %d: %d keys, asked for %d", rep.ID, len(rep.Shares), r.Count)
 		}
 		for _, sh := range rep.Shares {
+			if len(sh.Raw) != keySize {
+				clear(sh.Raw)
+				// A party that predates the llama profile ignores the
+				// field and answers with kord-v1 keys.
+				return fmt.Errorf("request %d: a %d-byte key where a llama key is %d bytes (does the party serve the llama profile?)", rep.ID, len(sh.Raw), keySize)
+			}
 			err := put(sh.Raw, sh.AlphaShare)
 			clear(sh.Raw)
 			if err != nil {
