@@ -1,6 +1,7 @@
 package socket
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -82,6 +83,12 @@ func TestSocketLlama(t *testing.T) {
 		c, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: N})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The durable module answers a repeated range collect with the
+		// same slab, its profile included.
+		again, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: N})
+		if err != nil || again.Slab.Profile != msg.Llama || !bytes.Equal(again.Slab.Keys, c.Slab.Keys) {
+			t.Fatalf("party %d: repeated llama slab collect differs: %v", b, err)
 		}
 		slabs[b] = c.Slab
 	}
