@@ -157,10 +157,19 @@ func expandNodesGeneric(ex [][4]Block, seeds []Block) error {
 	return nil
 }
 
+// putElem writes the low e bytes (1, 2, 4 or 8) of v little-endian.
 func putElem(dst []byte, v uint64, e int) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	copy(dst[:e], b[:e])
+	le := binary.LittleEndian
+	switch e {
+	case 8:
+		le.PutUint64(dst, v)
+	case 4:
+		le.PutUint32(dst, uint32(v))
+	case 2:
+		le.PutUint16(dst, uint16(v))
+	default:
+		dst[0] = byte(v)
+	}
 }
 
 // gen generates the keys of one batch into out: party 0's key files (the
