@@ -41,6 +41,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +130,10 @@ func WithProfile(r *pb.KeyRequest, pr msg.Profile) *pb.KeyRequest {
 
 // rawProfile reports whether r asks for a profile whose keys are not
 // kord-v1 keys (handed out as bytes, unparsed).
-func rawProfile(r *pb.KeyRequest) bool { return r.Profile != "" && r.Profile != msg.KordV1.String() }
+func rawProfile(r *pb.KeyRequest) bool {
+	pr, err := msg.ParseProfile(strings.ToLower(r.Profile))
+	return err == nil && pr != msg.KordV1 // an unknown name is refused by the party
+}
 
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
@@ -333,7 +337,7 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		if err != nil {
 			return nil, false
 		}
-		prof, err := msg.ParseProfile(r.Profile)
+		prof, err := msg.ParseProfile(strings.ToLower(r.Profile))
 		if err != nil {
 			return nil, false
 		}
