@@ -84,3 +84,29 @@ func TestLocalPairLlama(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDerivedSlabProfiles: dealerless derived DCF 32/32 keys per
+// second from an in-process pair, one bulk of 4096 keys a round, kord-v1
+// and llama in the same run (both modules generate; the pair tags are
+// compared).
+func BenchmarkDerivedSlabProfiles(b *testing.B) {
+	lp, err := NewLocalPair(context.Background(), LocalOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lp.Close()
+	for _, pr := range []msg.Profile{msg.KordV1, msg.Llama} {
+		b.Run(pr.String(), func(b *testing.B) {
+			const n = 4096
+			bulk := &msg.Bulk{Mode: msg.Derived, Profile: pr, Type: fss.DCF, InBits: 32, OutBits: 32, N: n, Beta: 1}
+			for b.Loop() {
+				slabs, err := lp.GenerateSlabs(context.Background(), 0, [2]*msg.Bulk{bulk, bulk})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lp.Release(slabs)
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "keys/s")
+		})
+	}
+}
