@@ -201,15 +201,21 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out []byte
 			t0, t1 := uint64(seeds[2*j][0]&1), uint64(seeds[2*j+1][0]&1)
 			keep := alpha[j] >> uint(l-1-i) & 1
 			km := -keep // all ones iff the path goes right
+			k0 := out[j*size : (j+1)*size]
 			// v_lose and v_keep of each party: right/left picked by km.
 			if st.direct {
 				// One element in the low eight bytes of a value block:
-				// LLAMA's convert is a masked load, done here inline.
+				// LLAMA's convert is a masked load, done here inline, and
+				// the level's value correction with it.
 				le := binary.LittleEndian
 				l0, r0 := le.Uint64(x0[ctrValL][:8]), le.Uint64(x0[ctrValR][:8])
 				l1, r1 := le.Uint64(x1[ctrValL][:8]), le.Uint64(x1[ctrValR][:8])
-				lose0[0], keep0[0] = (r0^(r0^l0)&km)&m, (l0^(l0^r0)&km)&m
-				lose1[0], keep1[0] = (r1^(r1^l1)&km)&m, (l1^(l1^r1)&km)&m
+				lose0, keep0 := r0^(r0^l0)&km, l0^(l0^r0)&km
+				lose1, keep1 := r1^(r1^l1)&km, l1^(l1^r1)&km
+				va := vAlpha[j]
+				x := lose1 - lose0 - va + beta[j]&km
+				putElem(k0[vOff+e*i:], (x^-t1+t1)&m, e) // σ·x, σ = −1 iff t1
+				vAlpha[j] = (va + keep0 - keep1 + x) & m
 			} else {
 				if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
 					return err
@@ -223,17 +229,16 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out []byte
 				if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
 					return err
 				}
-			}
-			k0 := out[j*size : (j+1)*size]
-			va := vAlpha[j*g : (j+1)*g]
-			bj := beta[j*g : (j+1)*g]
-			for el := range va {
-				x := lose1[el] - lose0[el] - va[el] + bj[el]&km
-				v := (x ^ -t1 + t1) & m // σ·x, σ = −1 iff t1
-				at := vOff + e*(i*g+el)
-				putElem(k0[at:], v, e)
-				// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
-				va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
+				va := vAlpha[j*g : (j+1)*g]
+				bj := beta[j*g : (j+1)*g]
+				for el := range va {
+					x := lose1[el] - lose0[el] - va[el] + bj[el]&km
+					v := (x ^ -t1 + t1) & m // σ·x, σ = −1 iff t1
+					at := vOff + e*(i*g+el)
+					putElem(k0[at:], v, e)
+					// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
+					va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
+				}
 			}
 			le := binary.LittleEndian
 			sL0, sR0 := le.Uint64(x0[ctrSeedL][:8]), le.Uint64(x0[ctrSeedR][:8])
@@ -248,16 +253,13 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out []byte
 			le.PutUint64(k0[16*(i+1):], scwLo|tL<<1|tR)
 			le.PutUint64(k0[16*(i+1)+8:], scwHi)
 			tKeep := tL ^ (tL^tR)&keep
-			for b, t := range [2]uint64{t0, t1} {
-				lo, hi := sL0^(sL0^sR0)&km, hL0^(hL0^hR0)&km
-				if b == 1 {
-					lo, hi = sL1^(sL1^sR1)&km, hL1^(hL1^hR1)&km
-				}
-				tm := -t
-				next := &seeds[2*j+b]
-				le.PutUint64(next[:8], lo^(scwLo|tKeep)&tm)
-				le.PutUint64(next[8:], hi^scwHi&tm)
-			}
+			// Each party's kept child, corrected where its t is set.
+			cLo, tm0, tm1 := scwLo|tKeep, -t0, -t1
+			n0, n1 := &seeds[2*j], &seeds[2*j+1]
+			le.PutUint64(n0[:8], sL0^(sL0^sR0)&km^cLo&tm0)
+			le.PutUint64(n0[8:], hL0^(hL0^hR0)&km^scwHi&tm0)
+			le.PutUint64(n1[:8], sL1^(sL1^sR1)&km^cLo&tm1)
+			le.PutUint64(n1[8:], hL1^(hL1^hR1)&km^scwHi&tm1)
 		}
 	}
 	fin0, fin1 := keep0, keep1
