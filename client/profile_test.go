@@ -171,3 +171,41 @@ func TestProfileMismatchRefused(t *testing.T) {
 		t.Logf("site %d: %v %v", b, errs[b], reps[b].Err)
 	}
 }
+
+// TestLlamaConsumeAcrossParties: a consume-mode llama key stays in the
+// modules; the two sites' evaluation shares add up to β·[x < α].
+func TestLlamaConsumeAcrossParties(t *testing.T) {
+	cl := startParties(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := fss.Params{Type: fss.DCF, InBits: 20, OutBits: 24}
+	const alpha, beta = 700000, 0xabcdef
+	points := []uint64{0, alpha - 1, alpha, alpha + 1, 1<<20 - 1}
+	reqs := [2]*pb.KeyRequest{
+		client.WithProfile(client.Consume(3, msg.MAC, p, 100, 200, points), msg.Llama),
+		client.WithProfile(client.Consume(3, msg.MAC, p, alpha-100, beta-200, points), msg.Llama),
+	}
+	var reps [2]*client.Reply
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); reps[b], errs[b] = cl[b].Get(ctx, reqs[b]) }()
+	}
+	wg.Wait()
+	for b := range 2 {
+		if errs[b] != nil || reps[b].Err != nil {
+			t.Fatalf("site %d: %v %v", b, errs[b], reps[b].Err)
+		}
+	}
+	e0, e1 := reps[0].Shares[0].Evals, reps[1].Shares[0].Evals
+	for i, x := range points {
+		want := uint64(0)
+		if x < alpha {
+			want = beta
+		}
+		if got := (e0[i] + e1[i]) & prg.Mask(24); got != want {
+			t.Fatalf("f(%d) = %d, want %d", x, got, want)
+		}
+	}
+}
