@@ -237,6 +237,7 @@ type Stream struct {
 	// keys (WithProfile): their replies' keys are handed out as bytes.
 	rawMu  sync.Mutex
 	rawIDs map[uint64]int
+	anyRaw atomic.Bool // a raw request was ever sent: kord-v1 streams skip the lock
 	// cur is the batch Recv and RecvRaw are reading, from reply cur.r0.
 	cur  Batch
 	free chan *batchMem // released batches' memory, for the next messages
@@ -271,6 +272,7 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 func (s *Stream) noteRaw(rs []*pb.KeyRequest) {
 	for _, r := range rs {
 		if rawProfile(r) {
+			s.anyRaw.Store(true)
 			s.rawMu.Lock()
 			if s.rawIDs == nil {
 				s.rawIDs = map[uint64]int{}
@@ -284,6 +286,9 @@ func (s *Stream) noteRaw(rs []*pb.KeyRequest) {
 // takeRaw reports whether the reply to id carries raw keys, and forgets
 // one request of that id.
 func (s *Stream) takeRaw(id uint64) bool {
+	if !s.anyRaw.Load() {
+		return false
+	}
 	s.rawMu.Lock()
 	defer s.rawMu.Unlock()
 	n, ok := s.rawIDs[id]
