@@ -113,8 +113,9 @@ func (b Batch) Reply(r int) BatchReply {
 }
 
 // Key returns a view of key share i, 0 ≤ i < Len(): the zero view when
-// the reply has no key share (consume mode) or was refused, when i is out
-// of range, and once the batch has been released.
+// the reply has no key share (consume mode) or was refused, when its key
+// is of another profile than kord-v1 (see Raw), when i is out of range,
+// and once the batch has been released.
 func (b Batch) Key(i int) fss.KeyView {
 	if m, k, ok := b.key(i); ok {
 		return m.views[k]
