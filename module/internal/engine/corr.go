@@ -51,23 +51,28 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	if held+na+nr+nz > MaxCorrWordsHeld {
 		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
 	}
-	var words int
 	switch c.Part {
-	case msg.CorrFull:
-		words = 2*na + 2*nr + nz
 	case msg.CorrWeight:
 		if len(e.weights) >= MaxWeights {
 			return nil, bad("Corr: %d weight masks are kept (abandon a session first)", len(e.weights))
 		}
-		words = 2 * na
 	case msg.CorrInput:
 		w, ok := e.weights[c.WeightFrom]
 		if !ok || !sameShape(&w, c) {
 			return nil, bad("Corr.WeightFrom: no weight mask of this shape is kept at counter %d", c.WeightFrom)
 		}
+	}
+	blocks, err := c.Blocks()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	words := 2*na + 2*nr + nz // CorrFull
+	switch c.Part {
+	case msg.CorrWeight:
+		words = 2 * na
+	case msg.CorrInput:
 		words = 2*nr + nz
 	}
-	blocks := (words + 1) / 2
 	// Commit before the shares exist.
 	first := e.ctr.Next
 	next := e.ctr
