@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -61,6 +63,9 @@ type batchMem struct {
 	evals                   [][]uint64
 	koff                    []int // packed: key i's offset in Keys
 	oc, oa, ob              []uint64
+	// corrs: per key, its correlation shares (nil: none; shorter than
+	// views when the last keys have none); slices of msg.
+	corrs []*msg.CorrShares
 }
 
 // live returns b's memory, nil once b has been released.
@@ -195,6 +200,13 @@ func (m *batchMem) wipe() {
 	clear(m.reps)
 	m.views, m.oc, m.oa, m.ob, m.evals, m.koff, m.reps = m.views[:0], m.oc[:0], m.oa[:0], m.ob[:0], m.evals[:0], m.koff[:0], m.reps[:0]
 	m.counters, m.alphas, m.betas = nil, nil, nil
+	if !m.raw {
+		for _, c := range m.corrs {
+			c.Wipe()
+		}
+	}
+	clear(m.corrs)
+	m.corrs = m.corrs[:0]
 	if m.raw {
 		// RecvRaw's replies still refer to the message: not ours to wipe.
 		m.msg = pb.PooledKeyReplies{}
@@ -280,6 +292,17 @@ func (m *batchMem) build() error {
 				var err error
 				if v, err = fss.ViewKey(k.Key); err != nil {
 					rep.Err = fmt.Errorf("client: key at counter %d: %w", k.GetCounter(), err)
+				}
+			}
+			if c := k.GetCorr(); c != nil && rep.Err == nil {
+				sh, err := socket.CorrSharesFromPB(c)
+				if err != nil {
+					rep.Err = fmt.Errorf("client: correlation at counter %d: %w", k.GetCounter(), err)
+				} else {
+					for len(m.corrs) < len(m.views) {
+						m.corrs = append(m.corrs, nil)
+					}
+					m.corrs = append(m.corrs, sh)
 				}
 			}
 			m.views = append(m.views, v)

@@ -41,6 +41,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -114,6 +116,17 @@ func Derived(id uint64, p fss.Params, count int, beta uint64, deriveBeta bool) *
 		Count: uint32(count), Beta: beta, DeriveBeta: deriveBeta}
 }
 
+// Correlation builds a request for one derived multiplication
+// correlation of shape c (msg.SubmitCorrelation): both modules draw the
+// masks and compute their product, and each site's reply carries only its
+// own party's shares (Share.Corr). A weight mask (c.Part msg.CorrWeight)
+// is kept by the modules for later input correlations, which name it by
+// the Counter of its reply (c.WeightFrom). Both sites send the same shape
+// under the same id.
+func Correlation(id uint64, c msg.Correlation) *pb.KeyRequest {
+	return &pb.KeyRequest{Id: id, Mode: "correlation", Corr: socket.CorrToPB(&c)}
+}
+
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
 func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
@@ -128,6 +141,9 @@ type Share struct {
 	Key                   *fss.Key // bound, derived
 	AlphaShare, BetaShare uint64   // derived
 	Evals                 []uint64 // consume
+	// Corr: this party's shares of a correlation (Correlation requests);
+	// the application wipes them once used (msg.CorrShares.Wipe).
+	Corr *msg.CorrShares
 }
 
 // Reply answers one request.
@@ -171,6 +187,14 @@ func Parse(r *pb.KeyReply) *Reply {
 				return out
 			}
 			s.Key = key
+		}
+		if k.Corr != nil {
+			c, err := socket.CorrSharesFromPB(k.Corr)
+			if err != nil {
+				out.Err = fmt.Errorf("client: correlation at counter %d: %w", k.Counter, err)
+				return out
+			}
+			s.Corr = c
 		}
 		out.Shares[i] = s
 	}
@@ -316,6 +340,11 @@ func (s *Stream) Recv() (*Reply, error) {
 				lo := len(evals)
 				evals = append(evals, m.evals[k]...)
 				sh.Evals = evals[lo:len(evals):len(evals)]
+			}
+			if k < len(m.corrs) && m.corrs[k] != nil {
+				c := *m.corrs[k]
+				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
+				sh.Corr = &c
 			}
 			if v := m.views[k]; !v.IsZero() {
 				key, err := v.Key()
