@@ -55,7 +55,15 @@ func startSocketParties(t *testing.T) [2]*client.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cancel(); c.Close(); srv.Stop(); p.Close(); mod.Close(); ml.Close(); st.Close() })
+		t.Cleanup(func() {
+			cancel()
+			c.Close()
+			srv.Stop()
+			p.Close()
+			mod.Close()
+			ml.Close()
+			st.Close()
+		})
 		cl[party] = c
 		peer = l.Addr().String()
 	}
