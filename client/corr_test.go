@@ -2,76 +2,18 @@ package client_test
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
-	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
-	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/servicetest"
 )
-
-// startSocketParties is startParties with each durable module behind a
-// real module socket (socket.Server, socket.Client), as the daemons run.
-func startSocketParties(t *testing.T) [2]*client.Client {
-	t.Helper()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	var cl [2]*client.Client
-	peer := ""
-	for _, party := range []int{1, 0} {
-		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
-		path := filepath.Join(dir, []string{"s0", "s1"}[party])
-		ml, err := socket.Listen(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go socket.NewServer(d, socket.ServerOptions{Access: socket.Access{SameUID: true}}).Serve(ml)
-		mod := socket.Dial(path, 0)
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := service.New(service.Config{Party: party, Module: mod, PeerAddr: peer, PeerPlaintext: true, Batch: 4096, InFlight: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer()
-		p.Register(srv, srv)
-		go srv.Serve(l)
-		ctx, cancel := context.WithCancel(context.Background())
-		go p.Run(ctx)
-		c, err := client.Dial(l.Addr().String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cancel()
-			c.Close()
-			srv.Stop()
-			p.Close()
-			mod.Close()
-			ml.Close()
-			st.Close()
-		})
-		cl[party] = c
-		peer = l.Addr().String()
-	}
-	if err := cl[0].Pair(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
 
 // both runs f for each site concurrently and returns their replies.
 func both(t *testing.T, f func(b int) (*client.Reply, error)) [2]*client.Reply {
@@ -107,7 +49,7 @@ func addShares(a, b []uint64, ring int) []uint64 {
 // own shares; opened, Z = A·R exactly, input masks are fresh per request,
 // and the keys still pair.
 func TestCorrelationsThroughParties(t *testing.T) {
-	cl := startSocketParties(t)
+	cl := servicetest.Start(t, 4096, nil).Apps
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const ring = 32
@@ -198,7 +140,7 @@ func TestCorrelationsThroughParties(t *testing.T) {
 // Bad correlation requests get a bad_request reply naming the field; a
 // shape that differs between the sites fails mismatch at both.
 func TestCorrelationBadRequests(t *testing.T) {
-	cl := startSocketParties(t)
+	cl := servicetest.Start(t, 4096, nil).Apps
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good := msg.Correlation{Kind: msg.CorrMatVec, Ring: 16, In: 3, Out: 2, Part: msg.CorrWeight}
