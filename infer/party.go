@@ -310,6 +310,19 @@ func (s *partySource) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*Li
 	return out, nil
 }
 
+// CorrWords is the number of correlation words (R and Z) one party
+// receives per evaluation.
+func (ps *PartySupply) CorrWords() int {
+	n := 0
+	for _, it := range ps.Plan {
+		if it.Corr != nil {
+			_, nr, nz, _ := it.Corr.Sizes()
+			n += nr + nz
+		}
+	}
+	return n
+}
+
 // PlanCounts is the number of keys and of correlations per evaluation and
 // the bytes of one party's material (key shares at their kord-v1 size,
 // mask and payload shares and correlation words at ⌈width/8⌉ bytes).

@@ -51,6 +51,8 @@ type PartySession struct {
 	Keys               int   `json:"keys_per_image"`
 	Corrs              int   `json:"correlations_per_image"`
 	MaterialBytes      int64 `json:"material_bytes_per_image"`
+	CorrWords          int   `json:"correlation_words_per_image"`
+	WeightMaskWords    int   `json:"weight_mask_words"`
 	SessionOfflineNs   int64 `json:"session_offline_ns"`
 	SessionOnlineNs    int64 `json:"session_online_ns"`
 	SessionBytes       int64 `json:"session_online_bytes"`
@@ -117,6 +119,10 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 	defer sess.Wipe()
 	info.SessionOfflineNs = time.Since(t0).Nanoseconds()
 	info.Keys, info.Corrs, info.MaterialBytes = ps.PlanCounts(m.Ring)
+	info.CorrWords = ps.CorrWords()
+	for _, a := range sess.a {
+		info.WeightMaskWords += len(a)
+	}
 	if cfg.Dealer != nil {
 		t0 = time.Now()
 		data, err := ReadShipment(cfg.Dealer)

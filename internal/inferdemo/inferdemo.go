@@ -328,6 +328,8 @@ func fill(rep *infer.DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, s
 	rep.OfflineKeysPerImage = sess[0].Keys
 	rep.OfflineDerivedKeysPerImage = sess[0].Keys
 	rep.OfflineCorrPerImage = sess[0].Corrs
+	rep.OfflineCorrWordsPerImage = sess[0].CorrWords
+	rep.SessionWeightMaskWords = sess[0].WeightMaskWords
 	rep.OfflineItemsPerImage = sess[0].Keys + sess[0].Corrs
 	rep.OfflineBytesPerPartyPerImage = max(sess[0].MaterialBytes, sess[1].MaterialBytes)
 	v := float64(crossed) / float64(n)
