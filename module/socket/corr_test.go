@@ -5,8 +5,11 @@ import (
 	"errors"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/modulepb"
 )
 
 // corrOver asks both modules behind cs for correlation c and collects
@@ -146,4 +149,36 @@ func TestSocketCorrelationBadInput(t *testing.T) {
 	if after.NextCounter != before.NextCounter {
 		t.Fatalf("refused correlations moved the counter from %d to %d", before.NextCounter, after.NextCounter)
 	}
+}
+
+// FuzzCorrSharesFromPB: any wire CorrShares is refused or converted with
+// A, R and Z of exactly the sizes its shape gives; never a panic.
+func FuzzCorrSharesFromPB(f *testing.F) {
+	c := msg.Correlation{Kind: msg.CorrConv2D, Ring: 20, In: 1, Out: 2, K: 2, H: 3, W: 3, Part: msg.CorrInput, WeightFrom: 4}
+	blocks, _ := c.Blocks()
+	b, _ := proto.Marshal(&pb.CorrShares{Counter: 9, Blocks: uint32(blocks), Corr: CorrToPB(&c), R: make([]uint64, 9), Z: make([]uint64, 8), PairTag: make([]byte, 16)})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m pb.CorrShares
+		if proto.Unmarshal(raw, &m) != nil {
+			return
+		}
+		sh, err := CorrSharesFromPB(&m)
+		if err != nil {
+			return
+		}
+		na, nr, nz, err := sh.Corr.Sizes()
+		if err != nil {
+			t.Fatalf("accepted a bad shape %+v: %v", sh.Corr, err)
+		}
+		switch sh.Corr.Part {
+		case msg.CorrWeight:
+			nr, nz = 0, 0
+		case msg.CorrInput:
+			na = 0
+		}
+		if len(sh.A) != na || len(sh.R) != nr || len(sh.Z) != nz {
+			t.Fatalf("accepted %d/%d/%d words for %+v", len(sh.A), len(sh.R), len(sh.Z), sh.Corr)
+		}
+	})
 }
