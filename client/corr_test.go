@@ -177,4 +177,24 @@ func TestCorrelationBadRequests(t *testing.T) {
 			t.Fatalf("site %d: a shape that differs between the sites gave %v, want mismatch", b, r[b].Err)
 		}
 	}
+	// An input correlation against a weight mask the module does not keep
+	// is refused by party 0's module: answered bad_request at once, not
+	// retried, and the session goes on.
+	bogus := good
+	bogus.Part, bogus.WeightFrom = msg.CorrInput, 1<<40
+	r0, err := cl[0].Get(ctx, client.Correlation(30, bogus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re, ok := r0.Err.(*client.ReplyError); !ok || re.Class != pb.ClassBadRequest || !strings.Contains(re.Msg, "WeightFrom") {
+		t.Fatalf("input correlation against no weight mask: %v, want bad_request naming WeightFrom", r0.Err)
+	}
+	k := both(t, func(b int) (*client.Reply, error) {
+		return cl[b].Get(ctx, client.Derived(31, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 2, 1, false))
+	})
+	for b := range k {
+		if k[b].Err != nil || len(k[b].Shares) != 2 {
+			t.Fatalf("site %d: keys after a refused correlation: %+v", b, k[b])
+		}
+	}
 }

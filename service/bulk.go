@@ -2,9 +2,11 @@ package service
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash"
 
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -236,6 +238,34 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 			clear(sh)
 		}
 	}
+}
+
+// failRefusedCorrs answers bad_request the correlation job whose
+// submission the module refused, if the first refusal of res is one: a
+// refusal that comes from the module's state (an input correlation
+// against a weight mask it does not keep, e.g. after it restarted) and
+// would come again on every retry. It returns the other jobs (to go back
+// in the queue).
+func failRefusedCorrs(res []socket.Result, segs []segment, jobs []*job) []*job {
+	for i := 0; i < len(res) && i < len(segs); i++ {
+		err := res[i].Err
+		if err == nil {
+			continue
+		}
+		if !segs[i].corr || !errors.Is(err, module.ErrBadRequest) {
+			return jobs
+		}
+		bad := jobs[segs[i].j0]
+		bad.fail(ErrClassBadRequest, "correlation refused by the module: %v (weight masks are kept until a module restarts or more than %d are kept: draw a new one)", err, module.MaxWeights)
+		rest := make([]*job, 0, len(jobs)-1)
+		for _, j := range jobs {
+			if j != bad {
+				rest = append(rest, j)
+			}
+		}
+		return rest
+	}
+	return jobs
 }
 
 // submitted reads the results of submitCalls (one per segment): the

@@ -528,8 +528,8 @@ func (d *Durable) dropAll() int {
 	clear(d.queue)
 	d.queue, d.pending = d.queue[:0], 0
 	n += d.dropSlabs(^uint64(0))
-	// Correlations and kept weight masks go too: the peer may have
-	// restarted without them, and a session that used them starts again.
+	// Uncollected correlations go too; weight masks already handed out
+	// stay kept (dropCorrs).
 	n += d.dropCorrs(^uint64(0))
 	return n
 }
