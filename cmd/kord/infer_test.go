@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +76,23 @@ func TestInferDemoBadLink(t *testing.T) {
 	_, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--images", "1", "--link", "dialup")
 	if code != 2 || !strings.Contains(errOut, "1gbps") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestInferDemoBadModelFile: a model file that does not parse is refused
+// before any process starts, naming the file; so is a party process
+// given one.
+func TestInferDemoBadModelFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.kordnn")
+	if err := os.WriteFile(bad, []byte("NOTAMODEL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runKord(t, "infer", "demo", "--model", "cnn", "--file", bad, "--images", "1", "--json")
+	if code == 0 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, "model file") {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	out, _, code := runKord(t, "infer", "party", "--party", "1", "--model", "cnn", "--file", bad, "--app", "127.0.0.1:1")
+	if code == 0 || !strings.Contains(out, `"error"`) || !strings.Contains(out, "model file") {
+		t.Fatalf("party: exit %d: %s", code, out)
 	}
 }
