@@ -23,7 +23,7 @@ type daemonRun struct {
 	proxy *netshape.Proxy
 }
 
-func startDaemons(t *testing.T) *daemonRun {
+func startDaemons(t testing.TB) *daemonRun {
 	t.Helper()
 	r := &daemonRun{}
 	p := servicetest.Start(t, 4096, func(addr string) (string, error) {
