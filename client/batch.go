@@ -160,6 +160,16 @@ func (b Batch) BetaShare(i int) uint64 {
 	return 0
 }
 
+// Corr returns this site's correlation shares at index i (a
+// correlation request's one output), nil for a key; they are the batch's
+// memory, wiped by Release: copy what is kept.
+func (b Batch) Corr(i int) *msg.CorrShares {
+	if m, k, ok := b.key(i); ok && k < len(m.corrs) {
+		return m.corrs[k]
+	}
+	return nil
+}
+
 // Evals returns this site's evaluation shares for key i (consume mode),
 // a slice of the batch's memory.
 func (b Batch) Evals(i int) []uint64 {

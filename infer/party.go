@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
@@ -60,10 +61,17 @@ type partySource struct {
 	record bool
 	plan   []PlanItem
 	// replay: the daemon's replies, consumed in plan order
-	keys  [][]client.Share
+	keys  []keyReply
 	corrs []*msg.CorrShares
 	// session: a correlation request for a weight mask (NewPartySupply)
 	weights func(c msg.Correlation) (*msg.CorrShares, uint64, error)
+}
+
+// keyReply is one derived-key reply: the keys and this party's α and β
+// shares.
+type keyReply struct {
+	keys   []*fss.Key
+	as, bs []uint64
 }
 
 // NewPartySupply opens party b's session through its daemon: a kept
@@ -164,25 +172,16 @@ func (ps *PartySupply) Gen() (*Material, error) {
 		src.wipe()
 		return nil, err
 	}
-	for _, rq := range reqs {
-		r, err := ps.stream.Recv()
+	for got := 0; got < len(reqs); {
+		bt, err := ps.stream.RecvBatch()
 		if err != nil {
-			return fail(fmt.Errorf("infer: receiving request %d: %w", rq.Id, err))
+			return fail(fmt.Errorf("infer: receiving request %d: %w", reqs[got].Id, err))
 		}
-		if r.Err != nil || r.ID != rq.Id {
-			return fail(fmt.Errorf("infer: request %d (reply %d): %v", rq.Id, r.ID, r.Err))
+		got, err = src.take(bt, reqs, got)
+		bt.Release()
+		if err != nil {
+			return fail(err)
 		}
-		if rq.Corr != nil {
-			if len(r.Shares) != 1 || r.Shares[0].Corr == nil {
-				return fail(fmt.Errorf("infer: request %d: the reply holds no correlation", rq.Id))
-			}
-			src.corrs = append(src.corrs, r.Shares[0].Corr)
-			continue
-		}
-		if len(r.Shares) != int(rq.Count) {
-			return fail(fmt.Errorf("infer: request %d: %d keys for %d", rq.Id, len(r.Shares), rq.Count))
-		}
-		src.keys = append(src.keys, r.Shares)
 	}
 	mat, err := ps.sp.Gen()
 	if err != nil {
@@ -202,14 +201,64 @@ func (ps *PartySupply) Close() {
 	}
 }
 
+// take copies the replies of one received batch, for requests reqs[got:]
+// in order, out of the batch's memory: each reply's keys are copied into
+// one buffer and parsed together (fss.ParseKeys), the correlations
+// copied. It returns the next request's index.
+func (s *partySource) take(bt client.Batch, reqs []*pb.KeyRequest, got int) (int, error) {
+	var buf []byte
+	defer func() { clear(buf) }()
+	for r := 0; r < bt.Replies(); r++ {
+		if got >= len(reqs) {
+			return got, errors.New("infer: the daemon sent more replies than requests")
+		}
+		rq, rep := reqs[got], bt.Reply(r)
+		got++
+		if rep.Err != nil || rep.ID != rq.Id {
+			return got, fmt.Errorf("infer: request %d (reply %d): %v", rq.Id, rep.ID, rep.Err)
+		}
+		if rq.Corr != nil {
+			c := bt.Corr(rep.First)
+			if rep.N != 1 || c == nil {
+				return got, fmt.Errorf("infer: request %d: the reply holds no correlation", rq.Id)
+			}
+			own := *c
+			own.A, own.R, own.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
+			s.corrs = append(s.corrs, &own)
+			continue
+		}
+		if rep.N != int(rq.Count) || rep.N == 0 {
+			return got, fmt.Errorf("infer: request %d: %d keys for %d", rq.Id, rep.N, rq.Count)
+		}
+		stride := bt.Key(rep.First).Params().KeySize()
+		buf = buf[:0]
+		kr := keyReply{as: make([]uint64, rep.N), bs: make([]uint64, rep.N)}
+		for i := 0; i < rep.N; i++ {
+			v := bt.Key(rep.First + i)
+			if len(v.Bytes()) != stride {
+				return got, fmt.Errorf("infer: request %d: key %d is not of the request's shape", rq.Id, i)
+			}
+			buf = append(buf, v.Bytes()...)
+			kr.as[i], kr.bs[i] = bt.AlphaShare(rep.First+i), bt.BetaShare(rep.First+i)
+		}
+		keys, err := fss.ParseKeys(buf, stride, rep.N)
+		if err != nil {
+			return got, fmt.Errorf("infer: request %d: %w", rq.Id, err)
+		}
+		kr.keys = keys
+		s.keys = append(s.keys, kr)
+	}
+	return got, nil
+}
+
 // wipe zeroes the replies not consumed.
 func (s *partySource) wipe() {
-	for _, ks := range s.keys {
-		for _, k := range ks {
-			if k.Key != nil {
-				k.Key.Wipe()
-			}
+	for _, kr := range s.keys {
+		for _, k := range kr.keys {
+			k.Wipe()
 		}
+		clear(kr.as)
+		clear(kr.bs)
 	}
 	for _, c := range s.corrs {
 		c.Wipe()
@@ -251,11 +300,12 @@ func (s *partySource) DerivedBatch(p fss.Params, n int, wantBeta bool) (keys [2]
 		if len(s.keys) == 0 {
 			return keys, as, bs, fmt.Errorf("the daemon sent %d of %d keys of %v", i, n, p)
 		}
-		for _, sh := range s.keys[0] {
-			if sh.Key == nil || sh.Key.Params() != p || i >= n {
+		kr := s.keys[0]
+		for k, key := range kr.keys {
+			if key == nil || key.Params() != p || i >= n {
 				return keys, as, bs, fmt.Errorf("the daemon's key %d is not a %v key of this request", i, p)
 			}
-			keys[s.b][i], as[s.b][i], bs[s.b][i] = sh.Key, sh.AlphaShare, sh.BetaShare
+			keys[s.b][i], as[s.b][i], bs[s.b][i] = key, kr.as[k], kr.bs[k]
 			i++
 		}
 		s.keys = s.keys[1:]

@@ -18,6 +18,7 @@ package inferdemo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,14 +69,16 @@ type line struct {
 	Error   string              `json:"error,omitempty"`
 }
 
-// child is a party or dealer process of the run.
+// child is a party or dealer process of the run. Its stdout is read to
+// the end before the process is waited for (Wait closes the pipe: lines
+// the child wrote just before it exited would be lost).
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	log  string
-	done chan error
+	name  string
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan []byte
+	log   string
+	done  chan error
 }
 
 func startChild(ctx context.Context, bin, dir, name string, args ...string) (*child, error) {
@@ -100,26 +103,36 @@ func startChild(ctx context.Context, bin, dir, name string, args ...string) (*ch
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, in: in, log: logPath, done: make(chan error, 1)}
-	c.out = bufio.NewScanner(out)
-	c.out.Buffer(make([]byte, 1<<16), 1<<24)
-	go func() { c.done <- cmd.Wait(); logf.Close() }()
+	c := &child{name: name, cmd: cmd, in: in, lines: make(chan []byte, 64), log: logPath, done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<16), 1<<24)
+		for sc.Scan() {
+			c.lines <- bytes.Clone(sc.Bytes())
+		}
+		close(c.lines)
+		c.done <- cmd.Wait()
+		logf.Close()
+	}()
 	return c, nil
 }
 
 // next reads the child's next line; an error line or the end of its
 // output becomes an error naming the child (with its log's last lines).
 func (c *child) next() (*line, error) {
-	if !c.out.Scan() {
+	b, ok := <-c.lines
+	if !ok {
+		err := <-c.done
+		c.done <- err
 		tail, _ := os.ReadFile(c.log)
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		return nil, fmt.Errorf("%s ended: %s", c.name, tail)
+		return nil, fmt.Errorf("%s ended (%v): %s", c.name, err, tail)
 	}
 	var l line
-	if err := json.Unmarshal(c.out.Bytes(), &l); err != nil {
-		return nil, fmt.Errorf("%s wrote %q: %w", c.name, c.out.Text(), err)
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("%s wrote %q: %w", c.name, b, err)
 	}
 	if l.Error != "" {
 		return nil, fmt.Errorf("%s: %s", c.name, l.Error)
@@ -131,6 +144,8 @@ func (c *child) stop() {
 	_ = c.in.Close()
 	if c.cmd.Process != nil {
 		_ = c.cmd.Process.Kill()
+	}
+	for range c.lines { // what it wrote last
 	}
 	<-c.done
 }
@@ -210,7 +225,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 		return append(a, extra...)
 	}
 	var ps [2]*child
-	if ps[1], err = startChild(ctx, bin, dir, "party1", withParty(1, "--online-listen", "127.0.0.1:0")...); err != nil {
+	if ps[1], err = startChild(ctx, bin, dir, "online1", withParty(1, "--online-listen", "127.0.0.1:0")...); err != nil {
 		return nil, err
 	}
 	defer ps[1].stop()
@@ -218,7 +233,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 	if err != nil {
 		return nil, err
 	}
-	if ps[0], err = startChild(ctx, bin, dir, "party0", withParty(0, "--online", l1.Online)...); err != nil {
+	if ps[0], err = startChild(ctx, bin, dir, "online0", withParty(0, "--online", l1.Online)...); err != nil {
 		return nil, err
 	}
 	defer ps[0].stop()
