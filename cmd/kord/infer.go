@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/kord-fss/kord/infer"
@@ -192,7 +194,10 @@ Links (each round trip split evenly between the directions):
 				if !asJSON {
 					progress = cmd.ErrOrStderr()
 				}
-				rep, err = inferdemo.Processes(cmd.Context(), inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress})
+				// Ctrl-C stops the run and its child processes.
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress})
 				if err != nil {
 					return err
 				}
