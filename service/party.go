@@ -404,7 +404,11 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
-		p.m.keys.WithLabelValues(fss.Type(s.typ).String(), msg.Mode(s.mode).String()).Add(float64(c))
+		typ, mode := fss.Type(s.typ).String(), msg.Mode(s.mode).String()
+		if s.mode == ItemCorrelation { // counted in counters taken
+			typ, mode = ModeCorrelation, ModeCorrelation
+		}
+		p.m.keys.WithLabelValues(typ, mode).Add(float64(c))
 	}
 }
 
