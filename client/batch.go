@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -64,6 +66,9 @@ type batchMem struct {
 	// raws: key i's bytes when its request's profile is not kord-v1
 	// (nil entries otherwise; empty when no key of the message is one).
 	raws [][]byte
+	// corrs: per key, its correlation shares (nil: none; shorter than
+	// views when the last keys have none); slices of msg.
+	corrs []*msg.CorrShares
 }
 
 // live returns b's memory, nil once b has been released.
@@ -170,6 +175,16 @@ func (b Batch) BetaShare(i int) uint64 {
 	return 0
 }
 
+// Corr returns this site's correlation shares at index i (a
+// correlation request's one output), nil for a key; they are the batch's
+// memory, wiped by Release: copy what is kept.
+func (b Batch) Corr(i int) *msg.CorrShares {
+	if m, k, ok := b.key(i); ok && k < len(m.corrs) {
+		return m.corrs[k]
+	}
+	return nil
+}
+
 // Evals returns this site's evaluation shares for key i (consume mode),
 // a slice of the batch's memory.
 func (b Batch) Evals(i int) []uint64 {
@@ -212,6 +227,13 @@ func (m *batchMem) wipe() {
 	m.raws = m.raws[:0]
 	m.views, m.oc, m.oa, m.ob, m.evals, m.koff, m.reps = m.views[:0], m.oc[:0], m.oa[:0], m.ob[:0], m.evals[:0], m.koff[:0], m.reps[:0]
 	m.counters, m.alphas, m.betas = nil, nil, nil
+	if !m.raw {
+		for _, c := range m.corrs {
+			c.Wipe()
+		}
+	}
+	clear(m.corrs)
+	m.corrs = m.corrs[:0]
 	if m.raw {
 		// RecvRaw's replies still refer to the message: not ours to wipe.
 		m.msg = pb.PooledKeyReplies{}
@@ -310,6 +332,17 @@ func (m *batchMem) build(isRaw func(id uint64) bool) error {
 				var err error
 				if v, err = fss.ViewKey(k.Key); err != nil {
 					rep.Err = fmt.Errorf("client: key at counter %d: %w", k.GetCounter(), err)
+				}
+			}
+			if c := k.GetCorr(); c != nil && rep.Err == nil {
+				sh, err := socket.CorrSharesFromPB(c)
+				if err != nil {
+					rep.Err = fmt.Errorf("client: correlation at counter %d: %w", k.GetCounter(), err)
+				} else {
+					for len(m.corrs) < len(m.views) {
+						m.corrs = append(m.corrs, nil)
+					}
+					m.corrs = append(m.corrs, sh)
 				}
 			}
 			m.views = append(m.views, v)

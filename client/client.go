@@ -41,6 +41,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -135,6 +137,17 @@ func rawProfile(r *pb.KeyRequest) bool {
 	return err == nil && pr != msg.KordV1 // an unknown name is refused by the party
 }
 
+// Correlation builds a request for one derived multiplication
+// correlation of shape c (msg.SubmitCorrelation): both modules draw the
+// masks and compute their product, and each site's reply carries only its
+// own party's shares (Share.Corr). A weight mask (c.Part msg.CorrWeight)
+// is kept by the modules for later input correlations, which name it by
+// the Counter of its reply (c.WeightFrom). Both sites send the same shape
+// under the same id.
+func Correlation(id uint64, c msg.Correlation) *pb.KeyRequest {
+	return &pb.KeyRequest{Id: id, Mode: "correlation", Corr: socket.CorrToPB(&c)}
+}
+
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
 func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
@@ -153,6 +166,9 @@ type Share struct {
 	// (WithProfile): for msg.Llama, the bytes LLAMA's serializer writes
 	// for this party (fss/llama parses them). Key is then nil.
 	Raw []byte
+	// Corr: this party's shares of a correlation (Correlation requests);
+	// the application wipes them once used (msg.CorrShares.Wipe).
+	Corr *msg.CorrShares
 }
 
 // Reply answers one request.
@@ -201,6 +217,14 @@ func parse(r *pb.KeyReply, raw bool) *Reply {
 				return out
 			}
 			s.Key = key
+		}
+		if k.Corr != nil {
+			c, err := socket.CorrSharesFromPB(k.Corr)
+			if err != nil {
+				out.Err = fmt.Errorf("client: correlation at counter %d: %w", k.Counter, err)
+				return out
+			}
+			s.Corr = c
 		}
 		out.Shares[i] = s
 	}
@@ -392,6 +416,11 @@ func (s *Stream) Recv() (*Reply, error) {
 				lo := len(evals)
 				evals = append(evals, m.evals[k]...)
 				sh.Evals = evals[lo:len(evals):len(evals)]
+			}
+			if k < len(m.corrs) && m.corrs[k] != nil {
+				c := *m.corrs[k]
+				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
+				sh.Corr = &c
 			}
 			if k < len(m.raws) && m.raws[k] != nil {
 				sh.Raw = append([]byte(nil), m.raws[k]...)

@@ -404,7 +404,11 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
-		p.m.keys.WithLabelValues(fss.Type(s.typ).String(), msg.Mode(s.mode).String()).Add(float64(c))
+		typ, mode := fss.Type(s.typ).String(), msg.Mode(s.mode).String()
+		if s.mode == ItemCorrelation { // counted in counters taken
+			typ, mode = ModeCorrelation, ModeCorrelation
+		}
+		p.m.keys.WithLabelValues(typ, mode).Add(float64(c))
 	}
 }
 
@@ -635,7 +639,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		add := func(j *job) error {
 			// One message carries replies of one form: a reply of the
 			// other form sends what is built first.
-			asPacked := j.reply == nil && packed.Load()
+			asPacked := j.reply == nil && packed.Load() && j.corr == nil // correlations: KeyShare.corr
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
 					j.wipeOutputs(false)

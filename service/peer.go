@@ -155,6 +155,7 @@ func (p *Party) session(ctx context.Context) (err error) {
 				err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, first, next)
 			}
 			if err != nil {
+				jobs = failRefusedCorrs(res, segs, jobs)
 				p.back(jobs, ErrClassSpent, "module refused the submission") // nothing opened: they go back
 				errc <- fmt.Errorf("module: %w", err)
 				return
@@ -788,6 +789,9 @@ func (p *Party) prepareBatch(ctx context.Context, b *pb.Batch, transcript *[]byt
 		}
 	}
 	if err != nil {
+		if res != nil {
+			pr.js = failRefusedCorrs(res[:nsub], pr.segs, pr.js)
+		}
 		return fail(ErrClassDesync, "module: %v", err)
 	}
 	if first != b.FirstCounter {

@@ -297,7 +297,7 @@ const rejectPairMismatch = "pair_mismatch"
 func batchLast(first uint64, jobs []*job) uint64 {
 	n := 0
 	for _, j := range jobs {
-		n += len(j.shares)
+		n += j.keys()
 	}
 	return first + uint64(max(n, 1)) - 1
 }
