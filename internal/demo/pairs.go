@@ -76,12 +76,12 @@ type PairsReport struct {
 	// with a fresh α. OneSided counts those among them with keys at one
 	// site: the application discarded that share (the refusal at the other
 	// site decides).
-	Refused  map[string]int `json:"refused"`
-	Reasked  int            `json:"reasked"`
+	Refused map[string]int `json:"refused"`
+	Reasked int            `json:"reasked"`
 	// Abandoned is the refusals a pool made itself (a pair's stream broke
 	// or stalled with the request unanswered: spent), at either site.
 	Abandoned int `json:"abandoned"`
-	OneSided int            `json:"one_sided_discarded"`
+	OneSided  int `json:"one_sided_discarded"`
 	// KeysPerSec is the aggregate: verified pairs over the run's seconds
 	// (first request to last verified pair); PerPair splits it.
 	KeysPerSec float64    `json:"keys_per_sec"`
@@ -93,10 +93,10 @@ type PairsReport struct {
 	ClientCPUPerKey float64 `json:"client_cpu_us_per_key"`
 	// The fault run: what was killed, when (verified pairs by then), and
 	// what the pool delivered after it.
-	Fault            string `json:"fault,omitempty"`
-	FaultAtKeys      int    `json:"fault_at_keys,omitempty"`
-	KeysAfterFault   int    `json:"keys_after_fault,omitempty"`
-	FaultPairAfter   int    `json:"fault_pair_keys_after_fault,omitempty"`
+	Fault          string `json:"fault,omitempty"`
+	FaultAtKeys    int    `json:"fault_at_keys,omitempty"`
+	KeysAfterFault int    `json:"keys_after_fault,omitempty"`
+	FaultPairAfter int    `json:"fault_pair_keys_after_fault,omitempty"`
 	// FaultDetectMs is how long after the kill the leader first skipped
 	// the pair (its health check or the stall watchdog).
 	FaultDetectMs float64 `json:"fault_detect_ms,omitempty"`
