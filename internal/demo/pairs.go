@@ -218,11 +218,13 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	}
 	newAsks(o.Keys)
 
-	// The sender: chunks of up to 64 asks, each chunk on the pair the
-	// leader chooses.
+	// The sender: chunks of up to half a batch of asks, each chunk on the
+	// pair the leader chooses. Runs that short of a batch leave each
+	// party's batches part-empty, which costs the daemons CPU per key
+	// (BENCHMARKS.md, "Pair groups").
 	sendErr := make(chan error, 1)
 	go func() {
-		const chunk = 64
+		chunk := max(64, o.Batch/2)
 		for {
 			mu.Lock()
 			n := min(chunk, len(queue))
@@ -527,3 +529,4 @@ func PlotPairs(file string, sw *PairsSweep) error {
 	p.X.Min, p.X.Max = 0, agg[len(agg)-1].X+1
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, file)
 }
+
