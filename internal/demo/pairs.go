@@ -529,4 +529,3 @@ func PlotPairs(file string, sw *PairsSweep) error {
 	p.X.Min, p.X.Max = 0, agg[len(agg)-1].X+1
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, file)
 }
-
