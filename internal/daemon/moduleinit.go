@@ -96,10 +96,14 @@ func ownDir(dir string, uid, gid int) error {
 	if !st.IsDir() {
 		return BadInput("--state-dir %s is not a directory", dir)
 	}
-	if err := os.Lchown(dir, uid, gid); err != nil {
+	// Mode first, then owner: once the directory is another user's, root
+	// needs CAP_FOWNER to change its mode, and an init container keeps
+	// only CAP_CHOWN (and CAP_FOWNER for a directory a previous start gave
+	// away).
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("--state-dir %s: %w", dir, err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := os.Lchown(dir, uid, gid); err != nil {
 		return fmt.Errorf("--state-dir %s: %w", dir, err)
 	}
 	return nil

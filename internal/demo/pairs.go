@@ -90,6 +90,11 @@ type PairsReport struct {
 	// DaemonCPUPerKey: the daemons' CPU time (user + system) during the
 	// run per verified pair, in µs; ClientCPUPerKey this process's.
 	DaemonCPUPerKey float64 `json:"daemon_cpu_us_per_key"`
+	// ModuleCPUPerKey and PartyCPUPerKey split it by role, per site: one
+	// module's (one party's) CPU per key it served, averaged over both
+	// sites and all pairs (what a pod's resource requests follow).
+	ModuleCPUPerKey float64 `json:"module_cpu_us_per_key"`
+	PartyCPUPerKey  float64 `json:"party_cpu_us_per_key"`
 	ClientCPUPerKey float64 `json:"client_cpu_us_per_key"`
 	// The fault run: what was killed, when (verified pairs by then), and
 	// what the pool delivered after it.
@@ -317,6 +322,7 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	faultPairAt := 0
 	var faultAt time.Time
 	d0, ok0 := liveCPU(cs)
+	roles0, rok0 := roleCPU(cs)
 	cpu0 := cluster.SelfCPU()
 	t0 := time.Now()
 	lastSay := t0
@@ -401,11 +407,17 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	el := time.Since(t0)
 	clientCPU := cluster.SelfCPU() - cpu0
 	d1, ok1 := liveCPU(cs)
+	roles1, rok1 := roleCPU(cs)
 	cancel()
 	rep.Seconds = el.Seconds()
 	rep.KeysPerSec = float64(rep.PairsVerified) / el.Seconds()
 	if ok0 && ok1 && o.Fault == "" {
 		rep.DaemonCPUPerKey = float64((d1 - d0).Nanoseconds()) / 1e3 / float64(rep.PairsVerified)
+	}
+	if rok0 && rok1 && o.Fault == "" {
+		// each role has 2 daemons per pair; each served the keys of its pair
+		rep.ModuleCPUPerKey = float64((roles1[0] - roles0[0]).Nanoseconds()) / 1e3 / float64(2*rep.PairsVerified)
+		rep.PartyCPUPerKey = float64((roles1[1] - roles0[1]).Nanoseconds()) / 1e3 / float64(2*rep.PairsVerified)
 	}
 	rep.ClientCPUPerKey = float64(clientCPU.Nanoseconds()) / 1e3 / float64(rep.PairsVerified)
 	for i, n := range perPair {
@@ -437,6 +449,26 @@ func liveCPU(cs []*cluster.Cluster) (time.Duration, bool) {
 		d, o := c.LiveCPU()
 		t += d
 		ok = ok && o
+	}
+	return t, ok
+}
+
+// roleCPU is the CPU time of every cluster's modules ([0]) and parties
+// ([1]).
+func roleCPU(cs []*cluster.Cluster) (t [2]time.Duration, ok bool) {
+	ok = true
+	for _, c := range cs {
+		for b := range 2 {
+			for r, d := range []*cluster.Daemon{c.Module(b), c.Party(b)} {
+				if d == nil {
+					ok = false
+					continue
+				}
+				x, err := d.CPU()
+				ok = ok && err == nil
+				t[r] += x
+			}
+		}
 	}
 	return t, ok
 }
