@@ -21,12 +21,14 @@ type pairsOpts struct {
 	fault string
 	stall time.Duration
 	png   string
+	link  bool
 }
 
 func (p *pairsOpts) flags(f *pflag.FlagSet) {
 	f.IntSliceVar(&p.ks, "pairs", nil, "run K module pairs behind one client pool per site (K, or K1,K2,... to run each in turn): aggregate and per-pair keys/s, every pair verified")
 	f.StringVar(&p.fault, "fault", "", "with --pairs: kill -9 pair 0's module0 or module1 once a third of the keys are delivered, and carry on with the other pairs")
 	f.DurationVar(&p.stall, "stall", 3*time.Second, "with --pairs: a pair with requests outstanding and no reply for this long is taken down and its requests asked again elsewhere")
+	f.BoolVar(&p.link, "link-bytes", false, "with --pairs: relay each pair's peer link through a counter and report its bytes per key (the relay costs CPU)")
 	f.StringVar(&p.png, "png", "", "with --pairs: draw aggregate and per-pair keys/s against K to this PNG file")
 }
 
@@ -34,7 +36,7 @@ func (p *pairsOpts) flags(f *pflag.FlagSet) {
 func (p pairsOpts) check(cmd *cobra.Command, inProcess bool) error {
 	f := cmd.Flags()
 	if len(p.ks) == 0 {
-		for _, name := range []string{"fault", "stall", "png"} {
+		for _, name := range []string{"fault", "stall", "png", "link-bytes"} {
 			if f.Changed(name) {
 				return badInput("--%s is for a pair group: give --pairs K", name)
 			}
@@ -79,7 +81,7 @@ func demoPairs(cmd *cobra.Command, o demoOpts) error {
 	}
 	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
 	sw, err := demo.PairsRuns(cmd.Context(), o.pairs.ks, demo.PairsOptions{Keys: o.keys, Batch: o.batch, InFlight: o.inFlight, KEM: o.kem,
-		Seed: seed, Plaintext: plaintext, Fault: o.pairs.fault, Stall: o.pairs.stall}, progress)
+		Seed: seed, Plaintext: plaintext, Fault: o.pairs.fault, Stall: o.pairs.stall, LinkBytes: o.pairs.link}, progress)
 	if err != nil {
 		return err
 	}

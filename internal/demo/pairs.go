@@ -38,6 +38,10 @@ type PairsOptions struct {
 	Fault string
 	// Stall is the pools' PoolOptions.Stall (default 3 s).
 	Stall time.Duration
+	// LinkBytes: relay each pair's peer link through a counter in this
+	// process and report its bytes per key (the relay costs CPU: leave it
+	// out of rate comparisons).
+	LinkBytes bool
 }
 
 // Faults are the values of PairsOptions.Fault.
@@ -96,6 +100,10 @@ type PairsReport struct {
 	ModuleCPUPerKey float64 `json:"module_cpu_us_per_key"`
 	PartyCPUPerKey  float64 `json:"party_cpu_us_per_key"`
 	ClientCPUPerKey float64 `json:"client_cpu_us_per_key"`
+	// PeerLinkBytesPerKey is what the peer links carried, both directions,
+	// per verified pair (LinkBytes; 0 otherwise): frames, batch headers
+	// and confirmations, gRPC and TLS framing.
+	PeerLinkBytesPerKey float64 `json:"peer_link_bytes_per_key,omitempty"`
 	// The fault run: what was killed, when (verified pairs by then), and
 	// what the pool delivered after it.
 	Fault          string `json:"fault,omitempty"`
@@ -156,10 +164,29 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	say("starting %d pairs (%d modules, %d parties) as child processes on loopback… ", o.Pairs, 2*o.Pairs, 2*o.Pairs)
 	cs := make([]*cluster.Cluster, o.Pairs)
 	errs := make([]error, o.Pairs)
+	counters := make([]*linkCounter, o.Pairs)
+	defer func() {
+		for _, lc := range counters {
+			if lc != nil {
+				lc.close()
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	for i := range cs {
 		wg.Go(func() {
-			cs[i], errs[i] = cluster.Start(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, KEM: o.KEM, PeerPlaintext: o.Plaintext})
+			co := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, KEM: o.KEM, PeerPlaintext: o.Plaintext}
+			if o.LinkBytes {
+				co.PeerVia = func(peer string) (string, error) {
+					lc, err := newLinkCounter(peer)
+					counters[i] = lc
+					if err != nil {
+						return "", err
+					}
+					return lc.addr(), nil
+				}
+			}
+			cs[i], errs[i] = cluster.Start(ctx, "", co)
 		})
 	}
 	wg.Wait()
@@ -323,6 +350,7 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	var faultAt time.Time
 	d0, ok0 := liveCPU(cs)
 	roles0, rok0 := roleCPU(cs)
+	link0 := linkBytes(counters)
 	cpu0 := cluster.SelfCPU()
 	t0 := time.Now()
 	lastSay := t0
@@ -408,6 +436,9 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	clientCPU := cluster.SelfCPU() - cpu0
 	d1, ok1 := liveCPU(cs)
 	roles1, rok1 := roleCPU(cs)
+	if o.LinkBytes {
+		rep.PeerLinkBytesPerKey = float64(linkBytes(counters)-link0) / float64(rep.PairsVerified)
+	}
 	cancel()
 	rep.Seconds = el.Seconds()
 	rep.KeysPerSec = float64(rep.PairsVerified) / el.Seconds()
@@ -451,6 +482,17 @@ func liveCPU(cs []*cluster.Cluster) (time.Duration, bool) {
 		ok = ok && o
 	}
 	return t, ok
+}
+
+// linkBytes is what the peer-link counters have relayed.
+func linkBytes(cs []*linkCounter) int64 {
+	var n int64
+	for _, c := range cs {
+		if c != nil {
+			n += c.bytes.Load()
+		}
+	}
+	return n
 }
 
 // roleCPU is the CPU time of every cluster's modules ([0]) and parties
