@@ -371,6 +371,12 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 			}
 		}
 
+		// The site's pods spread over nodes.
+		if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
+			t.Fatalf("site %d: pods not spread over nodes: %+v", site, pod.Affinity)
+		}
+
 		// One PDB and one NetworkPolicy select the site's pods.
 		selects := func(sel *metav1.LabelSelector) bool {
 			if sel == nil || len(sel.MatchLabels) == 0 {
