@@ -351,6 +351,7 @@ type PoolStream struct {
 	ctx context.Context
 	out chan PoolReply
 
+	opening []sync.Mutex // one stream opening per pair at a time
 	mu      sync.Mutex
 	legs    []*poolLeg
 	readers int  // reader goroutines running
@@ -372,29 +373,48 @@ type poolLeg struct {
 // need them; ctx ends them all.
 func (p *Pool) Stream(ctx context.Context) (*PoolStream, error) {
 	sctx, stop := context.WithCancel(ctx)
-	s := &PoolStream{p: p, ctx: sctx, out: make(chan PoolReply, 1024), legs: make([]*poolLeg, len(p.pairs)), stop: stop}
+	s := &PoolStream{p: p, ctx: sctx, out: make(chan PoolReply, 1024), legs: make([]*poolLeg, len(p.pairs)), opening: make([]sync.Mutex, len(p.pairs)), stop: stop}
 	go s.watchdog()
 	return s, nil
 }
 
-// leg returns pair i's stream, opening it if needed; mu is held.
-func (s *PoolStream) legLocked(i int) (*poolLeg, error) {
+// leg returns pair i's stream, opening it if needed. The stream is opened
+// outside s.mu (opening asks the party for its status once per client,
+// which waits on the network), one opening per pair at a time.
+func (s *PoolStream) leg(i int) (*poolLeg, error) {
+	s.mu.Lock()
 	if l := s.legs[i]; l != nil {
+		s.mu.Unlock()
 		return l, nil
 	}
-	if s.closed {
-		return nil, errors.New("client: pool stream: CloseSend was called")
+	s.mu.Unlock()
+	s.opening[i].Lock()
+	defer s.opening[i].Unlock()
+	s.mu.Lock()
+	if l := s.legs[i]; l != nil || s.closed {
+		s.mu.Unlock()
+		if l == nil {
+			return nil, errors.New("client: pool stream: CloseSend was called")
+		}
+		return l, nil
 	}
+	s.mu.Unlock()
 	lctx, cancel := context.WithCancel(s.ctx)
 	st, err := s.p.pairs[i].c.Stream(lctx)
 	if err != nil {
 		cancel()
-		s.p.MarkDown(i, err)
-		return nil, fmt.Errorf("client: pool pair %d: %w", i, err)
+		return nil, err
 	}
 	l := &poolLeg{st: st, cancel: cancel, pending: map[uint64]time.Time{}}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		return nil, errors.New("client: pool stream: CloseSend was called")
+	}
 	s.legs[i] = l
 	s.readers++
+	s.mu.Unlock()
 	go s.read(i, l)
 	return l, nil
 }
@@ -428,28 +448,56 @@ func (s *PoolStream) SendBatch(rs []*pb.KeyRequest) error {
 }
 
 // sendTo sends rs on pair i's stream. A send that fails ends that stream:
-// its unanswered requests, rs included, are answered spent.
+// its unanswered requests, rs included, are answered spent; so are rs when
+// no stream to the pair opens (the pair is taken down).
 func (s *PoolStream) sendTo(i int, rs []*pb.KeyRequest) error {
-	s.mu.Lock()
-	l, err := s.legLocked(i)
-	if err != nil {
+	for {
+		l, err := s.leg(i)
+		if err != nil {
+			return s.noLeg(i, rs, err)
+		}
+		s.mu.Lock()
+		if s.legs[i] != l { // it ended meanwhile: open another
+			s.mu.Unlock()
+			continue
+		}
+		now := time.Now()
+		if len(l.pending) == 0 {
+			l.last = now
+		}
+		for _, r := range rs {
+			l.pending[r.Id] = now
+		}
 		s.mu.Unlock()
-		return err
+		l.sendMu.Lock()
+		err = l.st.SendBatch(rs)
+		l.sendMu.Unlock()
+		if err != nil {
+			s.abandon(i, l, fmt.Errorf("send: %w", err))
+		}
+		return nil
 	}
-	now := time.Now()
-	if len(l.pending) == 0 {
-		l.last = now
-	}
-	for _, r := range rs {
-		l.pending[r.Id] = now
+}
+
+// noLeg answers rs spent when no stream to pair i opens (and takes the
+// pair down), unless CloseSend was called: then it returns err.
+func (s *PoolStream) noLeg(i int, rs []*pb.KeyRequest, err error) error {
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.readers++
 	}
 	s.mu.Unlock()
-	l.sendMu.Lock()
-	err = l.st.SendBatch(rs)
-	l.sendMu.Unlock()
-	if err != nil {
-		s.abandon(i, l, fmt.Errorf("send: %w", err))
+	if closed {
+		return err
 	}
+	why := fmt.Errorf("no stream opens: %w", err)
+	s.p.MarkDown(i, why)
+	ids := make([]uint64, len(rs))
+	for k, r := range rs {
+		ids[k] = r.Id
+	}
+	go s.answerSpent(i, ids, why)
 	return nil
 }
 
@@ -508,8 +556,19 @@ func (s *PoolStream) read(i int, l *poolLeg) {
 		s.p.MarkDown(i, fmt.Errorf("stream ended: %w", err))
 	}
 	slices.SortFunc(left, func(a, b sent) int { return a.at.Compare(b.at) })
-	for _, q := range left {
-		rep := &Reply{ID: q.id, Err: &ReplyError{Class: pb.ClassSpent,
+	ids := make([]uint64, len(left))
+	for k, q := range left {
+		ids[k] = q.id
+	}
+	s.answerSpent(i, ids, why)
+}
+
+// answerSpent answers ids, which pair i never answered, as spent, and
+// then ends a reader (s.readers was counted for it): the last reader
+// after CloseSend closes the replies.
+func (s *PoolStream) answerSpent(i int, ids []uint64, why error) {
+	for _, id := range ids {
+		rep := &Reply{ID: id, Err: &ReplyError{Class: pb.ClassSpent,
 			Msg: fmt.Sprintf("pool pair %d gave no reply (%v); take as spent: ask again with a fresh α", i, why)}}
 		select {
 		case s.out <- PoolReply{Pair: i, Reply: rep, Abandoned: true}:

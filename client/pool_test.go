@@ -423,3 +423,41 @@ func TestPoolBadInput(t *testing.T) {
 		t.Errorf("all pairs down: %v", err)
 	}
 }
+
+// TestPoolPairUnreachable: a request for a pair whose party cannot be
+// reached comes back spent (abandoned) and the pair is down; the leader
+// then skips it.
+func TestPoolPairUnreachable(t *testing.T) {
+	sites, _ := startGroup(t, 1, nil)
+	dead, err := client.Dial("127.0.0.1:1", nil) // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	pool, err := client.NewPool(0, []*client.Client{sites[0][0], dead}, client.PoolOptions{Hold: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, _ := pool.Stream(ctx)
+	defer s.Close()
+	id, _ := client.PoolID(1, 3)
+	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *client.ReplyError
+	if rep.ID != id || rep.Pair != 1 || !rep.Abandoned || !errors.As(rep.Err, &re) || re.Class != pb.ClassSpent || !strings.Contains(re.Msg, "no stream opens") {
+		t.Fatalf("request to an unreachable pair: %+v %v", rep, rep.Err)
+	}
+	for range 4 {
+		r := client.Bound(7, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 0, 0)
+		if pair, err := pool.Assign(r); err != nil || pair != 0 {
+			t.Fatalf("the leader chose pair %d (%v) with pair 1 down", pair, err)
+		}
+	}
+}
