@@ -431,6 +431,9 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 	if want := fmt.Sprintf("%s-$(JOB_COMPLETION_INDEX).%s.%s.svc:%d", m.sts[0].Name, m.sts[0].Spec.ServiceName, namespace, port(t, flag(t, p0, "listen"))); jc.Args[0] != "pair" || flag(t, jc, "app") != want {
 		t.Fatalf("pairing Job asks %s, want %s", flag(t, jc, "app"), want)
 	}
+	if !slices.Contains(jc.Args, "--skip-paired") || j.Annotations["helm.sh/hook"] != "post-install,post-upgrade" {
+		t.Fatalf("pairing Job %v, hooks %q: want it to run after install and upgrade, skipping paired pairs", jc.Args, j.Annotations["helm.sh/hook"])
+	}
 	if !hasIndexEnv(jc, "JOB_COMPLETION_INDEX", "metadata.annotations['batch.kubernetes.io/job-completion-index']") {
 		t.Fatal("the pairing Job has no JOB_COMPLETION_INDEX")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,24 @@ func TestPartyProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(0, true)
+}
+
+// TestPairSkipPaired: kord pair against a paired pair fails, and with
+// --skip-paired succeeds without pairing again (a pairing Job that runs
+// again after an upgrade).
+func TestPairSkipPaired(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, Batch: 16, PeerPlaintext: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	app := c.Party(0).Ready["app"]
+	if out, errOut, code := runKord(t, "pair", "--app", app, "--timeout", "10s"); code == 0 {
+		t.Fatalf("pairing a paired pair again succeeded: %s %s", out, errOut)
+	}
+	if out, errOut, code := runKord(t, "pair", "--app", app, "--skip-paired"); code != 0 || !strings.Contains(out, "already paired") {
+		t.Fatalf("--skip-paired: exit %d: %s %s", code, out, errOut)
+	}
 }

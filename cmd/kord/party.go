@@ -133,6 +133,7 @@ module process stays the default.`,
 func pairCmd() *cobra.Command {
 	var app string
 	var timeout time.Duration
+	var skipPaired bool
 	cmd := &cobra.Command{
 		Use:   "pair --app ADDR",
 		Short: "Pair the two modules once, through the two parties (ask party 0)",
@@ -156,6 +157,16 @@ module's state file.`,
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if skipPaired {
+				st, err := c.Status(ctx)
+				if err != nil {
+					return fmt.Errorf("pair: status: %w", err)
+				}
+				if st.Paired {
+					fmt.Fprintln(cmd.OutOrStdout(), "already paired")
+					return nil
+				}
+			}
 			if err := c.Pair(ctx); err != nil {
 				return fmt.Errorf("pair: %w", err)
 			}
@@ -165,6 +176,7 @@ module's state file.`,
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
+	cmd.Flags().BoolVar(&skipPaired, "skip-paired", false, "exit 0 without pairing when party 0's module is already paired (a pairing job that may run again)")
 	daemon.CommonFlags(cmd.Flags())
 	return cmd
 }
