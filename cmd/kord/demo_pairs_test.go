@@ -32,8 +32,8 @@ func TestDemoPairs(t *testing.T) {
 		}
 		sum := 0
 		for _, p := range r.PerPair {
-			if p.Keys == 0 {
-				t.Fatalf("%d pairs: pair %d delivered nothing", r.Pairs, p.Pair)
+			if p.Keys == 0 || !(p.KeysPerBatch >= 1) {
+				t.Fatalf("%d pairs: pair %d delivered %d keys, %v per batch", r.Pairs, p.Pair, p.Keys, p.KeysPerBatch)
 			}
 			sum += p.Keys
 		}

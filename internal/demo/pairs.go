@@ -52,6 +52,9 @@ type PairRate struct {
 	Pair       int     `json:"pair"`
 	Keys       int     `json:"keys"`
 	KeysPerSec float64 `json:"keys_per_sec"`
+	// KeysPerBatch is party 0's keys delivered per batch it ran (from its
+	// Status, whole run): how full the pair's batches were.
+	KeysPerBatch float64 `json:"keys_per_batch,omitempty"`
 	// Down is why the leader last took the pair down ("" if never).
 	Down string `json:"down,omitempty"`
 }
@@ -453,6 +456,11 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	rep.ClientCPUPerKey = float64(clientCPU.Nanoseconds()) / 1e3 / float64(rep.PairsVerified)
 	for i, n := range perPair {
 		pr := PairRate{Pair: i, Keys: n, KeysPerSec: float64(n) / el.Seconds()}
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+		if st, err := sites[0][i].Status(sctx); err == nil && st.Batches > 0 {
+			pr.KeysPerBatch = float64(st.KeysDelivered) / float64(st.Batches)
+		}
+		scancel()
 		if why, downs := pools[0].Down(i); why != nil {
 			pr.Down = why.Error()
 		} else if downs > 0 {
