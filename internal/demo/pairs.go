@@ -609,5 +609,10 @@ func PlotPairs(file string, sw *PairsSweep) error {
 	p.Legend.Top = false
 	p.Y.Min = 0
 	p.X.Min, p.X.Max = 0, agg[len(agg)-1].X+1
+	var ticks []plot.Tick
+	for _, a := range agg {
+		ticks = append(ticks, plot.Tick{Value: a.X, Label: fmt.Sprintf("%.0f", a.X)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, file)
 }
