@@ -15,6 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -482,6 +484,22 @@ func checkModuleInit(t *testing.T, init *corev1.Container, state string) {
 		t.Fatalf("the module's state store refuses what module-init prepared: %v", err)
 	}
 	b.Close()
+}
+
+// TestChartLint runs helm lint's checks (Chart.yaml, values, templates
+// rendered and parsed as YAML, for Kubernetes 1.30): nothing at warning
+// or above.
+func TestChartLint(t *testing.T) {
+	for _, pairs := range []int{1, 3} {
+		kv := &chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
+		l := lint.AllWithKubeVersion("helm/kord", map[string]any{"pairs": pairs}, namespace, kv)
+		for _, m := range l.Messages {
+			t.Log(m) // INFO: the chart has no icon
+			if m.Severity >= support.WarningSev {
+				t.Errorf("pairs=%d: %s", pairs, m)
+			}
+		}
+	}
 }
 
 // TestChartOneSite: a release of one site (one cluster each) renders that
