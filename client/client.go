@@ -31,6 +31,10 @@
 // (authenticated); otp, the keystream tier, is an explicit opt-in for
 // semi-honest hosts and network only.
 //
+// Several module pairs: a Pool is one site's client of K independent
+// pairs; site 0's pool chooses the pair of each request and the id carries
+// the choice to site 1's (pool.go, docs/scaling.md).
+//
 // Receiving in bulk: Stream.RecvBatch hands out the replies of a received
 // message as a Batch of fss.KeyViews over the received buffer (no Key
 // parsed and nothing allocated per key); Release wipes its memory and
