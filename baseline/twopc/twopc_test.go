@@ -1,0 +1,108 @@
+package twopc
+
+import (
+	"context"
+	"io"
+	mrand "math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/netshape"
+	"github.com/kord-fss/kord/internal/prg"
+)
+
+func newPair(t testing.TB) *Pair {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pr, err := NewPair(ctx, netshape.Profile{Name: "loopback"}, [2]io.Reader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	return pr
+}
+
+// genChecked splits α and β into random additive shares, runs both
+// parties and checks the pair with fss.CheckPair at the points given plus
+// α, α ± 1, 0 and 2^ℓ − 1.
+func genChecked(t *testing.T, pr *Pair, rng *mrand.Rand, p fss.Params, alpha, beta uint64, xs ...uint64) [2]Counters {
+	t.Helper()
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys, cost, err := pr.Gen(ctx, p, [2]uint64{a0, (alpha - a0) & ma}, [2]uint64{b0, (beta - b0) & mb})
+	if err != nil {
+		t.Fatalf("%v α=%d: %v", p, alpha, err)
+	}
+	xs = append(xs, alpha, (alpha+1)&ma, (alpha-1)&ma, 0, ma, rng.Uint64()&ma)
+	if err := fss.CheckPair(keys[0], keys[1], alpha, beta, xs...); err != nil {
+		t.Fatal(err)
+	}
+	return cost
+}
+
+// TestExhaustiveSmall: every x of every small domain, both types, several
+// output widths, α at the edges and in between.
+func TestExhaustiveSmall(t *testing.T) {
+	pr := newPair(t)
+	rng := mrand.New(mrand.NewPCG(5, 6))
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		for _, l := range []int{1, 2, 3, 5, 8} {
+			for _, n := range []int{1, 7, 64} {
+				p := fss.Params{Type: typ, InBits: l, OutBits: n}
+				all := make([]uint64, 1<<l)
+				for x := range all {
+					all[x] = uint64(x)
+				}
+				for _, alpha := range []uint64{0, prg.Mask(l), rng.Uint64() & prg.Mask(l)} {
+					beta := rng.Uint64() & prg.Mask(n)
+					genChecked(t, pr, rng, p, alpha, beta, all...)
+				}
+			}
+		}
+	}
+}
+
+// TestWider: random points at wider domains, and the exchange count and
+// per-level shape of the protocol as documented.
+func TestWider(t *testing.T) {
+	pr := newPair(t)
+	rng := mrand.New(mrand.NewPCG(7, 8))
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		for _, l := range []int{12, 16} {
+			p := fss.Params{Type: typ, InBits: l, OutBits: 32}
+			cost := genChecked(t, pr, rng, p, rng.Uint64()&prg.Mask(l), rng.Uint64()&prg.Mask(32))
+			for b := range 2 {
+				if cost[b].Rounds != ExchangesPerKey(p) {
+					t.Fatalf("%v party %d: %d exchanges, ExchangesPerKey says %d", p, b, cost[b].Rounds, ExchangesPerKey(p))
+				}
+				if want := BytesPerKey(p, b); cost[b].Bytes != want {
+					t.Fatalf("%v party %d: %d bytes, BytesPerKey says %d", p, b, cost[b].Bytes, want)
+				}
+			}
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	pr := newPair(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		p    fss.Params
+		a, b uint64
+	}{
+		{fss.Params{Type: 9, InBits: 8, OutBits: 8}, 0, 0},
+		{fss.Params{Type: fss.DPF, InBits: 0, OutBits: 8}, 0, 0},
+		{fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 256, 0},
+		{fss.Params{Type: fss.DCF, InBits: 8, OutBits: 4}, 0, 16},
+	} {
+		if _, _, err := pr.S[0].Gen(ctx, tc.p, tc.a, tc.b); err == nil {
+			t.Fatalf("%v α=%d β=%d accepted", tc.p, tc.a, tc.b)
+		}
+	}
+	// The session is still usable: nothing was sent.
+	genChecked(t, pr, mrand.New(mrand.NewPCG(9, 9)), fss.Params{Type: fss.DPF, InBits: 4, OutBits: 4}, 3, 5)
+}
