@@ -20,7 +20,9 @@ var ErrFrame = errors.New("twopc: malformed frame")
 // Conn carries the protocol's exchanges over a stream (a TCP connection,
 // shaped or not): in one exchange each party sends one frame (a 4-byte
 // little-endian length and the body) and receives the peer's. It counts
-// exchanges and the bytes this party sent, framing included.
+// exchanges and the payload bytes this party sent (frame bodies; the
+// 4-byte length prefixes are not counted, as kord's host links count
+// module frames only).
 type Conn struct {
 	c      net.Conn
 	sent   uint64
@@ -31,7 +33,7 @@ type Conn struct {
 func NewConn(c net.Conn) *Conn { return &Conn{c: c} }
 
 // Counters are a party's traffic: exchanges (each one frame each way,
-// sent at once) and bytes written.
+// sent at once) and payload bytes sent.
 type Counters struct {
 	Rounds int
 	Bytes  uint64
@@ -78,7 +80,7 @@ func (c *Conn) Exchange(ctx context.Context, out []byte) ([]byte, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	c.sent += uint64(len(frame))
+	c.sent += uint64(len(out))
 	c.rounds++
 	return in, nil
 }

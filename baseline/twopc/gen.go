@@ -287,8 +287,18 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 	for i := 0; i < 16; i += 8 {
 		binary.LittleEndian.PutUint64(root[i:], r.rng.Uint64())
 	}
-	seeds := []prg.Block{root}
-	ts := []uint8{uint8(b)}
+	// The level's nodes: two buffers of 2^ℓ seeds and bits, swapped each
+	// level; a level's children are stored as all left children, then
+	// all right ones (the sums do not depend on the order).
+	size := 1 << l
+	bufs := [2][]prg.Block{make([]prg.Block, size), make([]prg.Block, size)}
+	tbufs := [2][]uint8{make([]uint8, size), make([]uint8, size)}
+	var vl, vr []prg.Block
+	if dcf {
+		vl, vr = make([]prg.Block, size/2), make([]prg.Block, size/2)
+	}
+	seeds, ts := bufs[0][:1], tbufs[0][:1]
+	seeds[0], ts[0] = root, uint8(b)
 	sCW := make([]prg.Block, l)
 	var tL, tR uint64
 	vCW := make([]uint64, l)
@@ -297,10 +307,11 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 	aLen := alphaLen(p)
 	for j := 1; j <= l; j++ {
 		m := len(seeds)
-		L, R := make([]prg.Block, m), make([]prg.Block, m)
+		next, nts := bufs[j%2][:2*m], tbufs[j%2][:2*m]
+		L, R := next[:m], next[m:]
+		tl, tr := nts[:m], nts[m:]
 		prg.ExpandSeeds(L, R, seeds)
-		tl, tr := make([]uint8, m), make([]uint8, m)
-		var SL, SR prg.Block
+		var sl0, sl1, sr0, sr1 uint64
 		var TL, TR uint8
 		var tpar uint64
 		for i := range m {
@@ -308,16 +319,20 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 			TL ^= tl[i]
 			TR ^= tr[i]
 			tpar += uint64(ts[i])
-			for k := range SL {
-				SL[k] ^= L[i][k]
-				SR[k] ^= R[i][k]
-			}
+			sl0 ^= binary.LittleEndian.Uint64(L[i][:8])
+			sl1 ^= binary.LittleEndian.Uint64(L[i][8:])
+			sr0 ^= binary.LittleEndian.Uint64(R[i][:8])
+			sr1 ^= binary.LittleEndian.Uint64(R[i][8:])
 		}
+		var SL, SR prg.Block
+		binary.LittleEndian.PutUint64(SL[:8], sl0)
+		binary.LittleEndian.PutUint64(SL[8:], sl1)
+		binary.LittleEndian.PutUint64(SR[:8], sr0)
+		binary.LittleEndian.PutUint64(SR[8:], sr1)
 		var VL, VR uint64
 		var gme bool
 		if dcf {
-			vl, vr := make([]prg.Block, m), make([]prg.Block, m)
-			prg.ExpandValues(vl, vr, seeds)
+			prg.ExpandValues(vl[:m], vr[:m], seeds)
 			for i := range m {
 				VL += prg.Convert(&vl[i], n)
 				VR += prg.Convert(&vr[i], n)
@@ -435,21 +450,16 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 			gW := rG + binary.LittleEndian.Uint64(got)
 			vcwShare = W - 2*gW
 		}
-		// Correct and descend: every node's children, in order.
-		next := make([]prg.Block, 2*m)
-		nts := make([]uint8, 2*m)
-		cw := &sCW[j-1]
+		// Correct the children of every node whose bit is set.
+		cw0 := binary.LittleEndian.Uint64(sCW[j-1][:8])
+		cw1 := binary.LittleEndian.Uint64(sCW[j-1][8:])
 		for i := range m {
 			if ts[i] == 1 {
-				for k := range cw {
-					L[i][k] ^= cw[k]
-					R[i][k] ^= cw[k]
-				}
+				xorWords(&L[i], cw0, cw1)
+				xorWords(&R[i], cw0, cw1)
 				tl[i] ^= tb & 1
 				tr[i] ^= tb >> 1
 			}
-			next[2*i], next[2*i+1] = L[i], R[i]
-			nts[2*i], nts[2*i+1] = tl[i], tr[i]
 		}
 		seeds, ts = next, nts
 	}
@@ -528,6 +538,11 @@ func tShare(b int, sum uint64) bool {
 	return h
 }
 
+func xorWords(x *prg.Block, w0, w1 uint64) {
+	binary.LittleEndian.PutUint64(x[:8], binary.LittleEndian.Uint64(x[:8])^w0)
+	binary.LittleEndian.PutUint64(x[8:], binary.LittleEndian.Uint64(x[8:])^w1)
+}
+
 func sel(on bool, v uint64) uint64 {
 	if on {
 		return v
@@ -574,10 +589,10 @@ func (r *run) assemble(root prg.Block, sCW []prg.Block, tL, tR uint64, vCW []uin
 	return k, nil
 }
 
-// BytesPerKey is what Gen sends, framing included, for party b and shape
+// BytesPerKey is the payload Gen sends (no length prefixes) for party b and shape
 // p: the columns of the receiver batch (IKNP: 16 bytes per OT), the
 // derandomization bits, the OT answers (two messages each), the revealed
-// shares and 4 bytes of framing per exchange.
+// shares.
 func BytesPerKey(p fss.Params, b int) uint64 {
 	l := p.InBits
 	me := newLayout(p, b)
@@ -598,5 +613,5 @@ func BytesPerKey(p fss.Params, b int) uint64 {
 		n += 8                               // VCW_ℓ in the last word's first exchange
 	}
 	n += 1 + ot.MessagesSize(1, 8) + 8 // last word
-	return uint64(n + 4*ExchangesPerKey(p))
+	return uint64(n)
 }

@@ -1,0 +1,335 @@
+// Package compare is `kord compare` (issue 25): the dealerless 2PC
+// baseline (baseline/twopc) and kord (two paired software modules, bound
+// mode, otp and mac tiers) generating the same DPF and DCF keys across the
+// same shaped link (internal/netshape) in the same run, with rounds, bytes
+// per party and seconds per key for both, their ratios, and Xing et al.'s
+// published figures beside them. Every key of both systems is verified by
+// Eval (fss.CheckPair). The baseline is a full-tree protocol; widths above
+// Config.MaxMeasured are extrapolated from the measured widths by a
+// least-squares fit that the report prints.
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/kord-fss/kord/baseline/twopc"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/netshape"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+)
+
+// Config is what kord compare measures.
+type Config struct {
+	Link string // netshape preset
+	Bits []int  // rows' input widths ℓ (output width n = ℓ)
+	// MaxMeasured is the widest ℓ the full-tree baseline runs; wider rows
+	// are extrapolated. FitBits are extra widths measured only for the fit.
+	MaxMeasured int
+	FitBits     []int
+	// BaselineKeys and KordKeys are the keys timed per measured row.
+	BaselineKeys, KordKeys int
+}
+
+// DefaultConfig is kord compare's default: ℓ ∈ {8,16,18,32}, the baseline
+// measured up to ℓ = 20 (ℓ = 12 and 20 for the fit only).
+func DefaultConfig() Config {
+	return Config{Link: "loopback", Bits: []int{8, 16, 18, 32}, MaxMeasured: 20, FitBits: []int{12, 20},
+		BaselineKeys: 3, KordKeys: 20}
+}
+
+// Check validates every field; its errors name kord compare's flags.
+func (c Config) Check() error {
+	if _, err := netshape.Preset(c.Link); err != nil {
+		return fmt.Errorf("--link: %w", err)
+	}
+	if len(c.Bits) == 0 {
+		return errors.New("--bits: no widths")
+	}
+	for _, l := range append(slices.Clone(c.Bits), c.FitBits...) {
+		if l < 1 || l > 64 {
+			return fmt.Errorf("--bits: %d is outside 1..64", l)
+		}
+	}
+	switch {
+	case c.MaxMeasured < 1 || c.MaxMeasured > 26:
+		return fmt.Errorf("--max-measured %d is outside 1..26 (the baseline expands the full tree: 2^ℓ seeds per party)", c.MaxMeasured)
+	case c.BaselineKeys < 1 || c.BaselineKeys > 1000:
+		return fmt.Errorf("--baseline-keys %d is outside 1..1000", c.BaselineKeys)
+	case c.KordKeys < 1 || c.KordKeys > 100000:
+		return fmt.Errorf("--kord-keys %d is outside 1..100000", c.KordKeys)
+	}
+	return nil
+}
+
+// Row is one block, width, link and kord tier.
+type Row struct {
+	Block                 string  `json:"block"`
+	InBits                int     `json:"in_bits"`
+	Link                  string  `json:"link"`
+	Tier                  string  `json:"tier"`
+	BaselineRounds        int     `json:"baseline_rounds"`
+	BaselineBytesPerParty uint64  `json:"baseline_bytes_per_party"`
+	BaselineSeconds       float64 `json:"baseline_seconds"`
+	KordRounds            int     `json:"kord_rounds"`
+	KordBytesPerParty     uint64  `json:"kord_bytes_per_party"`
+	KordSeconds           float64 `json:"kord_seconds"`
+	BytesRatio            float64 `json:"bytes_ratio"`
+	TimeRatio             float64 `json:"time_ratio"`
+	KeysVerified          int     `json:"keys_verified"`
+	Extrapolated          bool    `json:"extrapolated,omitempty"`
+}
+
+// Fit is the least-squares fit of the baseline's seconds per key on one
+// link: seconds = A + B·ℓ + C·2^ℓ over the measured widths.
+type Fit struct {
+	Block   string       `json:"block"`
+	Link    string       `json:"link"`
+	A       float64      `json:"a"`
+	B       float64      `json:"b_per_bit"`
+	C       float64      `json:"c_per_leaf"`
+	Points  [][2]float64 `json:"points"` // (ℓ, seconds)
+	Formula string       `json:"formula"`
+}
+
+// Published is a figure of Xing et al. (NDSS'25) as quoted in the KORD
+// paper and issue 25, or from their cost formulas (gates.XingKeyCost).
+type Published struct {
+	Block   string  `json:"block"`
+	InBits  int     `json:"in_bits"`
+	Rounds  int     `json:"rounds"`
+	Bytes   float64 `json:"bytes,omitempty"`
+	LANSecs float64 `json:"lan_seconds,omitempty"`
+	WANSecs float64 `json:"wan_seconds,omitempty"`
+	Source  string  `json:"source"`
+}
+
+// Report is kord compare's output.
+type Report struct {
+	Link string `json:"link"`
+	CPUs int    `json:"cpus"`
+	// BaselineSetup is one baseline session's setup per party (256 base
+	// OTs, both directions), paid once per session, not per key.
+	BaselineSetupRounds int         `json:"baseline_setup_rounds"`
+	BaselineSetupBytes  uint64      `json:"baseline_setup_bytes_per_party"`
+	Rows                []Row       `json:"rows"`
+	Fits                []Fit       `json:"fits"`
+	Published           []Published `json:"published"`
+}
+
+// published lists the quoted figures and the formula costs for the rows.
+func published(bits []int) []Published {
+	var out []Published
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		for _, l := range bits {
+			pb := Published{Block: blockName(typ), InBits: l, Source: "Xing et al. formula: DPF 9ℓ+5 rounds, 18λℓ+5λ+13ℓ+2 bits; DCF 16ℓ+7 rounds"}
+			if typ == fss.DPF {
+				pb.Rounds = 9*l + 5
+				pb.Bytes = float64(18*128*l+5*128+13*l+2) / 8
+			} else {
+				pb.Rounds = 16*l + 7
+			}
+			switch {
+			case typ == fss.DPF && l == 8:
+				pb.Bytes, pb.LANSecs, pb.WANSecs = 0.046e6, 0.050, 1.288
+				pb.Source = "Xing et al. Tables II/III as quoted by KORD (0.046 MB; 10 Gbps/0.05 ms LAN, 40 Mbps/20 ms WAN); rounds from the formula"
+			case typ == fss.DCF && l == 18:
+				pb.Bytes, pb.LANSecs, pb.WANSecs = 0.310e6, 0.280, 5.247
+				pb.Source = "Xing et al. Tables II/III as quoted by KORD (0.310 MB); rounds from the formula"
+			}
+			out = append(out, pb)
+		}
+	}
+	return out
+}
+
+func blockName(t fss.Type) string {
+	if t == fss.DPF {
+		return "DPF"
+	}
+	return "DCF"
+}
+
+type measured struct {
+	rounds   int
+	bytes    uint64
+	seconds  float64
+	verified int
+}
+
+// Run measures every row; progress goes to w.
+func Run(ctx context.Context, c Config, w io.Writer) (*Report, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	link, _ := netshape.Preset(c.Link)
+	say := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x636d70))
+	say("compare: %s; baseline session setup (256 base OTs)… ", link)
+	pr, err := twopc.NewPair(ctx, link, [2]io.Reader{})
+	if err != nil {
+		return nil, fmt.Errorf("baseline session: %w", err)
+	}
+	defer pr.Close()
+	su := pr.S[0].SetupCost()
+	if s1 := pr.S[1].SetupCost(); s1.Bytes > su.Bytes {
+		su = s1
+	}
+	say("pairing kord's modules… ")
+	kp, err := newKordPair(ctx, link)
+	if err != nil {
+		return nil, err
+	}
+	defer kp.close()
+	say("done.\n")
+	rep := &Report{Link: c.Link, CPUs: runtime.NumCPU(), BaselineSetupRounds: su.Rounds, BaselineSetupBytes: su.Bytes,
+		Published: published(c.Bits)}
+	widths := slices.Clone(c.Bits)
+	for _, l := range c.FitBits {
+		if !slices.Contains(widths, l) {
+			widths = append(widths, l)
+		}
+	}
+	slices.Sort(widths)
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		base := map[int]measured{}
+		var fitPts [][2]float64
+		for _, l := range widths {
+			if l > c.MaxMeasured {
+				continue
+			}
+			p := fss.Params{Type: typ, InBits: l, OutBits: l}
+			say("  baseline %-8v ", p)
+			m, err := measureBaseline(ctx, pr, p, c.BaselineKeys, rng)
+			if err != nil {
+				return nil, fmt.Errorf("baseline %v: %w", p, err)
+			}
+			say("%3d exchanges %8d B/party %9.4f s/key, %d keys verified\n", m.rounds, m.bytes, m.seconds, m.verified)
+			base[l] = m
+			fitPts = append(fitPts, [2]float64{float64(l), m.seconds})
+		}
+		fit, err := fitSeconds(blockName(typ), c.Link, fitPts)
+		if err != nil && slices.ContainsFunc(c.Bits, func(l int) bool { return l > c.MaxMeasured }) {
+			return nil, err
+		}
+		if err == nil {
+			rep.Fits = append(rep.Fits, fit)
+		}
+		for _, l := range c.Bits {
+			p := fss.Params{Type: typ, InBits: l, OutBits: l}
+			bm, ok := base[l]
+			extra := !ok
+			if extra {
+				bm = measured{rounds: twopc.ExchangesPerKey(p), bytes: max(twopc.BytesPerKey(p, 0), twopc.BytesPerKey(p, 1)),
+					seconds: fit.at(l)}
+			}
+			for _, tier := range []msg.Tier{msg.Keystream, msg.MAC} {
+				say("  kord     %-8v %-4v ", p, tier)
+				km, err := measureKord(ctx, kp, tier, p, c.KordKeys, rng)
+				if err != nil {
+					return nil, fmt.Errorf("kord %v %v: %w", p, tier, err)
+				}
+				say("%3d rounds    %8d B/party %9.6f s/key, %d keys verified\n", km.rounds, km.bytes, km.seconds, km.verified)
+				rep.Rows = append(rep.Rows, Row{
+					Block: blockName(typ), InBits: l, Link: c.Link, Tier: tier.String(),
+					BaselineRounds: bm.rounds, BaselineBytesPerParty: bm.bytes, BaselineSeconds: round6(bm.seconds),
+					KordRounds: km.rounds, KordBytesPerParty: km.bytes, KordSeconds: round6(km.seconds),
+					BytesRatio: round2(float64(bm.bytes) / float64(km.bytes)), TimeRatio: round2(bm.seconds / km.seconds),
+					KeysVerified: bm.verified + km.verified, Extrapolated: extra,
+				})
+			}
+		}
+	}
+	return rep, nil
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// checkPoints are α, α ± 1, 0, 2^ℓ − 1 and four random points.
+func checkPoints(p fss.Params, alpha uint64, rng *mrand.Rand) []uint64 {
+	m := prg.Mask(p.InBits)
+	xs := []uint64{alpha, (alpha + 1) & m, (alpha - 1) & m, 0, m}
+	for range 4 {
+		xs = append(xs, rng.Uint64()&m)
+	}
+	return xs
+}
+
+// shares draws α, β and additive shares of each.
+func shares(p fss.Params, rng *mrand.Rand) (alpha, beta uint64, as, bs [2]uint64) {
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	alpha, beta = rng.Uint64()&ma, rng.Uint64()&mb
+	as[0], bs[0] = rng.Uint64()&ma, rng.Uint64()&mb
+	as[1], bs[1] = (alpha-as[0])&ma, (beta-bs[0])&mb
+	return
+}
+
+// measureBaseline runs keys distributed Gens one after another (one
+// untimed first), verifying each pair, and returns the mean per key and
+// the larger party's rounds and bytes.
+func measureBaseline(ctx context.Context, pr *twopc.Pair, p fss.Params, keys int, rng *mrand.Rand) (measured, error) {
+	var m measured
+	var total time.Duration
+	for i := -1; i < keys; i++ {
+		alpha, beta, as, bs := shares(p, rng)
+		t0 := time.Now()
+		k, cost, err := pr.Gen(ctx, p, as, bs)
+		el := time.Since(t0)
+		if err != nil {
+			return m, err
+		}
+		if err := fss.CheckPair(k[0], k[1], alpha, beta, checkPoints(p, alpha, rng)...); err != nil {
+			return m, fmt.Errorf("baseline key failed verification: %w", err)
+		}
+		m.verified++
+		m.rounds = max(cost[0].Rounds, cost[1].Rounds)
+		m.bytes = max(cost[0].Bytes, cost[1].Bytes)
+		if i >= 0 {
+			total += el
+		}
+	}
+	m.seconds = total.Seconds() / float64(keys)
+	return m, nil
+}
+
+// measureKord generates keys bound keys one at a time (one untimed
+// first), each one exchange of the hosts over the shaped link, verifying
+// every pair.
+func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params, keys int, rng *mrand.Rand) (measured, error) {
+	var m measured
+	var total time.Duration
+	for i := -1; i < keys; i++ {
+		alpha, beta, as, bs := shares(p, rng)
+		var reqs [2]host.Request
+		for b := range 2 {
+			reqs[b] = host.Request{Share: msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+				AlphaShare: as[b], BetaShare: bs[b]}}
+		}
+		r0, s0 := kp.hosts[0].Rounds(), [2]uint64{kp.links[0].sent.Load(), kp.links[1].sent.Load()}
+		res, el, err := kp.generate(ctx, tier, reqs)
+		if err != nil {
+			return m, err
+		}
+		if err := fss.CheckPair(res[0].Key, res[1].Key, alpha, beta, checkPoints(p, alpha, rng)...); err != nil {
+			return m, fmt.Errorf("kord key failed verification: %w", err)
+		}
+		m.verified++
+		m.rounds = int(kp.hosts[0].Rounds() - r0)
+		m.bytes = max(kp.links[0].sent.Load()-s0[0], kp.links[1].sent.Load()-s0[1])
+		if i >= 0 {
+			total += el
+		}
+	}
+	m.seconds = total.Seconds() / float64(keys)
+	return m, nil
+}
