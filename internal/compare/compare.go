@@ -6,7 +6,8 @@
 // published figures beside them. Every key of both systems is verified by
 // Eval (fss.CheckPair). The baseline is a full-tree protocol; widths above
 // Config.MaxMeasured are extrapolated from the measured widths by a
-// least-squares fit that the report prints.
+// non-negative least-squares fit (seconds = A·exchanges + C·2^ℓ) that the
+// report prints.
 package compare
 
 import (
@@ -87,18 +88,6 @@ type Row struct {
 	TimeRatio             float64 `json:"time_ratio"`
 	KeysVerified          int     `json:"keys_verified"`
 	Extrapolated          bool    `json:"extrapolated,omitempty"`
-}
-
-// Fit is the least-squares fit of the baseline's seconds per key on one
-// link: seconds = A + B·ℓ + C·2^ℓ over the measured widths.
-type Fit struct {
-	Block   string       `json:"block"`
-	Link    string       `json:"link"`
-	A       float64      `json:"a"`
-	B       float64      `json:"b_per_bit"`
-	C       float64      `json:"c_per_leaf"`
-	Points  [][2]float64 `json:"points"` // (ℓ, seconds)
-	Formula string       `json:"formula"`
 }
 
 // Published is a figure of Xing et al. (NDSS'25) as quoted in the KORD
@@ -217,7 +206,7 @@ func Run(ctx context.Context, c Config, w io.Writer) (*Report, error) {
 			base[l] = m
 			fitPts = append(fitPts, [2]float64{float64(l), m.seconds})
 		}
-		fit, err := fitSeconds(blockName(typ), c.Link, fitPts)
+		fit, err := fitSeconds(typ, c.Link, fitPts)
 		if err != nil && slices.ContainsFunc(c.Bits, func(l int) bool { return l > c.MaxMeasured }) {
 			return nil, err
 		}

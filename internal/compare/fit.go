@@ -1,60 +1,67 @@
 package compare
 
 import (
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/kord-fss/kord/baseline/twopc"
+	"github.com/kord-fss/kord/fss"
 )
 
-// fitSeconds fits seconds = A + B·ℓ + C·2^ℓ to the points by least
-// squares (normal equations, 3×3). It needs three distinct widths.
-func fitSeconds(block, link string, pts [][2]float64) (Fit, error) {
-	f := Fit{Block: block, Link: link, Points: pts}
+// Fit is the baseline's seconds per key on one link as a function of ℓ:
+// seconds = A·E(ℓ) + C·2^ℓ, with E(ℓ) the protocol's exchanges per key
+// (twopc.ExchangesPerKey: the link's latency per exchange) and 2^ℓ the
+// leaves of the full tree each party expands (its local work). A and C
+// are fitted by non-negative least squares over the measured widths.
+type Fit struct {
+	Block   string       `json:"block"`
+	Link    string       `json:"link"`
+	A       float64      `json:"seconds_per_exchange"`
+	C       float64      `json:"seconds_per_leaf"`
+	Points  [][2]float64 `json:"points"` // (ℓ, seconds per key)
+	Formula string       `json:"formula"`
+	typ     fss.Type
+}
+
+func exchanges(typ fss.Type, l float64) float64 {
+	return float64(twopc.ExchangesPerKey(fss.Params{Type: typ, InBits: int(l), OutBits: int(l)}))
+}
+
+// fitSeconds fits the points (ℓ, seconds); it needs two distinct widths.
+func fitSeconds(typ fss.Type, link string, pts [][2]float64) (Fit, error) {
+	f := Fit{Block: blockName(typ), Link: link, Points: pts, typ: typ}
 	distinct := map[float64]bool{}
 	for _, p := range pts {
 		distinct[p[0]] = true
 	}
-	if len(distinct) < 3 {
-		return f, fmt.Errorf("compare: fitting %s on %s needs 3 measured widths, have %d (lower --bits or raise --max-measured)", block, link, len(distinct))
+	if len(distinct) < 2 {
+		return f, fmt.Errorf("compare: fitting %s on %s needs 2 measured widths, have %d (lower --bits or raise --max-measured)", f.Block, link, len(distinct))
 	}
-	var m [3][4]float64
+	var see, sel, sll, set, slt float64
 	for _, p := range pts {
-		x := [3]float64{1, p[0], math.Exp2(p[0])}
-		for i := range 3 {
-			for j := range 3 {
-				m[i][j] += x[i] * x[j]
-			}
-			m[i][3] += x[i] * p[1]
-		}
+		e, x := exchanges(typ, p[0]), math.Exp2(p[0])
+		see += e * e
+		sel += e * x
+		sll += x * x
+		set += e * p[1]
+		slt += x * p[1]
 	}
-	// Gaussian elimination with partial pivoting.
-	for col := range 3 {
-		piv := col
-		for r := col + 1; r < 3; r++ {
-			if math.Abs(m[r][col]) > math.Abs(m[piv][col]) {
-				piv = r
-			}
-		}
-		m[col], m[piv] = m[piv], m[col]
-		if m[col][col] == 0 {
-			return f, errors.New("compare: singular fit")
-		}
-		for r := range 3 {
-			if r == col {
-				continue
-			}
-			k := m[r][col] / m[col][col]
-			for c := col; c < 4; c++ {
-				m[r][c] -= k * m[col][c]
-			}
-		}
+	det := see*sll - sel*sel
+	f.A, f.C = (set*sll-slt*sel)/det, (see*slt-sel*set)/det
+	switch {
+	case det == 0 || f.A < 0 && f.C < 0:
+		f.A, f.C = set/see, 0
+	case f.C < 0:
+		f.A, f.C = set/see, 0
+	case f.A < 0:
+		f.A, f.C = 0, slt/sll
 	}
-	f.A, f.B, f.C = m[0][3]/m[0][0], m[1][3]/m[1][1], m[2][3]/m[2][2]
-	f.Formula = fmt.Sprintf("%s on %s: seconds/key = %.4g + %.4g·ℓ + %.4g·2^ℓ", block, link, f.A, f.B, f.C)
+	f.Formula = fmt.Sprintf("%s on %s: seconds/key = %.4g·E(ℓ) + %.4g·2^ℓ, E(ℓ) = exchanges per key (%d at ℓ=32)",
+		f.Block, link, f.A, f.C, twopc.ExchangesPerKey(fss.Params{Type: typ, InBits: 32, OutBits: 32}))
 	return f, nil
 }
 
 // at evaluates the fit at ℓ.
 func (f Fit) at(l int) float64 {
-	return f.A + f.B*float64(l) + f.C*math.Exp2(float64(l))
+	return f.A*exchanges(f.typ, float64(l)) + f.C*math.Exp2(float64(l))
 }

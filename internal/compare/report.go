@@ -52,50 +52,47 @@ func (rep *Report) Write(w io.Writer, asJSON bool) error {
 	return nil
 }
 
-// Draw plots seconds per key (log scale) for the baseline and both kord
-// tiers, one group per block and width, to a PNG file.
+// Draw plots, per block and width (kord's otp and mac tiers), how many
+// times more time and bytes the baseline takes per key than kord, as
+// log10 of the ratios (bars start at ratio 1), to a PNG file.
 func (rep *Report) Draw(file string) error {
 	pl := plot.New()
-	pl.Title.Text = fmt.Sprintf("kord compare (%s link, %d CPUs): seconds per key, dealerless 2PC baseline vs kord", rep.Link, rep.CPUs)
-	pl.Y.Label.Text = "seconds per key (log)"
-	pl.Y.Scale = plot.LogScale{}
-	pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	pl.Title.Text = fmt.Sprintf("kord compare (%s link, %d CPUs): dealerless 2PC baseline ÷ kord, per key (* extrapolated)", rep.Link, rep.CPUs)
+	pl.Y.Label.Text = "log10(baseline / kord)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
 	var names []string
-	var base, otp, mac plotter.Values
+	series := make([]plotter.Values, 4) // time otp, time mac, bytes otp, bytes mac
+	lg := func(x float64) float64 { return math.Max(0, math.Log10(math.Max(x, 1))) }
 	for _, r := range rep.Rows {
-		v := math.Max(r.KordSeconds, 1e-7)
 		switch r.Tier {
 		case "otp":
-			base = append(base, math.Max(r.BaselineSeconds, 1e-7))
-			otp = append(otp, v)
+			series[0] = append(series[0], lg(r.TimeRatio))
+			series[2] = append(series[2], lg(r.BytesRatio))
 			n := fmt.Sprintf("%s-%d", r.Block, r.InBits)
 			if r.Extrapolated {
 				n += "*"
 			}
 			names = append(names, n)
 		case "mac":
-			mac = append(mac, v)
+			series[1] = append(series[1], lg(r.TimeRatio))
+			series[3] = append(series[3], lg(r.BytesRatio))
 		}
 	}
-	if len(mac) != len(otp) {
-		mac = otp
-	}
-	w := vg.Points(14)
-	for i, s := range []struct {
-		v     plotter.Values
-		label string
-	}{{base, "baseline (2PC over OT; * extrapolated)"}, {otp, "kord otp"}, {mac, "kord mac"}} {
-		bars, err := plotter.NewBarChart(s.v, w)
+	w := vg.Points(10)
+	for i, label := range []string{"time, kord otp", "time, kord mac", "bytes, kord otp", "bytes, kord mac"} {
+		if len(series[i]) != len(names) {
+			continue
+		}
+		bars, err := plotter.NewBarChart(series[i], w)
 		if err != nil {
 			return err
 		}
 		bars.LineStyle.Width = 0
 		bars.Color = bench.PlotColor(i + 1)
-		bars.Offset = vg.Length(i-1) * w
+		bars.Offset = vg.Length(float64(i)-1.5) * w
 		pl.Add(bars)
-		pl.Legend.Add(s.label, bars)
+		pl.Legend.Add(label, bars)
 	}
 	pl.NominalX(names...)
 	return pl.Save(10*vg.Inch, 5*vg.Inch, file)
