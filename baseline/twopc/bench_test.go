@@ -13,6 +13,7 @@ func BenchmarkGen(b *testing.B) {
 	for _, p := range []fss.Params{
 		{Type: fss.DPF, InBits: 8, OutBits: 64}, {Type: fss.DPF, InBits: 16, OutBits: 64},
 		{Type: fss.DCF, InBits: 8, OutBits: 64}, {Type: fss.DCF, InBits: 16, OutBits: 64},
+		{Type: fss.DPF, InBits: 20, OutBits: 64},
 	} {
 		b.Run(p.String(), func(b *testing.B) {
 			pr := newPair(b)

@@ -290,13 +290,7 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 	// The level's nodes: two buffers of 2^ℓ seeds and bits, swapped each
 	// level; a level's children are stored as all left children, then
 	// all right ones (the sums do not depend on the order).
-	size := 1 << l
-	bufs := [2][]prg.Block{make([]prg.Block, size), make([]prg.Block, size)}
-	tbufs := [2][]uint8{make([]uint8, size), make([]uint8, size)}
-	var vl, vr []prg.Block
-	if dcf {
-		vl, vr = make([]prg.Block, size/2), make([]prg.Block, size/2)
-	}
+	bufs, tbufs, vl, vr := r.s.treeBuffers(l, dcf)
 	seeds, ts := bufs[0][:1], tbufs[0][:1]
 	seeds[0], ts[0] = root, uint8(b)
 	sCW := make([]prg.Block, l)
@@ -614,4 +608,20 @@ func BytesPerKey(p fss.Params, b int) uint64 {
 	}
 	n += 1 + ot.MessagesSize(1, 8) + 8 // last word
 	return uint64(n)
+}
+
+// treeBuffers returns the session's level buffers, grown to 2^ℓ nodes
+// (and 2^(ℓ−1) value blocks for a DCF); they are reused from key to key
+// rather than zeroed and collected every time.
+func (s *Session) treeBuffers(l int, dcf bool) (bufs [2][]prg.Block, tbufs [2][]uint8, vl, vr []prg.Block) {
+	size := 1 << l
+	for i := range 2 {
+		if len(s.bufs[i]) < size {
+			s.bufs[i], s.tbufs[i] = make([]prg.Block, size), make([]uint8, size)
+		}
+	}
+	if dcf && len(s.vals[0]) < size/2 {
+		s.vals = [2][]prg.Block{make([]prg.Block, size/2), make([]prg.Block, size/2)}
+	}
+	return s.bufs, s.tbufs, s.vals[0], s.vals[1]
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/kord-fss/kord/baseline/ot"
+	"github.com/kord-fss/kord/internal/prg"
 )
 
 // Session is one party's end of a baseline session: a connection to the
@@ -21,6 +22,10 @@ type Session struct {
 	rcv   *ot.Receiver
 	rnd   io.Reader
 	setup Counters
+	// The full tree's level buffers, kept between keys (treeBuffers).
+	bufs  [2][]prg.Block
+	tbufs [2][]uint8
+	vals  [2][]prg.Block
 }
 
 // NewSession runs the setup with the peer over c: both base-OT batches at
