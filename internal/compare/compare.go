@@ -189,6 +189,7 @@ func Run(ctx context.Context, c Config, w io.Writer) (*Report, error) {
 		}
 	}
 	slices.Sort(widths)
+	var lpr *twopc.Pair
 	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
 		base := map[int]measured{}
 		var fitPts [][2]float64
@@ -207,8 +208,37 @@ func Run(ctx context.Context, c Config, w io.Writer) (*Report, error) {
 			fitPts = append(fitPts, [2]float64{float64(l), m.seconds})
 		}
 		fit, err := fitSeconds(typ, c.Link, fitPts)
-		if err != nil && slices.ContainsFunc(c.Bits, func(l int) bool { return l > c.MaxMeasured }) {
+		extrapolate := slices.ContainsFunc(c.Bits, func(l int) bool { return l > c.MaxMeasured })
+		if err != nil && extrapolate {
 			return nil, err
+		}
+		if err == nil && extrapolate && !link.Unshaped() {
+			// On a shaped link the latency swamps the 2^ℓ term; take the
+			// local work per leaf from the same widths on an unshaped
+			// loopback session in this run, and fit only the per-exchange
+			// time here.
+			if lpr == nil {
+				say("  (an unshaped loopback baseline session for the fit's local-work term)\n")
+				if lpr, err = twopc.NewPair(ctx, netshape.Profile{Name: "loopback"}, [2]io.Reader{}); err != nil {
+					return nil, fmt.Errorf("baseline loopback session: %w", err)
+				}
+				defer lpr.Close()
+			}
+			var loopPts [][2]float64
+			for _, pt := range fitPts {
+				p := fss.Params{Type: typ, InBits: int(pt[0]), OutBits: int(pt[0])}
+				m, err := measureBaseline(ctx, lpr, p, c.BaselineKeys, rng)
+				if err != nil {
+					return nil, fmt.Errorf("baseline %v on loopback: %w", p, err)
+				}
+				loopPts = append(loopPts, [2]float64{pt[0], m.seconds})
+			}
+			loop, err := fitSeconds(typ, "loopback", loopPts)
+			if err != nil {
+				return nil, err
+			}
+			rep.Fits = append(rep.Fits, loop)
+			fit = fitFixedLeaf(typ, c.Link, fitPts, loop.C)
 		}
 		if err == nil {
 			rep.Fits = append(rep.Fits, fit)

@@ -134,6 +134,10 @@ func TestFit(t *testing.T) {
 	if err != nil || g.C != 0 || g.A <= 0 {
 		t.Fatalf("clamped fit %+v, %v", g, err)
 	}
+	// With C given, A alone is recovered.
+	if h := fitFixedLeaf(fss.DCF, "wan", pts, c); math.Abs(h.A-a) > 1e-12 {
+		t.Fatalf("fixed-leaf fit A=%g, want %g", h.A, a)
+	}
 	if _, err := fitSeconds(fss.DPF, "lan", pts[:1]); err == nil {
 		t.Fatal("a fit on one width was accepted")
 	}
@@ -155,6 +159,33 @@ func TestConfigCheck(t *testing.T) {
 		mut(&c)
 		if err := c.Check(); err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("%s: error %v does not name the flag", name, err)
+		}
+	}
+}
+
+// TestRunShapedFit: on a shaped link the extrapolation takes its 2^ℓ term
+// from an unshaped session of the same run: one loopback fit and one link
+// fit per block, the link's sharing the loopback's per-leaf time.
+func TestRunShapedFit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Link: "lan", Bits: []int{4, 10}, MaxMeasured: 8, FitBits: []int{6, 8},
+		BaselineKeys: 1, KordKeys: 1}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Fits) != 4 {
+		t.Fatalf("%d fits, want 4 (loopback and lan, per block)", len(rep.Fits))
+	}
+	for i := 0; i < 4; i += 2 {
+		loop, lan := rep.Fits[i], rep.Fits[i+1]
+		if loop.Link != "loopback" || lan.Link != "lan" || lan.C != loop.C {
+			t.Fatalf("fits %+v and %+v: want the lan fit to reuse the loopback's per-leaf term", loop, lan)
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.Link != "lan" || r.Extrapolated != (r.InBits == 10) || r.BaselineSeconds <= 0 {
+			t.Fatalf("row %+v", r)
 		}
 	}
 }

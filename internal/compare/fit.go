@@ -65,3 +65,21 @@ func fitSeconds(typ fss.Type, link string, pts [][2]float64) (Fit, error) {
 func (f Fit) at(l int) float64 {
 	return f.A*exchanges(f.typ, float64(l)) + f.C*math.Exp2(float64(l))
 }
+
+// fitFixedLeaf fits only A, with the local work per leaf C given (from
+// an unshaped run): A = Σ E·(t − C·2^ℓ) / Σ E², at least 0.
+func fitFixedLeaf(typ fss.Type, link string, pts [][2]float64, c float64) Fit {
+	f := Fit{Block: blockName(typ), Link: link, Points: pts, typ: typ, C: c}
+	var see, set float64
+	for _, p := range pts {
+		e := exchanges(typ, p[0])
+		see += e * e
+		set += e * (p[1] - c*math.Exp2(p[0]))
+	}
+	if see > 0 {
+		f.A = max(0, set/see)
+	}
+	f.Formula = fmt.Sprintf("%s on %s: seconds/key = %.4g·E(ℓ) + %.4g·2^ℓ, the 2^ℓ term from the loopback fit of this run, E(ℓ) = exchanges per key (%d at ℓ=32)",
+		f.Block, link, f.A, f.C, twopc.ExchangesPerKey(fss.Params{Type: typ, InBits: 32, OutBits: 32}))
+	return f
+}

@@ -61,6 +61,7 @@ func (rep *Report) Draw(file string) error {
 	pl.Y.Label.Text = "log10(baseline / kord)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
+	pl.Legend.Left = true
 	var names []string
 	series := make([]plotter.Values, 4) // time otp, time mac, bytes otp, bytes mac
 	lg := func(x float64) float64 { return math.Max(0, math.Log10(math.Max(x, 1))) }
@@ -95,5 +96,7 @@ func (rep *Report) Draw(file string) error {
 		pl.Legend.Add(label, bars)
 	}
 	pl.NominalX(names...)
+	pl.Y.Min = 0
+	pl.Y.Max *= 1.3 // room for the legend above the bars
 	return pl.Save(10*vg.Inch, 5*vg.Inch, file)
 }
