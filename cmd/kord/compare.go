@@ -35,9 +35,12 @@ loopback TCP connection):
   kord      two freshly paired software modules in bound mode, tiers otp
             and mac: one exchange per key.
 
-Rounds, bytes written to the socket per party and seconds per key (mean
-of the timed keys, one untimed key first) for both, their ratios, and Xing
-et al.'s published figures. Every key pair is verified by Eval at α, α±1,
+Rounds, frame bytes sent per party (length prefixes not counted) and
+seconds per key (median of the timed keys, one untimed key first; the
+median because other load on a shared machine only adds outliers) for
+both, their ratios, and Xing et al.'s published figures. On a shaped
+link the extrapolation's per-leaf time comes from the same widths on an
+unshaped session of the same run. Every key pair is verified by Eval at α, α±1,
 0, 2^ℓ−1 and random points.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -45,7 +45,7 @@ type Config struct {
 // measured up to ℓ = 20 (ℓ = 12 and 20 for the fit only).
 func DefaultConfig() Config {
 	return Config{Link: "loopback", Bits: []int{8, 16, 18, 32}, MaxMeasured: 20, FitBits: []int{12, 20},
-		BaselineKeys: 3, KordKeys: 20}
+		BaselineKeys: 5, KordKeys: 20}
 }
 
 // Check validates every field; its errors name kord compare's flags.
@@ -294,11 +294,12 @@ func shares(p fss.Params, rng *mrand.Rand) (alpha, beta uint64, as, bs [2]uint64
 }
 
 // measureBaseline runs keys distributed Gens one after another (one
-// untimed first), verifying each pair, and returns the mean per key and
-// the larger party's rounds and bytes.
+// untimed first), verifying each pair, and returns the median time per
+// key (robust to bursts of load from other processes on a shared
+// machine) and the larger party's rounds and bytes.
 func measureBaseline(ctx context.Context, pr *twopc.Pair, p fss.Params, keys int, rng *mrand.Rand) (measured, error) {
 	var m measured
-	var total time.Duration
+	var times []time.Duration
 	for i := -1; i < keys; i++ {
 		alpha, beta, as, bs := shares(p, rng)
 		t0 := time.Now()
@@ -314,19 +315,19 @@ func measureBaseline(ctx context.Context, pr *twopc.Pair, p fss.Params, keys int
 		m.rounds = max(cost[0].Rounds, cost[1].Rounds)
 		m.bytes = max(cost[0].Bytes, cost[1].Bytes)
 		if i >= 0 {
-			total += el
+			times = append(times, el)
 		}
 	}
-	m.seconds = total.Seconds() / float64(keys)
+	m.seconds = median(times).Seconds()
 	return m, nil
 }
 
 // measureKord generates keys bound keys one at a time (one untimed
 // first), each one exchange of the hosts over the shaped link, verifying
-// every pair.
+// every pair; the time is the median per key.
 func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params, keys int, rng *mrand.Rand) (measured, error) {
 	var m measured
-	var total time.Duration
+	var times []time.Duration
 	for i := -1; i < keys; i++ {
 		alpha, beta, as, bs := shares(p, rng)
 		var reqs [2]host.Request
@@ -346,9 +347,20 @@ func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params,
 		m.rounds = int(kp.hosts[0].Rounds() - r0)
 		m.bytes = max(kp.links[0].sent.Load()-s0[0], kp.links[1].sent.Load()-s0[1])
 		if i >= 0 {
-			total += el
+			times = append(times, el)
 		}
 	}
-	m.seconds = total.Seconds() / float64(keys)
+	m.seconds = median(times).Seconds()
 	return m, nil
+}
+
+// median of a non-empty list (the mean of the middle two for an even
+// count).
+func median(ts []time.Duration) time.Duration {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

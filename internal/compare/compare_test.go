@@ -189,3 +189,12 @@ func TestRunShapedFit(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	if m := median([]time.Duration{5, 1, 9}); m != 5 {
+		t.Fatalf("median of 5,1,9 = %d", m)
+	}
+	if m := median([]time.Duration{4, 1, 9, 2}); m != 3 {
+		t.Fatalf("median of 4,1,9,2 = %d", m)
+	}
+}
