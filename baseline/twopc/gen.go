@@ -140,16 +140,18 @@ func (r *run) send(first, msgLen int, m0, m1 []byte) ([]byte, error) {
 // point α = alphaShare + peer's share (mod 2^ℓ) and payload β =
 // betaShare + peer's share (mod 2^n), jointly with the peer, which must
 // call Gen with the same shape at the same time. It returns the key and
-// what the key cost this party on the wire.
+// what the key cost this party on the wire. Input errors are returned
+// before anything is sent; after any other error the two parties' frames
+// are out of step and the session must be closed.
 func (s *Session) Gen(ctx context.Context, p fss.Params, alphaShare, betaShare uint64) (*fss.Key, Counters, error) {
 	if err := p.Validate(); err != nil {
 		return nil, Counters{}, fmt.Errorf("twopc: %w", err)
 	}
 	if alphaShare&^prg.Mask(p.InBits) != 0 {
-		return nil, Counters{}, fmt.Errorf("twopc: α share %#x has bits above ℓ = %d", alphaShare, p.InBits)
+		return nil, Counters{}, fmt.Errorf("twopc: the α share has bits set above ℓ = %d", p.InBits) // the value is secret
 	}
 	if betaShare&^prg.Mask(p.OutBits) != 0 {
-		return nil, Counters{}, fmt.Errorf("twopc: β share %#x has bits above n = %d", betaShare, p.OutBits)
+		return nil, Counters{}, fmt.Errorf("twopc: the β share has bits set above n = %d", p.OutBits) // the value is secret
 	}
 	var seed [32]byte
 	if _, err := io.ReadFull(s.rnd, seed[:]); err != nil {
