@@ -1,6 +1,7 @@
 package twopc
 
 import (
+	"bytes"
 	"context"
 	"io"
 	mrand "math/rand/v2"
@@ -105,4 +106,46 @@ func TestBadInput(t *testing.T) {
 	}
 	// The session is still usable: nothing was sent.
 	genChecked(t, pr, mrand.New(mrand.NewPCG(9, 9)), fss.Params{Type: fss.DPF, InBits: 4, OutBits: 4}, 3, 5)
+}
+
+// TestBitExactWithDealer: the distributed keys are byte for byte the
+// dealer's keys (fss.GenWithRoots) for the same α, β and the roots the
+// parties drew: the protocol computes exactly kord-v1's correction words.
+func TestBitExactWithDealer(t *testing.T) {
+	pr := newPair(t)
+	rng := mrand.New(mrand.NewPCG(11, 12))
+	ctx := context.Background()
+	for _, typ := range []fss.Type{fss.DPF, fss.DCF} {
+		for _, sh := range [][2]int{{1, 1}, {2, 64}, {7, 13}, {10, 32}, {14, 64}} {
+			p := fss.Params{Type: typ, InBits: sh[0], OutBits: sh[1]}
+			ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+			alpha, beta := rng.Uint64()&ma, rng.Uint64()&mb
+			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
+			keys, _, err := pr.Gen(ctx, p, [2]uint64{a0, (alpha - a0) & ma}, [2]uint64{b0, (beta - b0) & mb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [2][]byte
+			var roots [2][16]byte
+			for b := range 2 {
+				if got[b], err = keys[b].MarshalBinary(); err != nil {
+					t.Fatal(err)
+				}
+				copy(roots[b][:], got[b][6:22])
+			}
+			d0, d1, err := fss.GenWithRoots(p, alpha, beta, roots[0], roots[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, d := range []*fss.Key{d0, d1} {
+				want, err := d.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got[b], want) {
+					t.Fatalf("%v α=%d β=%d: party %d's key differs from the dealer's for the same roots", p, alpha, beta, b)
+				}
+			}
+		}
+	}
 }
