@@ -16,7 +16,7 @@ func init() {
 	var (
 		asJSON         bool
 		pngFile, bitsS string
-		fitS           string
+		fitS, blockS   string
 	)
 	o := compare.DefaultConfig()
 	cmd := &cobra.Command{
@@ -35,6 +35,13 @@ loopback TCP connection):
   kord      two freshly paired software modules in bound mode, tiers otp
             and mac: one exchange per key.
 
+Then the gates' building blocks at --block-bits: each block's key
+complement comes from each system through the gates' KeySource interface
+(baseline keys one after another; kord one exchange per call, derived keys
+cross nothing), the block runs on --block-ops random inputs and every
+output is checked against plaintext; the row charges the key generation
+per operation.
+
 Rounds, frame bytes sent per party (length prefixes not counted) and
 seconds per key (median of the timed keys, one untimed key first; the
 median because other load on a shared machine only adds outliers) for
@@ -49,6 +56,9 @@ unshaped session of the same run. Every key pair is verified by Eval at α, α±
 				return err
 			}
 			if o.FitBits, err = parseBits("--fit-bits", fitS); err != nil {
+				return err
+			}
+			if o.BlockBits, err = parseBits("--block-bits", blockS); err != nil {
 				return err
 			}
 			if err := o.Check(); err != nil {
@@ -75,6 +85,9 @@ unshaped session of the same run. Every key pair is verified by Eval at α, α±
 	f.IntVar(&o.MaxMeasured, "max-measured", o.MaxMeasured, "widest ℓ the full-tree baseline runs; wider rows are extrapolated")
 	f.IntVar(&o.BaselineKeys, "baseline-keys", o.BaselineKeys, "timed baseline keys per measured width")
 	f.IntVar(&o.KordKeys, "kord-keys", o.KordKeys, "timed kord keys per row")
+	f.StringVar(&blockS, "block-bits", "8", "widths at which the gates' building blocks are rows (\"\" for none)")
+	f.IntVar(&o.BlockOps, "block-ops", o.BlockOps, "verified operations per block row")
+	f.IntVar(&o.MaxBlockKeys, "max-block-keys", o.MaxBlockKeys, "skip blocks needing more keys per operation (PriLUT: 2^ℓ)")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -19,6 +19,8 @@ func TestCompareCLI(t *testing.T) {
 		{[]string{"compare", "--bits", "65"}, "--bits"},
 		{[]string{"compare", "--max-measured", "40"}, "--max-measured"},
 		{[]string{"compare", "--kord-keys", "0"}, "--kord-keys"},
+		{[]string{"compare", "--block-bits", "1"}, "--block-bits"},
+		{[]string{"compare", "--block-ops", "0"}, "--block-ops"},
 	} {
 		out, errOut, code := runKord(t, c.args...)
 		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
@@ -27,7 +29,7 @@ func TestCompareCLI(t *testing.T) {
 		}
 	}
 	out, errOut, code := runKord(t, "compare", "--link", "loopback", "--bits", "4,9", "--fit-bits", "6",
-		"--max-measured", "8", "--baseline-keys", "1", "--kord-keys", "1", "--json")
+		"--max-measured", "8", "--baseline-keys", "1", "--kord-keys", "1", "--block-bits", "", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

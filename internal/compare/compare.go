@@ -12,6 +12,7 @@ package compare
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/kord-fss/kord/baseline/twopc"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/gates"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/kord-fss/kord/internal/prg"
@@ -39,13 +41,18 @@ type Config struct {
 	FitBits     []int
 	// BaselineKeys and KordKeys are the keys timed per measured row.
 	BaselineKeys, KordKeys int
+	// BlockBits are the widths at which the gates' building blocks are
+	// rows (none when empty); BlockOps operations each, verified; blocks
+	// needing more than MaxBlockKeys keys per operation are skipped.
+	BlockBits              []int
+	BlockOps, MaxBlockKeys int
 }
 
 // DefaultConfig is kord compare's default: ℓ ∈ {8,16,18,32}, the baseline
 // measured up to ℓ = 20 (ℓ = 12 and 20 for the fit only).
 func DefaultConfig() Config {
 	return Config{Link: "loopback", Bits: []int{8, 16, 18, 32}, MaxMeasured: 20, FitBits: []int{12, 20},
-		BaselineKeys: 5, KordKeys: 20}
+		BaselineKeys: 5, KordKeys: 20, BlockBits: []int{8}, BlockOps: 2, MaxBlockKeys: 16}
 }
 
 // Check validates every field; its errors name kord compare's flags.
@@ -61,6 +68,11 @@ func (c Config) Check() error {
 			return fmt.Errorf("--bits: %d is outside 1..64", l)
 		}
 	}
+	for _, l := range c.BlockBits {
+		if l < 2 || l > 32 {
+			return fmt.Errorf("--block-bits: %d is outside 2..32", l)
+		}
+	}
 	switch {
 	case c.MaxMeasured < 1 || c.MaxMeasured > 26:
 		return fmt.Errorf("--max-measured %d is outside 1..26 (the baseline expands the full tree: 2^ℓ seeds per party)", c.MaxMeasured)
@@ -68,6 +80,10 @@ func (c Config) Check() error {
 		return fmt.Errorf("--baseline-keys %d is outside 1..1000", c.BaselineKeys)
 	case c.KordKeys < 1 || c.KordKeys > 100000:
 		return fmt.Errorf("--kord-keys %d is outside 1..100000", c.KordKeys)
+	case len(c.BlockBits) > 0 && (c.BlockOps < 1 || c.BlockOps > 64):
+		return fmt.Errorf("--block-ops %d is outside 1..64", c.BlockOps)
+	case len(c.BlockBits) > 0 && (c.MaxBlockKeys < 1 || c.MaxBlockKeys > 4096):
+		return fmt.Errorf("--max-block-keys %d is outside 1..4096", c.MaxBlockKeys)
 	}
 	return nil
 }
@@ -84,10 +100,12 @@ type Row struct {
 	KordRounds            int     `json:"kord_rounds"`
 	KordBytesPerParty     uint64  `json:"kord_bytes_per_party"`
 	KordSeconds           float64 `json:"kord_seconds"`
-	BytesRatio            float64 `json:"bytes_ratio"`
-	TimeRatio             float64 `json:"time_ratio"`
-	KeysVerified          int     `json:"keys_verified"`
-	Extrapolated          bool    `json:"extrapolated,omitempty"`
+	// BytesRatio is baseline ÷ kord bytes; 0 when kord sent nothing (a
+	// block whose keys are all derived: the ratio is unbounded).
+	BytesRatio   float64 `json:"bytes_ratio"`
+	TimeRatio    float64 `json:"time_ratio"`
+	KeysVerified int     `json:"keys_verified"`
+	Extrapolated bool    `json:"extrapolated,omitempty"`
 }
 
 // Published is a figure of Xing et al. (NDSS'25) as quoted in the KORD
@@ -108,11 +126,13 @@ type Report struct {
 	CPUs int    `json:"cpus"`
 	// BaselineSetup is one baseline session's setup per party (256 base
 	// OTs, both directions), paid once per session, not per key.
-	BaselineSetupRounds int         `json:"baseline_setup_rounds"`
-	BaselineSetupBytes  uint64      `json:"baseline_setup_bytes_per_party"`
-	Rows                []Row       `json:"rows"`
-	Fits                []Fit       `json:"fits"`
-	Published           []Published `json:"published"`
+	BaselineSetupRounds int    `json:"baseline_setup_rounds"`
+	BaselineSetupBytes  uint64 `json:"baseline_setup_bytes_per_party"`
+	Rows                []Row  `json:"rows"`
+	// Skipped names the blocks left out, with why.
+	Skipped   []string    `json:"skipped_blocks,omitempty"`
+	Fits      []Fit       `json:"fits"`
+	Published []Published `json:"published"`
 }
 
 // published lists the quoted figures and the formula costs for the rows.
@@ -268,7 +288,60 @@ func Run(ctx context.Context, c Config, w io.Writer) (*Report, error) {
 			}
 		}
 	}
+	if err := runBlocks(ctx, c, rep, pr, kp, say); err != nil {
+		return nil, err
+	}
 	return rep, nil
+}
+
+// runBlocks adds a row per gate block, width and tier (blocks.go).
+func runBlocks(ctx context.Context, c Config, rep *Report, pr *twopc.Pair, kp *kordPair, say func(string, ...any)) error {
+	for _, l := range c.BlockBits {
+		gs, err := gates.StandardGates(l, nil)
+		if err != nil {
+			return fmt.Errorf("gates at ℓ = %d: %w", l, err)
+		}
+		for _, g := range gs {
+			name := gateName(g)
+			shapes, err := complement(g)
+			if err != nil {
+				return fmt.Errorf("%s at ℓ = %d: %w", name, l, err)
+			}
+			if len(shapes) > c.MaxBlockKeys {
+				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s ℓ=%d: %d keys per operation > --max-block-keys %d", name, l, len(shapes), c.MaxBlockKeys))
+				continue
+			}
+			rep.Published = append(rep.Published, publishedBlock(name, l, shapes))
+			say("  baseline %-14s ℓ=%-2d %d keys/op ", name, l, len(shapes))
+			bsrc := &meteredSource{src: &baselineSource{ctx: ctx, pr: pr, rnd: crand.Reader}}
+			bm, err := blockCost(g, bsrc, true, func() [2]uint64 {
+				return [2]uint64{pr.S[0].Counters().Bytes, pr.S[1].Counters().Bytes}
+			}, func() int { return pr.S[0].Counters().Rounds }, c.BlockOps)
+			if err != nil {
+				return fmt.Errorf("baseline %s at ℓ = %d: %w", name, l, err)
+			}
+			say("%3d exchanges %7d B/party %8.4f s/op\n", bm.rounds, bm.bytes, bm.seconds)
+			for _, tier := range []msg.Tier{msg.Keystream, msg.MAC} {
+				ksrc := &meteredSource{src: &kordSource{ctx: ctx, kp: kp, tier: tier}}
+				km, err := blockCost(g, ksrc, false, func() [2]uint64 {
+					return [2]uint64{kp.links[0].sent.Load(), kp.links[1].sent.Load()}
+				}, func() int { return int(kp.hosts[0].Rounds()) }, c.BlockOps)
+				if err != nil {
+					return fmt.Errorf("kord %s at ℓ = %d, %v: %w", name, l, tier, err)
+				}
+				say("  kord     %-14s ℓ=%-2d %-4v %3d rounds    %7d B/party %8.6f s/op\n", name, l, tier, km.rounds, km.bytes, km.seconds)
+				row := Row{Block: name, InBits: l, Link: c.Link, Tier: tier.String(),
+					BaselineRounds: bm.rounds, BaselineBytesPerParty: bm.bytes, BaselineSeconds: round6(bm.seconds),
+					KordRounds: km.rounds, KordBytesPerParty: km.bytes, KordSeconds: round6(km.seconds),
+					TimeRatio: round2(bm.seconds / km.seconds), KeysVerified: bm.verified + km.verified}
+				if km.bytes > 0 {
+					row.BytesRatio = round2(float64(bm.bytes) / float64(km.bytes))
+				}
+				rep.Rows = append(rep.Rows, row)
+			}
+		}
+	}
+	return nil
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
@@ -336,11 +409,13 @@ func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params,
 				AlphaShare: as[b], BetaShare: bs[b]}}
 		}
 		r0, s0 := kp.hosts[0].Rounds(), [2]uint64{kp.links[0].sent.Load(), kp.links[1].sent.Load()}
-		res, el, err := kp.generate(ctx, tier, reqs)
+		t0 := time.Now()
+		res, err := kp.generateN(ctx, tier, [2][]host.Request{{reqs[0]}, {reqs[1]}})
+		el := time.Since(t0)
 		if err != nil {
 			return m, err
 		}
-		if err := fss.CheckPair(res[0].Key, res[1].Key, alpha, beta, checkPoints(p, alpha, rng)...); err != nil {
+		if err := fss.CheckPair(res[0][0].Key, res[1][0].Key, alpha, beta, checkPoints(p, alpha, rng)...); err != nil {
 			return m, fmt.Errorf("kord key failed verification: %w", err)
 		}
 		m.verified++

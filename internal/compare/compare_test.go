@@ -15,6 +15,7 @@ import (
 
 	"github.com/kord-fss/kord/baseline/twopc"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/gates"
 )
 
 // TestRunLoopback is the CI-bounded kord compare: small widths on the
@@ -196,5 +197,60 @@ func TestMedian(t *testing.T) {
 	}
 	if m := median([]time.Duration{4, 1, 9, 2}); m != 3 {
 		t.Fatalf("median of 4,1,9,2 = %d", m)
+	}
+}
+
+// TestRunBlocks: every standard gate at ℓ = 5 whose complement is small
+// runs on keys from both systems, its outputs checked against plaintext by
+// gates.Check; the baseline's rounds and bytes per operation are the sums
+// of its per-key formulas over the complement.
+func TestRunBlocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := Config{Link: "loopback", Bits: []int{4}, MaxMeasured: 8, BaselineKeys: 1, KordKeys: 1,
+		BlockBits: []int{5}, BlockOps: 1, MaxBlockKeys: 12}
+	rep, err := Run(ctx, c, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := gates.StandardGates(5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Row{}
+	for _, r := range rep.Rows {
+		if r.InBits == 5 && r.Tier == "otp" {
+			rows[r.Block] = r
+		}
+	}
+	if len(rows)+len(rep.Skipped) != len(gs) {
+		t.Fatalf("%d block rows and %d skipped, want %d gates", len(rows), len(rep.Skipped), len(gs))
+	}
+	for _, g := range gs {
+		shapes, err := complement(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := rows[gateName(g)]
+		if !ok {
+			if len(shapes) <= c.MaxBlockKeys {
+				t.Fatalf("%s (%d keys) missing", gateName(g), len(shapes))
+			}
+			continue
+		}
+		var rounds int
+		var perParty [2]uint64
+		for _, p := range shapes {
+			rounds += twopc.ExchangesPerKey(p)
+			perParty[0] += twopc.BytesPerKey(p, 0)
+			perParty[1] += twopc.BytesPerKey(p, 1)
+		}
+		bytes := max(perParty[0], perParty[1])
+		if r.BaselineRounds != rounds || r.BaselineBytesPerParty != bytes {
+			t.Fatalf("%s: baseline %d rounds %d bytes per op, complement formulas %d and %d", r.Block, r.BaselineRounds, r.BaselineBytesPerParty, rounds, bytes)
+		}
+		if r.KeysVerified < 2*len(shapes) || r.KordRounds > len(shapes) {
+			t.Fatalf("%s: %+v with %d keys per op", r.Block, r, len(shapes))
+		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/netshape"
@@ -34,6 +33,10 @@ func newTCPLink(c net.Conn) *tcpLink {
 	go l.pump()
 	return l
 }
+
+// kordInFlight is the hosts' batch size: a source call of up to this many
+// keys is one exchange.
+const kordInFlight = 4096
 
 // maxKordFrame bounds one module frame read from the link.
 const maxKordFrame = 16 << 20
@@ -120,7 +123,7 @@ func newKordPair(ctx context.Context, link netshape.Profile) (*kordPair, error) 
 	kp := &kordPair{conns: [2]net.Conn{a, b}}
 	for i := range 2 {
 		kp.links[i] = newTCPLink(kp.conns[i])
-		kp.hosts[i] = host.New(devs[i], kp.links[i], 1, nil)
+		kp.hosts[i] = host.New(devs[i], kp.links[i], kordInFlight, nil)
 	}
 	return kp, nil
 }
@@ -129,34 +132,36 @@ func (kp *kordPair) close() error {
 	return errors.Join(kp.conns[0].Close(), kp.conns[1].Close())
 }
 
-// generate runs both hosts on one request each and returns both results.
-func (kp *kordPair) generate(ctx context.Context, tier msg.Tier, reqs [2]host.Request) ([2]host.Result, time.Duration, error) {
-	var out [2]host.Result
+// generateN runs both hosts on their parties' requests (one exchange per
+// kordInFlight of them) and returns both parties' results once their pair
+// tags agree.
+func (kp *kordPair) generateN(ctx context.Context, tier msg.Tier, reqs [2][]host.Request) ([2][]host.Result, error) {
+	var out [2][]host.Result
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var errs [2]error
 	var wg sync.WaitGroup
-	start := time.Now()
 	for b := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := kp.hosts[b].Generate(ctx, tier, []host.Request{reqs[b]})
-			if err != nil {
-				errs[b] = err
+			out[b], errs[b] = kp.hosts[b].Generate(ctx, tier, reqs[b])
+			if errs[b] != nil {
 				cancel()
-				return
 			}
-			out[b] = res[0]
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start)
 	if err := errors.Join(errs[:]...); err != nil {
-		return out, 0, err
+		return out, err
 	}
-	if out[0].PairTag != out[1].PairTag {
-		return out, 0, host.ErrTampered
+	if len(out[0]) != len(out[1]) {
+		return out, fmt.Errorf("compare: kord hosts returned %d and %d results", len(out[0]), len(out[1]))
 	}
-	return out, el, nil
+	for i := range out[0] {
+		if out[0][i].PairTag != out[1][i].PairTag {
+			return out, host.ErrTampered
+		}
+	}
+	return out, nil
 }

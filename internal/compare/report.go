@@ -28,12 +28,19 @@ func (rep *Report) Write(w io.Writer, asJSON bool) error {
 		if r.Extrapolated {
 			x = " (extrapolated)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.4f%s\t%d\t%d\t%.6f\t%.0f\t%.0f\t%d\t\n", r.Block, r.InBits, r.Tier,
+		br := fmt.Sprintf("%.0f", r.BytesRatio)
+		if r.KordBytesPerParty == 0 {
+			br = "∞" // kord's derived keys cross nothing
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.4f%s\t%d\t%d\t%.6f\t%s\t%.0f\t%d\t\n", r.Block, r.InBits, r.Tier,
 			r.BaselineRounds, r.BaselineBytesPerParty, r.BaselineSeconds, x, r.KordRounds, r.KordBytesPerParty, r.KordSeconds,
-			r.BytesRatio, r.TimeRatio, r.KeysVerified)
+			br, r.TimeRatio, r.KeysVerified)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", sk)
 	}
 	for _, f := range rep.Fits {
 		fmt.Fprintf(w, "fit: %s\n", f.Formula)
