@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/kord-fss/kord/baseline/twopc"
@@ -244,7 +245,9 @@ func blockCost(g gates.Gate, src *meteredSource, plain bool, counters func() [2]
 	b1 := counters()
 	n := float64(len(in))
 	return measured{
-		rounds:   int(float64(rounds()-r0)/n + 0.5),
+		// Exchanges per operation, rounded up: kord's one exchange per
+		// call serves every operation of the run, as it would serve one.
+		rounds:   int(math.Ceil(float64(rounds()-r0) / n)),
 		bytes:    uint64(float64(max(b1[0]-b0[0], b1[1]-b0[1]))/n + 0.5),
 		seconds:  src.busy.Seconds() / n,
 		verified: src.keys,
