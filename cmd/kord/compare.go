@@ -47,7 +47,7 @@ seconds per key (median of the timed keys, one untimed key first; the
 median because other load on a shared machine only adds outliers) for
 both, their ratios, and Xing et al.'s published figures. On a shaped
 link the extrapolation's per-leaf time comes from the same widths on an
-unshaped session of the same run. Every key pair is verified by Eval at α, α±1,
+unshaped session of the same run; the fits use each width's fastest key. Every key pair is verified by Eval at α, α±1,
 0, 2^ℓ−1 and random points.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

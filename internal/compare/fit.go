@@ -18,7 +18,7 @@ type Fit struct {
 	Link    string       `json:"link"`
 	A       float64      `json:"seconds_per_exchange"`
 	C       float64      `json:"seconds_per_leaf"`
-	Points  [][2]float64 `json:"points"` // (ℓ, seconds per key)
+	Points  [][2]float64 `json:"points"` // (ℓ, fastest seconds per key at ℓ)
 	Formula string       `json:"formula"`
 	typ     fss.Type
 }
