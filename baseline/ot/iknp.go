@@ -91,6 +91,7 @@ func (rs *ReceiverSetup) Finish(msg []byte) (*Receiver, error) {
 	}
 	r := &Receiver{}
 	for i := range Kappa {
+		r.k0[i], r.k1[i] = k0[i], k1[i]
 		r.g0[i], r.g1[i] = stream(k0[i]), stream(k1[i])
 	}
 	return r, nil
@@ -115,6 +116,7 @@ func NewSender(rnd io.Reader, receiverMsg []byte) (*Sender, []byte, error) {
 		return nil, nil, err
 	}
 	for i := range Kappa {
+		s.k[i] = keys[i]
 		s.g[i] = stream(keys[i])
 	}
 	return s, msg, nil
@@ -123,6 +125,7 @@ func NewSender(rnd io.Reader, receiverMsg []byte) (*Sender, []byte, error) {
 // Receiver is the extension receiver of one session direction. Its
 // batches must be accepted by the sender in the order they are chosen.
 type Receiver struct {
+	k0, k1 [Kappa][16]byte // the base-OT seeds (for Fork)
 	g0, g1 [Kappa]cipher.Stream
 	next   uint64 // index of the next OT
 }
@@ -130,6 +133,7 @@ type Receiver struct {
 // Sender is the extension sender of one session direction.
 type Sender struct {
 	s    [Kappa / 8]byte
+	k    [Kappa][16]byte // the chosen base-OT seeds (for Fork)
 	g    [Kappa]cipher.Stream
 	next uint64
 }
@@ -282,4 +286,53 @@ func (b *RecvBatch) Receive(lo, n, msgLen int, msg []byte) ([]byte, error) {
 		xorPad(dst, b.first+uint64(lo+k), &t)
 	}
 	return out, nil
+}
+
+// forkSeed is the seed of fork id derived from a base seed: AES_k(id, 1),
+// a PRF of the seed.
+func forkSeed(k [16]byte, id uint64) (out [16]byte) {
+	c, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic(err) // a 16-byte key never fails
+	}
+	var in [16]byte
+	binary.LittleEndian.PutUint64(in[:8], id)
+	in[8] = 1
+	c.Encrypt(out[:], in[:])
+	return out
+}
+
+// MaxForks bounds the fork ids: a fork's OT indices start at id·2^40, so
+// the hash tweaks of different forks never meet.
+const MaxForks = 1 << 20
+
+// Fork returns an independent extension receiver for fork id (1 ≤ id <
+// MaxForks), from the same base OTs: its column streams are keyed by a PRF
+// of the base seeds, and its OT indices (the hash tweaks) are disjoint from
+// every other fork's and from the parent's. The sender's Fork(id) is its
+// peer. Forks let concurrent key generations share one set of base OTs
+// without sharing a stream.
+func (r *Receiver) Fork(id uint64) (*Receiver, error) {
+	if id < 1 || id >= MaxForks {
+		return nil, fmt.Errorf("ot: fork id %d is outside 1..%d", id, MaxForks-1)
+	}
+	f := &Receiver{next: id << 40}
+	for i := range Kappa {
+		f.k0[i], f.k1[i] = forkSeed(r.k0[i], id), forkSeed(r.k1[i], id)
+		f.g0[i], f.g1[i] = stream(f.k0[i]), stream(f.k1[i])
+	}
+	return f, nil
+}
+
+// Fork is the sender's side of Receiver.Fork.
+func (s *Sender) Fork(id uint64) (*Sender, error) {
+	if id < 1 || id >= MaxForks {
+		return nil, fmt.Errorf("ot: fork id %d is outside 1..%d", id, MaxForks-1)
+	}
+	f := &Sender{s: s.s, next: id << 40}
+	for i := range Kappa {
+		f.k[i] = forkSeed(s.k[i], id)
+		f.g[i] = stream(f.k[i])
+	}
+	return f, nil
 }

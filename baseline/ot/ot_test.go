@@ -230,3 +230,72 @@ func TestMalformed(t *testing.T) {
 		t.Fatal("empty batch accepted")
 	}
 }
+
+// TestFork: a receiver's fork and its sender's fork of the same id are an
+// OT pair (the receiver gets exactly m_c), independent of the parent (the
+// parent's pair still works afterwards) and of other forks (a mismatched
+// id does not decode).
+func TestFork(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(13, 14))
+	s, r := pair(t)
+	run := func(s *Sender, r *Receiver) bool {
+		choices := randChoices(rng, 100)
+		cols, rb, err := r.Choose(choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := s.Accept(cols, len(choices))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m0, m1 := make([]byte, 100*16), make([]byte, 100*16)
+		for i := range m0 {
+			m0[i], m1[i] = byte(rng.Uint32()), byte(rng.Uint32())
+		}
+		y, err := sb.Send(0, 16, m0, m1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rb.Receive(0, 100, 16, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, c := range choices {
+			want := m0[k*16 : (k+1)*16]
+			if c {
+				want = m1[k*16 : (k+1)*16]
+			}
+			if !bytes.Equal(got[k*16:(k+1)*16], want) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, id := range []uint64{1, 2, 7} {
+		fs, err := s.Fork(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := r.Fork(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !run(fs, fr) {
+			t.Fatalf("fork %d: the receiver did not get m_c", id)
+		}
+	}
+	if !run(s, r) {
+		t.Fatal("the parent pair broke after forking")
+	}
+	fs, _ := s.Fork(3)
+	fr, _ := r.Fork(4)
+	if run(fs, fr) {
+		t.Fatal("forks 3 and 4 form an OT pair")
+	}
+	if _, err := r.Fork(0); err == nil {
+		t.Fatal("fork id 0 accepted")
+	}
+	if _, err := s.Fork(MaxForks); err == nil {
+		t.Fatal("fork id MaxForks accepted")
+	}
+}
