@@ -53,6 +53,12 @@ func (c *Conn) Close() error { return c.c.Close() }
 // Exchange sends out and returns the peer's frame. The write runs beside
 // the read so that two large frames cannot block each other.
 func (c *Conn) Exchange(ctx context.Context, out []byte) ([]byte, error) {
+	return c.exchange(ctx, out, len(out))
+}
+
+// exchange is Exchange counting payload bytes for out (less than its
+// length when out carries several keys' frames with their own lengths).
+func (c *Conn) exchange(ctx context.Context, out []byte, payload int) ([]byte, error) {
 	if len(out) > MaxFrame {
 		return nil, fmt.Errorf("%w: sending %d bytes, the limit is %d", ErrFrame, len(out), MaxFrame)
 	}
@@ -80,7 +86,7 @@ func (c *Conn) Exchange(ctx context.Context, out []byte) ([]byte, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	c.sent += uint64(len(out))
+	c.sent += uint64(payload)
 	c.rounds++
 	return in, nil
 }

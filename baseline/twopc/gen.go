@@ -63,7 +63,10 @@ func ExchangesPerKey(p fss.Params) int {
 
 // run is one party's state while generating one key.
 type run struct {
-	s        *Session
+	xch      func(context.Context, []byte) ([]byte, error)
+	rcv      *ot.Receiver
+	snd      *ot.Sender
+	tb       *treeBufs
 	p        fss.Params
 	b        int
 	me, peer layout
@@ -105,7 +108,7 @@ func b2u(v bool) uint64 {
 
 // exchange sends out and returns a reader over the peer's frame.
 func (r *run) exchange(step string, out []byte) (*frameReader, error) {
-	in, err := r.s.conn.Exchange(r.ctx, out)
+	in, err := r.xch(r.ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("twopc: %v, %s: %w", r.p, step, err)
 	}
@@ -144,27 +147,43 @@ func (r *run) send(first, msgLen int, m0, m1 []byte) ([]byte, error) {
 // before anything is sent; after any other error the two parties' frames
 // are out of step and the session must be closed.
 func (s *Session) Gen(ctx context.Context, p fss.Params, alphaShare, betaShare uint64) (*fss.Key, Counters, error) {
-	if err := p.Validate(); err != nil {
-		return nil, Counters{}, fmt.Errorf("twopc: %w", err)
+	if err := checkInputs(p, alphaShare, betaShare); err != nil {
+		return nil, Counters{}, err
 	}
-	if alphaShare&^prg.Mask(p.InBits) != 0 {
-		return nil, Counters{}, fmt.Errorf("twopc: the α share has bits set above ℓ = %d", p.InBits) // the value is secret
-	}
-	if betaShare&^prg.Mask(p.OutBits) != 0 {
-		return nil, Counters{}, fmt.Errorf("twopc: the β share has bits set above n = %d", p.OutBits) // the value is secret
-	}
-	var seed [32]byte
-	if _, err := io.ReadFull(s.rnd, seed[:]); err != nil {
-		return nil, Counters{}, fmt.Errorf("twopc: randomness: %w", err)
-	}
-	r := &run{s: s, p: p, b: s.party, me: newLayout(p, s.party), peer: newLayout(p, 1-s.party),
-		rng: mrand.New(mrand.NewChaCha8(seed)), mask: prg.Mask(p.OutBits), sign: 1, ctx: ctx}
-	if r.b == 0 {
-		r.sign = ^uint64(0)
+	r, err := s.newRun(ctx, p, s.conn.Exchange, s.rcv, s.snd, &s.tree)
+	if err != nil {
+		return nil, Counters{}, err
 	}
 	before := s.conn.Counters()
 	key, err := r.gen(alphaShare, betaShare)
 	return key, s.conn.Counters().Sub(before), err
+}
+
+func checkInputs(p fss.Params, alphaShare, betaShare uint64) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("twopc: %w", err)
+	}
+	if alphaShare&^prg.Mask(p.InBits) != 0 {
+		return fmt.Errorf("twopc: the α share has bits set above ℓ = %d", p.InBits) // the value is secret
+	}
+	if betaShare&^prg.Mask(p.OutBits) != 0 {
+		return fmt.Errorf("twopc: the β share has bits set above n = %d", p.OutBits) // the value is secret
+	}
+	return nil
+}
+
+func (s *Session) newRun(ctx context.Context, p fss.Params, xch func(context.Context, []byte) ([]byte, error),
+	rcv *ot.Receiver, snd *ot.Sender, tb *treeBufs) (*run, error) {
+	var seed [32]byte
+	if _, err := io.ReadFull(s.rnd, seed[:]); err != nil {
+		return nil, fmt.Errorf("twopc: randomness: %w", err)
+	}
+	r := &run{xch: xch, rcv: rcv, snd: snd, tb: tb, p: p, b: s.party, me: newLayout(p, s.party), peer: newLayout(p, 1-s.party),
+		rng: mrand.New(mrand.NewChaCha8(seed)), mask: prg.Mask(p.OutBits), sign: 1, ctx: ctx}
+	if r.b == 0 {
+		r.sign = ^uint64(0)
+	}
+	return r, nil
 }
 
 func (r *run) gen(alphaShare, betaShare uint64) (*fss.Key, error) {
@@ -178,7 +197,7 @@ func (r *run) gen(alphaShare, betaShare uint64) (*fss.Key, error) {
 	for i := range r.e {
 		r.e[i] = r.rng.IntN(2) == 1
 	}
-	cols, rb, err := r.s.rcv.Choose(r.e)
+	cols, rb, err := r.rcv.Choose(r.e)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +219,7 @@ func (r *run) gen(alphaShare, betaShare uint64) (*fss.Key, error) {
 	if err := in.done(); err != nil {
 		return nil, err
 	}
-	if r.sb, err = r.s.snd.Accept(peerCols, r.peer.total); err != nil {
+	if r.sb, err = r.snd.Accept(peerCols, r.peer.total); err != nil {
 		return nil, fmt.Errorf("twopc: %v: %w", p, err)
 	}
 	r.peerD = make([]bool, r.peer.total)
@@ -292,7 +311,7 @@ func (r *run) tree(a []bool, betaShare uint64) (*fss.Key, error) {
 	// The level's nodes: two buffers of 2^ℓ seeds and bits, swapped each
 	// level; a level's children are stored as all left children, then
 	// all right ones (the sums do not depend on the order).
-	bufs, tbufs, vl, vr := r.s.treeBuffers(l, dcf)
+	bufs, tbufs, vl, vr := r.tb.grow(l, dcf)
 	seeds, ts := bufs[0][:1], tbufs[0][:1]
 	seeds[0], ts[0] = root, uint8(b)
 	sCW := make([]prg.Block, l)
@@ -612,18 +631,18 @@ func BytesPerKey(p fss.Params, b int) uint64 {
 	return uint64(n)
 }
 
-// treeBuffers returns the session's level buffers, grown to 2^ℓ nodes
-// (and 2^(ℓ−1) value blocks for a DCF); they are reused from key to key
-// rather than zeroed and collected every time.
-func (s *Session) treeBuffers(l int, dcf bool) (bufs [2][]prg.Block, tbufs [2][]uint8, vl, vr []prg.Block) {
+// grow returns the level buffers, grown to 2^ℓ nodes (and 2^(ℓ−1)
+// value blocks for a DCF); they are reused from key to key rather than
+// zeroed and collected every time.
+func (t *treeBufs) grow(l int, dcf bool) (bufs [2][]prg.Block, tbufs [2][]uint8, vl, vr []prg.Block) {
 	size := 1 << l
 	for i := range 2 {
-		if len(s.bufs[i]) < size {
-			s.bufs[i], s.tbufs[i] = make([]prg.Block, size), make([]uint8, size)
+		if len(t.bufs[i]) < size {
+			t.bufs[i], t.tbufs[i] = make([]prg.Block, size), make([]uint8, size)
 		}
 	}
-	if dcf && len(s.vals[0]) < size/2 {
-		s.vals = [2][]prg.Block{make([]prg.Block, size/2), make([]prg.Block, size/2)}
+	if dcf && len(t.vals[0]) < size/2 {
+		t.vals = [2][]prg.Block{make([]prg.Block, size/2), make([]prg.Block, size/2)}
 	}
-	return s.bufs, s.tbufs, s.vals[0], s.vals[1]
+	return t.bufs, t.tbufs, t.vals[0], t.vals[1]
 }

@@ -75,3 +75,27 @@ func (pr *Pair) Gen(ctx context.Context, p fss.Params, alphaShares, betaShares [
 	}
 	return keys, cost, nil
 }
+
+// GenBatch runs both parties' GenBatch at once: keys[b][i] is party b's
+// share of key i.
+func (pr *Pair) GenBatch(ctx context.Context, p fss.Params, alphaShares, betaShares [2][]uint64) (keys [2][]*fss.Key, cost [2]Counters, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys[i], cost[i], errs[i] = pr.S[i].GenBatch(ctx, p, alphaShares[i], betaShares[i])
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return keys, cost, fmt.Errorf("twopc: pair GenBatch: %w", err)
+	}
+	return keys, cost, nil
+}

@@ -23,9 +23,22 @@ type Session struct {
 	rnd   io.Reader
 	setup Counters
 	// The full tree's level buffers, kept between keys (treeBuffers).
+	tree treeBufs
+	// slots are GenBatch's concurrent generations: slot i has the OT
+	// forks i+1 and its own tree buffers.
+	slots []slot
+}
+
+type treeBufs struct {
 	bufs  [2][]prg.Block
 	tbufs [2][]uint8
 	vals  [2][]prg.Block
+}
+
+type slot struct {
+	rcv  *ot.Receiver
+	snd  *ot.Sender
+	tree treeBufs
 }
 
 // NewSession runs the setup with the peer over c: both base-OT batches at

@@ -149,3 +149,45 @@ func TestBitExactWithDealer(t *testing.T) {
 		}
 	}
 }
+
+// TestGenBatch: n keys in lockstep take the exchanges of one key and the
+// bytes of n, and every pair is correct; single keys still work after.
+func TestGenBatch(t *testing.T) {
+	pr := newPair(t)
+	rng := mrand.New(mrand.NewPCG(15, 16))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		p fss.Params
+		n int
+	}{{fss.Params{Type: fss.DPF, InBits: 9, OutBits: 16}, 5}, {fss.Params{Type: fss.DCF, InBits: 7, OutBits: 64}, 3},
+		{fss.Params{Type: fss.DCF, InBits: 1, OutBits: 1}, 2}, {fss.Params{Type: fss.DPF, InBits: 6, OutBits: 8}, 1}} {
+		p := tc.p
+		ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+		alpha, beta := make([]uint64, tc.n), make([]uint64, tc.n)
+		var as, bs [2][]uint64
+		for i := range tc.n {
+			alpha[i], beta[i] = rng.Uint64()&ma, rng.Uint64()&mb
+			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
+			as[0], as[1] = append(as[0], a0), append(as[1], (alpha[i]-a0)&ma)
+			bs[0], bs[1] = append(bs[0], b0), append(bs[1], (beta[i]-b0)&mb)
+		}
+		keys, cost, err := pr.GenBatch(ctx, p, as, bs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.n {
+			if err := fss.CheckPair(keys[0][i], keys[1][i], alpha[i], beta[i], alpha[i], (alpha[i]+1)&ma, (alpha[i]-1)&ma, 0, ma); err != nil {
+				t.Fatalf("%v key %d of %d: %v", p, i, tc.n, err)
+			}
+		}
+		for b := range 2 {
+			if cost[b].Rounds != ExchangesPerKey(p) || cost[b].Bytes != uint64(tc.n)*BytesPerKey(p, b) {
+				t.Fatalf("%v ×%d party %d: %+v, want %d exchanges and %d bytes", p, tc.n, b, cost[b], ExchangesPerKey(p), uint64(tc.n)*BytesPerKey(p, b))
+			}
+		}
+	}
+	genChecked(t, pr, rng, fss.Params{Type: fss.DCF, InBits: 5, OutBits: 5}, 17, 3)
+	if _, _, err := pr.S[0].GenBatch(ctx, fss.Params{Type: fss.DPF, InBits: 4, OutBits: 4}, nil, nil); err == nil {
+		t.Fatal("an empty batch was accepted")
+	}
+}
