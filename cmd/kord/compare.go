@@ -37,10 +37,10 @@ loopback TCP connection):
 
 Then the gates' building blocks at --block-bits: each block's key
 complement comes from each system through the gates' KeySource interface
-(baseline keys one after another; kord one exchange per call, derived keys
-cross nothing), the block runs on --block-ops random inputs and every
-output is checked against plaintext; the row charges the key generation
-per operation.
+(each call's same-shape keys at once: the baseline in lockstep, kord in one
+exchange, kord's derived keys crossing nothing); --block-ops runs of one
+operation each, every output checked against plaintext; the row charges
+the key generation per operation.
 
 Rounds, frame bytes sent per party (length prefixes not counted) and
 seconds per key (median of the timed keys, one untimed key first; the

@@ -23,10 +23,10 @@ import (
 // random inputs (gates.Check: both parties' online phase over loopback
 // TCP, every output compared with the plaintext reference), and the key
 // generation is charged per operation: the time spent in the source, the
-// exchanges and the payload bytes it sent. The baseline generates a
-// complement's keys one after another (its rounds add up; a lockstep batch
-// would take the maximum instead); kord sends each call's keys in one
-// exchange.
+// exchanges and the payload bytes it sent. Both systems answer each of the
+// gate's calls (a batch of same-shape keys) at once: the baseline in
+// lockstep (twopc.GenBatch: one key's exchanges), kord in one exchange;
+// calls of different shapes follow one another.
 
 // meteredSource counts the time a source spends generating keys.
 type meteredSource struct {
@@ -116,6 +116,43 @@ func (s *baselineSource) Derived(p fss.Params, wantBeta bool) (k [2]*fss.Key, as
 	}
 	k, _, err = s.pr.Gen(s.ctx, p, as, bs)
 	return k, as, bs, err
+}
+
+// BoundBatch generates the batch's keys in lockstep (twopc.GenBatch):
+// one key's exchanges for up to twopc.MaxBatch keys.
+func (s *baselineSource) BoundBatch(p fss.Params, alpha, beta [2][]uint64) ([2][]*fss.Key, error) {
+	var out [2][]*fss.Key
+	for lo := 0; lo < len(alpha[0]); lo += twopc.MaxBatch {
+		hi := min(lo+twopc.MaxBatch, len(alpha[0]))
+		k, _, err := s.pr.GenBatch(s.ctx, p, [2][]uint64{alpha[0][lo:hi], alpha[1][lo:hi]}, [2][]uint64{beta[0][lo:hi], beta[1][lo:hi]})
+		if err != nil {
+			return out, err
+		}
+		out[0], out[1] = append(out[0], k[0]...), append(out[1], k[1]...)
+	}
+	return out, nil
+}
+
+// DerivedBatch draws each party's shares itself, then BoundBatch.
+func (s *baselineSource) DerivedBatch(p fss.Params, count int, wantBeta bool) (keys [2][]*fss.Key, as, bs [2][]uint64, err error) {
+	buf := make([]byte, 32*count)
+	if _, err = io.ReadFull(s.rnd, buf); err != nil {
+		return keys, as, bs, fmt.Errorf("compare: randomness: %w", err)
+	}
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	for i := range count {
+		w := buf[32*i:]
+		as[0] = append(as[0], binary.LittleEndian.Uint64(w[0:])&ma)
+		as[1] = append(as[1], binary.LittleEndian.Uint64(w[8:])&ma)
+		if wantBeta {
+			bs[0] = append(bs[0], binary.LittleEndian.Uint64(w[16:])&mb)
+			bs[1] = append(bs[1], binary.LittleEndian.Uint64(w[24:])&mb)
+		} else {
+			bs[0], bs[1] = append(bs[0], 1&mb), append(bs[1], 0)
+		}
+	}
+	keys, err = s.BoundBatch(p, as, bs)
+	return keys, as, bs, err
 }
 
 // kordSource is kord's module pair on the shaped link as a batching
@@ -227,28 +264,36 @@ func publishedBlock(name string, l int, shapes []fss.Params) Published {
 	return pb
 }
 
-// blockCost runs ops operations of g on src, verified, and returns the
-// key generation's cost per operation.
+// blockCost runs g ops times, one operation a run (so a run's key
+// generation is what one operation costs: its rounds are latency, not
+// divisible by a batch), each on a fresh random input checked against the
+// plaintext reference, and returns the mean cost per operation.
 func blockCost(g gates.Gate, src *meteredSource, plain bool, counters func() [2]uint64, rounds func() int, ops int) (measured, error) {
-	in, err := gates.RandomInputs(g, crand.Reader, ops)
+	// Random inputs past the edge values RandomInputs puts first.
+	const edges = 10
+	all, err := gates.RandomInputs(g, crand.Reader, ops+edges)
 	if err != nil {
 		return measured{}, err
 	}
+	if len(all) < ops {
+		return measured{}, fmt.Errorf("compare: %s: only %d valid inputs", gateName(g), len(all))
+	}
+	in := all[len(all)-ops:]
 	var ks gates.KeySource = src
 	if plain {
 		ks = plainMeter{src}
 	}
 	b0, r0 := counters(), rounds()
-	if _, err := gates.Check(g, ks, crand.Reader, in); err != nil {
-		return measured{}, err
+	for _, x := range in {
+		if _, err := gates.Check(g, ks, crand.Reader, [][]uint64{x}); err != nil {
+			return measured{}, err
+		}
 	}
 	b1 := counters()
 	n := float64(len(in))
 	return measured{
-		// Exchanges per operation, rounded up: kord's one exchange per
-		// call serves every operation of the run, as it would serve one.
-		rounds:   int(math.Ceil(float64(rounds()-r0) / n)),
-		bytes:    uint64(float64(max(b1[0]-b0[0], b1[1]-b0[1]))/n + 0.5),
+		rounds:   int(math.Round(float64(rounds()-r0) / n)),
+		bytes:    uint64(math.Round(float64(max(b1[0]-b0[0], b1[1]-b0[1])) / n)),
 		seconds:  src.busy.Seconds() / n,
 		verified: src.keys,
 	}, nil

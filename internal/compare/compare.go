@@ -315,7 +315,7 @@ func runBlocks(ctx context.Context, c Config, rep *Report, pr *twopc.Pair, kp *k
 			rep.Published = append(rep.Published, publishedBlock(name, l, shapes))
 			say("  baseline %-14s ℓ=%-2d %d keys/op ", name, l, len(shapes))
 			bsrc := &meteredSource{src: &baselineSource{ctx: ctx, pr: pr, rnd: crand.Reader}}
-			bm, err := blockCost(g, bsrc, true, func() [2]uint64 {
+			bm, err := blockCost(g, bsrc, false, func() [2]uint64 {
 				return [2]uint64{pr.S[0].Counters().Bytes, pr.S[1].Counters().Bytes}
 			}, func() int { return pr.S[0].Counters().Rounds }, c.BlockOps)
 			if err != nil {
