@@ -31,6 +31,10 @@
 // docs/baseline.md for the costs, what each party learns, and the
 // measurements beside kord.
 //
+// GenBatch runs many keys of one shape in lockstep over the same
+// connection: one key's exchanges, every key's bytes, each key on its own
+// OT fork (ot.Receiver.Fork) of the session's base OTs.
+//
 // Local work is O(2^ℓ): a full-tree protocol. A variant without the full
 // tree must evaluate the PRG (AES) inside generic 2PC (garbled circuits)
 // along α's path, which is not implemented here; widths beyond what the
