@@ -14,7 +14,8 @@ import (
 
 // FuzzGenFrames plays party 0 against a peer that answers every exchange
 // with fuzzed bytes (2-byte length, then that many bytes, per frame):
-// Gen returns a key or an error, never panics or hangs.
+// Gen (even l) or a GenBatch of two (odd l) returns keys or an error,
+// never panics or hangs.
 func FuzzGenFrames(f *testing.F) {
 	ctx := context.Background()
 	pr, err := NewPair(ctx, netshape.Profile{Name: "loopback"}, [2]io.Reader{})
@@ -53,8 +54,15 @@ func FuzzGenFrames(f *testing.F) {
 		s := &Session{party: 0, conn: NewConn(a), snd: base.snd, rcv: base.rcv, rnd: base.rnd}
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if k, _, err := s.Gen(gctx, p, 1, 2); err == nil && k.Params() != p {
-			t.Fatalf("a key of shape %v for %v", k.Params(), p)
+		if l%2 == 0 {
+			if k, _, err := s.Gen(gctx, p, 1, 2); err == nil && k.Params() != p {
+				t.Fatalf("a key of shape %v for %v", k.Params(), p)
+			}
+			return
+		}
+		// A batch of two: the combined frames' parser.
+		if ks, _, err := s.GenBatch(gctx, p, []uint64{1, 0}, []uint64{2, 3}); err == nil && len(ks) != 2 {
+			t.Fatalf("%d keys for a batch of 2", len(ks))
 		}
 	})
 }
