@@ -46,8 +46,13 @@ type Request struct {
 type Result struct {
 	Counter uint64
 	Mode    msg.Mode
-	// Key is this party's key share (bound, derived).
+	// Key is this party's kord-v1 key share (bound, derived).
 	Key *fss.Key
+	// Raw is this party's key share when the request's profile is not
+	// kord-v1 (bound, derived): for msg.Llama, the bytes LLAMA's
+	// serializer writes for this party (fss/llama parses them). Key is
+	// then nil.
+	Raw []byte
 	// AlphaShare, BetaShare: this party's shares of the drawn mask (derived).
 	AlphaShare, BetaShare uint64
 	// Evals are this party's evaluation shares at the points (consume).
@@ -166,7 +171,9 @@ func (h *Host) batch(ctx context.Context, tier msg.Tier, reqs []Request) (_ []Re
 			return nil, spent, fmt.Errorf("host: collecting counter %d: %w", c, err)
 		}
 		r := Result{Counter: c, Mode: cr.Mode, AlphaShare: cr.AlphaShare, BetaShare: cr.BetaShare, Evals: cr.Evals, PairTag: cr.PairTag}
-		if cr.Key != nil {
+		if cr.Key != nil && reqs[i].Profile != msg.KordV1 {
+			r.Raw = cr.Key // the caller's now; the module kept no copy for it
+		} else if cr.Key != nil {
 			k, err := fss.ParseKey(cr.Key)
 			clear(cr.Key)
 			if err != nil {
@@ -210,6 +217,7 @@ func (h *Host) abandon(ctx context.Context, last uint64, mismatch bool, collecte
 		if r.Key != nil {
 			r.Key.Wipe()
 		}
+		clear(r.Raw)
 		clear(r.Evals)
 	}
 	req := &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: last, Mismatch: mismatch}

@@ -162,6 +162,7 @@ func truncate(rs []Result, n int) []Result {
 		if r.Key != nil {
 			r.Key.Wipe()
 		}
+		clear(r.Raw)
 		clear(r.Evals)
 	}
 	return rs[:n]

@@ -79,7 +79,7 @@ func bulkable(reqs []Request) bool {
 	}
 	for i := range reqs {
 		s := reqs[i].Share
-		if s.Mode != r0.Mode || s.Type != r0.Type || s.InBits != r0.InBits || s.OutBits != r0.OutBits ||
+		if s.Mode != r0.Mode || s.Profile != r0.Profile || s.Type != r0.Type || s.InBits != r0.InBits || s.OutBits != r0.OutBits ||
 			s.DeriveBeta != r0.DeriveBeta || s.Beta != r0.Beta || len(reqs[i].Points) != 0 {
 			return false
 		}
@@ -94,7 +94,7 @@ func bulkable(reqs []Request) bool {
 // Result per key parsed from the slab (wiped after).
 func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ []Result, spent bool, _ error) {
 	r0 := reqs[0].Share
-	b := &msg.Bulk{Mode: r0.Mode, Type: r0.Type, InBits: r0.InBits, OutBits: r0.OutBits, N: len(reqs),
+	b := &msg.Bulk{Mode: r0.Mode, Profile: r0.Profile, Type: r0.Type, InBits: r0.InBits, OutBits: r0.OutBits, N: len(reqs),
 		DeriveBeta: r0.DeriveBeta, Beta: r0.Beta}
 	if r0.Mode == msg.Bound {
 		b.AlphaShares, b.BetaShares = make([]uint64, len(reqs)), make([]uint64, len(reqs))
@@ -109,14 +109,24 @@ func (h *Host) batchBulk(ctx context.Context, tier msg.Tier, reqs []Request) (_ 
 		return nil, spent, err
 	}
 	defer h.Release(s)
-	keys, err := fss.ParseKeys(s.Keys, s.Stride, s.N)
-	if err != nil {
-		h.abandon(ctx, s.First+uint64(s.N)-1, false, nil)
-		return nil, spent, fmt.Errorf("host: keys at counters %d…: %w", s.First, err)
+	var keys []*fss.Key
+	var raw []byte
+	if s.Profile == msg.KordV1 {
+		if keys, err = fss.ParseKeys(s.Keys, s.Stride, s.N); err != nil {
+			h.abandon(ctx, s.First+uint64(s.N)-1, false, nil)
+			return nil, spent, fmt.Errorf("host: keys at counters %d…: %w", s.First, err)
+		}
+	} else {
+		raw = bytes.Clone(s.Keys) // the slab is wiped on release
 	}
 	res := make([]Result, s.N)
 	for i := range res {
-		r := Result{Counter: s.First + uint64(i), Mode: s.Mode, Key: keys[i]}
+		r := Result{Counter: s.First + uint64(i), Mode: s.Mode}
+		if keys != nil {
+			r.Key = keys[i]
+		} else {
+			r.Raw = raw[i*s.Stride : (i+1)*s.Stride : (i+1)*s.Stride]
+		}
 		copy(r.PairTag[:], s.PairTag(i))
 		if len(s.AlphaShares) == s.N {
 			r.AlphaShare, r.BetaShare = s.AlphaShares[i], s.BetaShares[i]
@@ -146,6 +156,18 @@ func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
 	for b := range 2 {
 		lp.Hosts[b].Release(slabs[b])
 	}
+}
+
+// GenerateSlabs runs both hosts' GenerateSlab at once on b[0] (party 0's
+// bulk) and b[1] (party 1's), which must agree in mode, profile, shape
+// and N, and returns the two slabs once it has checked that they pair
+// (equal pair tags): the general form of DerivedSlab and BoundSlab, for
+// any profile (msg.Bulk.Profile). Ownership and errors are as for those.
+func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg.Bulk) ([2]*msg.Slab, error) {
+	if b[0] == nil || b[1] == nil {
+		return [2]*msg.Slab{}, errors.New("host: GenerateSlabs needs both parties' bulk requests")
+	}
+	return lp.runSlabs(ctx, tier, b)
 }
 
 // runSlabs runs both hosts' GenerateSlab at once and checks that the two
