@@ -87,7 +87,7 @@ unshaped session of the same run; the fits use each width's fastest key. Every k
 	f.IntVar(&o.KordKeys, "kord-keys", o.KordKeys, "timed kord keys per row")
 	f.StringVar(&blockS, "block-bits", "8", "widths at which the gates' building blocks are rows (\"\" for none)")
 	f.IntVar(&o.BlockOps, "block-ops", o.BlockOps, "verified operations per block row")
-	f.IntVar(&o.MaxBlockKeys, "max-block-keys", o.MaxBlockKeys, "skip blocks needing more keys per operation (PriLUT: 2^ℓ)")
+	f.IntVar(&o.MaxBlockKeys, "max-block-keys", o.MaxBlockKeys, "skip blocks needing more keys per operation (PriLUT needs 2^ℓ; the baseline batches up to 256 in lockstep)")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -52,7 +52,7 @@ type Config struct {
 // measured up to ℓ = 20 (ℓ = 12 and 20 for the fit only).
 func DefaultConfig() Config {
 	return Config{Link: "loopback", Bits: []int{8, 16, 18, 32}, MaxMeasured: 20, FitBits: []int{12, 20},
-		BaselineKeys: 5, KordKeys: 20, BlockBits: []int{8}, BlockOps: 2, MaxBlockKeys: 16}
+		BaselineKeys: 5, KordKeys: 20, BlockBits: []int{8}, BlockOps: 2, MaxBlockKeys: twopc.MaxBatch}
 }
 
 // Check validates every field; its errors name kord compare's flags.
