@@ -18,7 +18,7 @@
 // and the undelivered requests are batched again. No application is ever
 // handed a key whose pair was not confirmed. An id party 1 has no request
 // for costs only itself: that batch alone is refused, before any frame is
-// opened, and the session goes on (peer.go, skipBatch). A party that
+// opened, and the session goes on (follower.go, follower.skip). A party that
 // restarts completes, from its module, the pairs generated before its
 // crash when their ids are resent (recover.go).
 package service
