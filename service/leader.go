@@ -69,17 +69,24 @@ func newLeader(p *Party, link peerLink, cancel context.CancelFunc) *leader {
 	return &leader{p: p, link: link, cancel: cancel, slots: make(chan struct{}, p.cfg.InFlight), errc: make(chan error, 3)}
 }
 
-// session runs one party-0 session over the gRPC peer link: handshake
+// session runs one party-0 session over the gRPC peer link (or the
+// in-process one of a LocalPair): handshake
 // with the rollback witness, then the batch pipeline, until anything goes
 // wrong.
 func (p *Party) session(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := p.peer.Session(sctx)
+	var link peerLink
+	var err error
+	if p.local != nil {
+		link, err = p.local(sctx)
+	} else {
+		link, err = p.peer.Session(sctx)
+	}
 	if err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
-	return p.lead(sctx, cancel, stream)
+	return p.lead(sctx, cancel, link)
 }
 
 // lead runs party 0's side of a session over link, which ends when
