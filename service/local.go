@@ -24,7 +24,6 @@ type LocalPair struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // Run of both parties and party 1's sessions
-	link   func(*memLink) // tests: the tap of each session's party-0 end
 }
 
 // NewLocalPair starts the two parties of a deployment in process:
@@ -33,6 +32,12 @@ type LocalPair struct {
 // both (Party, Module and the peer-link fields are set here). Close stops
 // them.
 func NewLocalPair(mods [2]socket.Module, c Config) (*LocalPair, error) {
+	return newLocalPair(mods, c, nil)
+}
+
+// newLocalPair is NewLocalPair; tap (tests, nil: none) is called on every
+// message party 0 sends, before it crosses, and may alter it.
+func newLocalPair(mods [2]socket.Module, c Config, tap func(*pb.PeerMsg)) (*LocalPair, error) {
 	lp := &LocalPair{}
 	for b := range 2 {
 		cb := c
@@ -47,9 +52,7 @@ func NewLocalPair(mods [2]socket.Module, c Config) (*LocalPair, error) {
 	p0, p1 := lp.Parties[0], lp.Parties[1]
 	p0.local = func(ctx context.Context) (peerLink, error) {
 		a, b := memLinks(ctx)
-		if lp.link != nil {
-			lp.link(a)
-		}
+		a.tap = tap
 		lp.wg.Add(1)
 		go func() {
 			defer lp.wg.Done()

@@ -18,12 +18,9 @@ import (
 func localPair(t *testing.T, c Config, tap func(*pb.PeerMsg)) *LocalPair {
 	t.Helper()
 	d := moduletest.DurablePair(t, 0)
-	lp, err := NewLocalPair([2]socket.Module{socket.Local(d[0]), socket.Local(d[1])}, c)
+	lp, err := newLocalPair([2]socket.Module{socket.Local(d[0]), socket.Local(d[1])}, c, tap)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if tap != nil {
-		lp.link = func(l *memLink) { l.tap = tap }
 	}
 	t.Cleanup(lp.Close)
 	return lp
