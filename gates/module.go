@@ -55,7 +55,7 @@ func (s *ModuleSource) tier() msg.Tier {
 // SentBytes returns the bytes each party's host has sent to the other so
 // far, as the host link counts them.
 func (s *ModuleSource) SentBytes() [2]uint64 {
-	return [2]uint64{s.Pair.Links[0].SentBytes(), s.Pair.Links[1].SentBytes()}
+	return [2]uint64{s.Pair.SentBytes(0), s.Pair.SentBytes(1)}
 }
 
 // Bound returns one bound key pair.

@@ -30,14 +30,10 @@ type LocalPair struct {
 // mods[b] is party b's module, already paired with the other (their
 // witness exchange happens at the first session). c holds the settings of
 // both (Party, Module and the peer-link fields are set here). Close stops
-// them.
-func NewLocalPair(mods [2]socket.Module, c Config) (*LocalPair, error) {
-	return newLocalPair(mods, c, nil)
-}
-
-// newLocalPair is NewLocalPair; tap (tests, nil: none) is called on every
-// message party 0 sends, before it crosses, and may alter it.
-func newLocalPair(mods [2]socket.Module, c Config, tap func(*pb.PeerMsg)) (*LocalPair, error) {
+// them. tap (fault tests; nil: none) is called on every message party 0
+// sends, before it crosses, and may alter it as an attacker on the link
+// could.
+func NewLocalPair(mods [2]socket.Module, c Config, tap func(*pb.PeerMsg)) (*LocalPair, error) {
 	lp := &LocalPair{}
 	for b := range 2 {
 		cb := c
@@ -186,3 +182,9 @@ func (lp *LocalPair) abandon(p *Party, js []*job) {
 		}
 	}()
 }
+
+// SentBytes is the total of frame bytes party b has sent to the other.
+func (lp *LocalPair) SentBytes(b int) uint64 { return lp.Parties[b].frameBytes.Load() }
+
+// Rounds counts the batches party 0 has had answered.
+func (lp *LocalPair) Rounds() uint64 { return lp.Parties[0].rounds.Load() }

@@ -18,7 +18,7 @@ import (
 func localPair(t *testing.T, c Config, tap func(*pb.PeerMsg)) *LocalPair {
 	t.Helper()
 	d := moduletest.DurablePair(t, 0)
-	lp, err := newLocalPair([2]socket.Module{socket.Local(d[0]), socket.Local(d[1])}, c, tap)
+	lp, err := NewLocalPair([2]socket.Module{socket.Local(d[0]), socket.Local(d[1])}, c, tap)
 	if err != nil {
 		t.Fatal(err)
 	}
