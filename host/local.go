@@ -117,19 +117,57 @@ func (lp *LocalPair) SentBytes(b int) uint64 { return lp.pair.SentBytes(b) }
 // and its reply each).
 func (lp *LocalPair) Rounds() uint64 { return lp.pair.Rounds() }
 
-// request is one key request of a call, for both parties: reqs[b] is
-// party b's; keys is how many keys it asks for.
+// request is one key request of a call, for both parties: req[b] is
+// party b's (its shape and shares, and in consume mode its points);
+// keys is how many keys it asks for (derived mode: its count).
 type request struct {
-	reqs [2]*pb.KeyRequest
+	req  [2]Request
+	tier msg.Tier // bound and consume mode
 	keys int
 }
 
-// keyRequest is r as a request of the application API with id id.
-func keyRequest(id uint64, tier msg.Tier, r *Request) *pb.KeyRequest {
-	kr := &pb.KeyRequest{Id: id, Mode: r.Mode.String(), Type: r.Type.String(), InBits: uint32(r.InBits), OutBits: uint32(r.OutBits),
-		AlphaShare: r.AlphaShare, BetaShare: r.BetaShare, DeriveBeta: r.DeriveBeta, Beta: r.Beta, Points: r.Points}
-	if r.Mode != msg.Derived {
-		kr.Tier = tier.String()
+// pack is party b's requests as one message of the application API, ids
+// base, base+1, …: packed (pb.PackedRequests, no per-request message)
+// unless one has points.
+func pack(rs []request, b int, base uint64) *pb.KeyRequests {
+	n := len(rs)
+	for i := range rs {
+		if len(rs[i].req[b].Points) > 0 {
+			krs := &pb.KeyRequests{Requests: make([]*pb.KeyRequest, n)}
+			for i := range rs {
+				krs.Requests[i] = keyRequest(base+uint64(i), &rs[i], b)
+			}
+			return krs
+		}
+	}
+	pk := &pb.PackedRequests{Ids: make([]uint64, n), Shapes: make([]byte, 0, 6*n), AlphaShares: make([]uint64, n),
+		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
+	for i := range rs {
+		r := &rs[i].req[b]
+		var tier, db byte
+		if r.Mode != msg.Derived {
+			tier = byte(rs[i].tier)
+		} else {
+			pk.Counts[i] = uint32(rs[i].keys)
+		}
+		if r.DeriveBeta {
+			db = 1
+		}
+		pk.Ids[i], pk.AlphaShares[i], pk.BetaShares[i], pk.Betas[i] = base+uint64(i), r.AlphaShare, r.BetaShare, r.Beta
+		pk.Shapes = append(pk.Shapes, byte(r.Mode), tier, byte(r.Type), byte(r.InBits), byte(r.OutBits), db)
+	}
+	return &pb.KeyRequests{Packed: pk}
+}
+
+// keyRequest is party b's request r as one message with id id.
+func keyRequest(id uint64, r *request, b int) *pb.KeyRequest {
+	q := &r.req[b]
+	kr := &pb.KeyRequest{Id: id, Mode: q.Mode.String(), Type: q.Type.String(), InBits: uint32(q.InBits), OutBits: uint32(q.OutBits),
+		AlphaShare: q.AlphaShare, BetaShare: q.BetaShare, DeriveBeta: q.DeriveBeta, Beta: q.Beta, Points: q.Points}
+	if q.Mode != msg.Derived {
+		kr.Tier = r.tier.String()
+	} else if r.keys > 1 {
+		kr.Count = uint32(r.keys)
 	}
 	return kr
 }
@@ -140,22 +178,13 @@ func keyRequest(id uint64, tier msg.Tier, r *Request) *pb.KeyRequest {
 func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer, error) {
 	var out [2][]service.Answer
 	base := lp.ids.Add(uint64(len(rs))) - uint64(len(rs)) + 1
-	var krs [2]*pb.KeyRequests
-	for b := range 2 {
-		krs[b] = &pb.KeyRequests{Requests: make([]*pb.KeyRequest, len(rs))}
-		for i := range rs {
-			r := rs[i].reqs[b]
-			r.Id = base + uint64(i)
-			krs[b].Requests[i] = r
-		}
-	}
 	var errs [2]error
 	var wg sync.WaitGroup
 	for b := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[b], errs[b] = lp.pair.Request(ctx, b, krs[b])
+			out[b], errs[b] = lp.pair.Request(ctx, b, pack(rs, b, base))
 		}()
 	}
 	wg.Wait()
@@ -245,7 +274,7 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 	}
 	rs := make([]request, len(reqs[0]))
 	for i := range rs {
-		rs[i] = request{reqs: [2]*pb.KeyRequest{keyRequest(0, tier, &reqs[0][i]), keyRequest(0, tier, &reqs[1][i])}, keys: 1}
+		rs[i] = request{req: [2]Request{reqs[0][i], reqs[1][i]}, tier: tier, keys: 1}
 	}
 	ans, err := lp.run(ctx, rs)
 	if err != nil {
@@ -364,17 +393,11 @@ func (lp *LocalPair) derivedRequests(p fss.Params, count int, beta uint64, deriv
 	var rs []request
 	for left := count; left > 0; {
 		k := min(left, lp.batch)
-		r := &pb.KeyRequest{Mode: msg.Derived.String(), Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
-			Count: uint32(k), Beta: beta, DeriveBeta: deriveBeta}
-		rs = append(rs, request{reqs: [2]*pb.KeyRequest{r, clone(r)}, keys: k})
+		r := Request{Share: msg.Share{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Beta: beta, DeriveBeta: deriveBeta}}
+		rs = append(rs, request{req: [2]Request{r, r}, keys: k})
 		left -= k
 	}
 	return rs
-}
-
-// clone is a copy of r (each party gets its own request).
-func clone(r *pb.KeyRequest) *pb.KeyRequest {
-	return &pb.KeyRequest{Mode: r.Mode, Type: r.Type, InBits: r.InBits, OutBits: r.OutBits, Count: r.Count, Beta: r.Beta, DeriveBeta: r.DeriveBeta}
 }
 
 // DerivedKeys is the dealerless key API for random-mask keys: it returns

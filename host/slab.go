@@ -8,7 +8,6 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
-	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -117,10 +116,10 @@ func (lp *LocalPair) BoundSlab(ctx context.Context, tier msg.Tier, p fss.Params,
 	rs := make([]request, n)
 	for i := range rs {
 		for b := range 2 {
-			rs[i].reqs[b] = &pb.KeyRequest{Mode: msg.Bound.String(), Tier: tier.String(), Type: p.Type.String(),
-				InBits: uint32(p.InBits), OutBits: uint32(p.OutBits), AlphaShare: alphaShares[b][i], BetaShare: betaShares[b][i]}
+			rs[i].req[b] = Request{Share: msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+				AlphaShare: alphaShares[b][i], BetaShare: betaShares[b][i]}}
 		}
-		rs[i].keys = 1
+		rs[i].tier, rs[i].keys = tier, 1
 	}
 	ans, err := lp.run(ctx, rs)
 	if err != nil {
