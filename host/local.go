@@ -35,6 +35,8 @@ type LocalPair struct {
 	batch int
 	ids   atomic.Uint64 // the last request id used (both parties use the same)
 	log   *slog.Logger
+	// slabPool holds released slabs (wiped) for the next slab calls.
+	slabPool sync.Pool
 }
 
 // LocalOptions configure NewLocalPair.

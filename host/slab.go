@@ -16,14 +16,37 @@ import (
 // The parties batch them as bulks (one counter commit, one frame each way
 // per run of one shape in bound mode: service/bulk.go).
 
-// Release wipes both slabs of a DerivedSlab or BoundSlab; nil slabs are
-// skipped. The caller must not use them after.
+// Release wipes both slabs of a DerivedSlab or BoundSlab (the one wipe
+// their buffers get) and keeps their buffers for the next slab calls; nil
+// slabs are skipped. The caller must not use them after.
 func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
 	for _, s := range slabs {
 		if s != nil {
 			s.Wipe()
+			lp.slabPool.Put(s)
 		}
 	}
+}
+
+// newSlab is an empty slab of n keys of shape p in mode, from a released
+// one when its buffers are large enough (they were wiped at Release).
+func (lp *LocalPair) newSlab(p fss.Params, mode msg.Mode, n int) *msg.Slab {
+	stride := p.KeySize()
+	s, _ := lp.slabPool.Get().(*msg.Slab)
+	if s == nil || cap(s.Keys) < n*stride || cap(s.PairTags) < n*msg.PairTagSize {
+		s = &msg.Slab{Keys: make([]byte, n*stride), PairTags: make([]byte, n*msg.PairTagSize)}
+	}
+	*s = msg.Slab{N: n, Mode: mode, Params: p, Stride: stride, Keys: s.Keys[:n*stride], PairTags: s.PairTags[:n*msg.PairTagSize],
+		AlphaShares: s.AlphaShares[:0], BetaShares: s.BetaShares[:0]}
+	if mode == msg.Derived {
+		if cap(s.AlphaShares) < n || cap(s.BetaShares) < n {
+			s.AlphaShares, s.BetaShares = make([]uint64, n), make([]uint64, n)
+		}
+		s.AlphaShares, s.BetaShares = s.AlphaShares[:n], s.BetaShares[:n]
+	} else {
+		s.AlphaShares, s.BetaShares = nil, nil
+	}
+	return s
 }
 
 // checkBulk refuses a slab call's shape or count before anything is
@@ -41,17 +64,14 @@ func checkBulk(p fss.Params, n int) error {
 // slabs gathers each party's answers (n keys of shape p in mode) into one
 // slab each and wipes the answers. It fails, handing out nothing, if an
 // answer failed or a pair does not pair (failure).
-func slabs(ans [2][]service.Answer, rs []request, p fss.Params, mode msg.Mode, n int) ([2]*msg.Slab, error) {
+func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, p fss.Params, mode msg.Mode, n int) ([2]*msg.Slab, error) {
 	var out [2]*msg.Slab
 	if bad, err := failure(ans, rs); bad >= 0 {
 		return out, failed(ans, 0, err)
 	}
 	stride := p.KeySize()
 	for b := range 2 {
-		s := &msg.Slab{N: n, Mode: mode, Params: p, Stride: stride, Keys: make([]byte, n*stride), PairTags: make([]byte, n*msg.PairTagSize)}
-		if mode == msg.Derived {
-			s.AlphaShares, s.BetaShares = make([]uint64, n), make([]uint64, n)
-		}
+		s := lp.newSlab(p, mode, n)
 		i := 0
 		for a := range ans[b] {
 			for k := range ans[b][a].Outputs {
@@ -95,7 +115,7 @@ func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta 
 	if err != nil {
 		return slabs_, &BatchError{Count: n, Err: err}
 	}
-	return slabs(ans, rs, p, msg.Derived, n)
+	return lp.slabs(ans, rs, p, msg.Derived, n)
 }
 
 // BoundSlab is BoundKeys as slabs: given both parties' additive shares of
@@ -125,5 +145,5 @@ func (lp *LocalPair) BoundSlab(ctx context.Context, tier msg.Tier, p fss.Params,
 	if err != nil {
 		return slabs_, &BatchError{Count: n, Spent: true, Err: err}
 	}
-	return slabs(ans, rs, p, msg.Bound, n)
+	return lp.slabs(ans, rs, p, msg.Bound, n)
 }

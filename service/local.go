@@ -87,6 +87,20 @@ func (lp *LocalPair) Close() {
 			j.fail(ErrClassUnavailable, "the party stopped")
 		}
 		p.pend.mu.Unlock()
+		// Party 1's batches answered and never confirmed: not delivered.
+		p.heldMu.Lock()
+		held := p.held
+		p.held = nil
+		p.heldMu.Unlock()
+		for _, h := range held {
+			wipeReplies(h.replies)
+			p.back(h.jobs, ErrClassSpent, "the party stopped before party 0 confirmed the batch")
+			for _, j := range h.jobs {
+				if !j.answered() {
+					j.fail(ErrClassUnavailable, "the party stopped")
+				}
+			}
+		}
 	}
 }
 
