@@ -42,8 +42,13 @@ type Request struct {
 type Result struct {
 	Counter uint64
 	Mode    msg.Mode
-	// Key is this party's key share (bound, derived).
+	// Key is this party's kord-v1 key share (bound, derived).
 	Key *fss.Key
+	// Raw is this party's key share when the request's profile is not
+	// kord-v1 (bound, derived): for msg.Llama, the bytes LLAMA's
+	// serializer writes for this party (fss/llama parses them). Key is
+	// then nil.
+	Raw []byte
 	// AlphaShare, BetaShare: this party's shares of the drawn mask (derived).
 	AlphaShare, BetaShare uint64
 	// Evals are this party's evaluation shares at the points (consume).

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -156,7 +157,7 @@ func pack(rs []request, b int, base uint64) *pb.KeyRequests {
 			db = 1
 		}
 		pk.Ids[i], pk.AlphaShares[i], pk.BetaShares[i], pk.Betas[i] = base+uint64(i), r.AlphaShare, r.BetaShare, r.Beta
-		pk.Shapes = append(pk.Shapes, byte(r.Mode), tier, byte(r.Type), byte(r.InBits), byte(r.OutBits), db)
+		pk.Shapes = append(pk.Shapes, byte(r.Mode), tier, msg.TypeByte(r.Profile, r.Type), byte(r.InBits), byte(r.OutBits), db)
 	}
 	return &pb.KeyRequests{Packed: pk}
 }
@@ -166,6 +167,9 @@ func keyRequest(id uint64, r *request, b int) *pb.KeyRequest {
 	q := &r.req[b]
 	kr := &pb.KeyRequest{Id: id, Mode: q.Mode.String(), Type: q.Type.String(), InBits: uint32(q.InBits), OutBits: uint32(q.OutBits),
 		AlphaShare: q.AlphaShare, BetaShare: q.BetaShare, DeriveBeta: q.DeriveBeta, Beta: q.Beta, Points: q.Points}
+	if q.Profile != msg.KordV1 {
+		kr.Profile = q.Profile.String()
+	}
 	if q.Mode != msg.Derived {
 		kr.Tier = r.tier.String()
 	} else if r.keys > 1 {
@@ -291,7 +295,7 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 	for b := range 2 {
 		out[b] = make([]Result, 0, n)
 		for i := range n {
-			r, err := result(&ans[b][i].Outputs[0])
+			r, err := result(&ans[b][i].Outputs[0], rs[i].req[b].Profile)
 			if err != nil {
 				// A module's key that does not parse: nothing from this
 				// request on is handed out, and its frames were opened.
@@ -318,14 +322,17 @@ func (lp *LocalPair) Generate(ctx context.Context, tier msg.Tier, reqs [2][]Requ
 	return out, nil
 }
 
-// result is one output as a Result (the key parsed, the evaluations
+// result is one output of a request of profile pr as a Result (a
+// kord-v1 key parsed, another profile's key bytes and the evaluations
 // copied: the output is wiped after).
-func result(o *msg.CollectResponse) (Result, error) {
+func result(o *msg.CollectResponse, pr msg.Profile) (Result, error) {
 	r := Result{Counter: o.Counter, Mode: o.Mode, AlphaShare: o.AlphaShare, BetaShare: o.BetaShare, PairTag: o.PairTag}
 	if len(o.Evals) > 0 {
 		r.Evals = slices.Clone(o.Evals)
 	}
-	if len(o.Key) > 0 {
+	if len(o.Key) > 0 && pr != msg.KordV1 {
+		r.Raw = bytes.Clone(o.Key)
+	} else if len(o.Key) > 0 {
 		k, err := fss.ParseKey(o.Key)
 		if err != nil {
 			return Result{}, err
@@ -344,6 +351,7 @@ func truncate(rs []Result, n int) []Result {
 		if r.Key != nil {
 			r.Key.Wipe()
 		}
+		clear(r.Raw)
 		clear(r.Evals)
 	}
 	return rs[:n]
@@ -391,11 +399,11 @@ type MaskedKey struct {
 
 // derivedRequests asks for count derived keys of shape p, at most batch
 // keys per request.
-func (lp *LocalPair) derivedRequests(p fss.Params, count int, beta uint64, deriveBeta bool) []request {
+func (lp *LocalPair) derivedRequests(pr msg.Profile, p fss.Params, count int, beta uint64, deriveBeta bool) []request {
 	var rs []request
 	for left := count; left > 0; {
 		k := min(left, lp.batch)
-		r := Request{Share: msg.Share{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Beta: beta, DeriveBeta: deriveBeta}}
+		r := Request{Share: msg.Share{Mode: msg.Derived, Profile: pr, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Beta: beta, DeriveBeta: deriveBeta}}
 		rs = append(rs, request{req: [2]Request{r, r}, keys: k})
 		left -= k
 	}
@@ -410,7 +418,7 @@ func (lp *LocalPair) DerivedKeys(ctx context.Context, p fss.Params, count int, b
 	if count <= 0 {
 		return out, &BatchError{Start: 0, Count: max(count, 0), Err: fmt.Errorf("%w: count %d, want at least 1", module.ErrBadRequest, count)}
 	}
-	rs := lp.derivedRequests(p, count, beta, deriveBeta)
+	rs := lp.derivedRequests(msg.KordV1, p, count, beta, deriveBeta)
 	ans, err := lp.run(ctx, rs)
 	if err != nil {
 		return out, &BatchError{Start: 0, Count: count, Err: err}

@@ -28,15 +28,16 @@ func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
 	}
 }
 
-// newSlab is an empty slab of n keys of shape p in mode, from a released
-// one when its buffers are large enough (they were wiped at Release).
-func (lp *LocalPair) newSlab(p fss.Params, mode msg.Mode, n int) *msg.Slab {
-	stride := p.KeySize()
+// newSlab is an empty slab of n keys of profile pr and shape p in mode,
+// from a released one when its buffers are large enough (they were wiped
+// at Release).
+func (lp *LocalPair) newSlab(pr msg.Profile, p fss.Params, mode msg.Mode, n int) *msg.Slab {
+	stride := msg.KeySize(pr, p)
 	s, _ := lp.slabPool.Get().(*msg.Slab)
 	if s == nil || cap(s.Keys) < n*stride || cap(s.PairTags) < n*msg.PairTagSize {
 		s = &msg.Slab{Keys: make([]byte, n*stride), PairTags: make([]byte, n*msg.PairTagSize)}
 	}
-	*s = msg.Slab{N: n, Mode: mode, Params: p, Stride: stride, Keys: s.Keys[:n*stride], PairTags: s.PairTags[:n*msg.PairTagSize],
+	*s = msg.Slab{N: n, Mode: mode, Profile: pr, Params: p, Stride: stride, Keys: s.Keys[:n*stride], PairTags: s.PairTags[:n*msg.PairTagSize],
 		AlphaShares: s.AlphaShares[:0], BetaShares: s.BetaShares[:0]}
 	if mode == msg.Derived {
 		if cap(s.AlphaShares) < n || cap(s.BetaShares) < n {
@@ -49,10 +50,10 @@ func (lp *LocalPair) newSlab(p fss.Params, mode msg.Mode, n int) *msg.Slab {
 	return s
 }
 
-// checkBulk refuses a slab call's shape or count before anything is
-// asked of a party (α reusable).
-func checkBulk(p fss.Params, n int) error {
-	if err := p.Validate(); err != nil {
+// checkBulk refuses a slab call's profile, shape or count before anything
+// is asked of a party (α reusable).
+func checkBulk(pr msg.Profile, p fss.Params, n int) error {
+	if err := msg.CheckShape(pr, p); err != nil {
 		return &BatchError{Count: max(n, 0), Err: fmt.Errorf("%w: %v", module.ErrBadRequest, err)}
 	}
 	if n < 1 || n > msg.MaxBulk {
@@ -61,17 +62,17 @@ func checkBulk(p fss.Params, n int) error {
 	return nil
 }
 
-// slabs gathers each party's answers (n keys of shape p in mode) into one
-// slab each and wipes the answers. It fails, handing out nothing, if an
-// answer failed or a pair does not pair (failure).
-func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, p fss.Params, mode msg.Mode, n int) ([2]*msg.Slab, error) {
+// slabs gathers each party's answers (n keys of profile pr and shape p in
+// mode) into one slab each and wipes the answers. It fails, handing out
+// nothing, if an answer failed or a pair does not pair (failure).
+func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile, p fss.Params, mode msg.Mode, n int) ([2]*msg.Slab, error) {
 	var out [2]*msg.Slab
 	if bad, err := failure(ans, rs); bad >= 0 {
 		return out, failed(ans, 0, err)
 	}
-	stride := p.KeySize()
+	stride := msg.KeySize(pr, p)
 	for b := range 2 {
-		s := lp.newSlab(p, mode, n)
+		s := lp.newSlab(pr, p, mode, n)
 		i := 0
 		for a := range ans[b] {
 			for k := range ans[b][a].Outputs {
@@ -100,22 +101,65 @@ func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, p fss.Params, 
 	return out, nil
 }
 
+// GenerateSlabs is the general form of DerivedSlab and BoundSlab, for any
+// profile: b[0] is party 0's bulk request and b[1] party 1's, which must
+// agree in mode, profile, shape, N (≤ msg.MaxBulk) and, derived, β rule;
+// tier applies in bound mode. It returns each party's slab once the two
+// pair (their pair tags were compared). The caller owns both and wipes
+// them (Slab.Wipe, or Release). A failure is a *BatchError covering the
+// whole call, Spent when the α may not be used again.
+func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg.Bulk) ([2]*msg.Slab, error) {
+	if b[0] == nil || b[1] == nil {
+		return [2]*msg.Slab{}, errors.New("host: GenerateSlabs needs both parties' bulk requests")
+	}
+	b0, b1 := b[0], b[1]
+	p := fss.Params{Type: b0.Type, InBits: b0.InBits, OutBits: b0.OutBits}
+	if b1.Mode != b0.Mode || b1.Profile != b0.Profile || b1.Type != b0.Type || b1.InBits != b0.InBits || b1.OutBits != b0.OutBits || b1.N != b0.N ||
+		b1.DeriveBeta != b0.DeriveBeta || b1.Beta != b0.Beta {
+		return [2]*msg.Slab{}, &BatchError{Count: max(b0.N, 0), Err: fmt.Errorf("%w: the two parties' bulk requests differ", ErrRejected)}
+	}
+	if err := checkBulk(b0.Profile, p, b0.N); err != nil {
+		return [2]*msg.Slab{}, err
+	}
+	n := b0.N
+	var rs []request
+	switch b0.Mode {
+	case msg.Derived:
+		rs = lp.derivedRequests(b0.Profile, p, n, b0.Beta, b0.DeriveBeta)
+	case msg.Bound:
+		for x := range 2 {
+			if len(b[x].AlphaShares) != n || len(b[x].BetaShares) != n {
+				return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: party %d's bulk has %d α and %d β shares for %d keys",
+					module.ErrBadRequest, x, len(b[x].AlphaShares), len(b[x].BetaShares), n)}
+			}
+		}
+		rs = make([]request, n)
+		for i := range rs {
+			for x := range 2 {
+				rs[i].req[x] = Request{Share: msg.Share{Mode: msg.Bound, Profile: b0.Profile, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+					AlphaShare: b[x].AlphaShares[i], BetaShare: b[x].BetaShares[i]}}
+			}
+			rs[i].tier, rs[i].keys = tier, 1
+		}
+	default:
+		return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: mode %v has no slab (want bound or derived)", module.ErrBadRequest, b0.Mode)}
+	}
+	ans, err := lp.run(ctx, rs)
+	if err != nil {
+		return [2]*msg.Slab{}, &BatchError{Count: n, Spent: b0.Mode != msg.Derived, Err: err}
+	}
+	return lp.slabs(ans, rs, b0.Profile, p, b0.Mode, n)
+}
+
 // DerivedSlab is DerivedKeys as slabs: n ≤ msg.MaxBulk keys of shape p
 // whose α (and β when deriveBeta; otherwise β is the public beta) are
 // drawn inside both modules; slabs[b] is party b's (its keys, and its
 // shares of each α and β in AlphaShares and BetaShares). The slabs pair
 // (their pair tags were compared). The caller owns both and wipes them
 // (Slab.Wipe, or Release).
-func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta uint64, deriveBeta bool) (slabs_ [2]*msg.Slab, err error) {
-	if err := checkBulk(p, n); err != nil {
-		return slabs_, err
-	}
-	rs := lp.derivedRequests(p, n, beta, deriveBeta)
-	ans, err := lp.run(ctx, rs)
-	if err != nil {
-		return slabs_, &BatchError{Count: n, Err: err}
-	}
-	return lp.slabs(ans, rs, p, msg.Derived, n)
+func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta uint64, deriveBeta bool) ([2]*msg.Slab, error) {
+	b := &msg.Bulk{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, N: n, DeriveBeta: deriveBeta, Beta: beta}
+	return lp.GenerateSlabs(ctx, 0, [2]*msg.Bulk{b, b})
 }
 
 // BoundSlab is BoundKeys as slabs: given both parties' additive shares of
@@ -125,25 +169,15 @@ func (lp *LocalPair) DerivedSlab(ctx context.Context, p fss.Params, n int, beta 
 // caller owns both and wipes them (Slab.Wipe, or Release). Errors are as
 // for Generate, covering the whole call: a *BatchError, Spent when the α
 // may not be used again.
-func (lp *LocalPair) BoundSlab(ctx context.Context, tier msg.Tier, p fss.Params, alphaShares, betaShares [2][]uint64) (slabs_ [2]*msg.Slab, err error) {
+func (lp *LocalPair) BoundSlab(ctx context.Context, tier msg.Tier, p fss.Params, alphaShares, betaShares [2][]uint64) ([2]*msg.Slab, error) {
 	n := len(alphaShares[0])
 	if len(alphaShares[1]) != n || len(betaShares[0]) != n || len(betaShares[1]) != n {
-		return slabs_, errors.New("host: BoundSlab needs the same number of α and β shares from both parties")
+		return [2]*msg.Slab{}, errors.New("host: BoundSlab needs the same number of α and β shares from both parties")
 	}
-	if err := checkBulk(p, n); err != nil {
-		return slabs_, err
+	var b [2]*msg.Bulk
+	for x := range 2 {
+		b[x] = &msg.Bulk{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, N: n,
+			AlphaShares: alphaShares[x], BetaShares: betaShares[x]}
 	}
-	rs := make([]request, n)
-	for i := range rs {
-		for b := range 2 {
-			rs[i].req[b] = Request{Share: msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
-				AlphaShare: alphaShares[b][i], BetaShare: betaShares[b][i]}}
-		}
-		rs[i].tier, rs[i].keys = tier, 1
-	}
-	ans, err := lp.run(ctx, rs)
-	if err != nil {
-		return slabs_, &BatchError{Count: n, Spent: true, Err: err}
-	}
-	return lp.slabs(ans, rs, p, msg.Bound, n)
+	return lp.GenerateSlabs(ctx, tier, b)
 }

@@ -171,7 +171,7 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 			continue
 		}
 		s0 := jobs[s.j0].shares[0]
-		b := &msg.Bulk{Mode: s0.Mode, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
+		b := &msg.Bulk{Mode: s0.Mode, Profile: s0.Profile, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
 			DeriveBeta: s0.DeriveBeta, Beta: s0.Beta}
 		if s0.Mode == msg.Bound {
 			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n)

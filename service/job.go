@@ -408,6 +408,13 @@ func (j *job) init(r *pb.KeyRequest) error {
 	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
 		return badf("type: %q is not dpf or dcf", r.Type)
 	}
+	prof, err := msg.ParseProfile(lowerASCII(r.Profile))
+	if err != nil {
+		return badf("profile: %q is not kord-v1 or llama", r.Profile)
+	}
+	if prof == msg.Llama && typ != fss.DCF {
+		return badf("type: the llama profile has only dcf keys (LLAMA's FSS has no DPF), got %q", r.Type)
+	}
 	if r.InBits < 1 || r.InBits > 64 {
 		return badf("in_bits: %d is outside 1..64", r.InBits)
 	}
@@ -416,9 +423,12 @@ func (j *job) init(r *pb.KeyRequest) error {
 	}
 	in, out := int(r.InBits), int(r.OutBits)
 	j.id = r.Id
-	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(typ), r.InBits, r.OutBits, 1
+	// The batch item's type carries the profile in its high nibble
+	// (msg.TypeByte; kord-v1's is the type alone), so the parties' item
+	// comparisons, bulk runs and transcripts cover it.
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(msg.TypeByte(prof, typ)), r.InBits, r.OutBits, 1
 	j.item = &j.itemv
-	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	base := msg.Share{Mode: mode, Profile: prof, Type: typ, InBits: in, OutBits: out}
 	if mode == msg.Derived {
 		if r.Tier != "" {
 			return badf("tier: derived keys send no frame; leave tier empty")
@@ -1011,7 +1021,7 @@ func simplePacked(pk *pb.PackedRequests) bool {
 // (points, if any, are the caller's), as eachPacked hands it on.
 func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
-	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
+	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2] & 15).String(), Profile: msg.Profile(sh[2] >> 4).String(),
 		InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
 		AlphaShare: pk.AlphaShares[i], BetaShare: pk.BetaShares[i], Count: pk.Counts[i], Beta: pk.Betas[i]}
 	if sh[1] != 0 {
@@ -1030,12 +1040,13 @@ func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 // consume mode), which then takes the long way for its error message.
 func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
-	mode, tier, typ, in, out, db := msg.Mode(sh[0]), msg.Tier(sh[1]), fss.Type(sh[2]), int(sh[3]), int(sh[4]), sh[5]
-	if db > 1 || (typ != fss.DPF && typ != fss.DCF) || in < 1 || in > 64 || out < 1 || out > 64 {
+	mode, tier, typ, prof, in, out, db := msg.Mode(sh[0]), msg.Tier(sh[1]), fss.Type(sh[2]&15), msg.Profile(sh[2]>>4), int(sh[3]), int(sh[4]), sh[5]
+	if db > 1 || (typ != fss.DPF && typ != fss.DCF) || in < 1 || in > 64 || out < 1 || out > 64 ||
+		(prof != msg.KordV1 && (prof != msg.Llama || typ != fss.DCF)) {
 		return false
 	}
 	as, bs, count, beta := pk.AlphaShares[i], pk.BetaShares[i], pk.Counts[i], pk.Betas[i]
-	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	base := msg.Share{Mode: mode, Profile: prof, Type: typ, InBits: in, OutBits: out}
 	j.itemv.Count = 1
 	switch mode {
 	case msg.Bound:
@@ -1065,7 +1076,7 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 		return false
 	}
 	j.id = pk.Ids[i]
-	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits = j.id, uint32(mode), uint32(typ), uint32(in), uint32(out)
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits = j.id, uint32(mode), uint32(sh[2]), uint32(in), uint32(out)
 	j.item = &j.itemv
 	return true
 }

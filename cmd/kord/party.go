@@ -59,16 +59,8 @@ too: docs/threat-model.md, "The module inside the party". The separate
 module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := daemon.Configure(cmd.Flags()); err != nil {
-				return err
-			}
-			prefault, err := daemon.PrefaultMiB(cmd.Flags())
+			common, err := daemon.ReadCommon(cmd.Flags())
 			if err != nil {
-				return err
-			}
-			lvl, _ := cmd.Flags().GetString("log-level")
-			// A bad --log-level is reported before the other flags.
-			if _, err := daemon.Logger(lvl); err != nil {
 				return err
 			}
 			if party != 0 && party != 1 {
@@ -100,7 +92,7 @@ module process stays the default.`,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
 				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
-				LogLevel: lvl, PrefaultMiB: prefault, Out: cmd.OutOrStdout()})
+				LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()

@@ -18,6 +18,15 @@ func u8(v uint32) uint8 {
 	return uint8(v)
 }
 
+// prof narrows a profile; anything over 255 becomes 255, an unknown
+// profile the module refuses (never 0, which is kord-v1).
+func prof(v uint32) msg.Profile {
+	if v > 255 {
+		return 255
+	}
+	return msg.Profile(v)
+}
+
 // bits narrows a width; anything over 255 becomes 0 (rejected as outside 1..64).
 func bits(v uint32) int {
 	if v > 255 {
@@ -28,13 +37,13 @@ func bits(v uint32) int {
 
 // ShareToPB converts a share request to its wire form.
 func ShareToPB(s msg.Share) *pb.Share {
-	return &pb.Share{Mode: uint32(s.Mode), Type: uint32(s.Type), InBits: uint32(s.InBits), OutBits: uint32(s.OutBits),
+	return &pb.Share{Mode: uint32(s.Mode), Profile: uint32(s.Profile), Type: uint32(s.Type), InBits: uint32(s.InBits), OutBits: uint32(s.OutBits),
 		AlphaShare: s.AlphaShare, BetaShare: s.BetaShare, DeriveBeta: s.DeriveBeta, Beta: s.Beta}
 }
 
 // ShareFromPB converts a wire share request.
 func ShareFromPB(s *pb.Share) msg.Share {
-	return msg.Share{Mode: msg.Mode(u8(s.GetMode())), Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits()),
+	return msg.Share{Mode: msg.Mode(u8(s.GetMode())), Profile: prof(s.GetProfile()), Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits()),
 		AlphaShare: s.GetAlphaShare(), BetaShare: s.GetBetaShare(), DeriveBeta: s.GetDeriveBeta(), Beta: s.GetBeta()}
 }
 
@@ -151,7 +160,7 @@ func bulkToPB(b *msg.Bulk) *pb.Bulk {
 	if b == nil {
 		return nil
 	}
-	return &pb.Bulk{Mode: uint32(b.Mode), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
+	return &pb.Bulk{Mode: uint32(b.Mode), Profile: uint32(b.Profile), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
 		N: uint32(min(max(b.N, 0), 2*msg.MaxBulk+1)), AlphaShares: b.AlphaShares, BetaShares: b.BetaShares,
 		DeriveBeta: b.DeriveBeta, Beta: b.Beta}
 }
@@ -161,7 +170,7 @@ func bulkFromPB(b *pb.Bulk) *msg.Bulk {
 	if b == nil {
 		return nil
 	}
-	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
+	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Profile: prof(b.GetProfile()), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
 		OutBits: bits(b.GetOutBits()), N: n32(b.GetN()), AlphaShares: b.GetAlphaShares(), BetaShares: b.GetBetaShares(),
 		DeriveBeta: b.GetDeriveBeta(), Beta: b.GetBeta()}
 }
@@ -177,7 +186,7 @@ func wipeBulk(b *pb.Bulk) {
 // slabToPB converts a slab; the message holds the slab's buffers (no
 // copy).
 func slabToPB(s *msg.Slab) *pb.Slab {
-	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Type: uint32(s.Params.Type),
+	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Profile: uint32(s.Profile), Type: uint32(s.Params.Type),
 		InBits: uint32(s.Params.InBits), OutBits: uint32(s.Params.OutBits), Stride: uint32(s.Stride),
 		Keys: s.Keys, AlphaShares: s.AlphaShares, BetaShares: s.BetaShares, PairTags: s.PairTags}
 }
@@ -186,7 +195,7 @@ func slabToPB(s *msg.Slab) *pb.Slab {
 // of the shape's stride, N pair tags, N shares of each or none); the slab
 // holds the message's buffers.
 func slabFromPB(s *pb.Slab) (*msg.Slab, error) {
-	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())),
+	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())), Profile: prof(s.GetProfile()),
 		Params: fss.Params{Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits())},
 		Keys:   s.GetKeys(), AlphaShares: s.GetAlphaShares(), BetaShares: s.GetBetaShares(),
 		PairTags: s.GetPairTags()}

@@ -29,19 +29,23 @@ const (
 // the same id and the same mode, tier, type and widths; party 0 orders the
 // requests, party 1 follows that order by id.
 type KeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Mode          string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"` // bound, derived, consume
-	Tier          string                 `protobuf:"bytes,3,opt,name=tier,proto3" json:"tier,omitempty"` // otp, mac, batchmac (bound, consume)
-	Type          string                 `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"` // dpf, dcf
-	InBits        uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	AlphaShare    uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
-	BetaShare     uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
-	Count         uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
-	DeriveBeta    bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
-	Beta          uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
-	Points        []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mode       string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"` // bound, derived, consume
+	Tier       string                 `protobuf:"bytes,3,opt,name=tier,proto3" json:"tier,omitempty"` // otp, mac, batchmac (bound, consume)
+	Type       string                 `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"` // dpf, dcf
+	InBits     uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits    uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	AlphaShare uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
+	BetaShare  uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
+	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
+	DeriveBeta bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
+	Beta       uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
+	Points     []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
+	// profile: the key format, "kord-v1" (or empty: the default) or "llama"
+	// (EzPC LLAMA's DCF, type dcf only; key holds LLAMA's bytes). Both sites
+	// must ask for the same profile.
+	Profile       string `protobuf:"bytes,13,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,10 +164,17 @@ func (x *KeyRequest) GetPoints() []uint64 {
 	return nil
 }
 
+func (x *KeyRequest) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
 type KeyShare struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own kord-v1 key share (bound, derived)
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
 	AlphaShare    uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
 	BetaShare     uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
 	Evals         []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
@@ -382,7 +393,8 @@ func (x *KeyRequests) GetStrideReplies() bool {
 
 // PackedRequests is requests as parallel lists: request i has ids[i], the
 // 6 bytes shapes[6i:6i+6] (mode, tier, type as module.proto / kord key
-// codes — tier 0 = none —, in_bits, out_bits, derive_beta 0/1), its
+// codes — tier 0 = none; type's high nibble the profile, 1 = llama —,
+// in_bits, out_bits, derive_beta 0/1), its
 // alpha/beta shares, count and beta, and point_lens[i] points of points
 // (point_lens empty when no request has any). A party that does not know
 // the field would ignore it: clients send it only to a party whose
@@ -926,7 +938,7 @@ type BatchItem struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
+	Type          uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"` // fss type in the low nibble, profile in the high (msg.TypeByte)
 	InBits        uint32                 `protobuf:"varint,4,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
 	OutBits       uint32                 `protobuf:"varint,5,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
 	Count         uint32                 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
@@ -2130,7 +2142,7 @@ var File_kord_v1_service_proto protoreflect.FileDescriptor
 
 const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xaf\x02\n" +
+	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xc9\x02\n" +
 	"\n" +
 	"KeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2148,7 +2160,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
 	"\x04beta\x18\v \x01(\x04R\x04beta\x12\x16\n" +
-	"\x06points\x18\f \x03(\x04R\x06points\"\x8c\x01\n" +
+	"\x06points\x18\f \x03(\x04R\x06points\x12\x18\n" +
+	"\aprofile\x18\r \x01(\tR\aprofile\"\x8c\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +

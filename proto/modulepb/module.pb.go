@@ -79,15 +79,18 @@ func (SyncRequest_Op) EnumDescriptor() ([]byte, []int) {
 }
 
 type Share struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
-	InBits        uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	AlphaShare    uint64                 `protobuf:"varint,5,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`
-	BetaShare     uint64                 `protobuf:"varint,6,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
-	DeriveBeta    bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
-	Beta          uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Mode       uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type       uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
+	InBits     uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits    uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	AlphaShare uint64                 `protobuf:"varint,5,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`
+	BetaShare  uint64                 `protobuf:"varint,6,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
+	DeriveBeta bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
+	Beta       uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	// profile is msg.Profile: 0 kord-v1 (the default), 1 llama (EzPC
+	// LLAMA's DCF). Packed shares carry it in the type byte's high nibble.
+	Profile       uint32 `protobuf:"varint,9,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -174,6 +177,13 @@ func (x *Share) GetDeriveBeta() bool {
 func (x *Share) GetBeta() uint64 {
 	if x != nil {
 		return x.Beta
+	}
+	return 0
+}
+
+func (x *Share) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
 	}
 	return 0
 }
@@ -282,8 +292,8 @@ type SubmitRequest struct {
 	Frame   []byte                 `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
 	Counter uint64                 `protobuf:"varint,5,opt,name=counter,proto3" json:"counter,omitempty"`
 	// packed_shares, when set, replaces shares: one 29-byte record per
-	// share (socket.PackShares): mode, type, in_bits, out_bits, flags (bit 0
-	// derive_beta), then alpha_share, beta_share, beta as little-endian
+	// share (socket.PackShares): mode, type (low nibble; profile in the high
+	// nibble, msg.TypeByte), in_bits, out_bits, flags (bit 0 derive_beta), then alpha_share, beta_share, beta as little-endian
 	// uint64s. The hot path of a batch sends no message per key.
 	PackedShares []byte `protobuf:"bytes,6,opt,name=packed_shares,json=packedShares,proto3" json:"packed_shares,omitempty"`
 	// pack_frames asks for frame_data/frame_lens instead of frames.
@@ -405,6 +415,7 @@ type Bulk struct {
 	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	DeriveBeta    bool                   `protobuf:"varint,8,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
 	Beta          uint64                 `protobuf:"varint,9,opt,name=beta,proto3" json:"beta,omitempty"`
+	Profile       uint32                 `protobuf:"varint,10,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -502,6 +513,13 @@ func (x *Bulk) GetBeta() uint64 {
 	return 0
 }
 
+func (x *Bulk) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
+	}
+	return 0
+}
+
 // Slab is msg.Slab: this party's outputs of one bulk, keys at a fixed
 // stride in one bytes field (key i at keys[i*stride:(i+1)*stride]), pair
 // tags 16 bytes each, and, derived mode, its shares of each α and β.
@@ -518,6 +536,7 @@ type Slab struct {
 	AlphaShares   []uint64               `protobuf:"varint,9,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
 	BetaShares    []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	PairTags      []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
+	Profile       uint32                 `protobuf:"varint,12,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -627,6 +646,13 @@ func (x *Slab) GetPairTags() []byte {
 		return x.PairTags
 	}
 	return nil
+}
+
+func (x *Slab) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
+	}
+	return 0
 }
 
 type SubmitResponse struct {
@@ -1907,7 +1933,7 @@ var File_kord_v1_module_proto protoreflect.FileDescriptor
 
 const file_kord_v1_module_proto_rawDesc = "" +
 	"\n" +
-	"\x14kord/v1/module.proto\x12\akord.v1\"\xd8\x01\n" +
+	"\x14kord/v1/module.proto\x12\akord.v1\"\xf2\x01\n" +
 	"\x05Share\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
@@ -1919,7 +1945,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"beta_share\x18\x06 \x01(\x04R\tbetaShare\x12\x1f\n" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\b \x01(\x04R\x04beta\",\n" +
+	"\x04beta\x18\b \x01(\x04R\x04beta\x12\x18\n" +
+	"\aprofile\x18\t \x01(\rR\aprofile\",\n" +
 	"\x10ProvisionRequest\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"E\n" +
 	"\x11ProvisionResponse\x12\x18\n" +
@@ -1935,7 +1962,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vpack_frames\x18\a \x01(\bR\n" +
 	"packFrames\x12\x1a\n" +
 	"\bmismatch\x18\b \x01(\bR\bmismatch\x12!\n" +
-	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\"\xe9\x01\n" +
+	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\"\x83\x02\n" +
 	"\x04Bulk\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
@@ -1947,7 +1974,9 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"betaShares\x12\x1f\n" +
 	"\vderive_beta\x18\b \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\t \x01(\x04R\x04beta\"\x93\x02\n" +
+	"\x04beta\x18\t \x01(\x04R\x04beta\x12\x18\n" +
+	"\aprofile\x18\n" +
+	" \x01(\rR\aprofile\"\xad\x02\n" +
 	"\x04Slab\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\f\n" +
 	"\x01n\x18\x02 \x01(\rR\x01n\x12\x12\n" +
@@ -1961,7 +1990,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vbeta_shares\x18\n" +
 	" \x03(\x04R\n" +
 	"betaShares\x12\x1b\n" +
-	"\tpair_tags\x18\v \x01(\fR\bpairTags\"\xf1\x01\n" +
+	"\tpair_tags\x18\v \x01(\fR\bpairTags\x12\x18\n" +
+	"\aprofile\x18\f \x01(\rR\aprofile\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
