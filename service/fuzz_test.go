@@ -71,7 +71,7 @@ func FuzzPeerBatch(f *testing.F) {
 	d, st := openModule(f, 1, filepath.Join(f.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
 	f.Cleanup(func() { st.Close() })
 	p, err := New(Config{Party: 1, Module: socket.Local(d), MatchTimeout: time.Millisecond, PeerPlaintext: true})
-	// (a refusal that keeps the session, skipBatch, moves it on by design)
+	// (a refusal that keeps the session, follower.skip, moves it on by design)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -100,8 +100,9 @@ func FuzzPeerBatch(f *testing.F) {
 		b.Transcript = chain(tr, b.Seq, msg.Tier(b.Tier), b.FirstCounter, items, b.PackedItems != nil)
 		j, _ := newJob(&pb.KeyRequest{Id: 7, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8})
 		p.pend.add(j)
-		trc, expected, last := tr, uint64(0), uint64(0)
-		pr := p.prepareBatch(context.Background(), &b, &trc, &expected, &last, 1, true)
+		fl := &follower{p: p, run: 1, early: true, transcript: tr}
+		pr := fl.prepare(context.Background(), &b)
+		expected, last := fl.expected, fl.lastSeq
 		if pr.rep != nil && !pr.soft && (expected != 0 || last != 0) {
 			t.Fatalf("refused batch moved the session: expected %d last %d", expected, last)
 		}

@@ -325,8 +325,8 @@ func runBlocks(ctx context.Context, c Config, rep *Report, pr *twopc.Pair, kp *k
 			for _, tier := range []msg.Tier{msg.Keystream, msg.MAC} {
 				ksrc := &meteredSource{src: &kordSource{ctx: ctx, kp: kp, tier: tier}}
 				km, err := blockCost(g, ksrc, false, func() [2]uint64 {
-					return [2]uint64{kp.links[0].sent.Load(), kp.links[1].sent.Load()}
-				}, func() int { return int(kp.hosts[0].Rounds()) }, c.BlockOps)
+					return kp.sent()
+				}, kp.rounds, c.BlockOps)
 				if err != nil {
 					return fmt.Errorf("kord %s at ℓ = %d, %v: %w", name, l, tier, err)
 				}
@@ -410,7 +410,7 @@ func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params,
 			reqs[b] = host.Request{Share: msg.Share{Mode: msg.Bound, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
 				AlphaShare: as[b], BetaShare: bs[b]}}
 		}
-		r0, s0 := kp.hosts[0].Rounds(), [2]uint64{kp.links[0].sent.Load(), kp.links[1].sent.Load()}
+		r0, s0 := kp.rounds(), kp.sent()
 		t0 := time.Now()
 		res, err := kp.generateN(ctx, tier, [2][]host.Request{{reqs[0]}, {reqs[1]}})
 		el := time.Since(t0)
@@ -421,8 +421,9 @@ func measureKord(ctx context.Context, kp *kordPair, tier msg.Tier, p fss.Params,
 			return m, fmt.Errorf("kord key failed verification: %w", err)
 		}
 		m.verified++
-		m.rounds = int(kp.hosts[0].Rounds() - r0)
-		m.bytes = max(kp.links[0].sent.Load()-s0[0], kp.links[1].sent.Load()-s0[1])
+		m.rounds = kp.rounds() - r0
+		s1 := kp.sent()
+		m.bytes = max(s1[0]-s0[0], s1[1]-s0[1])
 		if i >= 0 {
 			times = append(times, el)
 		}
