@@ -41,8 +41,9 @@ func corrShape(l *Layer, in Shape, ring int) (msg.Correlation, error) {
 	return msg.Correlation{}, fmt.Errorf("infer: layer %v has no multiplication", l.Kind)
 }
 
-// request runs one correlation request on both modules and returns both
-// parties' shares, checked to pair.
+// request runs one correlation request through both parties of the pair
+// (host.LocalPair.Correlation: the session protocol the daemons run) and
+// returns both parties' shares, checked to pair.
 func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
 	var sh [2]*msg.CorrShares
 	if s.Pair == nil {
@@ -54,26 +55,9 @@ func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var first [2]uint64
-	for b := 0; b < 2; b++ {
-		r, err := s.Pair.Devices[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &c})
-		if err != nil {
-			return sh, fmt.Errorf("infer: module %d: correlation: %w", b, err)
-		}
-		first[b] = r.FirstCounter
-	}
-	for b := 0; b < 2; b++ {
-		cr, err := s.Pair.Devices[b].Collect(ctx, &msg.CollectRequest{Counter: first[b], Corr: true})
-		if err != nil {
-			sh[0].Wipe()
-			return [2]*msg.CorrShares{}, fmt.Errorf("infer: module %d: collecting the correlation: %w", b, err)
-		}
-		sh[b] = cr.Corr
-	}
-	if sh[0] == nil || sh[1] == nil || first[0] != first[1] || sh[0].PairTag != sh[1].PairTag {
-		sh[0].Wipe()
-		sh[1].Wipe()
-		return [2]*msg.CorrShares{}, errors.New("infer: the two modules' correlations do not pair (their request sequences differ)")
+	sh, err := s.Pair.Correlation(ctx, c)
+	if err != nil {
+		return sh, fmt.Errorf("infer: %w", err)
 	}
 	return sh, nil
 }
