@@ -42,7 +42,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -404,7 +403,7 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
-		typ, mode := fss.Type(s.typ).String(), msg.Mode(s.mode).String()
+		typ, mode := msg.TypeLabel(byte(s.typ)), msg.Mode(s.mode).String()
 		if s.mode == ItemCorrelation { // counted in counters taken
 			typ, mode = ModeCorrelation, ModeCorrelation
 		}

@@ -128,6 +128,17 @@ func KeySize(pr Profile, p fss.Params) int {
 // roots are the bytes they were before profiles existed.
 func TypeByte(pr Profile, t fss.Type) byte { return byte(t) | byte(pr)<<4 }
 
+// TypeLabel names a type byte (TypeByte) for metrics and logs: the type
+// alone for kord-v1 ("dpf", "dcf"), the type and the profile for any
+// other ("dcf-llama").
+func TypeLabel(b byte) string {
+	t, pr := fss.Type(b&15), Profile(b>>4)
+	if pr == KordV1 {
+		return t.String()
+	}
+	return t.String() + "-" + pr.String()
+}
+
 // Tier is the protection of the one exchanged frame.
 type Tier uint8
 
