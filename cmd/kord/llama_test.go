@@ -91,3 +91,44 @@ func TestLlamaExportInProcess(t *testing.T) {
 		t.Fatalf("verify with another β passed\n%s", errOut)
 	}
 }
+
+// TestLlamaExportVector: `kord llama export --beta B1,B2,...` writes keys
+// with a payload vector (group in params.json) from an in-process module
+// pair; `kord llama verify` checks them against that vector only, and
+// names a vector of the wrong length or a bad element.
+func TestLlamaExportVector(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	out, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "20", "--in-bits", "12", "--out-bits", "10", "--beta", "1,0x3ff,0,7")
+	if code != 0 {
+		t.Fatalf("kord llama export: exit %d\n%s%s", code, out, errOut)
+	}
+	e, err := llamaexport.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Params.Group != 4 || e.Params.Keys != 20 {
+		t.Fatalf("params %+v", e.Params)
+	}
+	if err := e.VerifyVec([]uint64{1, 0x3ff, 0, 7}); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "1,1023,0,7"); code != 0 || !strings.Contains(out, "20 key pairs") {
+		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, _, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "1,1023,0,8"); code == 0 {
+		t.Fatal("verify with another last element passed")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"llama", "verify", "--dir", dir, "--beta", "1,1023"}, "group (params.json) is 4"},
+		{[]string{"llama", "verify", "--dir", dir, "--beta", "1,1024,0,7"}, "--beta element 1"},
+		{[]string{"llama", "export", "--dir", dir, "--keys", "1", "--in-bits", "8", "--out-bits", "8", "--beta", "1,256"}, "--beta element 1"},
+		{[]string{"llama", "export", "--dir", dir, "--keys", "1", "--in-bits", "8", "--out-bits", "8", "--beta", strings.Repeat("1,", 64) + "1"}, "65 payload elements"},
+	} {
+		if _, errOut, code := runKord(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %q", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -169,3 +169,55 @@ func TestExportFromParties(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExportVector: an export with a payload vector (G = 19, as LLAMA's
+// largest vector) from the in-process module pair: params.json says the
+// group, the .dat files hold keys of that shape, and every pair
+// evaluates to β_j·[x < α] for each element; bad vectors are refused
+// naming what is wrong, before any file is written.
+func TestExportVector(t *testing.T) {
+	dir := t.TempDir()
+	betas := make([]uint64, 19)
+	for j := range betas {
+		betas[j] = uint64(j*13+1) & 0xff
+	}
+	rep, err := Export(context.Background(), Config{Dir: dir, Keys: 70, InBits: 16, OutBits: 8, Betas: betas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Params != (Params{Profile: "llama", Type: "dcf", InBits: 16, OutBits: 8, Group: 19, Keys: 70}) {
+		t.Fatalf("params %+v", e.Params)
+	}
+	if rep.KeyBytes != 17*(16+19) {
+		t.Fatalf("key bytes %d, want %d", rep.KeyBytes, 17*(16+19))
+	}
+	if err := e.VerifyVec(betas); err != nil {
+		t.Fatal(err)
+	}
+	other := append([]uint64(nil), betas...)
+	other[18]++
+	if e.VerifyVec(other) == nil {
+		t.Fatal("the keys verify for another last element")
+	}
+	if err := e.Verify(1); err == nil || !strings.Contains(err.Error(), "group is 19") {
+		t.Fatalf("a one-element verify of a group-19 export: %v", err)
+	}
+	for _, c := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Dir: dir, Keys: 1, InBits: 8, OutBits: 8, Betas: []uint64{1, 256}}, "beta element 1: 256 does not fit in 8 output bits"},
+		{Config{Dir: dir, Keys: 1, InBits: 8, OutBits: 8, Betas: make([]uint64, 65)}, "65 payload elements, at most 64"},
+		{Config{Dir: dir, Keys: 1, InBits: 8, OutBits: 8, Beta: 1, Betas: []uint64{1, 2}}, "not both"},
+		{Config{Dir: dir, Keys: 1, InBits: 8, OutBits: 8, Betas: []uint64{1}}, "goes in Beta"},
+		{Config{Dir: dir, Keys: 1, InBits: 8, OutBits: 8, Betas: []uint64{1, 2}, Party0: "a:1", Party1: "b:1"}, "in-process module pair only"},
+	} {
+		if _, err := Export(context.Background(), c.c); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error naming %q", c.c, err, c.want)
+		}
+	}
+}
