@@ -107,3 +107,32 @@ func equal(a, b []uint64) bool {
 	}
 	return true
 }
+
+// FuzzUnpackVec: any bytes either unpack to in-range shares that pack
+// back to the same bytes, or give ErrLength / ErrRange; never a panic.
+func FuzzUnpackVec(f *testing.F) {
+	f.Add([]byte{1, 2, 3}, uint8(8), uint8(8), uint8(2))
+	f.Add(make([]byte, 8+19*8), uint8(64), uint8(64), uint8(19))
+	f.Fuzz(func(t *testing.T, src []byte, in, out, g uint8) {
+		d := Desc{Mode: 1, Type: 0x12, InBits: int(in%64) + 1, OutBits: int(out%64) + 1, Group: int(g%65) + 1}
+		bs := make([]uint64, d.g())
+		a, err := UnpackVec(src, d, bs)
+		if err != nil {
+			if err != ErrLength && err != ErrRange {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if a&^prg.Mask(d.InBits) != 0 {
+			t.Fatal("α share out of range")
+		}
+		for _, b := range bs {
+			if b&^prg.Mask(d.OutBits) != 0 {
+				t.Fatal("β element out of range")
+			}
+		}
+		if back := PackVec(nil, d, a, bs); !bytes.Equal(back, src) {
+			t.Fatalf("repacked %x, unpacked from %x", back, src)
+		}
+	})
+}
