@@ -134,6 +134,26 @@ func WithProfile(r *pb.KeyRequest, pr msg.Profile) *pb.KeyRequest {
 	return r
 }
 
+// BoundVector builds a bound-mode request for a llama DCF whose payload
+// is a vector (LLAMA's groupSize, 2..msg.MaxGroup elements): this site's
+// additive share of α and of each payload element (betaShares, one per
+// element, each mod 2^n). The profile is set to llama.
+func BoundVector(id uint64, tier msg.Tier, p fss.Params, alphaShare uint64, betaShares []uint64) *pb.KeyRequest {
+	r := WithProfile(Bound(id, tier, p, alphaShare, 0), msg.Llama)
+	r.Group, r.BetaShares = uint32(len(betaShares)), betaShares
+	return r
+}
+
+// DerivedVector builds a request for count llama DCF keys with α drawn
+// inside the modules and the public payload vector betas (2..msg.MaxGroup
+// elements; both sites send the same). The profile is set to llama. A
+// reply carries each key's α share; β, public, has no share in it.
+func DerivedVector(id uint64, p fss.Params, count int, betas []uint64) *pb.KeyRequest {
+	r := WithProfile(Derived(id, p, count, 0, false), msg.Llama)
+	r.Group, r.Betas = uint32(len(betas)), betas
+	return r
+}
+
 // rawProfile reports whether r asks for a profile whose keys are not
 // kord-v1 keys (handed out as bytes, unparsed).
 func rawProfile(r *pb.KeyRequest) bool {
@@ -357,8 +377,8 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
 	for i, r := range rs {
 		mode, err := msg.ParseMode(r.Mode)
-		if err != nil || r.InBits > 255 || r.OutBits > 255 {
-			return nil, false
+		if err != nil || r.InBits > 255 || r.OutBits > 255 || r.Group != 0 || len(r.Betas) != 0 || len(r.BetaShares) != 0 {
+			return nil, false // a payload vector goes as it is
 		}
 		var tier msg.Tier
 		if r.Tier != "" {

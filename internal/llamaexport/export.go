@@ -78,8 +78,7 @@ type Config struct {
 	Beta            uint64 // the public payload, below 2^Bout (callers default it to 1)
 	// Betas is a public payload vector of 2..msg.MaxGroup elements, each
 	// below 2^Bout, in place of Beta (which must then be zero): the keys'
-	// group G is len(Betas). Only the in-process module pair makes such
-	// keys so far; the party daemons carry one payload element.
+	// group G is len(Betas).
 	Betas []uint64
 	// Party0, Party1: the two party daemons' application addresses
 	// (host:port or unix:///path). Both empty: an in-process module pair.
@@ -107,8 +106,6 @@ func (c Config) Validate() error {
 		return bad("beta: %d payload elements, at most %d (msg.MaxGroup)", len(c.Betas), msg.MaxGroup)
 	case len(c.Betas) > 1 && c.Beta != 0:
 		return bad("beta: give one payload (Beta) or a vector (Betas), not both")
-	case len(c.Betas) > 1 && c.Party0 != "":
-		return bad("beta: a payload vector (%d elements) comes from the in-process module pair only; the party daemons carry one element so far", len(c.Betas))
 	}
 	for j, v := range c.Betas {
 		if v&^prg.Mask(c.OutBits) != 0 {
@@ -318,11 +315,19 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 	}
 	base := binary.LittleEndian.Uint64(idBase[:]) >> 1 // room for the request count
 	p := fss.Params{Type: fss.DCF, InBits: c.InBits, OutBits: c.OutBits}
-	ks := msg.LlamaParams(p).KeySize()
+	g := c.group()
+	ks := msg.LlamaParamsG(p, g).KeySize()
+	// A party serves a payload vector's request as one bulk of at most
+	// msg.MaxSlabBytes of keys.
+	per := min(perRequest, msg.MaxSlabBytes/ks)
 	var reqs []*pb.KeyRequest
 	for done, id := 0, base; done < c.Keys; id++ {
-		n := min(c.Keys-done, perRequest)
-		reqs = append(reqs, client.WithProfile(client.Derived(id, p, n, c.Beta, false), msg.Llama))
+		n := min(c.Keys-done, per)
+		if g > 1 {
+			reqs = append(reqs, client.DerivedVector(id, p, n, c.Betas))
+		} else {
+			reqs = append(reqs, client.WithProfile(client.Derived(id, p, n, c.Beta, false), msg.Llama))
+		}
 		done += n
 	}
 	ctx, cancel := context.WithCancel(ctx)
