@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -225,5 +226,30 @@ func TestLlamaGroupBadInput(t *testing.T) {
 	}
 	if state(e[0]) != before {
 		t.Fatal("a refused request moved the module")
+	}
+}
+
+// BenchmarkLlamaGroupBulk: one party's derived llama bulk (1024 keys,
+// Bin = Bout = 32, public payload) for payloads of G elements: what a
+// vector costs the module against one element (keys/s of one module;
+// both modules of a pair do the same work).
+func BenchmarkLlamaGroupBulk(b *testing.B) {
+	for _, g := range []int{1, 2, 19, 64} {
+		b.Run("g="+strconv.Itoa(g), func(b *testing.B) {
+			e := pair(b)
+			const n = 1024
+			bulk := msg.Bulk{Mode: msg.Derived, Profile: msg.Llama, Type: fss.DCF, InBits: 32, OutBits: 32, N: n, Group: g}
+			if g == 1 {
+				bulk.Beta = 1
+			} else {
+				bulk.Betas = make([]uint64, g)
+			}
+			b.ResetTimer()
+			for range b.N {
+				r := bulkSubmit(b, e[0], 0, bulk)
+				e[0].Recycle(slabOf(b, e[0], r.FirstCounter, n))
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "keys/s")
+		})
 	}
 }
