@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -349,5 +350,52 @@ func TestBoundVectorFromParties(t *testing.T) {
 	}
 	if st, err = cl[0].Status(ctx); err != nil || st.String() != before {
 		t.Fatalf("refused requests moved the party: %v\n%s\n%s", err, before, st)
+	}
+}
+
+// TestVectorMismatchFromParties: two sites that ask for different public
+// payload vectors under one id (or a vector against one element) get no
+// keys: the group and the elements are in the batch item both sites
+// compare.
+func TestVectorMismatchFromParties(t *testing.T) {
+	addrs := startParties(t)
+	ctx := context.Background()
+	if err := pair(ctx, addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	var cl [2]*client.Client
+	for b := range 2 {
+		c, err := client.Dial(addrs[b], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cl[b] = c
+	}
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	for i, rs := range [][2]*pb.KeyRequest{
+		{client.DerivedVector(90, p, 3, []uint64{1, 2}), client.DerivedVector(90, p, 3, []uint64{1, 3})},
+		{client.DerivedVector(91, p, 3, []uint64{1, 0}), client.WithProfile(client.Derived(91, p, 3, 1, false), msg.Llama)},
+	} {
+		var errs [2]error
+		var wg sync.WaitGroup
+		for b := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				rep, err := cl[b].Get(cctx, rs[b])
+				if err == nil {
+					err = rep.Err
+				}
+				errs[b] = err
+			}()
+		}
+		wg.Wait()
+		if errs[0] == nil || errs[1] == nil {
+			t.Fatalf("case %d: sites with different payloads got keys: %v, %v", i, errs[0], errs[1])
+		}
+		t.Logf("case %d: %v / %v", i, errs[0], errs[1])
 	}
 }
