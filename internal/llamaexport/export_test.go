@@ -399,3 +399,95 @@ func TestVectorMismatchFromParties(t *testing.T) {
 		t.Logf("case %d: %v / %v", i, errs[0], errs[1])
 	}
 }
+
+// TestMixedBatchFromParties: one stream per site mixing payload-vector
+// requests with one-element llama and kord-v1 requests (so a batch holds
+// vector bulks beside ordinary runs and per-key requests): every request
+// is answered in order, and each llama pair evaluates to its payload.
+func TestMixedBatchFromParties(t *testing.T) {
+	addrs := startParties(t)
+	ctx := context.Background()
+	if err := pair(ctx, addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	vec := []uint64{5, 6, 7}
+	build := func() []*pb.KeyRequest {
+		var rs []*pb.KeyRequest
+		for i := range 12 {
+			id := uint64(1000 + i)
+			switch i % 4 {
+			case 0:
+				rs = append(rs, client.DerivedVector(id, p, 1+i, vec))
+			case 1:
+				rs = append(rs, client.WithProfile(client.Derived(id, p, 10, 9, false), msg.Llama))
+			case 2:
+				rs = append(rs, client.Derived(id, p, 2, 3, false))
+			default:
+				rs = append(rs, client.DerivedVector(id, p, 1, vec[:2]))
+			}
+		}
+		return rs
+	}
+	var reps [2][]*client.Reply
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := client.Dial(addrs[b], nil)
+			if err != nil {
+				errs[b] = err
+				return
+			}
+			defer cl.Close()
+			st, err := cl.Stream(ctx)
+			if err != nil {
+				errs[b] = err
+				return
+			}
+			rs := build()
+			if err := st.SendBatch(rs); err != nil {
+				errs[b] = err
+				return
+			}
+			for range rs {
+				rep, err := st.Recv()
+				if err == nil {
+					err = rep.Err
+				}
+				if err != nil {
+					errs[b] = err
+					return
+				}
+				reps[b] = append(reps[b], rep)
+			}
+			st.CloseSend()
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs[0], errs[1])
+	}
+	for i, r := range build() {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.ID != r.Id || r1.ID != r.Id || len(r0.Shares) != len(r1.Shares) || len(r0.Shares) != int(max(r.Count, 1)) {
+			t.Fatalf("request %d: replies %d/%d with %d/%d keys", r.Id, r0.ID, r1.ID, len(r0.Shares), len(r1.Shares))
+		}
+		if r.Profile != "llama" {
+			continue
+		}
+		payload := r.Betas
+		if r.Group == 0 {
+			payload = []uint64{r.Beta}
+		}
+		lp := msg.LlamaParamsG(p, len(payload))
+		for k := range r0.Shares {
+			a := (r0.Shares[k].AlphaShare + r1.Shares[k].AlphaShare) & prg.Mask(16)
+			if err := llama.CheckPair(lp, r0.Shares[k].Raw, r1.Shares[k].Raw, a, payload); err != nil {
+				t.Fatalf("request %d key %d: %v", r.Id, k, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package service
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/fss/llama"
+	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// TestVectorRequests: llama requests with a payload vector (bound with
+// shares of every element, derived with a public vector) between ordinary
+// requests, on a session with runs (bulk transport) and on one without
+// (the per-key path, where a vector request is still a bulk of its own):
+// every pair evaluates to β_j·[x < α], each element.
+func TestVectorRequests(t *testing.T) {
+	for _, noBulk := range []bool{false, true} {
+		s := pairOfSites(t, Config{Batch: 16, InFlight: 2, noBulk: noBulk})
+		p := fss.Params{Type: fss.DCF, InBits: 14, OutBits: 12}
+		m := prg.Mask(12)
+		const g = 4
+		type truth struct {
+			alpha uint64
+			beta  []uint64
+		}
+		ts := map[uint64]truth{}
+		var reqs [2][]*pb.KeyRequest
+		for i := range 12 {
+			id := uint64(100 + i)
+			switch i % 3 {
+			case 0: // bound vector
+				tr := truth{alpha: uint64(i*977) & prg.Mask(14)}
+				var bs [2][]uint64
+				for j := range g {
+					v := uint64(i*131+j*17) & m
+					tr.beta = append(tr.beta, v)
+					bs[0], bs[1] = append(bs[0], uint64(j*5)&m), append(bs[1], (v-uint64(j*5))&m)
+				}
+				ts[id] = tr
+				reqs[0] = append(reqs[0], client.BoundVector(id, 0, p, 3, bs[0]))
+				reqs[1] = append(reqs[1], client.BoundVector(id, 0, p, (tr.alpha-3)&prg.Mask(14), bs[1]))
+			case 1: // derived public vector
+				vec := []uint64{1, uint64(i), m, 0}
+				ts[id] = truth{beta: vec}
+				for b := range 2 {
+					reqs[b] = append(reqs[b], client.DerivedVector(id, p, 1+i%4, vec))
+				}
+			default: // an ordinary llama request between them
+				ts[id] = truth{beta: []uint64{7}}
+				for b := range 2 {
+					reqs[b] = append(reqs[b], client.WithProfile(client.Derived(id, p, 3, 7, false), msg.Llama))
+				}
+			}
+		}
+		var got [2]map[uint64]*client.Reply
+		var wg sync.WaitGroup
+		for b := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[b] = recvAll(t, s[b], reqs[b])
+			}()
+		}
+		wg.Wait()
+		for id, tr := range ts {
+			r0, r1 := got[0][id], got[1][id]
+			if r0 == nil || r1 == nil || len(r0.Shares) == 0 || len(r0.Shares) != len(r1.Shares) {
+				t.Fatalf("noBulk=%v request %d: replies %v / %v", noBulk, id, r0, r1)
+			}
+			lp := msg.LlamaParamsG(p, len(tr.beta))
+			for k := range r0.Shares {
+				a := tr.alpha
+				if (id-100)%3 != 0 {
+					a = (r0.Shares[k].AlphaShare + r1.Shares[k].AlphaShare) & prg.Mask(14)
+				}
+				if err := llama.CheckPair(lp, r0.Shares[k].Raw, r1.Shares[k].Raw, a, tr.beta); err != nil {
+					t.Fatalf("noBulk=%v request %d key %d: %v", noBulk, id, k, err)
+				}
+			}
+		}
+	}
+}
