@@ -15,7 +15,8 @@ import (
 // TestLlamaExportDaemons: `kord llama export` against two real party
 // daemons (child processes, modules in their processes, loopback TCP):
 // the exported keys reconstruct with the exported shares, and `kord llama
-// verify` agrees; a truncated .dat is refused with a clear error.
+// verify` agrees, for one payload element and for a payload vector; a
+// truncated .dat is refused with a clear error.
 func TestLlamaExportDaemons(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -42,6 +43,15 @@ func TestLlamaExportDaemons(t *testing.T) {
 	}
 	if out, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "5"); code != 0 || !strings.Contains(out, "600 key pairs") {
 		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	// A payload vector from the same daemons.
+	vdir := filepath.Join(t.TempDir(), "vec")
+	if _, errOut, code := runKord(t, "llama", "export", "--dir", vdir, "--keys", "50", "--in-bits", "20", "--out-bits", "16", "--beta", "3,0xffff,0",
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"]); code != 0 {
+		t.Fatalf("kord llama export --beta 3,0xffff,0: exit %d\n%s", code, errOut)
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", vdir, "--beta", "3,65535,0"); code != 0 || !strings.Contains(out, "50 key pairs") {
+		t.Fatalf("kord llama verify of the vector export: exit %d\n%s%s", code, out, errOut)
 	}
 	server := filepath.Join(dir, "server.dat")
 	data, _ := os.ReadFile(server)
