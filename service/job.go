@@ -141,6 +141,11 @@ func (j *job) keys() int {
 	return len(j.shares)
 }
 
+// weight is what the job counts against the party's pending bound
+// (--max-pending): its keys, each a payload vector's G times (a vector
+// key is up to G times the bytes of a one-element key).
+func (j *job) weight() int { return j.keys() * max(j.group, 1) }
+
 // finish answers the job with its outputs.
 func (j *job) finish(outs []msg.CollectResponse) {
 	j.outs = outs
@@ -391,10 +396,14 @@ func (a *admission) acquireAll(js []*job) (errs []error) {
 }
 
 func (a *admission) acquireLocked(j *job) error {
-	n := j.keys()
+	n := j.weight()
 	if n > a.max-a.keys {
 		if _, dup := a.ids[j.id]; dup {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
+		}
+		if j.group > 1 {
+			return fmt.Errorf("%w: request %d: %d keys of a %d-element payload count as %d, which would pass this party's limit of %d pending keys (--max-pending); %d are pending",
+				errExhausted, j.id, j.keys(), j.group, n, a.max, a.keys)
 		}
 		return fmt.Errorf("%w: request %d: %d keys would pass this party's limit of %d pending keys (--max-pending); %d are pending",
 			errExhausted, j.id, n, a.max, a.keys)
@@ -416,7 +425,7 @@ func (a *admission) acquireLocked(j *job) error {
 func (a *admission) release(j *job) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.keys -= j.keys()
+	a.keys -= j.weight()
 	if a.ids != nil {
 		delete(a.ids, j.id)
 	}

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -82,5 +84,39 @@ func TestVectorRequests(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestVectorWeight: a payload vector's keys count G times against the
+// party's pending bound, so a request of few keys but many elements is
+// refused (resource_exhausted) where its key count alone would pass, and
+// a fitting one is served.
+func TestVectorWeight(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 16, InFlight: 2, MaxPending: 100})
+	p := fss.Params{Type: fss.DCF, InBits: 8, OutBits: 8}
+	rep, err := s[0].app.Get(context.Background(), client.DerivedVector(1, p, 10, make([]uint64, 11)))
+	if err == nil {
+		err = rep.Err
+	}
+	if err == nil || !strings.Contains(err.Error(), "count as 110") {
+		t.Fatalf("10 keys of 11 elements under a bound of 100: %v", err)
+	}
+	vec := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	var got [2]*client.Reply
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedVector(2, p, 10, vec))
+			if errs[b] == nil {
+				errs[b] = got[b].Err
+			}
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("10 keys of 10 elements under a bound of 100: %v %v", errs[0], errs[1])
 	}
 }
