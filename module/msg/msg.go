@@ -64,8 +64,8 @@ const (
 	// KordV1 is kord's own key format (docs/keyformat.md), DPF and DCF.
 	KordV1 Profile = 0
 	// Llama is EzPC LLAMA's DCF (package fss/llama): DCF only, one payload
-	// element (group 1), the key in LLAMA's headerless layout, party 0 =
-	// LLAMA's server key.
+	// element (group 1) or, in a bulk, a payload vector (Bulk.Group), the
+	// key in LLAMA's headerless layout, party 0 = LLAMA's server key.
 	Llama Profile = 1
 )
 
