@@ -154,6 +154,16 @@ func DerivedVector(id uint64, p fss.Params, count int, betas []uint64) *pb.KeyRe
 	return r
 }
 
+// DerivedDrawnVector builds a request for count llama DCF keys whose α
+// and every element of a payload vector of group elements (2..msg.MaxGroup)
+// are drawn inside the modules. A reply carries each key's α share and,
+// in Share.BetaShares (Batch.BetaShares), its share of each element.
+func DerivedDrawnVector(id uint64, p fss.Params, count, group int) *pb.KeyRequest {
+	r := WithProfile(Derived(id, p, count, 0, true), msg.Llama)
+	r.Group = uint32(group)
+	return r
+}
+
 // rawProfile reports whether r asks for a profile whose keys are not
 // kord-v1 keys (handed out as bytes, unparsed).
 func rawProfile(r *pb.KeyRequest) bool {
@@ -185,6 +195,9 @@ type Share struct {
 	Counter               uint64
 	Key                   *fss.Key // bound, derived (kord-v1)
 	AlphaShare, BetaShare uint64   // derived
+	// BetaShares: this site's share of each element of a drawn payload
+	// vector (DerivedVector with deriveBeta); BetaShare is then 0.
+	BetaShares []uint64
 	Evals                 []uint64 // consume
 	// Raw is the key share of a request of another profile than kord-v1
 	// (WithProfile): for msg.Llama, the bytes LLAMA's serializer writes
@@ -231,7 +244,7 @@ func parse(r *pb.KeyReply, raw bool) *Reply {
 	}
 	out.Shares = make([]Share, len(r.Keys))
 	for i, k := range r.Keys {
-		s := Share{Counter: k.Counter, AlphaShare: k.AlphaShare, BetaShare: k.BetaShare, Evals: k.Evals}
+		s := Share{Counter: k.Counter, AlphaShare: k.AlphaShare, BetaShare: k.BetaShare, Evals: k.Evals, BetaShares: k.BetaShares}
 		if len(k.Key) > 0 && raw {
 			s.Raw = k.Key
 		} else if len(k.Key) > 0 {
@@ -445,6 +458,9 @@ func (s *Stream) Recv() (*Reply, error) {
 				c := *m.corrs[k]
 				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
 				sh.Corr = &c
+			}
+			if k < len(m.bvecs) && m.bvecs[k] != nil {
+				sh.BetaShares = slices.Clone(m.bvecs[k])
 			}
 			if k < len(m.raws) && m.raws[k] != nil {
 				sh.Raw = append([]byte(nil), m.raws[k]...)

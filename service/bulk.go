@@ -521,15 +521,19 @@ func wipeResults(res []socket.Result) {
 func appendSlab(dst []msg.CollectResponse, sl *msg.Slab) []msg.CollectResponse {
 	shares := len(sl.AlphaShares) == sl.N
 	g := max(sl.Group, 1)
+	var vec []uint64 // a payload vector's β shares, copied out of the slab
+	if shares && g > 1 {
+		vec = append([]uint64(nil), sl.BetaShares...)
+	}
 	for i := 0; i < sl.N; i++ {
 		o := msg.CollectResponse{Counter: sl.First + uint64(i), Mode: sl.Mode, Key: sl.Key(i),
 			PairTag: [msg.PairTagSize]byte(sl.PairTags[i*msg.PairTagSize:])}
 		if shares {
 			o.AlphaShare = sl.AlphaShares[i]
 			if g == 1 {
-				// A payload vector's β is public (betas) through the
-				// daemons: a reply carries no β share for it.
 				o.BetaShare = sl.BetaShares[i]
+			} else {
+				o.BetaShares = vec[i*g : (i+1)*g : (i+1)*g]
 			}
 		}
 		dst = append(dst, o)
@@ -544,6 +548,7 @@ func wipeOutputs(outs []msg.CollectResponse) {
 	for i := range outs {
 		clear(outs[i].Key)
 		clear(outs[i].Evals)
+		clear(outs[i].BetaShares)
 		outs[i].AlphaShare, outs[i].BetaShare = 0, 0
 		outs[i].Corr.Wipe()
 	}

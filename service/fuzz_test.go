@@ -65,7 +65,7 @@ func FuzzAppRequests(f *testing.F) {
 				s := j.shares[0]
 				ks := msg.KeySizeG(s.Profile, s.Params(), g)
 				if g != j.group || g > msg.MaxGroup || s.Profile != msg.Llama || s.Mode == msg.Consume ||
-					(s.Mode == msg.Bound && len(j.betaVec) != g) || (s.Mode == msg.Derived && len(j.item.Betas) != g) ||
+					(s.Mode == msg.Bound && len(j.betaVec) != g) || (s.Mode == msg.Derived && len(j.item.Betas) != g && !(j.item.DeriveBeta && len(j.item.Betas) == 0)) ||
 					len(j.shares)*ks > msg.MaxSlabBytes {
 					t.Fatalf("accepted vector request %+v", r)
 				}

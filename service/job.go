@@ -141,6 +141,11 @@ func (j *job) keys() int {
 	return len(j.shares)
 }
 
+// vecShares reports whether the job's answer carries a payload vector's
+// drawn β shares (derived, derive_beta, group ≥ 2): KeyShare.beta_shares,
+// which packed replies do not have.
+func (j *job) vecShares() bool { return j.group > 1 && j.item.DeriveBeta }
+
 // weight is what the job counts against the party's pending bound
 // (--max-pending): its keys, each a payload vector's G times (a vector
 // key is up to G times the bytes of a one-element key).
@@ -214,6 +219,7 @@ func (j *job) wipeOutputs(lent bool) {
 		}
 		for i := range j.outs {
 			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
+			clear(j.outs[i].BetaShares)
 		}
 		return
 	}
@@ -221,6 +227,7 @@ func (j *job) wipeOutputs(lent bool) {
 		o := &j.outs[i]
 		clear(o.Key)
 		clear(o.Evals)
+		clear(o.BetaShares)
 		o.AlphaShare, o.BetaShare = 0, 0
 		o.Corr.Wipe()
 	}
@@ -275,6 +282,9 @@ func (j *job) pbReply() *pb.KeyReply {
 	for i := range j.outs {
 		c := &j.outs[i]
 		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+		if j.vecShares() {
+			shares[i].BetaShares = c.BetaShares
+		}
 		if c.Corr != nil {
 			shares[i].Corr = &modulepb.CorrShares{Counter: c.Corr.Counter, Blocks: uint32(c.Corr.Blocks), Corr: socket.CorrToPB(&c.Corr.Corr),
 				A: c.Corr.A, R: c.Corr.R, Z: c.Corr.Z, PairTag: c.Corr.PairTag[:]}
@@ -585,9 +595,9 @@ func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss
 			return badf("tier: derived keys send no frame; leave tier empty")
 		case r.AlphaShare != 0 || len(r.BetaShares) != 0:
 			return badf("alpha_share/beta_shares: not used in derived mode")
-		case r.DeriveBeta:
-			return badf("derive_beta: not with a payload vector through the party daemons (a reply carries one beta share per key); give the public betas, or shares in bound mode")
-		case len(r.Betas) != g:
+		case r.DeriveBeta && len(r.Betas) != 0:
+			return badf("betas: must be empty with derive_beta (the modules draw every element)")
+		case !r.DeriveBeta && len(r.Betas) != g:
 			return badf("betas: %d elements, want group = %d", len(r.Betas), g)
 		}
 		for i, v := range r.Betas {
@@ -602,7 +612,11 @@ func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss
 		if int(n) > msg.MaxSlabBytes/ks {
 			return badf("count: %d keys of %d bytes (group %d) pass the limit of %d key bytes per request; ask for at most %d", n, ks, g, msg.MaxSlabBytes, msg.MaxSlabBytes/ks)
 		}
-		j.itemv.Count, j.itemv.Betas = n, append([]uint64(nil), r.Betas...)
+		j.itemv.Count, j.itemv.DeriveBeta = n, r.DeriveBeta
+		base.DeriveBeta = r.DeriveBeta
+		if !r.DeriveBeta {
+			j.itemv.Betas = append([]uint64(nil), r.Betas...)
+		}
 		j.shares = make([]msg.Share, n)
 		for i := range j.shares {
 			j.shares[i] = base

@@ -638,7 +638,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		add := func(j *job) error {
 			// One message carries replies of one form: a reply of the
 			// other form sends what is built first.
-			asPacked := j.reply == nil && packed.Load() && j.corr == nil // correlations: KeyShare.corr
+			asPacked := j.reply == nil && packed.Load() && j.corr == nil && !j.vecShares() // correlations: KeyShare.corr; drawn vectors: KeyShare.beta_shares
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
 					j.wipeOutputs(false)

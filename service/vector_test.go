@@ -120,3 +120,74 @@ func TestVectorWeight(t *testing.T) {
 		t.Fatalf("10 keys of 10 elements under a bound of 100: %v %v", errs[0], errs[1])
 	}
 }
+
+// TestDrawnVectorRequests: derived llama requests whose payload vector is
+// drawn inside the modules (derive_beta with a group): each site's reply
+// carries its share of α and of every element (never packed: through a
+// stream, Recv, and through Get), the elements are the modules' draws
+// (not all zero), and each pair evaluates to β_j·[x < α] with the
+// reconstructed values.
+func TestDrawnVectorRequests(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 16, InFlight: 2})
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 24}
+	const g = 6
+	check := func(what string, r0, r1 *client.Reply, n int) {
+		t.Helper()
+		if r0 == nil || r1 == nil || len(r0.Shares) != n || len(r1.Shares) != n {
+			t.Fatalf("%s: replies %v / %v, want %d keys", what, r0, r1, n)
+		}
+		var drawn uint64
+		for k := range n {
+			a := (r0.Shares[k].AlphaShare + r1.Shares[k].AlphaShare) & prg.Mask(16)
+			b0, b1 := r0.Shares[k].BetaShares, r1.Shares[k].BetaShares
+			if len(b0) != g || len(b1) != g {
+				t.Fatalf("%s key %d: %d and %d β shares, want %d", what, k, len(b0), len(b1), g)
+			}
+			beta := make([]uint64, g)
+			for j := range beta {
+				beta[j] = (b0[j] + b1[j]) & prg.Mask(24)
+				drawn |= beta[j]
+			}
+			if err := llama.CheckPair(msg.LlamaParamsG(p, g), r0.Shares[k].Raw, r1.Shares[k].Raw, a, beta); err != nil {
+				t.Fatalf("%s key %d: %v", what, k, err)
+			}
+		}
+		if drawn == 0 {
+			t.Fatalf("%s: every drawn element is zero", what)
+		}
+	}
+	var reqs [2][]*pb.KeyRequest
+	for b := range 2 {
+		reqs[b] = []*pb.KeyRequest{client.DerivedDrawnVector(1, p, 5, g), client.WithProfile(client.Derived(2, p, 20, 3, false), msg.Llama),
+			client.DerivedDrawnVector(3, p, 9, g)}
+	}
+	var got [2]map[uint64]*client.Reply
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[b] = recvAll(t, s[b], reqs[b])
+		}()
+	}
+	wg.Wait()
+	check("stream request 1", got[0][1], got[1][1], 5)
+	check("stream request 3", got[0][3], got[1][3], 9)
+	var reps [2]*client.Reply
+	var errs [2]error
+	for b := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedDrawnVector(4, p, 2, g))
+			if errs[b] == nil {
+				errs[b] = reps[b].Err
+			}
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs[0], errs[1])
+	}
+	check("Get", reps[0], reps[1], 2)
+}

@@ -337,7 +337,7 @@ func TestBoundVectorFromParties(t *testing.T) {
 			r := client.DerivedVector(85, p, 1, []uint64{1, 2})
 			r.DeriveBeta = true
 			return r
-		}(), "derive_beta: not with a payload vector"},
+		}(), "betas: must be empty with derive_beta"},
 		{client.DerivedVector(86, p, 1, []uint64{1, 2, 3, 1 << 20}), "betas[3]: does not fit"},
 	} {
 		rep, err := cl[0].Get(ctx, c.r)

@@ -349,6 +349,10 @@ type CollectResponse struct {
 	// party 0 holds β and party 1 zero).
 	AlphaShare uint64
 	BetaShare  uint64
+	// BetaShares are this party's shares of each element of a drawn
+	// payload vector (a party daemon's reply to a derived llama request
+	// with derive_beta and a group ≥ 2; BetaShare is then 0).
+	BetaShares []uint64
 	// Evals are this party's evaluation shares at Points (Consume).
 	Evals []uint64
 	// PairTag is the pair tag of the output, every mode: the peer

@@ -55,8 +55,8 @@ type KeyRequest struct {
 	// elements, 2..64 (LLAMA's groupSize; 0 or 1: one element, as above).
 	// Bound: beta_shares holds this site's share of each element and
 	// beta_share is 0. Derived: betas is the public payload (beta 0, both
-	// sites alike); count as above. derive_beta with a vector is refused
-	// (a reply carries one beta share per key).
+	// sites alike), or derive_beta draws every element (each key's shares
+	// in KeyShare.beta_shares); count as above.
 	Group         uint32   `protobuf:"varint,15,opt,name=group,proto3" json:"group,omitempty"`
 	Betas         []uint64 `protobuf:"varint,16,rep,packed,name=betas,proto3" json:"betas,omitempty"`
 	BetaShares    []uint64 `protobuf:"varint,17,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
@@ -214,13 +214,17 @@ func (x *KeyRequest) GetBetaShares() []uint64 {
 }
 
 type KeyShare struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
-	AlphaShare    uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
-	BetaShare     uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
-	Evals         []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
-	Corr          *modulepb.CorrShares   `protobuf:"bytes,6,opt,name=corr,proto3" json:"corr,omitempty"`                                // correlation: own shares (counter: its first)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Counter    uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
+	Key        []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
+	AlphaShare uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
+	BetaShare  uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
+	Evals      []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
+	Corr       *modulepb.CorrShares   `protobuf:"bytes,6,opt,name=corr,proto3" json:"corr,omitempty"`                                // correlation: own shares (counter: its first)
+	// derived with derive_beta and a payload vector (group ≥ 2): own share
+	// of each drawn element (beta_share is then 0); such replies are never
+	// packed.
+	BetaShares    []uint64 `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +297,13 @@ func (x *KeyShare) GetEvals() []uint64 {
 func (x *KeyShare) GetCorr() *modulepb.CorrShares {
 	if x != nil {
 		return x.Corr
+	}
+	return nil
+}
+
+func (x *KeyShare) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
 	}
 	return nil
 }
@@ -2252,7 +2263,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05group\x18\x0f \x01(\rR\x05group\x12\x14\n" +
 	"\x05betas\x18\x10 \x03(\x04R\x05betas\x12\x1f\n" +
 	"\vbeta_shares\x18\x11 \x03(\x04R\n" +
-	"betaShares\"\xb5\x01\n" +
+	"betaShares\"\xd6\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +
@@ -2261,7 +2272,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"beta_share\x18\x04 \x01(\x04R\tbetaShare\x12\x14\n" +
 	"\x05evals\x18\x05 \x03(\x04R\x05evals\x12'\n" +
-	"\x04corr\x18\x06 \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\"x\n" +
+	"\x04corr\x18\x06 \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\x12\x1f\n" +
+	"\vbeta_shares\x18\a \x03(\x04R\n" +
+	"betaShares\"x\n" +
 	"\bKeyReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
