@@ -198,7 +198,7 @@ type Share struct {
 	// BetaShares: this site's share of each element of a drawn payload
 	// vector (DerivedVector with deriveBeta); BetaShare is then 0.
 	BetaShares []uint64
-	Evals                 []uint64 // consume
+	Evals      []uint64 // consume
 	// Raw is the key share of a request of another profile than kord-v1
 	// (WithProfile): for msg.Llama, the bytes LLAMA's serializer writes
 	// for this party (fss/llama parses them). Key is then nil.
