@@ -196,7 +196,7 @@ type Share struct {
 	Key                   *fss.Key // bound, derived (kord-v1)
 	AlphaShare, BetaShare uint64   // derived
 	// BetaShares: this site's share of each element of a drawn payload
-	// vector (DerivedVector with deriveBeta); BetaShare is then 0.
+	// vector (DerivedDrawnVector); BetaShare is then 0.
 	BetaShares []uint64
 	Evals      []uint64 // consume
 	// Raw is the key share of a request of another profile than kord-v1
