@@ -29,7 +29,8 @@ func FuzzAppRequests(f *testing.F) {
 	f.Add(b)
 	b, _ = proto.Marshal(&pb.KeyRequests{Requests: []*pb.KeyRequest{
 		{Id: 4, Mode: "bound", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Group: 3, BetaShares: []uint64{1, 2, 3}},
-		{Id: 5, Mode: "derived", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Count: 7, Group: 2, Betas: []uint64{1, 2}}}})
+		{Id: 5, Mode: "derived", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Count: 7, Group: 2, Betas: []uint64{1, 2}},
+		{Id: 6, Mode: "derived", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Count: 3, Group: 5, DeriveBeta: true}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var rs pb.KeyRequests
