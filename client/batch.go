@@ -69,6 +69,9 @@ type batchMem struct {
 	// corrs: per key, its correlation shares (nil: none; shorter than
 	// views when the last keys have none); slices of msg.
 	corrs []*msg.CorrShares
+	// bvecs: per key, its shares of a drawn payload vector (nil: none;
+	// shorter than views when the last keys have none); slices of msg.
+	bvecs [][]uint64
 }
 
 // live returns b's memory, nil once b has been released.
@@ -185,6 +188,16 @@ func (b Batch) Corr(i int) *msg.CorrShares {
 	return nil
 }
 
+// BetaShares returns this site's shares of each element of key i's drawn
+// payload vector (a derived llama request with derive_beta and a group;
+// nil otherwise), a slice of the batch's memory.
+func (b Batch) BetaShares(i int) []uint64 {
+	if m, k, ok := b.key(i); ok && k < len(m.bvecs) {
+		return m.bvecs[k]
+	}
+	return nil
+}
+
 // Evals returns this site's evaluation shares for key i (consume mode),
 // a slice of the batch's memory.
 func (b Batch) Evals(i int) []uint64 {
@@ -234,6 +247,13 @@ func (m *batchMem) wipe() {
 	}
 	clear(m.corrs)
 	m.corrs = m.corrs[:0]
+	if !m.raw {
+		for _, v := range m.bvecs {
+			clear(v)
+		}
+	}
+	clear(m.bvecs)
+	m.bvecs = m.bvecs[:0]
 	if m.raw {
 		// RecvRaw's replies still refer to the message: not ours to wipe.
 		m.msg = pb.PooledKeyReplies{}
@@ -344,6 +364,12 @@ func (m *batchMem) build(isRaw func(id uint64) bool) error {
 					}
 					m.corrs = append(m.corrs, sh)
 				}
+			}
+			if bs := k.GetBetaShares(); len(bs) > 0 {
+				for len(m.bvecs) < len(m.views) {
+					m.bvecs = append(m.bvecs, nil)
+				}
+				m.bvecs = append(m.bvecs, bs)
 			}
 			m.views = append(m.views, v)
 			m.oc = append(m.oc, k.GetCounter())

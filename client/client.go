@@ -134,6 +134,36 @@ func WithProfile(r *pb.KeyRequest, pr msg.Profile) *pb.KeyRequest {
 	return r
 }
 
+// BoundVector builds a bound-mode request for a llama DCF whose payload
+// is a vector (LLAMA's groupSize, 2..msg.MaxGroup elements): this site's
+// additive share of α and of each payload element (betaShares, one per
+// element, each mod 2^n). The profile is set to llama.
+func BoundVector(id uint64, tier msg.Tier, p fss.Params, alphaShare uint64, betaShares []uint64) *pb.KeyRequest {
+	r := WithProfile(Bound(id, tier, p, alphaShare, 0), msg.Llama)
+	r.Group, r.BetaShares = uint32(len(betaShares)), betaShares
+	return r
+}
+
+// DerivedVector builds a request for count llama DCF keys with α drawn
+// inside the modules and the public payload vector betas (2..msg.MaxGroup
+// elements; both sites send the same). The profile is set to llama. A
+// reply carries each key's α share; β, public, has no share in it.
+func DerivedVector(id uint64, p fss.Params, count int, betas []uint64) *pb.KeyRequest {
+	r := WithProfile(Derived(id, p, count, 0, false), msg.Llama)
+	r.Group, r.Betas = uint32(len(betas)), betas
+	return r
+}
+
+// DerivedDrawnVector builds a request for count llama DCF keys whose α
+// and every element of a payload vector of group elements (2..msg.MaxGroup)
+// are drawn inside the modules. A reply carries each key's α share and,
+// in Share.BetaShares (Batch.BetaShares), its share of each element.
+func DerivedDrawnVector(id uint64, p fss.Params, count, group int) *pb.KeyRequest {
+	r := WithProfile(Derived(id, p, count, 0, true), msg.Llama)
+	r.Group = uint32(group)
+	return r
+}
+
 // rawProfile reports whether r asks for a profile whose keys are not
 // kord-v1 keys (handed out as bytes, unparsed).
 func rawProfile(r *pb.KeyRequest) bool {
@@ -165,7 +195,10 @@ type Share struct {
 	Counter               uint64
 	Key                   *fss.Key // bound, derived (kord-v1)
 	AlphaShare, BetaShare uint64   // derived
-	Evals                 []uint64 // consume
+	// BetaShares: this site's share of each element of a drawn payload
+	// vector (DerivedDrawnVector); BetaShare is then 0.
+	BetaShares []uint64
+	Evals      []uint64 // consume
 	// Raw is the key share of a request of another profile than kord-v1
 	// (WithProfile): for msg.Llama, the bytes LLAMA's serializer writes
 	// for this party (fss/llama parses them). Key is then nil.
@@ -211,7 +244,7 @@ func parse(r *pb.KeyReply, raw bool) *Reply {
 	}
 	out.Shares = make([]Share, len(r.Keys))
 	for i, k := range r.Keys {
-		s := Share{Counter: k.Counter, AlphaShare: k.AlphaShare, BetaShare: k.BetaShare, Evals: k.Evals}
+		s := Share{Counter: k.Counter, AlphaShare: k.AlphaShare, BetaShare: k.BetaShare, Evals: k.Evals, BetaShares: k.BetaShares}
 		if len(k.Key) > 0 && raw {
 			s.Raw = k.Key
 		} else if len(k.Key) > 0 {
@@ -357,8 +390,8 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
 	for i, r := range rs {
 		mode, err := msg.ParseMode(r.Mode)
-		if err != nil || r.InBits > 255 || r.OutBits > 255 {
-			return nil, false
+		if err != nil || r.InBits > 255 || r.OutBits > 255 || r.Group != 0 || len(r.Betas) != 0 || len(r.BetaShares) != 0 {
+			return nil, false // a payload vector goes as it is
 		}
 		var tier msg.Tier
 		if r.Tier != "" {
@@ -425,6 +458,9 @@ func (s *Stream) Recv() (*Reply, error) {
 				c := *m.corrs[k]
 				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
 				sh.Corr = &c
+			}
+			if k < len(m.bvecs) && m.bvecs[k] != nil {
+				sh.BetaShares = slices.Clone(m.bvecs[k])
 			}
 			if k < len(m.raws) && m.raws[k] != nil {
 				sh.Raw = append([]byte(nil), m.raws[k]...)

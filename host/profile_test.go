@@ -110,3 +110,49 @@ func BenchmarkDerivedSlabProfiles(b *testing.B) {
 		})
 	}
 }
+
+// TestLocalPairLlamaVector: a bound llama bulk with a payload vector
+// (G = 19) through both hosts (GenerateSlabs: one frame each way over the
+// pipe, the slabs' pair tags compared): every pair evaluates to
+// β_j·[x < α]; sites that ask for different group sizes get no slabs.
+func TestLocalPairLlamaVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	ctx := context.Background()
+	lp := newPair(t, 16)
+	const l, n, g, N = 20, 16, 19, 40
+	var b [2]*msg.Bulk
+	for x := range 2 {
+		b[x] = &msg.Bulk{Mode: msg.Bound, Profile: msg.Llama, Type: fss.DCF, InBits: l, OutBits: n, N: N, Group: g}
+	}
+	alpha, beta := make([]uint64, N), make([]uint64, N*g)
+	for i := range N {
+		alpha[i] = rng.Uint64() & prg.Mask(l)
+		a0 := rng.Uint64() & prg.Mask(l)
+		b[0].AlphaShares, b[1].AlphaShares = append(b[0].AlphaShares, a0), append(b[1].AlphaShares, (alpha[i]-a0)&prg.Mask(l))
+	}
+	for k := range N * g {
+		beta[k] = rng.Uint64() & prg.Mask(n)
+		s0 := rng.Uint64() & prg.Mask(n)
+		b[0].BetaShares, b[1].BetaShares = append(b[0].BetaShares, s0), append(b[1].BetaShares, (beta[k]-s0)&prg.Mask(n))
+	}
+	slabs, err := lp.GenerateSlabs(ctx, msg.MAC, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := llama.Params{InBits: l, OutBits: n, Group: g}
+	for i := range N {
+		if err := llama.CheckPair(p, slabs[0].Key(i), slabs[1].Key(i), alpha[i], beta[i*g:(i+1)*g]); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	lp.Release(slabs)
+	// Sites that disagree on the group size get no slabs, on every tier.
+	short := *b[1]
+	short.Group, short.BetaShares = g-1, short.BetaShares[:N*(g-1)]
+	for _, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+		if s, err := lp.GenerateSlabs(ctx, tier, [2]*msg.Bulk{b[0], &short}); err == nil {
+			lp.Release(s)
+			t.Fatalf("%v: bulks of group %d and %d were handed out", tier, g, g-1)
+		}
+	}
+}

@@ -49,6 +49,7 @@ type bulkKey struct {
 	mode, typ, in, out uint32
 	deriveBeta         bool
 	beta               uint64
+	group              uint32 // a payload vector's (such an item is a run of its own)
 }
 
 func bulkKeyOf(it *pb.BatchItem) (bulkKey, bool) {
@@ -57,8 +58,13 @@ func bulkKeyOf(it *pb.BatchItem) (bulkKey, bool) {
 		return bulkKey{}, false
 	}
 	return bulkKey{mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(), out: it.GetOutBits(),
-		deriveBeta: it.GetDeriveBeta(), beta: it.GetBeta()}, true
+		deriveBeta: it.GetDeriveBeta(), beta: it.GetBeta(), group: it.GetGroup()}, true
 }
+
+// vecItem reports whether an item's payload is a vector (group ≥ 2): the
+// module makes such keys only as a bulk, so the item is a bulk run of its
+// own, whatever its key count, on both the runs and the per-key split.
+func vecItem(it *pb.BatchItem) bool { return it.GetGroup() > 1 }
 
 func itemKeys(it *pb.BatchItem) int { return int(max(it.GetCount(), 1)) }
 
@@ -86,6 +92,11 @@ func bulkRuns(items []*pb.BatchItem) []uint32 {
 	for i, it := range items {
 		if it.GetCorr() != nil {
 			raw = append(raw, run{n: 1, corr: true})
+			curOK = false
+			continue
+		}
+		if vecItem(it) {
+			raw = append(raw, run{n: 1, bulk: true, corr: true}) // never joined
 			curOK = false
 			continue
 		}
@@ -118,6 +129,10 @@ func bulkRuns(items []*pb.BatchItem) []uint32 {
 // does: it is a short run, consume items, or short runs of different
 // shapes).
 func isBulkRun(items []*pb.BatchItem) bool {
+	if vecItem(items[0]) {
+		_, ok := bulkKeyOf(items[0])
+		return ok && len(items) == 1
+	}
 	k0, ok := bulkKeyOf(items[0])
 	keys := 0
 	for _, it := range items {
@@ -178,7 +193,7 @@ func perKeySegments(jobs []*job) []segment {
 	var segs []segment
 	s := segment{}
 	for i, j := range jobs {
-		if j.corr == nil {
+		if j.corr == nil && j.group < 2 {
 			s.n += len(j.shares)
 			s.j1 = i + 1
 			continue
@@ -186,7 +201,8 @@ func perKeySegments(jobs []*job) []segment {
 		if s.j1 > s.j0 {
 			segs = append(segs, s)
 		}
-		segs = append(segs, segment{j0: i, j1: i + 1, n: j.keys(), corr: true})
+		// A correlation, or a payload vector (a bulk of its own).
+		segs = append(segs, segment{j0: i, j1: i + 1, n: j.keys(), corr: j.corr != nil, bulk: j.group > 1})
 		s = segment{j0: i + 1, j1: i + 1}
 	}
 	if s.j1 > s.j0 || len(segs) == 0 {
@@ -217,7 +233,13 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 		s0 := jobs[s.j0].shares[0]
 		b := &msg.Bulk{Mode: s0.Mode, Profile: s0.Profile, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
 			DeriveBeta: s0.DeriveBeta, Beta: s0.Beta}
-		if s0.Mode == msg.Bound {
+		if j0 := jobs[s.j0]; j0.group > 1 {
+			// A payload vector: the segment is this one job.
+			b.Group, b.Betas = j0.group, j0.item.Betas
+			if s0.Mode == msg.Bound {
+				b.AlphaShares, b.BetaShares = []uint64{s0.AlphaShare}, append([]uint64(nil), j0.betaVec...)
+			}
+		} else if s0.Mode == msg.Bound {
 			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
 				for _, x := range j.shares {
@@ -498,11 +520,21 @@ func wipeResults(res []socket.Result) {
 // and wipes the slab's mask shares (copied into the outputs).
 func appendSlab(dst []msg.CollectResponse, sl *msg.Slab) []msg.CollectResponse {
 	shares := len(sl.AlphaShares) == sl.N
+	g := max(sl.Group, 1)
+	var vec []uint64 // a payload vector's β shares, copied out of the slab
+	if shares && g > 1 {
+		vec = append([]uint64(nil), sl.BetaShares...)
+	}
 	for i := 0; i < sl.N; i++ {
 		o := msg.CollectResponse{Counter: sl.First + uint64(i), Mode: sl.Mode, Key: sl.Key(i),
 			PairTag: [msg.PairTagSize]byte(sl.PairTags[i*msg.PairTagSize:])}
 		if shares {
-			o.AlphaShare, o.BetaShare = sl.AlphaShares[i], sl.BetaShares[i]
+			o.AlphaShare = sl.AlphaShares[i]
+			if g == 1 {
+				o.BetaShare = sl.BetaShares[i]
+			} else {
+				o.BetaShares = vec[i*g : (i+1)*g : (i+1)*g]
+			}
 		}
 		dst = append(dst, o)
 	}
@@ -516,6 +548,7 @@ func wipeOutputs(outs []msg.CollectResponse) {
 	for i := range outs {
 		clear(outs[i].Key)
 		clear(outs[i].Evals)
+		clear(outs[i].BetaShares)
 		outs[i].AlphaShare, outs[i].BetaShare = 0, 0
 		outs[i].Corr.Wipe()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -25,6 +26,11 @@ func FuzzAppRequests(f *testing.F) {
 	f.Add(b)
 	b, _ = proto.Marshal(&pb.KeyRequests{Requests: []*pb.KeyRequest{{Id: 3, Mode: ModeCorrelation,
 		Corr: &modulepb.Correlation{Kind: 2, Ring: 32, In: 1, Out: 2, K: 3, H: 5, W: 5, Part: 2, WeightFrom: 9}}}})
+	f.Add(b)
+	b, _ = proto.Marshal(&pb.KeyRequests{Requests: []*pb.KeyRequest{
+		{Id: 4, Mode: "bound", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Group: 3, BetaShares: []uint64{1, 2, 3}},
+		{Id: 5, Mode: "derived", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Count: 7, Group: 2, Betas: []uint64{1, 2}},
+		{Id: 6, Mode: "derived", Type: "dcf", Profile: "llama", InBits: 8, OutBits: 8, Count: 3, Group: 5, DeriveBeta: true}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var rs pb.KeyRequests
@@ -53,6 +59,23 @@ func FuzzAppRequests(f *testing.F) {
 					t.Fatalf("accepted widths %d/%d", s.InBits, s.OutBits)
 				}
 			}
+			if g := int(j.item.Group); g > 1 || j.group > 1 {
+				// A payload vector: llama, bound or derived, G within
+				// bounds, every element of the right count and width, and
+				// the job's keys one bulk.
+				s := j.shares[0]
+				ks := msg.KeySizeG(s.Profile, s.Params(), g)
+				if g != j.group || g > msg.MaxGroup || s.Profile != msg.Llama || s.Mode == msg.Consume ||
+					(s.Mode == msg.Bound && len(j.betaVec) != g) || (s.Mode == msg.Derived && len(j.item.Betas) != g && !(j.item.DeriveBeta && len(j.item.Betas) == 0)) ||
+					len(j.shares)*ks > msg.MaxSlabBytes {
+					t.Fatalf("accepted vector request %+v", r)
+				}
+				for _, v := range append(append([]uint64(nil), j.betaVec...), j.item.Betas...) {
+					if v&^prg.Mask(s.OutBits) != 0 {
+						t.Fatalf("accepted an element wider than %d bits", s.OutBits)
+					}
+				}
+			}
 			return true
 		}
 		for _, r := range rs.Requests {
@@ -78,7 +101,8 @@ func FuzzPeerBatch(f *testing.F) {
 	it := &pb.BatchItem{Id: 7, Mode: uint32(msg.Bound), Type: 1, InBits: 8, OutBits: 8, Count: 1}
 	ci := &pb.BatchItem{Id: 7, Mode: ItemCorrelation, InBits: 16, Count: 3, Corr: &modulepb.Correlation{Kind: 1, Ring: 16, In: 2, Out: 2, Part: 1}}
 	tr := newTranscript(nil, nil)
-	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil, {ci}, {it, ci}} {
+	vi := &pb.BatchItem{Id: 7, Mode: uint32(msg.Derived), Type: 0x12, InBits: 8, OutBits: 8, Count: 9, Group: 2, Betas: []uint64{1, 2}}
+	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil, {ci}, {it, ci}, {vi}, {it, vi}} {
 		b, _ := proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items, false)})
 		f.Add(b)
 		if len(items) > 0 {

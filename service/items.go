@@ -18,8 +18,8 @@ import (
 func packItems(items []*pb.BatchItem) *pb.PackedItems {
 	pk := &pb.PackedItems{Ids: make([]uint64, len(items)), Shapes: make([]byte, 0, 4*len(items)), Counts: make([]uint32, len(items))}
 	for i, it := range items {
-		if it.Mode > 0xff || it.Type > 0xff || it.InBits > 0xff || it.OutBits > 0xff {
-			return nil
+		if it.Mode > 0xff || it.Type > 0xff || it.InBits > 0xff || it.OutBits > 0xff || it.Group > 1 || len(it.Betas) != 0 {
+			return nil // a payload vector's item goes as it is
 		}
 		pk.Ids[i], pk.Counts[i] = it.Id, it.Count
 		pk.Shapes = append(pk.Shapes, byte(it.Mode), byte(it.Type), byte(it.InBits), byte(it.OutBits))
@@ -143,6 +143,7 @@ func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.Bat
 			b = append(b, flag(it.DeriveBeta))
 			b = protowire.AppendVarint(b, it.Beta)
 			b = appendCorr(b, it.Corr)
+			b = appendVec(b, it)
 		}
 	} else {
 		for _, it := range items {
@@ -152,10 +153,27 @@ func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.Bat
 			b = binary.LittleEndian.AppendUint64(b, uint64(flag(it.DeriveBeta)))
 			b = binary.LittleEndian.AppendUint64(b, it.Beta)
 			b = appendCorr(b, it.Corr)
+			b = appendVec(b, it)
 		}
 	}
 	sum := sha256.Sum256(b)
 	return sum[:]
+}
+
+// appendVec appends a payload vector's group and public elements to a
+// transcript header (nothing for a one-element item, whose header is what
+// it always was).
+func appendVec(b []byte, it *pb.BatchItem) []byte {
+	if it.Group < 2 && len(it.Betas) == 0 {
+		return b
+	}
+	b = append(b, 'G')
+	b = protowire.AppendVarint(b, uint64(it.Group))
+	b = protowire.AppendVarint(b, uint64(len(it.Betas)))
+	for _, v := range it.Betas {
+		b = protowire.AppendVarint(b, v)
+	}
+	return b
 }
 
 // appendCorr appends a correlation item's shape to a transcript header

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,12 @@ type job struct {
 	corr   *msg.Correlation
 	blocks int
 
+	// group, betaVec (a llama payload vector, item.Group ≥ 2): the
+	// vector's size and, bound, this site's share of each element (wiped
+	// with the shares). Such a job is a bulk segment of its own (bulk.go).
+	group   int
+	betaVec []uint64
+
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
 	itemv pb.BatchItem
@@ -134,6 +141,16 @@ func (j *job) keys() int {
 	return len(j.shares)
 }
 
+// vecShares reports whether the job's answer carries a payload vector's
+// drawn β shares (derived, derive_beta, group ≥ 2): KeyShare.beta_shares,
+// which packed replies do not have.
+func (j *job) vecShares() bool { return j.group > 1 && j.item.DeriveBeta }
+
+// weight is what the job counts against the party's pending bound
+// (--max-pending): its keys, each a payload vector's G times (a vector
+// key is up to G times the bytes of a one-element key).
+func (j *job) weight() int { return j.keys() * max(j.group, 1) }
+
 // finish answers the job with its outputs.
 func (j *job) finish(outs []msg.CollectResponse) {
 	j.outs = outs
@@ -144,6 +161,7 @@ func (j *job) done1() {
 	for i := range j.shares {
 		j.shares[i].AlphaShare, j.shares[i].BetaShare = 0, 0
 	}
+	clear(j.betaVec)
 	if a := j.adm; a != nil {
 		a.release(j)
 	}
@@ -201,6 +219,7 @@ func (j *job) wipeOutputs(lent bool) {
 		}
 		for i := range j.outs {
 			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
+			clear(j.outs[i].BetaShares)
 		}
 		return
 	}
@@ -208,6 +227,7 @@ func (j *job) wipeOutputs(lent bool) {
 		o := &j.outs[i]
 		clear(o.Key)
 		clear(o.Evals)
+		clear(o.BetaShares)
 		o.AlphaShare, o.BetaShare = 0, 0
 		o.Corr.Wipe()
 	}
@@ -262,6 +282,9 @@ func (j *job) pbReply() *pb.KeyReply {
 	for i := range j.outs {
 		c := &j.outs[i]
 		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+		if j.vecShares() {
+			shares[i].BetaShares = c.BetaShares
+		}
 		if c.Corr != nil {
 			shares[i].Corr = &modulepb.CorrShares{Counter: c.Corr.Counter, Blocks: uint32(c.Corr.Blocks), Corr: socket.CorrToPB(&c.Corr.Corr),
 				A: c.Corr.A, R: c.Corr.R, Z: c.Corr.Z, PairTag: c.Corr.PairTag[:]}
@@ -320,7 +343,8 @@ func resetPacked(pk *pb.PackedReplies) {
 // sameShape reports whether the two sites asked for the same thing.
 func sameShape(a, b *pb.BatchItem) bool {
 	return a.Id == b.Id && a.Mode == b.Mode && a.Type == b.Type && a.InBits == b.InBits && a.OutBits == b.OutBits &&
-		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta && sameCorr(a.Corr, b.Corr)
+		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta && sameCorr(a.Corr, b.Corr) &&
+		a.Group == b.Group && slices.Equal(a.Betas, b.Betas)
 }
 
 // sameCorr reports whether two items ask for the same correlation (both
@@ -382,10 +406,14 @@ func (a *admission) acquireAll(js []*job) (errs []error) {
 }
 
 func (a *admission) acquireLocked(j *job) error {
-	n := j.keys()
+	n := j.weight()
 	if n > a.max-a.keys {
 		if _, dup := a.ids[j.id]; dup {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
+		}
+		if j.group > 1 {
+			return fmt.Errorf("%w: request %d: %d keys of a %d-element payload count as %d, which would pass this party's limit of %d pending keys (--max-pending); %d are pending",
+				errExhausted, j.id, j.keys(), j.group, n, a.max, a.keys)
 		}
 		return fmt.Errorf("%w: request %d: %d keys would pass this party's limit of %d pending keys (--max-pending); %d are pending",
 			errExhausted, j.id, n, a.max, a.keys)
@@ -407,7 +435,7 @@ func (a *admission) acquireLocked(j *job) error {
 func (a *admission) release(j *job) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.keys -= j.keys()
+	a.keys -= j.weight()
 	if a.ids != nil {
 		delete(a.ids, j.id)
 	}
@@ -463,6 +491,9 @@ func (j *job) init(r *pb.KeyRequest) error {
 		return badf("out_bits: %d is outside 1..64", r.OutBits)
 	}
 	in, out := int(r.InBits), int(r.OutBits)
+	if r.Group > 1 || len(r.Betas) != 0 || len(r.BetaShares) != 0 {
+		return j.initVec(r, mode, prof, typ)
+	}
 	j.id = r.Id
 	// The batch item's type carries the profile in its high nibble
 	// (msg.TypeByte; kord-v1's is the type alone), so the parties' item
@@ -529,6 +560,93 @@ func (j *job) init(r *pb.KeyRequest) error {
 	base.AlphaShare, base.BetaShare = r.AlphaShare, r.BetaShare
 	j.one[0] = base
 	j.shares = j.one[:]
+	return nil
+}
+
+// initVec is init for a request whose payload is a vector (group ≥ 2,
+// betas or beta_shares given): llama profile, bound or derived, the whole
+// request one bulk of the module (so its key bytes are bounded by
+// msg.MaxSlabBytes).
+func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss.Type) error {
+	in, out := int(r.InBits), int(r.OutBits)
+	switch {
+	case r.Group < 2 || r.Group > msg.MaxGroup:
+		return badf("group: %d is outside 2..%d, and betas/beta_shares are only for a payload vector", r.Group, msg.MaxGroup)
+	case prof != msg.Llama:
+		return badf("group: a payload vector needs profile llama, not %q", r.Profile)
+	case mode != msg.Bound && mode != msg.Derived:
+		return badf("mode: a payload vector is for bound or derived mode, not %v", mode)
+	case r.Beta != 0 || r.BetaShare != 0:
+		return badf("beta/beta_share: must be zero with a payload vector (group %d): the payload is betas or beta_shares", r.Group)
+	case len(r.Points) != 0:
+		return badf("points: only for consume mode")
+	}
+	g := int(r.Group)
+	mb := prg.Mask(out)
+	j.id, j.group = r.Id, g
+	j.itemv = pb.BatchItem{Id: r.Id, Mode: uint32(mode), Type: uint32(msg.TypeByte(prof, typ)), InBits: r.InBits, OutBits: r.OutBits, Count: 1,
+		Group: r.Group}
+	j.item = &j.itemv
+	base := msg.Share{Mode: mode, Profile: prof, Type: typ, InBits: in, OutBits: out}
+	ks := msg.KeySizeG(prof, base.Params(), g)
+	if mode == msg.Derived {
+		switch {
+		case r.Tier != "":
+			return badf("tier: derived keys send no frame; leave tier empty")
+		case r.AlphaShare != 0 || len(r.BetaShares) != 0:
+			return badf("alpha_share/beta_shares: not used in derived mode")
+		case r.DeriveBeta && len(r.Betas) != 0:
+			return badf("betas: must be empty with derive_beta (the modules draw every element)")
+		case !r.DeriveBeta && len(r.Betas) != g:
+			return badf("betas: %d elements, want group = %d", len(r.Betas), g)
+		}
+		for i, v := range r.Betas {
+			if v&^mb != 0 {
+				return badf("betas[%d]: does not fit in %d output bits", i, out)
+			}
+		}
+		n := max(r.Count, 1)
+		if n > MaxCount {
+			return badf("count: %d is over %d", n, MaxCount)
+		}
+		if int(n) > msg.MaxSlabBytes/ks {
+			return badf("count: %d keys of %d bytes (group %d) pass the limit of %d key bytes per request; ask for at most %d", n, ks, g, msg.MaxSlabBytes, msg.MaxSlabBytes/ks)
+		}
+		j.itemv.Count, j.itemv.DeriveBeta = n, r.DeriveBeta
+		base.DeriveBeta = r.DeriveBeta
+		if !r.DeriveBeta {
+			j.itemv.Betas = append([]uint64(nil), r.Betas...)
+		}
+		j.shares = make([]msg.Share, n)
+		for i := range j.shares {
+			j.shares[i] = base
+		}
+		return nil
+	}
+	j.tier = DefaultTier
+	if r.Tier != "" {
+		var err error
+		if j.tier, err = msg.ParseTier(lowerASCII(r.Tier)); err != nil {
+			return badf("tier: %v", err)
+		}
+	}
+	switch {
+	case r.Count > 1 || r.DeriveBeta || len(r.Betas) != 0:
+		return badf("count/derive_beta/betas: only for derived mode")
+	case r.AlphaShare&^prg.Mask(in) != 0:
+		return badf("alpha_share: does not fit in %d input bits", in)
+	case len(r.BetaShares) != g:
+		return badf("beta_shares: %d shares, want group = %d", len(r.BetaShares), g)
+	}
+	for i, v := range r.BetaShares {
+		if v&^mb != 0 {
+			return badf("beta_shares[%d]: does not fit in %d output bits", i, out)
+		}
+	}
+	base.AlphaShare = r.AlphaShare
+	j.one[0] = base
+	j.shares = j.one[:]
+	j.betaVec = append([]uint64(nil), r.BetaShares...)
 	return nil
 }
 

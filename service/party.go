@@ -42,7 +42,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -413,7 +412,7 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
-		typ, mode := fss.Type(s.typ).String(), msg.Mode(s.mode).String()
+		typ, mode := msg.TypeLabel(byte(s.typ)), msg.Mode(s.mode).String()
 		if s.mode == ItemCorrelation { // counted in counters taken
 			typ, mode = ModeCorrelation, ModeCorrelation
 		}
@@ -648,7 +647,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		add := func(j *job) error {
 			// One message carries replies of one form: a reply of the
 			// other form sends what is built first.
-			asPacked := j.reply == nil && packed.Load() && j.corr == nil // correlations: KeyShare.corr
+			asPacked := j.reply == nil && packed.Load() && j.corr == nil && !j.vecShares() // correlations: KeyShare.corr; drawn vectors: KeyShare.beta_shares
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
 					j.wipeOutputs(false)

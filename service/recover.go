@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -66,16 +68,41 @@ type shape struct {
 	id, beta                  uint64
 	mode, typ, in, out, count uint32
 	deriveBeta                bool
+	// vec: a payload vector's group and public elements (appendVec's
+	// bytes; empty for one element), as a string so shapes compare.
+	vec string
 }
 
 func shapeOf(it *pb.BatchItem) shape {
 	return shape{id: it.GetId(), beta: it.GetBeta(), mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(),
-		out: it.GetOutBits(), count: it.GetCount(), deriveBeta: it.GetDeriveBeta()}
+		out: it.GetOutBits(), count: it.GetCount(), deriveBeta: it.GetDeriveBeta(), vec: string(appendVec(nil, it))}
 }
 
 func (s shape) item() *pb.BatchItem {
-	return &pb.BatchItem{Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
+	it := &pb.BatchItem{Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
 		DeriveBeta: s.deriveBeta, Beta: s.beta}
+	if s.vec != "" {
+		it.Group, it.Betas = vecOf([]byte(s.vec))
+	}
+	return it
+}
+
+// vecOf reads appendVec's bytes back (this party wrote them).
+func vecOf(b []byte) (group uint32, betas []uint64) {
+	b = b[1:] // 'G'
+	g, n := protowire.ConsumeVarint(b)
+	b = b[max(n, 0):]
+	k, n := protowire.ConsumeVarint(b)
+	b = b[max(n, 0):]
+	for range k {
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			break
+		}
+		betas = append(betas, v)
+		b = b[n:]
+	}
+	return uint32(g), betas
 }
 
 // recoverRec is what a restarted party knows of one id from its peer:

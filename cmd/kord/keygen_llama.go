@@ -29,13 +29,9 @@ func keygenLlama(w io.Writer, typ string, inBits, outBits int, alphaS, betaS, ro
 	if err != nil {
 		return err
 	}
-	var beta []uint64
-	for i, b := range strings.Split(betaS, ",") {
-		v, err := parseWord(fmt.Sprintf("--beta element %d", i), b, outBits)
-		if err != nil {
-			return err
-		}
-		beta = append(beta, v)
+	beta, err := parseWords("--beta", betaS, outBits)
+	if err != nil {
+		return err
 	}
 	var r0, r1 llama.Block
 	switch {
@@ -65,4 +61,19 @@ func keygenLlama(w io.Writer, typ string, inBits, outBits int, alphaS, betaS, ro
 	fmt.Fprintln(w, hex.EncodeToString(k0))
 	fmt.Fprintln(w, hex.EncodeToString(k1))
 	return nil
+}
+
+// parseWords parses a comma-separated list of unsigned integers, each
+// below 2^bits (a payload vector: --beta B1,B2,...); the error names the
+// element.
+func parseWords(flag, s string, bits int) ([]uint64, error) {
+	var out []uint64
+	for i, b := range strings.Split(s, ",") {
+		v, err := parseWord(fmt.Sprintf("%s element %d", flag, i), b, bits)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/internal/llamaexport"
-	"github.com/kord-fss/kord/internal/prg"
 )
 
 func init() { rootCmd.AddCommand(llamaCmd()) }
@@ -35,16 +34,18 @@ func llamaExportCmd() *cobra.Command {
 		jsonFlag bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export --dir DIR --keys N --in-bits L --out-bits M [--beta B] [--party0 ADDR --party1 ADDR]",
+		Use:   "export --dir DIR --keys N --in-bits L --out-bits M [--beta B[,B2,...]] [--party0 ADDR --party1 ADDR]",
 		Short: "Write N dealerless LLAMA DCF keys as server.dat/client.dat with each party's α shares",
 		Long: `kord llama export asks two party daemons (--party0, --party1: their
 application addresses) for N derived-mode DCF keys in the llama profile —
-α drawn inside the two modules, the public payload --beta (default 1) —
-or, without addresses, an in-process module pair. It writes to DIR:
+α drawn inside the two modules, the public payload --beta (default 1; a
+comma-separated list B1,B2,... of up to 64 elements is a payload vector,
+LLAMA's groupSize, from the in-process module pair) — or, without
+addresses, an in-process module pair. It writes to DIR:
 
   server.dat, client.dat        each party's keys in LLAMA's layout, concatenated in request order
   server.shares, client.shares  each party's additive share of each α, one decimal per line
-  params.json                   {"profile":"llama","type":"dcf","in_bits","out_bits","group":1,"keys"}
+  params.json                   {"profile":"llama","type":"dcf","in_bits","out_bits","group","keys"}
 
 A LLAMA program reads server.dat (party 0, its SERVER) and client.dat
 (party 1, its CLIENT) where its dealer's files were; each party masks its
@@ -54,11 +55,15 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 			if c.OutBits < 1 || c.OutBits > 64 {
 				return badInput("--out-bits %d is outside 1..64", c.OutBits)
 			}
-			v, err := strconv.ParseUint(betaS, 0, 64)
-			if err != nil || v&^prg.Mask(c.OutBits) != 0 {
-				return badInput("--beta %q is not an integer that fits in %d output bits", betaS, c.OutBits)
+			vs, err := parseWords("--beta", betaS, c.OutBits)
+			if err != nil {
+				return err
 			}
-			c.Beta = v
+			if len(vs) == 1 {
+				c.Beta = vs[0]
+			} else {
+				c.Betas = vs
+			}
 			rep, err := llamaexport.Export(cmd.Context(), c)
 			if err != nil {
 				return llamaErr(err)
@@ -76,7 +81,7 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 	f.IntVar(&c.Keys, "keys", 0, "number of keys N")
 	f.IntVar(&c.InBits, "in-bits", 0, "input width Bin, 1..64")
 	f.IntVar(&c.OutBits, "out-bits", 0, "output width Bout, 1..64")
-	f.StringVar(&betaS, "beta", "1", "the public payload β (below 2^Bout)")
+	f.StringVar(&betaS, "beta", "1", "the public payload β (below 2^Bout), or a vector B1,B2,... (up to 64 elements)")
 	f.StringVar(&c.Party0, "party0", "", "party 0's application address (host:port or unix:///path); none: in-process module pair")
 	f.StringVar(&c.Party1, "party1", "", "party 1's application address")
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
@@ -89,32 +94,32 @@ func llamaVerifyCmd() *cobra.Command {
 		betaS string
 	)
 	cmd := &cobra.Command{
-		Use:   "verify --dir DIR [--beta B]",
+		Use:   "verify --dir DIR [--beta B[,B2,...]]",
 		Short: "Read an export back (sizes against params.json) and check every pair with LLAMA's evaluation",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return badInput("--dir: no export directory given")
 			}
-			beta, err := strconv.ParseUint(betaS, 0, 64)
-			if err != nil {
-				return badInput("--beta %q is not an integer", betaS)
-			}
 			e, err := llamaexport.Read(dir)
 			if err != nil {
 				return llamaErr(err)
 			}
-			if beta&^prg.Mask(e.Params.OutBits) != 0 {
-				return badInput("--beta %d does not fit in the export's %d output bits", beta, e.Params.OutBits)
+			beta, err := parseWords("--beta", betaS, e.Params.OutBits)
+			if err != nil {
+				return err
 			}
-			if err := e.Verify(beta); err != nil {
+			if len(beta) != e.Params.Group {
+				return badInput("--beta has %d elements, the export's group (params.json) is %d", len(beta), e.Params.Group)
+			}
+			if err := e.VerifyVec(beta); err != nil {
 				return fmt.Errorf("kord llama verify: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d key pairs evaluate to %d·[x < α] with α = server share + client share\n", e.Params.Keys, beta)
+			fmt.Fprintf(cmd.OutOrStdout(), "%d key pairs evaluate to %s·[x < α] with α = server share + client share\n", e.Params.Keys, strings.Trim(fmt.Sprint(beta), "[]"))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "export directory")
-	cmd.Flags().StringVar(&betaS, "beta", "1", "the payload the keys were exported with")
+	cmd.Flags().StringVar(&betaS, "beta", "1", "the payload the keys were exported with (B1,B2,... for a vector)")
 	return cmd
 }

@@ -15,7 +15,8 @@ import (
 // TestLlamaExportDaemons: `kord llama export` against two real party
 // daemons (child processes, modules in their processes, loopback TCP):
 // the exported keys reconstruct with the exported shares, and `kord llama
-// verify` agrees; a truncated .dat is refused with a clear error.
+// verify` agrees, for one payload element and for a payload vector; a
+// truncated .dat is refused with a clear error.
 func TestLlamaExportDaemons(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -42,6 +43,15 @@ func TestLlamaExportDaemons(t *testing.T) {
 	}
 	if out, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "5"); code != 0 || !strings.Contains(out, "600 key pairs") {
 		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	// A payload vector from the same daemons.
+	vdir := filepath.Join(t.TempDir(), "vec")
+	if _, errOut, code := runKord(t, "llama", "export", "--dir", vdir, "--keys", "50", "--in-bits", "20", "--out-bits", "16", "--beta", "3,0xffff,0",
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"]); code != 0 {
+		t.Fatalf("kord llama export --beta 3,0xffff,0: exit %d\n%s", code, errOut)
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", vdir, "--beta", "3,65535,0"); code != 0 || !strings.Contains(out, "50 key pairs") {
+		t.Fatalf("kord llama verify of the vector export: exit %d\n%s%s", code, out, errOut)
 	}
 	server := filepath.Join(dir, "server.dat")
 	data, _ := os.ReadFile(server)
@@ -89,5 +99,46 @@ func TestLlamaExportInProcess(t *testing.T) {
 	}
 	if _, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "0x1235"); code == 0 {
 		t.Fatalf("verify with another β passed\n%s", errOut)
+	}
+}
+
+// TestLlamaExportVector: `kord llama export --beta B1,B2,...` writes keys
+// with a payload vector (group in params.json) from an in-process module
+// pair; `kord llama verify` checks them against that vector only, and
+// names a vector of the wrong length or a bad element.
+func TestLlamaExportVector(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	out, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "20", "--in-bits", "12", "--out-bits", "10", "--beta", "1,0x3ff,0,7")
+	if code != 0 {
+		t.Fatalf("kord llama export: exit %d\n%s%s", code, out, errOut)
+	}
+	e, err := llamaexport.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Params.Group != 4 || e.Params.Keys != 20 {
+		t.Fatalf("params %+v", e.Params)
+	}
+	if err := e.VerifyVec([]uint64{1, 0x3ff, 0, 7}); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "1,1023,0,7"); code != 0 || !strings.Contains(out, "20 key pairs") {
+		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, _, code := runKord(t, "llama", "verify", "--dir", dir, "--beta", "1,1023,0,8"); code == 0 {
+		t.Fatal("verify with another last element passed")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"llama", "verify", "--dir", dir, "--beta", "1,1023"}, "group (params.json) is 4"},
+		{[]string{"llama", "verify", "--dir", dir, "--beta", "1,1024,0,7"}, "--beta element 1"},
+		{[]string{"llama", "export", "--dir", dir, "--keys", "1", "--in-bits", "8", "--out-bits", "8", "--beta", "1,256"}, "--beta element 1"},
+		{[]string{"llama", "export", "--dir", dir, "--keys", "1", "--in-bits", "8", "--out-bits", "8", "--beta", strings.Repeat("1,", 64) + "1"}, "65 payload elements"},
+	} {
+		if _, errOut, code := runKord(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %q", c.args, code, errOut, c.want)
+		}
 	}
 }

@@ -46,6 +46,10 @@ type converter struct {
 	outBits, group, w int
 	m                 uint64
 	stream            []byte // nil when w·group ≤ 16
+	// ctr is the counter block of the stream's encryptions, kept here so
+	// that passing it through cipher.Block does not move a fresh block
+	// to the heap on every call (public: counters only).
+	ctr [16]byte
 }
 
 func newConverter(p Params) *converter {
@@ -72,9 +76,10 @@ func (cv *converter) convert(out []uint64, b Block) error {
 		if err != nil {
 			return err
 		}
+		cv.ctr = [16]byte{}
 		for j := 0; j*16 < len(cv.stream); j++ {
-			blk := counterBlock(c, uint64(j))
-			copy(cv.stream[16*j:], blk[:])
+			binary.LittleEndian.PutUint64(cv.ctr[:8], uint64(j))
+			c.Encrypt(cv.stream[16*j:16*(j+1)], cv.ctr[:])
 		}
 		src = cv.stream
 	}

@@ -3,13 +3,14 @@
 // reads them back.
 //
 // An export directory holds, for N derived-mode DCF keys of one shape
-// (α drawn inside the two modules, a public payload β, group 1):
+// (α drawn inside the two modules, a public payload β of G elements:
+// LLAMA's groupSize, 1 unless a payload vector is asked for):
 //
 //	server.dat     party 0's N keys, LLAMA's layout, concatenated in request order
 //	client.dat     party 1's N keys, likewise
 //	server.shares  party 0's additive share of each α mod 2^Bin, one decimal per line
 //	client.shares  party 1's, likewise
-//	params.json    {"profile":"llama","type":"dcf","in_bits":L,"out_bits":M,"group":1,"keys":N}
+//	params.json    {"profile":"llama","type":"dcf","in_bits":L,"out_bits":M,"group":G,"keys":N}
 //
 // The keys come from two party daemons (their application addresses), or
 // from an in-process module pair (host.LocalPair) when none are given:
@@ -75,6 +76,10 @@ type Config struct {
 	Keys            int    // N, 1..MaxKeys
 	InBits, OutBits int    // Bin, Bout: 1..64
 	Beta            uint64 // the public payload, below 2^Bout (callers default it to 1)
+	// Betas is a public payload vector of 2..msg.MaxGroup elements, each
+	// below 2^Bout, in place of Beta (which must then be zero): the keys'
+	// group G is len(Betas).
+	Betas []uint64
 	// Party0, Party1: the two party daemons' application addresses
 	// (host:port or unix:///path). Both empty: an in-process module pair.
 	Party0, Party1 string
@@ -95,8 +100,33 @@ func (c Config) Validate() error {
 		return bad("beta: %d does not fit in %d output bits", c.Beta, c.OutBits)
 	case (c.Party0 == "") != (c.Party1 == ""):
 		return bad("party0/party1: give both party addresses, or neither for an in-process module pair")
+	case len(c.Betas) == 1:
+		return bad("beta: a one-element payload goes in Beta, not Betas")
+	case len(c.Betas) > msg.MaxGroup:
+		return bad("beta: %d payload elements, at most %d (msg.MaxGroup)", len(c.Betas), msg.MaxGroup)
+	case len(c.Betas) > 1 && c.Beta != 0:
+		return bad("beta: give one payload (Beta) or a vector (Betas), not both")
+	}
+	for j, v := range c.Betas {
+		if v&^prg.Mask(c.OutBits) != 0 {
+			return bad("beta element %d: %d does not fit in %d output bits", j, v, c.OutBits)
+		}
+	}
+	if ks := (llama.Params{InBits: c.InBits, OutBits: c.OutBits, Group: c.group()}).KeySize(); ks > msg.MaxSlabBytes {
+		return bad("beta: one key of %d bytes passes the bulk limit of %d", ks, msg.MaxSlabBytes)
 	}
 	return nil
+}
+
+// group is the export's payload group size G.
+func (c Config) group() int { return max(len(c.Betas), 1) }
+
+// Payload is the export's public payload: Betas, or Beta as one element.
+func (c Config) Payload() []uint64 {
+	if len(c.Betas) > 1 {
+		return c.Betas
+	}
+	return []uint64{c.Beta}
 }
 
 // Params is params.json.
@@ -208,7 +238,7 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
-	lp := llama.Params{InBits: c.InBits, OutBits: c.OutBits, Group: 1}
+	lp := llama.Params{InBits: c.InBits, OutBits: c.OutBits, Group: c.group()}
 	s, err := create(c.Dir)
 	if err != nil {
 		return nil, err
@@ -228,7 +258,7 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
-	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: 1, Keys: c.Keys}
+	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: c.group(), Keys: c.Keys}
 	js, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -240,16 +270,22 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 }
 
 // fromLocalPair draws the keys from an in-process module pair, one bulk
-// (slab) per msg.MaxBulk keys.
+// (slab) per msg.MaxBulk keys (fewer for a payload vector, whose bulk is
+// bounded by msg.MaxSlabBytes).
 func fromLocalPair(ctx context.Context, c Config, s *sink) error {
 	pair, err := host.NewLocalPair(ctx, host.LocalOptions{})
 	if err != nil {
 		return err
 	}
 	defer pair.Close()
+	g := c.group()
+	per := min(msg.MaxBulk, msg.MaxSlabBytes/(llama.Params{InBits: c.InBits, OutBits: c.OutBits, Group: g}).KeySize())
 	for done := 0; done < c.Keys; {
-		n := min(c.Keys-done, msg.MaxBulk)
+		n := min(c.Keys-done, per)
 		b := &msg.Bulk{Mode: msg.Derived, Profile: msg.Llama, Type: fss.DCF, InBits: c.InBits, OutBits: c.OutBits, N: n, Beta: c.Beta}
+		if g > 1 {
+			b.Group, b.Beta, b.Betas = g, 0, c.Betas
+		}
 		slabs, err := pair.GenerateSlabs(ctx, 0, [2]*msg.Bulk{b, b})
 		if err != nil {
 			return err
@@ -279,11 +315,19 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 	}
 	base := binary.LittleEndian.Uint64(idBase[:]) >> 1 // room for the request count
 	p := fss.Params{Type: fss.DCF, InBits: c.InBits, OutBits: c.OutBits}
-	ks := msg.LlamaParams(p).KeySize()
+	g := c.group()
+	ks := msg.LlamaParamsG(p, g).KeySize()
+	// A party serves a payload vector's request as one bulk of at most
+	// msg.MaxSlabBytes of keys.
+	per := min(perRequest, msg.MaxSlabBytes/ks)
 	var reqs []*pb.KeyRequest
 	for done, id := 0, base; done < c.Keys; id++ {
-		n := min(c.Keys-done, perRequest)
-		reqs = append(reqs, client.WithProfile(client.Derived(id, p, n, c.Beta, false), msg.Llama))
+		n := min(c.Keys-done, per)
+		if g > 1 {
+			reqs = append(reqs, client.DerivedVector(id, p, n, c.Betas))
+		} else {
+			reqs = append(reqs, client.WithProfile(client.Derived(id, p, n, c.Beta, false), msg.Llama))
+		}
 		done += n
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -482,12 +526,24 @@ func parseShares(name string, r io.Reader, inBits, n int) ([]uint64, error) {
 	return out, nil
 }
 
-// Verify checks that every key pair of e evaluates, with LLAMA's
-// evaluation, to beta·[x < α] around its α (the shares' sum).
-func (e *Files) Verify(beta uint64) error {
+// Verify checks that every key pair of e (group 1) evaluates, with
+// LLAMA's evaluation, to beta·[x < α] around its α (the shares' sum).
+func (e *Files) Verify(beta uint64) error { return e.VerifyVec([]uint64{beta}) }
+
+// VerifyVec is Verify for a payload of params.json's group G elements:
+// every pair evaluates to beta_j·[x < α] for each element j.
+func (e *Files) VerifyVec(beta []uint64) error {
 	p := e.Params.Llama()
+	if len(beta) != p.Group {
+		return bad("beta: %d payload elements, the export's group is %d", len(beta), p.Group)
+	}
+	for j, v := range beta {
+		if v&^prg.Mask(p.OutBits) != 0 {
+			return bad("beta element %d: %d does not fit in the export's %d output bits", j, v, p.OutBits)
+		}
+	}
 	for i := range e.Params.Keys {
-		if err := llama.CheckPair(p, e.Key(0, i), e.Key(1, i), e.Alpha(i), []uint64{beta}); err != nil {
+		if err := llama.CheckPair(p, e.Key(0, i), e.Key(1, i), e.Alpha(i), beta); err != nil {
 			return fmt.Errorf("key %d: %w", i, err)
 		}
 	}

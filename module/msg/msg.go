@@ -64,8 +64,8 @@ const (
 	// KordV1 is kord's own key format (docs/keyformat.md), DPF and DCF.
 	KordV1 Profile = 0
 	// Llama is EzPC LLAMA's DCF (package fss/llama): DCF only, one payload
-	// element (group 1), the key in LLAMA's headerless layout, party 0 =
-	// LLAMA's server key.
+	// element (group 1) or, in a bulk, a payload vector (Bulk.Group), the
+	// key in LLAMA's headerless layout, party 0 = LLAMA's server key.
 	Llama Profile = 1
 )
 
@@ -106,19 +106,49 @@ func CheckShape(pr Profile, p fss.Params) error {
 	return fmt.Errorf("msg: unknown key profile %d (want 0 kord-v1 or 1 llama)", uint8(pr))
 }
 
-// LlamaParams is the llama shape of a llama-profile key of shape p: the
-// module's llama keys carry one payload element.
-func LlamaParams(p fss.Params) llama.Params {
-	return llama.Params{InBits: p.InBits, OutBits: p.OutBits, Group: 1}
+// LlamaParams is the llama shape of a llama-profile key of shape p with
+// one payload element (LLAMA's groupSize 1).
+func LlamaParams(p fss.Params) llama.Params { return LlamaParamsG(p, 1) }
+
+// LlamaParamsG is the llama shape of a llama-profile key of shape p whose
+// payload β is a vector of group elements (0 counts as 1).
+func LlamaParamsG(p fss.Params, group int) llama.Params {
+	return llama.Params{InBits: p.InBits, OutBits: p.OutBits, Group: max(group, 1)}
 }
 
 // KeySize is the length of one serialized key of profile pr and shape p
-// (CheckShape(pr, p) must hold).
-func KeySize(pr Profile, p fss.Params) int {
+// with one payload element (CheckShape(pr, p) must hold).
+func KeySize(pr Profile, p fss.Params) int { return KeySizeG(pr, p, 1) }
+
+// KeySizeG is KeySize for a payload of group elements (0 counts as 1;
+// more than one only for llama, CheckGroup).
+func KeySizeG(pr Profile, p fss.Params, group int) int {
 	if pr == Llama {
-		return LlamaParams(p).KeySize()
+		return LlamaParamsG(p, group).KeySize()
 	}
 	return p.KeySize()
+}
+
+// MaxGroup bounds the payload vector of a module-made key (Bulk.Group):
+// LLAMA's own vectors go to 19 elements, a ReLU key pack takes 2. A key of
+// MaxGroup 64-bit elements is about 35 KB.
+const MaxGroup = 64
+
+// MaxSlabBytes bounds the key bytes of one bulk (N · key size): it never
+// binds a one-element payload (16384 of the largest keys are 25 MB) and
+// keeps a vector-payload bulk's frame, scratch and slab bounded.
+const MaxSlabBytes = 32 << 20
+
+// CheckGroup reports whether profile pr takes a payload of group elements:
+// 0 and 1 (one element) for every profile, 2..MaxGroup for llama only.
+func CheckGroup(pr Profile, group int) error {
+	switch {
+	case group < 0 || group > MaxGroup:
+		return fmt.Errorf("msg: payload group %d is outside 1..%d", group, MaxGroup)
+	case group > 1 && pr != Llama:
+		return fmt.Errorf("msg: a payload vector (group %d) needs the llama profile, not %v", group, pr)
+	}
+	return nil
 }
 
 // TypeByte is the byte that stands for a key's type wherever the module
@@ -127,6 +157,17 @@ func KeySize(pr Profile, p fss.Params) int {
 // kord-v1 key's byte is its fss.Type alone, so kord-v1 frames, tags and
 // roots are the bytes they were before profiles existed.
 func TypeByte(pr Profile, t fss.Type) byte { return byte(t) | byte(pr)<<4 }
+
+// TypeLabel names a type byte (TypeByte) for metrics and logs: the type
+// alone for kord-v1 ("dpf", "dcf"), the type and the profile for any
+// other ("dcf-llama").
+func TypeLabel(b byte) string {
+	t, pr := fss.Type(b&15), Profile(b>>4)
+	if pr == KordV1 {
+		return t.String()
+	}
+	return t.String() + "-" + pr.String()
+}
 
 // Tier is the protection of the one exchanged frame.
 type Tier uint8
@@ -308,6 +349,10 @@ type CollectResponse struct {
 	// party 0 holds β and party 1 zero).
 	AlphaShare uint64
 	BetaShare  uint64
+	// BetaShares are this party's shares of each element of a drawn
+	// payload vector (a party daemon's reply to a derived llama request
+	// with derive_beta and a group ≥ 2; BetaShare is then 0).
+	BetaShares []uint64
 	// Evals are this party's evaluation shares at Points (Consume).
 	Evals []uint64
 	// PairTag is the pair tag of the output, every mode: the peer
@@ -361,12 +406,25 @@ type Bulk struct {
 	InBits  int // ℓ, 1..64
 	OutBits int // n, 1..64
 	N       int // 1..MaxBulk
-	// Bound: this party's shares, N each.
+	// Group is the number of payload elements of each key's β (LLAMA's
+	// groupSize): 0 or 1 for one element, 2..MaxGroup (llama profile only)
+	// for a vector. With a vector, BetaShares holds N·Group shares (key
+	// i's at [i·Group:(i+1)·Group]), and a derived bulk's public payload
+	// is Betas (Group elements, Beta zero) or, with DeriveBeta, Group
+	// elements drawn per key; the frames carry every element, and Group is
+	// bound in the frames' associated data, the pair tags and the roots.
+	Group int
+	// Bound: this party's shares, N each (N·Group with a vector).
 	AlphaShares, BetaShares []uint64
-	// Derived: see Share.
+	// Derived: see Share. Betas is the public payload vector (Group ≥ 2),
+	// alike at both parties.
 	DeriveBeta bool
 	Beta       uint64
+	Betas      []uint64
 }
+
+// G is the bulk's payload group size: Group, or 1 when Group is 0.
+func (b *Bulk) G() int { return max(b.Group, 1) }
 
 // Params returns the key shape of the request.
 func (b *Bulk) Params() fss.Params {
@@ -377,9 +435,10 @@ func (b *Bulk) Params() fss.Params {
 // shape, at counters First … First+N-1.
 //
 // Key i is Keys[i·Stride : (i+1)·Stride], a serialized key share of
-// Profile (Stride = KeySize(Profile, Params)). AlphaShares and BetaShares (derived mode,
-// N each; empty in bound mode) are this party's shares of the drawn α_i and
-// β_i, as CollectResponse.AlphaShare and BetaShare. PairTags holds key
+// Profile (Stride = KeySizeG(Profile, Params, Group)). AlphaShares and
+// BetaShares (derived mode, N each, BetaShares N·Group with a payload
+// vector; empty in bound mode) are this party's shares of the drawn α_i
+// and β_i, as CollectResponse.AlphaShare and BetaShare. PairTags holds key
 // i's pair tag at [i·PairTagSize : (i+1)·PairTagSize]: the two parties'
 // slabs pair exactly when their PairTags are equal.
 //
@@ -390,6 +449,7 @@ type Slab struct {
 	Mode        Mode
 	Profile     Profile
 	Params      fss.Params
+	Group       int // payload elements per key (0 or 1: one; Bulk.Group)
 	Stride      int
 	Keys        []byte
 	AlphaShares []uint64
@@ -414,8 +474,11 @@ func (s *Slab) Check() error {
 	if err := CheckShape(s.Profile, s.Params); err != nil {
 		return fmt.Errorf("msg: slab Params: %w", err)
 	}
-	if ks := KeySize(s.Profile, s.Params); s.Stride != ks {
-		return fmt.Errorf("msg: slab Stride %d, want %d for %v %v", s.Stride, ks, s.Profile, s.Params)
+	if err := CheckGroup(s.Profile, s.Group); err != nil {
+		return fmt.Errorf("msg: slab Group: %w", err)
+	}
+	if ks := KeySizeG(s.Profile, s.Params, s.Group); s.Stride != ks {
+		return fmt.Errorf("msg: slab Stride %d, want %d for %v %v group %d", s.Stride, ks, s.Profile, s.Params, max(s.Group, 1))
 	}
 	if len(s.Keys) != s.N*s.Stride {
 		return fmt.Errorf("msg: slab Keys is %d bytes, want %d", len(s.Keys), s.N*s.Stride)
@@ -423,8 +486,8 @@ func (s *Slab) Check() error {
 	if len(s.PairTags) != s.N*PairTagSize {
 		return fmt.Errorf("msg: slab PairTags is %d bytes, want %d", len(s.PairTags), s.N*PairTagSize)
 	}
-	if a, b := len(s.AlphaShares), len(s.BetaShares); (a != 0 || b != 0) && (a != s.N || b != s.N) {
-		return fmt.Errorf("msg: slab has %d α and %d β shares, want %d each or none", a, b, s.N)
+	if a, b, g := len(s.AlphaShares), len(s.BetaShares), max(s.Group, 1); (a != 0 || b != 0) && (a != s.N || b != s.N*g) {
+		return fmt.Errorf("msg: slab has %d α and %d β shares, want %d and %d or none", a, b, s.N, s.N*g)
 	}
 	return nil
 }

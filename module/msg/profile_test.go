@@ -52,3 +52,20 @@ func TestProfileShape(t *testing.T) {
 		t.Fatal("unknown profile name accepted")
 	}
 }
+
+// TestTypeLabel: the metrics label of a llama key names its profile, a
+// kord-v1 key's is the type alone.
+func TestTypeLabel(t *testing.T) {
+	for _, c := range []struct {
+		b    byte
+		want string
+	}{
+		{TypeByte(KordV1, fss.DPF), "dpf"},
+		{TypeByte(KordV1, fss.DCF), "dcf"},
+		{TypeByte(Llama, fss.DCF), "dcf-llama"},
+	} {
+		if got := TypeLabel(c.b); got != c.want {
+			t.Errorf("TypeLabel(%#x) = %q, want %q", c.b, got, c.want)
+		}
+	}
+}

@@ -172,7 +172,7 @@ func bulkToPB(b *msg.Bulk) *pb.Bulk {
 	}
 	return &pb.Bulk{Mode: uint32(b.Mode), Profile: uint32(b.Profile), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
 		N: uint32(min(max(b.N, 0), 2*msg.MaxBulk+1)), AlphaShares: b.AlphaShares, BetaShares: b.BetaShares,
-		DeriveBeta: b.DeriveBeta, Beta: b.Beta}
+		DeriveBeta: b.DeriveBeta, Beta: b.Beta, Group: uint32(min(max(b.Group, 0), msg.MaxGroup+1)), Betas: b.Betas}
 }
 
 // bulkFromPB converts a wire bulk request; the module checks its fields.
@@ -182,8 +182,12 @@ func bulkFromPB(b *pb.Bulk) *msg.Bulk {
 	}
 	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Profile: prof(b.GetProfile()), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
 		OutBits: bits(b.GetOutBits()), N: n32(b.GetN()), AlphaShares: b.GetAlphaShares(), BetaShares: b.GetBetaShares(),
-		DeriveBeta: b.GetDeriveBeta(), Beta: b.GetBeta()}
+		DeriveBeta: b.GetDeriveBeta(), Beta: b.GetBeta(), Group: group(b.GetGroup()), Betas: b.GetBetas()}
 }
+
+// group narrows a wire group size; one out of range stays out of range
+// (msg.MaxGroup+1) for the module to name.
+func group(v uint32) int { return int(min(v, msg.MaxGroup+1)) }
 
 // wipeBulk clears the shares of a wire bulk request.
 func wipeBulk(b *pb.Bulk) {
@@ -198,7 +202,7 @@ func wipeBulk(b *pb.Bulk) {
 func slabToPB(s *msg.Slab) *pb.Slab {
 	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Profile: uint32(s.Profile), Type: uint32(s.Params.Type),
 		InBits: uint32(s.Params.InBits), OutBits: uint32(s.Params.OutBits), Stride: uint32(s.Stride),
-		Keys: s.Keys, AlphaShares: s.AlphaShares, BetaShares: s.BetaShares, PairTags: s.PairTags}
+		Keys: s.Keys, AlphaShares: s.AlphaShares, BetaShares: s.BetaShares, PairTags: s.PairTags, Group: uint32(max(s.Group, 0))}
 }
 
 // slabFromPB converts a wire slab, checking that its fields agree (N keys
@@ -208,7 +212,7 @@ func slabFromPB(s *pb.Slab) (*msg.Slab, error) {
 	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())), Profile: prof(s.GetProfile()),
 		Params: fss.Params{Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits())},
 		Keys:   s.GetKeys(), AlphaShares: s.GetAlphaShares(), BetaShares: s.GetBetaShares(),
-		PairTags: s.GetPairTags()}
+		PairTags: s.GetPairTags(), Group: group(s.GetGroup())}
 	if s.GetStride() > 1<<20 {
 		o.Stride = -1
 	} else {

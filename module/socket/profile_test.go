@@ -3,6 +3,7 @@ package socket
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kord-fss/kord/fss"
@@ -100,5 +101,91 @@ func TestSocketLlama(t *testing.T) {
 		if err := llama.CheckPair(lp, slabs[0].Key(i), slabs[1].Key(i), a, []uint64{1}); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
+	}
+}
+
+// TestSocketLlamaGroup: llama bulks with a payload vector over real module
+// sockets (the durable module behind them): a bound bulk whose frames
+// carry every element's shares and a derived bulk with a public vector;
+// each pair evaluates to β_j·[x < α], and a repeated range collect gives
+// the same slab, its group included.
+func TestSocketLlamaGroup(t *testing.T) {
+	cs, _ := servedPair(t)
+	ctx := context.Background()
+	const l, n, g, N = 20, 12, 19, 5
+	lp := llama.Params{InBits: l, OutBits: n, Group: g}
+	alpha, beta := make([]uint64, N), make([]uint64, N*g)
+	var bulks [2]*msg.Bulk
+	for b := range 2 {
+		bulks[b] = &msg.Bulk{Mode: msg.Bound, Profile: msg.Llama, Type: fss.DCF, InBits: l, OutBits: n, N: N, Group: g,
+			AlphaShares: make([]uint64, N), BetaShares: make([]uint64, N*g)}
+	}
+	for i := range N {
+		alpha[i] = uint64(i*7919+13) & prg.Mask(l)
+		bulks[0].AlphaShares[i] = uint64(i * 31)
+		bulks[1].AlphaShares[i] = (alpha[i] - uint64(i*31)) & prg.Mask(l)
+	}
+	for k := range N * g {
+		beta[k] = uint64(k*104729+1) & prg.Mask(n)
+		bulks[0].BetaShares[k] = uint64(k*5) & prg.Mask(n)
+		bulks[1].BetaShares[k] = (beta[k] - bulks[0].BetaShares[k]) & prg.Mask(n)
+	}
+	var frames [2][]byte
+	var first uint64
+	for b := range 2 {
+		r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Tier: msg.BatchMAC, Bulk: bulks[b]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames[b], first = r.Frames[0], r.FirstCounter
+	}
+	var slabs [2]*msg.Slab
+	for b := range 2 {
+		if r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: frames[1-b]}); err != nil || !r.Accepted {
+			t.Fatalf("party %d: %v %+v", b, err, r)
+		}
+		c, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: first, Count: N})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slabs[b] = c.Slab
+	}
+	if slabs[0].Group != g || slabs[0].Stride != lp.KeySize() {
+		t.Fatalf("slab group %d stride %d, want %d and %d", slabs[0].Group, slabs[0].Stride, g, lp.KeySize())
+	}
+	for i := range N {
+		if err := llama.CheckPair(lp, slabs[0].Key(i), slabs[1].Key(i), alpha[i], beta[i*g:(i+1)*g]); err != nil {
+			t.Fatalf("bound key %d: %v", i, err)
+		}
+	}
+	pub := []uint64{1, 2, 3}
+	for b := range 2 {
+		r, err := cs[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk,
+			Bulk: &msg.Bulk{Mode: msg.Derived, Profile: msg.Llama, Type: fss.DCF, InBits: l, OutBits: n, N: N, Group: 3, Betas: pub}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: N})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := cs[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: N})
+		if err != nil || again.Slab.Group != 3 || !bytes.Equal(again.Slab.Keys, c.Slab.Keys) {
+			t.Fatalf("party %d: repeated group slab collect differs: %v", b, err)
+		}
+		slabs[b] = c.Slab
+	}
+	lp.Group = 3
+	for i := range N {
+		a := (slabs[0].AlphaShares[i] + slabs[1].AlphaShares[i]) & prg.Mask(l)
+		if err := llama.CheckPair(lp, slabs[0].Key(i), slabs[1].Key(i), a, pub); err != nil {
+			t.Fatalf("derived key %d: %v", i, err)
+		}
+	}
+	// A bad group crosses the socket and is named by the module.
+	_, err := cs[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk,
+		Bulk: &msg.Bulk{Mode: msg.Derived, Profile: msg.Llama, Type: fss.DCF, InBits: l, OutBits: n, N: 1, Group: 1000}})
+	if err == nil || !strings.Contains(err.Error(), "Bulk.Group") {
+		t.Fatalf("group 1000: %v", err)
 	}
 }

@@ -50,7 +50,16 @@ type KeyRequest struct {
 	// (docs/api.md, "Correlations"); type, widths, shares, count, beta and
 	// points are then empty. Both sites ask for the same shape under the
 	// same id; each gets only its own party's shares.
-	Corr          *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
+	Corr *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
+	// group (profile llama only): the payload is a vector of group
+	// elements, 2..64 (LLAMA's groupSize; 0 or 1: one element, as above).
+	// Bound: beta_shares holds this site's share of each element and
+	// beta_share is 0. Derived: betas is the public payload (beta 0, both
+	// sites alike), or derive_beta draws every element (each key's shares
+	// in KeyShare.beta_shares); count as above.
+	Group         uint32   `protobuf:"varint,15,opt,name=group,proto3" json:"group,omitempty"`
+	Betas         []uint64 `protobuf:"varint,16,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	BetaShares    []uint64 `protobuf:"varint,17,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,14 +192,39 @@ func (x *KeyRequest) GetCorr() *modulepb.Correlation {
 	return nil
 }
 
+func (x *KeyRequest) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *KeyRequest) GetBetas() []uint64 {
+	if x != nil {
+		return x.Betas
+	}
+	return nil
+}
+
+func (x *KeyRequest) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
+	}
+	return nil
+}
+
 type KeyShare struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
-	AlphaShare    uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
-	BetaShare     uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
-	Evals         []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
-	Corr          *modulepb.CorrShares   `protobuf:"bytes,6,opt,name=corr,proto3" json:"corr,omitempty"`                                // correlation: own shares (counter: its first)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Counter    uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
+	Key        []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
+	AlphaShare uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
+	BetaShare  uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
+	Evals      []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
+	Corr       *modulepb.CorrShares   `protobuf:"bytes,6,opt,name=corr,proto3" json:"corr,omitempty"`                                // correlation: own shares (counter: its first)
+	// derived with derive_beta and a payload vector (group ≥ 2): own share
+	// of each drawn element (beta_share is then 0); such replies are never
+	// packed.
+	BetaShares    []uint64 `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,6 +297,13 @@ func (x *KeyShare) GetEvals() []uint64 {
 func (x *KeyShare) GetCorr() *modulepb.CorrShares {
 	if x != nil {
 		return x.Corr
+	}
+	return nil
+}
+
+func (x *KeyShare) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
 	}
 	return nil
 }
@@ -966,7 +1007,11 @@ type BatchItem struct {
 	Beta       uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
 	// corr: a correlation item's shape (mode 16); count is then the
 	// counters it takes (msg.Correlation.Blocks).
-	Corr          *modulepb.Correlation `protobuf:"bytes,9,opt,name=corr,proto3" json:"corr,omitempty"`
+	Corr *modulepb.Correlation `protobuf:"bytes,9,opt,name=corr,proto3" json:"corr,omitempty"`
+	// group, betas: a payload vector's size and, derived, its public
+	// elements (KeyRequest.group, betas); such an item is never packed.
+	Group         uint32   `protobuf:"varint,10,opt,name=group,proto3" json:"group,omitempty"`
+	Betas         []uint64 `protobuf:"varint,11,rep,packed,name=betas,proto3" json:"betas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1060,6 +1105,20 @@ func (x *BatchItem) GetBeta() uint64 {
 func (x *BatchItem) GetCorr() *modulepb.Correlation {
 	if x != nil {
 		return x.Corr
+	}
+	return nil
+}
+
+func (x *BatchItem) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *BatchItem) GetBetas() []uint64 {
+	if x != nil {
+		return x.Betas
 	}
 	return nil
 }
@@ -2180,7 +2239,7 @@ var File_kord_v1_service_proto protoreflect.FileDescriptor
 
 const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xf3\x02\n" +
+	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xc0\x03\n" +
 	"\n" +
 	"KeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2200,7 +2259,11 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04beta\x18\v \x01(\x04R\x04beta\x12\x16\n" +
 	"\x06points\x18\f \x03(\x04R\x06points\x12\x18\n" +
 	"\aprofile\x18\r \x01(\tR\aprofile\x12(\n" +
-	"\x04corr\x18\x0e \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb5\x01\n" +
+	"\x04corr\x18\x0e \x01(\v2\x14.kord.v1.CorrelationR\x04corr\x12\x14\n" +
+	"\x05group\x18\x0f \x01(\rR\x05group\x12\x14\n" +
+	"\x05betas\x18\x10 \x03(\x04R\x05betas\x12\x1f\n" +
+	"\vbeta_shares\x18\x11 \x03(\x04R\n" +
+	"betaShares\"\xd6\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +
@@ -2209,7 +2272,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"beta_share\x18\x04 \x01(\x04R\tbetaShare\x12\x14\n" +
 	"\x05evals\x18\x05 \x03(\x04R\x05evals\x12'\n" +
-	"\x04corr\x18\x06 \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\"x\n" +
+	"\x04corr\x18\x06 \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\x12\x1f\n" +
+	"\vbeta_shares\x18\a \x03(\x04R\n" +
+	"betaShares\"x\n" +
 	"\bKeyReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
@@ -2268,7 +2333,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
-	"\x06paired\x18\x01 \x01(\bR\x06paired\"\xec\x01\n" +
+	"\x06paired\x18\x01 \x01(\bR\x06paired\"\x98\x02\n" +
 	"\tBatchItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x12\n" +
@@ -2279,7 +2344,10 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
 	"\x04beta\x18\b \x01(\x04R\x04beta\x12(\n" +
-	"\x04corr\x18\t \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb2\x01\n" +
+	"\x04corr\x18\t \x01(\v2\x14.kord.v1.CorrelationR\x04corr\x12\x14\n" +
+	"\x05group\x18\n" +
+	" \x01(\rR\x05group\x12\x14\n" +
+	"\x05betas\x18\v \x03(\x04R\x05betas\"\xb2\x01\n" +
 	"\vPackedItems\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12\x16\n" +

@@ -622,17 +622,23 @@ func (x *CorrShares) GetPairTag() []byte {
 // shares of each α and β (packed). Derived mode: no shares; derive_beta
 // and beta as in Share.
 type Bulk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
-	InBits        uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	N             uint32                 `protobuf:"varint,5,opt,name=n,proto3" json:"n,omitempty"`
-	AlphaShares   []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
-	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
-	DeriveBeta    bool                   `protobuf:"varint,8,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
-	Beta          uint64                 `protobuf:"varint,9,opt,name=beta,proto3" json:"beta,omitempty"`
-	Profile       uint32                 `protobuf:"varint,10,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Mode        uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type        uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
+	InBits      uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits     uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	N           uint32                 `protobuf:"varint,5,opt,name=n,proto3" json:"n,omitempty"`
+	AlphaShares []uint64               `protobuf:"varint,6,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares  []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	DeriveBeta  bool                   `protobuf:"varint,8,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
+	Beta        uint64                 `protobuf:"varint,9,opt,name=beta,proto3" json:"beta,omitempty"`
+	Profile     uint32                 `protobuf:"varint,10,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
+	// group (msg.Bulk.Group): payload elements per key, 0 or 1 for one,
+	// 2..64 for a llama payload vector; beta_shares then holds n*group
+	// shares (key i's at [i*group:]) and a derived bulk's public payload is
+	// betas (group elements).
+	Group         uint32   `protobuf:"varint,11,opt,name=group,proto3" json:"group,omitempty"`
+	Betas         []uint64 `protobuf:"varint,12,rep,packed,name=betas,proto3" json:"betas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -737,6 +743,20 @@ func (x *Bulk) GetProfile() uint32 {
 	return 0
 }
 
+func (x *Bulk) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *Bulk) GetBetas() []uint64 {
+	if x != nil {
+		return x.Betas
+	}
+	return nil
+}
+
 // Slab is msg.Slab: this party's outputs of one bulk, keys at a fixed
 // stride in one bytes field (key i at keys[i*stride:(i+1)*stride]), pair
 // tags 16 bytes each, and, derived mode, its shares of each α and β.
@@ -754,6 +774,7 @@ type Slab struct {
 	BetaShares    []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	PairTags      []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
 	Profile       uint32                 `protobuf:"varint,12,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
+	Group         uint32                 `protobuf:"varint,13,opt,name=group,proto3" json:"group,omitempty"`     // msg.Slab.Group; beta_shares holds n*group
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -868,6 +889,13 @@ func (x *Slab) GetPairTags() []byte {
 func (x *Slab) GetProfile() uint32 {
 	if x != nil {
 		return x.Profile
+	}
+	return 0
+}
+
+func (x *Slab) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
 	}
 	return 0
 }
@@ -2219,7 +2247,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x01a\x18\x04 \x03(\x04R\x01a\x12\f\n" +
 	"\x01r\x18\x05 \x03(\x04R\x01r\x12\f\n" +
 	"\x01z\x18\x06 \x03(\x04R\x01z\x12\x19\n" +
-	"\bpair_tag\x18\a \x01(\fR\apairTag\"\x83\x02\n" +
+	"\bpair_tag\x18\a \x01(\fR\apairTag\"\xaf\x02\n" +
 	"\x04Bulk\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
@@ -2233,7 +2261,9 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"deriveBeta\x12\x12\n" +
 	"\x04beta\x18\t \x01(\x04R\x04beta\x12\x18\n" +
 	"\aprofile\x18\n" +
-	" \x01(\rR\aprofile\"\xad\x02\n" +
+	" \x01(\rR\aprofile\x12\x14\n" +
+	"\x05group\x18\v \x01(\rR\x05group\x12\x14\n" +
+	"\x05betas\x18\f \x03(\x04R\x05betas\"\xc3\x02\n" +
 	"\x04Slab\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\f\n" +
 	"\x01n\x18\x02 \x01(\rR\x01n\x12\x12\n" +
@@ -2248,7 +2278,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	" \x03(\x04R\n" +
 	"betaShares\x12\x1b\n" +
 	"\tpair_tags\x18\v \x01(\fR\bpairTags\x12\x18\n" +
-	"\aprofile\x18\f \x01(\rR\aprofile\"\xf1\x01\n" +
+	"\aprofile\x18\f \x01(\rR\aprofile\x12\x14\n" +
+	"\x05group\x18\r \x01(\rR\x05group\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +

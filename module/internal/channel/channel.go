@@ -48,16 +48,24 @@ const (
 	TierBatchMAC  byte = 3
 )
 
-// Desc is the public shape of one frame: mode, type and widths.
+// Desc is the public shape of one frame: mode, type, widths and, for a
+// payload vector, its group size.
 type Desc struct {
 	Mode, Type      byte
 	InBits, OutBits int
+	// Group is the number of β elements the frame carries: 0 or 1 for
+	// one (the frame is then exactly what it was before vectors), 2..255
+	// for a vector (llama keys, msg.Bulk.Group).
+	Group int
 }
 
 func width(bits int) int { return (bits + 7) / 8 }
 
-// Size is the length of the frame's plaintext: ⌈ℓ/8⌉+⌈n/8⌉.
-func (d Desc) Size() int { return width(d.InBits) + width(d.OutBits) }
+// g is the number of β elements of a frame of shape d.
+func (d Desc) g() int { return max(d.Group, 1) }
+
+// Size is the length of the frame's plaintext: ⌈ℓ/8⌉+G·⌈n/8⌉.
+func (d Desc) Size() int { return width(d.InBits) + d.g()*width(d.OutBits) }
 
 // Errors that open returns; the engine turns them into reject reasons.
 var (
@@ -65,6 +73,43 @@ var (
 	ErrAuth   = errors.New("channel: frame failed authentication")
 	ErrRange  = errors.New("channel: share field has bits set above its width")
 )
+
+// PackVec appends ⟨α⟩ ‖ ⟨β_0⟩ ‖ … ‖ ⟨β_{G-1}⟩, little-endian, ⌈ℓ/8⌉ and
+// G times ⌈n/8⌉ bytes; bs holds d's G elements (for G ≤ 1 it is Pack).
+func PackVec(dst []byte, d Desc, a uint64, bs []uint64) []byte {
+	dst = Pack(dst, Desc{InBits: d.InBits, OutBits: d.OutBits}, a, bs[0])
+	var w [8]byte
+	for _, b := range bs[1:d.g()] {
+		binary.LittleEndian.PutUint64(w[:], b)
+		dst = append(dst, w[:width(d.OutBits)]...)
+	}
+	clear(w[:])
+	return dst
+}
+
+// UnpackVec reads one packed vector share (PackVec) into bs (G elements);
+// src must be exactly d.Size() bytes.
+func UnpackVec(src []byte, d Desc, bs []uint64) (a uint64, err error) {
+	if len(src) != d.Size() || len(bs) < d.g() {
+		return 0, ErrLength
+	}
+	wa, wb := width(d.InBits), width(d.OutBits)
+	one := Desc{InBits: d.InBits, OutBits: d.OutBits}
+	a, bs[0], err = Unpack(src[:wa+wb], one)
+	if err != nil {
+		return 0, err
+	}
+	var w [8]byte
+	defer clear(w[:])
+	for j, off := 1, wa+wb; j < d.g(); j, off = j+1, off+wb {
+		copy(w[:], src[off:off+wb])
+		bs[j] = binary.LittleEndian.Uint64(w[:])
+		if bs[j]&^prg.Mask(d.OutBits) != 0 {
+			return 0, ErrRange
+		}
+	}
+	return a, nil
+}
 
 // Pack appends ⟨α⟩ ‖ ⟨β⟩, little-endian, ⌈ℓ/8⌉ and ⌈n/8⌉ bytes.
 func Pack(dst []byte, d Desc, a, b uint64) []byte {
@@ -212,6 +257,13 @@ func appendAD(ad []byte, tier byte, dir int, counter uint64, ds []Desc) []byte {
 	ad = binary.LittleEndian.AppendUint64(ad, counter)
 	ad = binary.LittleEndian.AppendUint32(ad, uint32(len(ds)))
 	for _, d := range ds {
+		if d.Group > 1 {
+			// A payload vector: the mode byte's top bit (modes are 1..3)
+			// says that the group size follows, so the encoding stays
+			// unambiguous and a one-element frame's bytes are unchanged.
+			ad = append(ad, d.Mode|0x80, d.Type, byte(d.InBits), byte(d.OutBits), byte(d.Group))
+			continue
+		}
 		ad = append(ad, d.Mode, d.Type, byte(d.InBits), byte(d.OutBits))
 	}
 	return ad
@@ -289,17 +341,22 @@ func (c *Channel) OpenTo(dst []byte, tier byte, counter uint64, ds []Desc, frame
 	return plain, nil
 }
 
-// keystreamBulk leaves the keystream blocks for (dir, first+i), i < n, in
-// c.blocks (which the caller clears).
-func (c *Channel) keystreamBulk(dir int, first uint64, n int) []byte {
-	if cap(c.blocks) < 16*n {
-		c.blocks = make([]byte, 16*n)
+// keystreamBulk leaves the keystream blocks for (dir, first+i, j), i < n,
+// j < g, in c.blocks (which the caller clears): block i·g+j is the
+// encryption of counter(8, LE) ‖ j(8, LE). Block j = 0 is a one-element
+// frame's (α's word and β's); a payload vector's element j ≥ 1 takes the
+// low word of block j.
+func (c *Channel) keystreamBulk(dir int, first uint64, n, g int) []byte {
+	if cap(c.blocks) < 16*n*g {
+		c.blocks = make([]byte, 16*n*g)
 	}
-	ks := c.blocks[:16*n]
+	ks := c.blocks[:16*n*g]
 	for i := range n {
-		b := ks[16*i : 16*(i+1)]
-		binary.LittleEndian.PutUint64(b[:8], first+uint64(i))
-		clear(b[8:])
+		for j := range g {
+			b := ks[16*(i*g+j) : 16*(i*g+j+1)]
+			binary.LittleEndian.PutUint64(b[:8], first+uint64(i))
+			binary.LittleEndian.PutUint64(b[8:], uint64(j))
+		}
 	}
 	c.otpm[dir].Encrypt(ks)
 	return ks
@@ -309,13 +366,25 @@ func (c *Channel) keystreamBulk(dir int, first uint64, n int) []byte {
 // share pairs (a[i], b[i]) at counters first, first+1, … to dst: the
 // bytes SealKeystreamTo appends for each, with the keystream drawn in one
 // multi-block call.
+//
+// With a payload vector (d.Group ≥ 2) b holds len(a)·G elements, key i's
+// at b[i·G:], and each frame carries them all (PackVec).
 func (c *Channel) SealKeystreamBulk(dst []byte, first uint64, d Desc, a, b []uint64) []byte {
-	ks := c.keystreamBulk(c.party, first, len(a))
+	g := d.g()
+	ks := c.keystreamBulk(c.party, first, len(a), g)
 	defer clear(ks)
 	ma, mb := prg.Mask(d.InBits), prg.Mask(d.OutBits)
+	one := Desc{InBits: d.InBits, OutBits: d.OutBits}
+	var w [8]byte
+	defer clear(w[:])
 	for i := range a {
-		x := ks[16*i : 16*(i+1)]
-		dst = Pack(dst, d, a[i]^binary.LittleEndian.Uint64(x[:8])&ma, b[i]^binary.LittleEndian.Uint64(x[8:])&mb)
+		x := ks[16*i*g : 16*(i*g+1)]
+		dst = Pack(dst, one, a[i]^binary.LittleEndian.Uint64(x[:8])&ma, b[i*g]^binary.LittleEndian.Uint64(x[8:])&mb)
+		for j := 1; j < g; j++ {
+			y := ks[16*(i*g+j):]
+			binary.LittleEndian.PutUint64(w[:], b[i*g+j]^binary.LittleEndian.Uint64(y[:8])&mb)
+			dst = append(dst, w[:width(d.OutBits)]...)
+		}
 	}
 	return dst
 }
@@ -325,21 +394,27 @@ func (c *Channel) SealKeystreamBulk(dst []byte, first uint64, d Desc, a, b []uin
 // bytes each), into a and b; it fails (ErrLength, ErrRange) as
 // OpenKeystream would on the first bad one, leaving a and b for the
 // caller to wipe.
+//
+// With a payload vector (d.Group ≥ 2) b receives len(a)·G elements.
 func (c *Channel) OpenKeystreamBulk(first uint64, d Desc, frame []byte, a, b []uint64) error {
-	n, sz := len(a), d.Size()
-	if len(frame) != n*sz {
+	n, sz, g := len(a), d.Size(), d.g()
+	if len(frame) != n*sz || len(b) < n*g {
 		return ErrLength
 	}
-	ks := c.keystreamBulk(1-c.party, first, n)
+	ks := c.keystreamBulk(1-c.party, first, n, g)
 	defer clear(ks)
 	ma, mb := prg.Mask(d.InBits), prg.Mask(d.OutBits)
 	for i := range n {
-		x, y, err := Unpack(frame[i*sz:(i+1)*sz], d)
+		x, err := UnpackVec(frame[i*sz:(i+1)*sz], d, b[i*g:(i+1)*g])
 		if err != nil {
 			return err
 		}
-		k := ks[16*i : 16*(i+1)]
-		a[i], b[i] = x^binary.LittleEndian.Uint64(k[:8])&ma, y^binary.LittleEndian.Uint64(k[8:])&mb
+		k := ks[16*i*g : 16*(i*g+1)]
+		a[i], b[i*g] = x^binary.LittleEndian.Uint64(k[:8])&ma, b[i*g]^binary.LittleEndian.Uint64(k[8:])&mb
+		for j := 1; j < g; j++ {
+			y := ks[16*(i*g+j):]
+			b[i*g+j] ^= binary.LittleEndian.Uint64(y[:8]) & mb
+		}
 	}
 	return nil
 }

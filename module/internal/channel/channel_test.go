@@ -31,7 +31,7 @@ func pairOfChannels(t *testing.T) (*Channel, *Channel) {
 }
 
 func TestPackUnpack(t *testing.T) {
-	for _, d := range []Desc{{1, 1, 1, 1}, {1, 2, 7, 9}, {1, 1, 16, 16}, {2, 2, 64, 64}, {1, 1, 33, 5}} {
+	for _, d := range []Desc{{1, 1, 1, 1, 0}, {1, 2, 7, 9, 0}, {1, 1, 16, 16, 0}, {2, 2, 64, 64, 0}, {1, 1, 33, 5, 0}} {
 		a, b := uint64(0x0123456789abcdef), uint64(0xfedcba9876543210)
 		a &= 1<<uint(min(d.InBits, 63)) - 1
 		b &= 1<<uint(min(d.OutBits, 63)) - 1
@@ -60,7 +60,7 @@ func TestPackUnpack(t *testing.T) {
 // a reflected frame (opened by its own sender) does not give them back.
 func TestKeystreamDirections(t *testing.T) {
 	c0, c1 := pairOfChannels(t)
-	d := Desc{1, 1, 32, 32}
+	d := Desc{1, 1, 32, 32, 0}
 	a, b := uint64(0xdeadbeef), uint64(0x12345678)
 	f := c0.SealKeystream(7, d, a, b)
 	if len(f) != 8 {
@@ -91,7 +91,7 @@ func TestKeystreamDirections(t *testing.T) {
 func TestMACFailClosed(t *testing.T) {
 	c0, c1 := pairOfChannels(t)
 	other, _ := pairOfChannels(t)
-	ds := []Desc{{1, 1, 16, 16}, {1, 2, 8, 8}}
+	ds := []Desc{{1, 1, 16, 16, 0}, {1, 2, 8, 8, 0}}
 	plain := Pack(Pack(nil, ds[0], 0xbeef, 0x1234), ds[1], 0x12, 0x34)
 	for _, tier := range []byte{TierMAC, TierBatchMAC} {
 		f, err := c0.Seal(tier, 42, ds, plain)
@@ -152,7 +152,7 @@ func TestNewRejectsBadParty(t *testing.T) {
 // allocation once those have room; SealKeystreamTo likewise.
 func TestAppendingForms(t *testing.T) {
 	c0, c1 := pairOfChannels(t)
-	ds := []Desc{{1, 1, 32, 32}, {1, 2, 16, 8}}
+	ds := []Desc{{1, 1, 32, 32, 0}, {1, 2, 16, 8, 0}}
 	var plain []byte
 	plain = Pack(plain, ds[0], 0xdeadbeef, 7)
 	plain = Pack(plain, ds[1], 0xbeef, 9)
@@ -177,7 +177,7 @@ func TestAppendingForms(t *testing.T) {
 			t.Errorf("tier %d: SealTo and OpenTo allocate %v times per call", tier, n)
 		}
 	}
-	d := Desc{1, 1, 32, 32}
+	d := Desc{1, 1, 32, 32, 0}
 	buf := make([]byte, 0, d.Size())
 	if got := c0.SealKeystreamTo(buf, 9, d, 5, 6); !bytes.Equal(got, c0.SealKeystream(9, d, 5, 6)) {
 		t.Fatal("SealKeystreamTo differs from SealKeystream")
@@ -196,7 +196,7 @@ func TestAppendingForms(t *testing.T) {
 // that would authenticate if the opener trusted the field — is refused.
 func TestNonceIsTheCounter(t *testing.T) {
 	c0, c1 := pairOfChannels(t)
-	ds := []Desc{{1, 1, 16, 16}}
+	ds := []Desc{{1, 1, 16, 16, 0}}
 	plain := Pack(nil, ds[0], 0xbeef, 0x1234)
 	for _, tier := range []byte{TierMAC, TierBatchMAC} {
 		for _, counter := range []uint64{0, 42, 1<<63 + 5} {

@@ -28,7 +28,8 @@ type bulkSlot struct {
 	n           int
 	profile     msg.Profile
 	params      fss.Params
-	alpha, beta []uint64
+	group       int      // payload elements per key (1, or a llama vector's G)
+	alpha, beta []uint64 // n and n·group own shares
 }
 
 func (b *bulkSlot) wipe() {
@@ -37,7 +38,17 @@ func (b *bulkSlot) wipe() {
 }
 
 func (b *bulkSlot) desc() channel.Desc {
-	return channel.Desc{Mode: byte(msg.Bound), Type: msg.TypeByte(b.profile, b.params.Type), InBits: b.params.InBits, OutBits: b.params.OutBits}
+	return channel.Desc{Mode: byte(msg.Bound), Type: msg.TypeByte(b.profile, b.params.Type), InBits: b.params.InBits, OutBits: b.params.OutBits,
+		Group: vecGroup(b.group)}
+}
+
+// vecGroup is the Desc.Group of a payload of g elements: 0 for one (the
+// frame of a one-element key is what it always was), g for a vector.
+func vecGroup(g int) int {
+	if g <= 1 {
+		return 0
+	}
+	return g
 }
 
 // bulkScratch holds the engine's per-batch working buffers, grown as
@@ -55,9 +66,9 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-func (s *bulkScratch) size(n int) {
-	s.alpha, s.beta = grow(s.alpha, n), grow(s.beta, n)
-	s.alpha0, s.beta0 = grow(s.alpha0, n), grow(s.beta0, n)
+func (s *bulkScratch) size(n, g int) {
+	s.alpha, s.beta = grow(s.alpha, n), grow(s.beta, n*g)
+	s.alpha0, s.beta0 = grow(s.alpha0, n), grow(s.beta0, n*g)
 	s.r0, s.r1 = grow(s.r0, n), grow(s.r1, n)
 }
 
@@ -104,39 +115,80 @@ func ValidateBulk(b *msg.Bulk) error {
 	if b.N < 1 || b.N > msg.MaxBulk {
 		return bad("Bulk.N: %d keys, want 1..%d", b.N, msg.MaxBulk)
 	}
+	if b.Group < 0 || b.Group > msg.MaxGroup {
+		return bad("Bulk.Group: payload group %d is outside 1..%d", b.Group, msg.MaxGroup)
+	}
+	if b.Group > 1 && b.Profile != msg.Llama {
+		return bad("Bulk.Group: a payload vector (group %d) needs the llama profile, not %v", b.Group, b.Profile)
+	}
+	g := b.G()
+	if ks := msg.KeySizeG(b.Profile, b.Params(), g); b.N > msg.MaxSlabBytes/ks {
+		return bad("Bulk.N: %d keys of %d bytes (group %d) pass the bulk limit of %d key bytes; ask for at most %d",
+			b.N, ks, g, msg.MaxSlabBytes, msg.MaxSlabBytes/ks)
+	}
 	ma, mb := prg.Mask(b.InBits), prg.Mask(b.OutBits)
 	if b.Mode == msg.Derived {
 		if len(b.AlphaShares) != 0 || len(b.BetaShares) != 0 {
 			return bad("Bulk.AlphaShares/BetaShares: must be empty in derived mode (the modules draw them)")
 		}
-		if b.DeriveBeta && b.Beta != 0 {
-			return bad("Bulk.Beta: must be zero when DeriveBeta is set")
+		if b.DeriveBeta && (b.Beta != 0 || len(b.Betas) != 0) {
+			return bad("Bulk.Beta/Betas: must be empty when DeriveBeta is set")
 		}
 		if b.Beta&^mb != 0 {
 			return bad("Bulk.Beta: does not fit in %d output bits", b.OutBits)
 		}
+		if g == 1 {
+			if len(b.Betas) != 0 {
+				return bad("Bulk.Betas: %d elements for a one-element payload (use Beta, or set Group)", len(b.Betas))
+			}
+			return nil
+		}
+		if b.DeriveBeta {
+			return nil
+		}
+		if b.Beta != 0 {
+			return bad("Bulk.Beta: must be zero with a payload vector (group %d); the public payload is Betas", g)
+		}
+		if len(b.Betas) != g {
+			return bad("Bulk.Betas: %d elements, want Group = %d", len(b.Betas), g)
+		}
+		for j, v := range b.Betas {
+			if v&^mb != 0 {
+				return bad("Bulk.Betas[%d]: does not fit in %d output bits", j, b.OutBits)
+			}
+		}
 		return nil
 	}
-	if b.DeriveBeta || b.Beta != 0 {
-		return bad("Bulk.DeriveBeta/Beta: only for derived mode")
+	if b.DeriveBeta || b.Beta != 0 || len(b.Betas) != 0 {
+		return bad("Bulk.DeriveBeta/Beta/Betas: only for derived mode")
 	}
 	if len(b.AlphaShares) != b.N {
 		return bad("Bulk.AlphaShares: %d shares, want N = %d", len(b.AlphaShares), b.N)
 	}
-	if len(b.BetaShares) != b.N {
+	if len(b.BetaShares) != b.N*g {
+		if g > 1 {
+			return bad("Bulk.BetaShares: %d shares, want N·Group = %d·%d = %d", len(b.BetaShares), b.N, g, b.N*g)
+		}
 		return bad("Bulk.BetaShares: %d shares, want N = %d", len(b.BetaShares), b.N)
 	}
 	var ora, orb uint64
 	for i := range b.N {
 		ora |= b.AlphaShares[i]
-		orb |= b.BetaShares[i]
+	}
+	for _, v := range b.BetaShares {
+		orb |= v
 	}
 	if ora&^ma != 0 || orb&^mb != 0 {
 		for i := range b.N {
 			if b.AlphaShares[i]&^ma != 0 {
 				return bad("Bulk.AlphaShares[%d]: does not fit in %d input bits", i, b.InBits)
 			}
-			if b.BetaShares[i]&^mb != 0 {
+		}
+		for i, v := range b.BetaShares {
+			if v&^mb != 0 {
+				if g > 1 {
+					return bad("Bulk.BetaShares[%d] (key %d, element %d): does not fit in %d output bits", i, i/g, i%g, b.OutBits)
+				}
 				return bad("Bulk.BetaShares[%d]: does not fit in %d output bits", i, b.OutBits)
 			}
 		}
@@ -200,7 +252,7 @@ func (e *Engine) submitBulk(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		}
 		return resp, nil
 	}
-	bs := &bulkSlot{first: first, n: b.N, profile: b.Profile, params: params,
+	bs := &bulkSlot{first: first, n: b.N, profile: b.Profile, params: params, group: b.G(),
 		alpha: append([]uint64(nil), b.AlphaShares...), beta: append([]uint64(nil), b.BetaShares...)}
 	sl := &slot{tier: req.Tier, bulk: bs}
 	f, err := e.sealBulk(sl)
@@ -216,34 +268,57 @@ func (e *Engine) submitBulk(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 // deriveSlab draws the (α, β) of a derived bulk at counters first… and
 // generates its slab.
 func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
-	n, params := b.N, b.Params()
+	n, params, g := b.N, b.Params(), b.G()
 	s := &e.bulk
-	s.size(n)
+	s.size(n, g)
 	defer s.wipe()
-	e.prf.DerivedBatch(first, s.alpha, s.alpha0, s.beta, s.beta0)
+	e.prf.DerivedBatch(first, s.alpha, s.alpha0, s.beta[:n], s.beta0[:n])
+	if g > 1 {
+		// Element 0 of key i is the one-element β: spread the n words to
+		// i·g (backwards, so no word is overwritten before it moves), then
+		// draw the other elements.
+		for i := n - 1; i > 0; i-- {
+			s.beta[i*g], s.beta0[i*g] = s.beta[i], s.beta0[i]
+		}
+		e.prf.DerivedBetas(first, g, s.beta, s.beta0)
+	}
+	public := b.Betas
+	if g == 1 {
+		public = []uint64{b.Beta}
+	}
 	ma, mb := prg.Mask(params.InBits), prg.Mask(params.OutBits)
 	var as, bs []uint64
 	for i := range n {
 		s.alpha[i] &= ma
-		s.beta[i] &= mb
+	}
+	for k := range n * g {
+		s.beta[k] &= mb
 		if !b.DeriveBeta {
-			s.beta[i] = b.Beta
+			s.beta[k] = public[k%g]
 		}
 	}
-	sl, err := e.makeSlab(first, msg.Derived, b.Profile, params, n)
+	sl, err := e.makeSlab(first, msg.Derived, b.Profile, params, g, n)
 	if err != nil {
 		return err
 	}
-	as, bs = grow(sl.AlphaShares, n), grow(sl.BetaShares, n)
+	as, bs = grow(sl.AlphaShares, n), grow(sl.BetaShares, n*g)
 	for i := range n {
-		a, a0, be, b0 := s.alpha[i], s.alpha0[i]&ma, s.beta[i], s.beta0[i]&mb
+		a, a0 := s.alpha[i], s.alpha0[i]&ma
+		if e.party == 0 {
+			as[i] = a0
+		} else {
+			as[i] = (a - a0) & ma
+		}
+	}
+	for k := range n * g {
+		be, b0 := s.beta[k], s.beta0[k]&mb
 		if !b.DeriveBeta {
-			b0 = b.Beta
+			b0 = public[k%g]
 		}
 		if e.party == 0 {
-			as[i], bs[i] = a0, b0
+			bs[k] = b0
 		} else {
-			as[i], bs[i] = (a-a0)&ma, (be-b0)&mb
+			bs[k] = (be - b0) & mb
 		}
 	}
 	sl.AlphaShares, sl.BetaShares = as, bs
@@ -291,18 +366,18 @@ func (e *Engine) recycleLocked(s *msg.Slab) {
 // makeSlab generates this party's keys of a bulk from the (α, β) in
 // e.bulk.alpha/beta (which the caller wipes): pair tags and roots in one
 // pass each, then Gen straight into the slab's key buffer.
-func (e *Engine) makeSlab(first uint64, mode msg.Mode, pr msg.Profile, p fss.Params, n int) (*msg.Slab, error) {
+func (e *Engine) makeSlab(first uint64, mode msg.Mode, pr msg.Profile, p fss.Params, g, n int) (*msg.Slab, error) {
 	s := &e.bulk
-	alpha, beta := s.alpha[:n], s.beta[:n]
-	ks := msg.KeySize(pr, p)
+	alpha, beta := s.alpha[:n], s.beta[:n*g]
+	ks := msg.KeySizeG(pr, p, g)
 	sl := e.newSlab(n * ks)
-	*sl = msg.Slab{First: first, N: n, Mode: mode, Profile: pr, Params: p, Stride: ks,
+	*sl = msg.Slab{First: first, N: n, Mode: mode, Profile: pr, Params: p, Group: vecGroup(g), Stride: ks,
 		Keys: grow(sl.Keys, n*ks), PairTags: grow(sl.PairTags, n*msg.PairTagSize),
 		AlphaShares: sl.AlphaShares[:0], BetaShares: sl.BetaShares[:0]}
 	m, t, l, o := byte(mode), msg.TypeByte(pr, p.Type), byte(p.InBits), byte(p.OutBits)
-	e.prf.PairTags(first, m, t, l, o, alpha, beta, sl.PairTags)
-	e.prf.RootsBatch(first, m, t, l, o, alpha, beta, s.r0[:n], s.r1[:n])
-	if err := e.genParty(pr, p, alpha, beta, s.r0[:n], s.r1[:n], sl.Keys); err != nil {
+	e.prf.PairTagsG(first, m, t, l, o, g, alpha, beta, sl.PairTags)
+	e.prf.RootsBatchG(first, m, t, l, o, g, alpha, beta, s.r0[:n], s.r1[:n])
+	if err := e.genParty(pr, p, g, alpha, beta, s.r0[:n], s.r1[:n], sl.Keys); err != nil {
 		clear(sl.Keys)
 		// fss names the offending α or β in its errors: never pass them on.
 		return nil, fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", first)
@@ -361,8 +436,9 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 		one := []channel.Desc{d}
 		es := channel.EnvelopeSize(one)
 		f := make([]byte, 0, bs.n*es)
+		g := bs.group
 		for i := range bs.n {
-			plain := channel.Pack(e.plain[:0], d, bs.alpha[i], bs.beta[i])
+			plain := channel.PackVec(e.plain[:0], d, bs.alpha[i], bs.beta[i*g:(i+1)*g])
 			e.plain = plain
 			var err error
 			f, err = e.ch.SealTo(f, channel.TierMAC, bs.first+uint64(i), one, plain)
@@ -375,8 +451,8 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 	}
 	ds := e.bulkDescs(d, bs.n)
 	plain := e.plain[:0]
-	for i := range bs.n {
-		plain = channel.Pack(plain, d, bs.alpha[i], bs.beta[i])
+	for i, g := 0, bs.group; i < bs.n; i++ {
+		plain = channel.PackVec(plain, d, bs.alpha[i], bs.beta[i*g:(i+1)*g])
 	}
 	e.plain = plain
 	defer clear(plain)
@@ -389,11 +465,11 @@ func (e *Engine) sealBulk(sl *slot) ([]byte, error) {
 // committed and the slab generated before the answer leaves.
 func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, error) {
 	bs := sl.bulk
-	n, d := bs.n, bs.desc()
+	n, d, g := bs.n, bs.desc(), bs.group
 	s := &e.bulk
-	s.size(n)
+	s.size(n, g)
 	defer s.wipe()
-	peerA, peerB := s.alpha0[:n], s.beta0[:n]
+	peerA, peerB := s.alpha0[:n], s.beta0[:n*g]
 	if sl.tier == msg.Keystream {
 		if len(frame) != n*d.Size() {
 			return e.reject(RejectLength, bs.first)
@@ -424,12 +500,12 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 		e.plain = plain
 		sz := d.Size()
 		for i := range n {
-			a, b, err := channel.Unpack(plain[i*sz:(i+1)*sz], d)
+			a, err := channel.UnpackVec(plain[i*sz:(i+1)*sz], d, peerB[i*g:(i+1)*g])
 			if err != nil {
 				clear(plain)
 				return e.reject(RejectRange, bs.first)
 			}
-			peerA[i], peerB[i] = a, b
+			peerA[i] = a
 		}
 		clear(plain)
 	}
@@ -437,7 +513,9 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 	ma, mb := prg.Mask(bs.params.InBits), prg.Mask(bs.params.OutBits)
 	for i := range n {
 		s.alpha[i] = (bs.alpha[i] + peerA[i]) & ma
-		s.beta[i] = (bs.beta[i] + peerB[i]) & mb
+	}
+	for k := range n * g {
+		s.beta[k] = (bs.beta[k] + peerB[k]) & mb
 	}
 	bs.wipe()
 	e.slots = e.slots[1:]
@@ -449,7 +527,7 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 		return nil, fmt.Errorf("module: saving counters: %w", err)
 	}
 	e.ctr = next
-	slab, err := e.makeSlab(bs.first, msg.Bound, bs.profile, bs.params, n)
+	slab, err := e.makeSlab(bs.first, msg.Bound, bs.profile, bs.params, g, n)
 	if err != nil {
 		return nil, err
 	}
@@ -526,12 +604,13 @@ func (e *Engine) openBulkMAC(bs *bulkSlot, frame []byte, peerA, peerB []uint64) 
 			return RejectAuth, false
 		}
 		e.plain = plain
-		a, b, err := channel.Unpack(plain, d)
+		g := bs.group
+		a, err := channel.UnpackVec(plain, d, peerB[i*g:(i+1)*g])
 		clear(plain)
 		if err != nil {
 			return RejectRange, false
 		}
-		peerA[i], peerB[i] = a, b
+		peerA[i] = a
 	}
 	return "", true
 }

@@ -951,7 +951,7 @@ func (e *Engine) generate(pr msg.Profile, p fss.Params, os []*output) error {
 	// Only this party's keys are written; each output keeps its slice of
 	// the chunk's buffer and wipes it when collected.
 	buf := e.keys.get(k * ks)
-	if err := e.genParty(pr, p, alpha, beta, r0, r1, buf); err != nil {
+	if err := e.genParty(pr, p, 1, alpha, beta, r0, r1, buf); err != nil {
 		clear(buf)
 		// fss names the offending α or β in its errors: never pass them on.
 		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", os[0].counter)

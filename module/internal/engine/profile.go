@@ -20,15 +20,18 @@ import (
 // genParty writes this party's keys of one shape (n = len(alpha) keys at
 // msg.KeySize(pr, p) bytes each) into out, from the roots r0, r1 the
 // module derived.
-func (e *Engine) genParty(pr msg.Profile, p fss.Params, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
+//
+// g is the payload's group size (1, or a llama vector's G): beta holds
+// len(alpha)·g elements, key i's at beta[i·g:].
+func (e *Engine) genParty(pr msg.Profile, p fss.Params, g int, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
 	if pr == msg.Llama {
-		return genLlamaParty(e.party, e.workers, p, alpha, beta, r0, r1, out)
+		return genLlamaParty(e.party, e.workers, p, g, alpha, beta, r0, r1, out)
 	}
-	g, err := e.gen(p)
+	bg, err := e.gen(p)
 	if err != nil {
 		return err
 	}
-	return g.GenPartyWithRoots(e.party, alpha, beta, r0, r1, out)
+	return bg.GenPartyWithRoots(e.party, alpha, beta, r0, r1, out)
 }
 
 // genLlamaParty is genParty for the llama profile, on up to workers
@@ -38,11 +41,11 @@ func (e *Engine) genParty(pr msg.Profile, p fss.Params, alpha, beta []uint64, r0
 // 0's (the rest of both roots is the PRF's output, and bit 0 of root 0
 // stays pseudorandom, so a key's control bit tells its holder nothing).
 // The modules' roots are rewritten in place; the caller wipes them.
-func genLlamaParty(party, workers int, p fss.Params, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
+func genLlamaParty(party, workers int, p fss.Params, g int, alpha, beta []uint64, r0, r1 []prg.Block, out []byte) error {
 	for i := range r1 {
 		r1[i][0] = r1[i][0]&^1 | ^r0[i][0]&1
 	}
-	lp := msg.LlamaParams(p)
+	lp := msg.LlamaParamsG(p, g)
 	n, ks := len(alpha), lp.KeySize()
 	per := (n + workers - 1) / max(workers, 1)
 	per = (per + llama.BatchKeys - 1) / llama.BatchKeys * llama.BatchKeys
@@ -56,7 +59,7 @@ func genLlamaParty(party, workers int, p fss.Params, alpha, beta []uint64, r0, r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[w] = llama.GenBatchParty(lp, party, alpha[lo:hi], beta[lo:hi], asLlamaBlocks(r0[lo:hi]), asLlamaBlocks(r1[lo:hi]), out[lo*ks:hi*ks])
+			errs[w] = llama.GenBatchParty(lp, party, alpha[lo:hi], beta[lo*lp.Group:hi*lp.Group], asLlamaBlocks(r0[lo:hi]), asLlamaBlocks(r1[lo:hi]), out[lo*ks:hi*ks])
 		}()
 	}
 	wg.Wait()

@@ -102,3 +102,116 @@ func (p *PRF) DerivedBatch(first uint64, alpha, alpha0, beta, beta0 []uint64) {
 		beta0[i] = binary.LittleEndian.Uint64(b[24:32])
 	}
 }
+
+// Payload vectors (llama keys with LLAMA's groupSize G ≥ 2). The roots and
+// the pair tag of such a key are the same CBC-MACs as for one element,
+// with G in byte 13 of the header block (zero for one element, so those
+// keys keep their blocks) and the chain run on over the remaining
+// elements, two a block:
+//
+//	header(…, G) · α ‖ β_0 · β_1 ‖ β_2 · … · β_{G-2} ‖ β_{G-1}   (β_G = 0 when G is even)
+//
+// G in the first block fixes the message's length, so the MAC stays a PRF
+// over these inputs; every element of β is bound.
+
+// chainVec runs the CBC-MAC steps after the first over the keys' blocks
+// in x (one block per key, already the encrypted header): α ‖ β_0, then
+// the remaining elements two a block.
+func chainVec(m multi, x []byte, g int, alpha, beta []uint64) {
+	n := len(alpha)
+	for i := range n {
+		xorPoint(x[16*i:16*(i+1)], alpha[i], beta[i*g])
+	}
+	m.encrypt(x)
+	for j := 1; j < g; j += 2 {
+		for i := range n {
+			var hi uint64
+			if j+1 < g {
+				hi = beta[i*g+j+1]
+			}
+			xorPoint(x[16*i:16*(i+1)], beta[i*g+j], hi)
+		}
+		m.encrypt(x)
+	}
+}
+
+// RootsBatchG is RootsBatch for keys whose payload β is a vector of g
+// elements (beta holds len(alpha)·g, key i's at beta[i·g:]); g = 1 is
+// RootsBatch.
+func (p *PRF) RootsBatchG(first uint64, mode, typ, inBits, outBits byte, g int, alpha, beta []uint64, r0, r1 []prg.Block) {
+	if g <= 1 {
+		p.RootsBatch(first, mode, typ, inBits, outBits, alpha, beta, r0, r1)
+		return
+	}
+	n := len(alpha)
+	r0, r1 = r0[:n], r1[:n]
+	for i := range n {
+		c := first + uint64(i)
+		header(r0[i][:], c, mode, typ, inBits, outBits, 0)
+		header(r1[i][:], c, mode, typ, inBits, outBits, 1)
+		r0[i][13], r1[i][13] = byte(g), byte(g)
+	}
+	p.rootm.encrypt(blocks(r0))
+	p.rootm.encrypt(blocks(r1))
+	chainVec(p.rootm, blocks(r0), g, alpha, beta)
+	chainVec(p.rootm, blocks(r1), g, alpha, beta)
+}
+
+// PairTagsG is PairTags for keys whose payload β is a vector of g
+// elements (as RootsBatchG); g = 1 is PairTags.
+func (p *PRF) PairTagsG(first uint64, mode, typ, inBits, outBits byte, g int, alpha, beta []uint64, tags []byte) {
+	if g <= 1 {
+		p.PairTags(first, mode, typ, inBits, outBits, alpha, beta, tags)
+		return
+	}
+	n := len(alpha)
+	tags = tags[:n*TagSize]
+	for i := range n {
+		t := tags[i*TagSize : (i+1)*TagSize]
+		header(t, first+uint64(i), mode, typ, inBits, outBits, 0)
+		t[13] = byte(g)
+	}
+	p.tagm.encrypt(tags)
+	chainVec(p.tagm, tags, g, alpha, beta)
+}
+
+// DomainDerivedVec is the PRF domain of a derived payload vector's
+// elements after the first: element j ≥ 1 of the key at counter and
+// party 0's share of it are the two words of AES_kr(DomainDerivedVec ‖
+// counter(8, LE) ‖ j ‖ 0…). Element 0 is Derived's β, so a one-element
+// payload is unchanged.
+const DomainDerivedVec = 0x06
+
+// DerivedBetas sets beta[i·g+j], beta0[i·g+j] (j ≥ 1) to element j of the
+// derived payload of the key at first+i and party 0's share of it, for
+// every i < len(beta)/g; elements j = 0 are left as they are (DerivedBatch
+// makes them). The values are full 64-bit words for the caller to reduce.
+func (p *PRF) DerivedBetas(first uint64, g int, beta, beta0 []uint64) {
+	if g <= 1 {
+		return
+	}
+	n := len(beta) / g
+	m := n * (g - 1)
+	if cap(p.scratch) < 16*m {
+		p.scratch = make([]byte, 16*m)
+	}
+	x := p.scratch[:16*m]
+	defer clear(x)
+	for i := range n {
+		for j := 1; j < g; j++ {
+			b := x[16*(i*(g-1)+j-1) : 16*(i*(g-1)+j)]
+			clear(b)
+			b[0] = DomainDerivedVec
+			binary.LittleEndian.PutUint64(b[1:9], first+uint64(i))
+			b[9] = byte(j)
+		}
+	}
+	p.bm.encrypt(x)
+	for i := range n {
+		for j := 1; j < g; j++ {
+			b := x[16*(i*(g-1)+j-1):]
+			beta[i*g+j] = binary.LittleEndian.Uint64(b[0:8])
+			beta0[i*g+j] = binary.LittleEndian.Uint64(b[8:16])
+		}
+	}
+}
