@@ -132,15 +132,22 @@ type request struct {
 	req  [2]Request
 	tier msg.Tier // bound and consume mode
 	keys int
+	// A payload vector (llama profile, group ≥ 2; the application API
+	// never packs one): group elements per key; bound, vec[b] is party
+	// b's share of each; derived, betas is the public vector (none with
+	// DeriveBeta).
+	group int
+	vec   [2][]uint64
+	betas []uint64
 }
 
 // pack is party b's requests as one message of the application API, ids
 // base, base+1, …: packed (pb.PackedRequests, no per-request message)
-// unless one has points.
+// unless one has points or a payload vector.
 func pack(rs []request, b int, base uint64) *pb.KeyRequests {
 	n := len(rs)
 	for i := range rs {
-		if len(rs[i].req[b].Points) > 0 {
+		if len(rs[i].req[b].Points) > 0 || rs[i].group > 1 {
 			krs := &pb.KeyRequests{Requests: make([]*pb.KeyRequest, n)}
 			for i := range rs {
 				krs.Requests[i] = keyRequest(base+uint64(i), &rs[i], b)
@@ -179,6 +186,14 @@ func keyRequest(id uint64, r *request, b int) *pb.KeyRequest {
 		kr.Tier = r.tier.String()
 	} else if r.keys > 1 {
 		kr.Count = uint32(r.keys)
+	}
+	if r.group > 1 {
+		kr.Group, kr.BetaShare = uint32(r.group), 0
+		if q.Mode == msg.Derived {
+			kr.Betas, kr.Beta = r.betas, 0
+		} else {
+			kr.BetaShares = r.vec[b]
+		}
 	}
 	return kr
 }

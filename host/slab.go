@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
@@ -31,19 +32,20 @@ func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
 // newSlab is an empty slab of n keys of profile pr and shape p in mode,
 // from a released one when its buffers are large enough (they were wiped
 // at Release).
-func (lp *LocalPair) newSlab(pr msg.Profile, p fss.Params, mode msg.Mode, n int) *msg.Slab {
-	stride := msg.KeySize(pr, p)
+func (lp *LocalPair) newSlab(pr msg.Profile, p fss.Params, g int, mode msg.Mode, n int) *msg.Slab {
+	stride := msg.KeySizeG(pr, p, g)
 	s, _ := lp.slabPool.Get().(*msg.Slab)
 	if s == nil || cap(s.Keys) < n*stride || cap(s.PairTags) < n*msg.PairTagSize {
 		s = &msg.Slab{Keys: make([]byte, n*stride), PairTags: make([]byte, n*msg.PairTagSize)}
 	}
-	*s = msg.Slab{N: n, Mode: mode, Profile: pr, Params: p, Stride: stride, Keys: s.Keys[:n*stride], PairTags: s.PairTags[:n*msg.PairTagSize],
+	*s = msg.Slab{N: n, Mode: mode, Profile: pr, Params: p, Group: g, Stride: stride, Keys: s.Keys[:n*stride], PairTags: s.PairTags[:n*msg.PairTagSize],
 		AlphaShares: s.AlphaShares[:0], BetaShares: s.BetaShares[:0]}
 	if mode == msg.Derived {
-		if cap(s.AlphaShares) < n || cap(s.BetaShares) < n {
-			s.AlphaShares, s.BetaShares = make([]uint64, n), make([]uint64, n)
+		nb := n * max(g, 1)
+		if cap(s.AlphaShares) < n || cap(s.BetaShares) < nb {
+			s.AlphaShares, s.BetaShares = make([]uint64, n), make([]uint64, nb)
 		}
-		s.AlphaShares, s.BetaShares = s.AlphaShares[:n], s.BetaShares[:n]
+		s.AlphaShares, s.BetaShares = s.AlphaShares[:n], s.BetaShares[:nb]
 	} else {
 		s.AlphaShares, s.BetaShares = nil, nil
 	}
@@ -52,8 +54,11 @@ func (lp *LocalPair) newSlab(pr msg.Profile, p fss.Params, mode msg.Mode, n int)
 
 // checkBulk refuses a slab call's profile, shape or count before anything
 // is asked of a party (α reusable).
-func checkBulk(pr msg.Profile, p fss.Params, n int) error {
+func checkBulk(pr msg.Profile, p fss.Params, g, n int) error {
 	if err := msg.CheckShape(pr, p); err != nil {
+		return &BatchError{Count: max(n, 0), Err: fmt.Errorf("%w: %v", module.ErrBadRequest, err)}
+	}
+	if err := msg.CheckGroup(pr, g); err != nil {
 		return &BatchError{Count: max(n, 0), Err: fmt.Errorf("%w: %v", module.ErrBadRequest, err)}
 	}
 	if n < 1 || n > msg.MaxBulk {
@@ -65,14 +70,14 @@ func checkBulk(pr msg.Profile, p fss.Params, n int) error {
 // slabs gathers each party's answers (n keys of profile pr and shape p in
 // mode) into one slab each and wipes the answers. It fails, handing out
 // nothing, if an answer failed or a pair does not pair (failure).
-func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile, p fss.Params, mode msg.Mode, n int) ([2]*msg.Slab, error) {
+func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile, p fss.Params, g int, mode msg.Mode, n int) ([2]*msg.Slab, error) {
 	var out [2]*msg.Slab
 	if bad, err := failure(ans, rs); bad >= 0 {
 		return out, failed(ans, 0, err)
 	}
-	stride := msg.KeySize(pr, p)
+	stride := msg.KeySizeG(pr, p, g)
 	for b := range 2 {
-		s := lp.newSlab(pr, p, mode, n)
+		s := lp.newSlab(pr, p, g, mode, n)
 		i := 0
 		for a := range ans[b] {
 			for k := range ans[b][a].Outputs {
@@ -90,7 +95,12 @@ func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile
 				copy(s.Keys[i*stride:], o.Key)
 				copy(s.PairTags[i*msg.PairTagSize:], o.PairTag[:])
 				if mode == msg.Derived {
-					s.AlphaShares[i], s.BetaShares[i] = o.AlphaShare, o.BetaShare
+					s.AlphaShares[i] = o.AlphaShare
+					if g > 1 {
+						copy(s.BetaShares[i*g:(i+1)*g], o.BetaShares) // drawn elements; none with a public vector
+					} else {
+						s.BetaShares[i] = o.BetaShare
+					}
 				}
 				i++
 			}
@@ -115,10 +125,11 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 	b0, b1 := b[0], b[1]
 	p := fss.Params{Type: b0.Type, InBits: b0.InBits, OutBits: b0.OutBits}
 	if b1.Mode != b0.Mode || b1.Profile != b0.Profile || b1.Type != b0.Type || b1.InBits != b0.InBits || b1.OutBits != b0.OutBits || b1.N != b0.N ||
-		b1.DeriveBeta != b0.DeriveBeta || b1.Beta != b0.Beta {
+		b1.DeriveBeta != b0.DeriveBeta || b1.Beta != b0.Beta || b1.G() != b0.G() || !slices.Equal(b1.Betas, b0.Betas) {
 		return [2]*msg.Slab{}, &BatchError{Count: max(b0.N, 0), Err: fmt.Errorf("%w: the two parties' bulk requests differ", ErrRejected)}
 	}
-	if err := checkBulk(b0.Profile, p, b0.N); err != nil {
+	g := b0.G()
+	if err := checkBulk(b0.Profile, p, b0.Group, b0.N); err != nil {
 		return [2]*msg.Slab{}, err
 	}
 	n := b0.N
@@ -126,9 +137,17 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 	switch b0.Mode {
 	case msg.Derived:
 		rs = lp.derivedRequests(b0.Profile, p, n, b0.Beta, b0.DeriveBeta)
+		if g > 1 {
+			if !b0.DeriveBeta && len(b0.Betas) != g {
+				return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: %d public payload elements for group %d", module.ErrBadRequest, len(b0.Betas), g)}
+			}
+			for i := range rs {
+				rs[i].group, rs[i].betas = g, b0.Betas
+			}
+		}
 	case msg.Bound:
 		for x := range 2 {
-			if len(b[x].AlphaShares) != n || len(b[x].BetaShares) != n {
+			if len(b[x].AlphaShares) != n || len(b[x].BetaShares) != n*g {
 				return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: party %d's bulk has %d α and %d β shares for %d keys",
 					module.ErrBadRequest, x, len(b[x].AlphaShares), len(b[x].BetaShares), n)}
 			}
@@ -140,6 +159,12 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 					AlphaShare: b[x].AlphaShares[i], BetaShare: b[x].BetaShares[i]}}
 			}
 			rs[i].tier, rs[i].keys = tier, 1
+			if g > 1 {
+				rs[i].group = g
+				for x := range 2 {
+					rs[i].vec[x], rs[i].req[x].BetaShare = b[x].BetaShares[i*g:(i+1)*g], 0
+				}
+			}
 		}
 	default:
 		return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: mode %v has no slab (want bound or derived)", module.ErrBadRequest, b0.Mode)}
@@ -148,7 +173,7 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 	if err != nil {
 		return [2]*msg.Slab{}, &BatchError{Count: n, Spent: b0.Mode != msg.Derived, Err: err}
 	}
-	return lp.slabs(ans, rs, b0.Profile, p, b0.Mode, n)
+	return lp.slabs(ans, rs, b0.Profile, p, b0.Group, b0.Mode, n)
 }
 
 // DerivedSlab is DerivedKeys as slabs: n ≤ msg.MaxBulk keys of shape p
