@@ -309,7 +309,7 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 	}
 	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
 	if len(differ) > 0 {
-		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
+		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, profile, type, widths, count, tier, payload or correlation shape)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
 		r.rep.Missing = differ
 		return r
