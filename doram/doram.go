@@ -35,10 +35,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/module/msg"
 )
 
@@ -208,23 +208,17 @@ func (o *ORAM) evaluate(idx [2]uint64, keys [2][]*fss.Key, masks [2][]uint64) ([
 		xs[k] &= am
 	}
 	var out [2]uint64
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[b], errs[b] = o.party(b, keys[b], xs)
-		}()
-	}
-	wg.Wait()
+	err := both.Each(func(b int) (err error) {
+		out[b], err = o.party(b, keys[b], xs)
+		return err
+	})
 	o.consumed += uint64(len(keys[0]))
 	for b := 0; b < 2; b++ {
 		for _, k := range keys[b] {
 			k.Wipe()
 		}
 	}
-	return out, errors.Join(errs[0], errs[1])
+	return out, err
 }
 
 // party is party b's local work: a full-domain evaluation against the ROM

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
@@ -55,22 +56,11 @@ func (pr *Pair) Close() error {
 // Gen runs both parties' Gen at once on their shares and returns both
 // keys and each party's cost.
 func (pr *Pair) Gen(ctx context.Context, p fss.Params, alphaShares, betaShares [2]uint64) (keys [2]*fss.Key, cost [2]Counters, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var errs [2]error
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys[i], cost[i], errs[i] = pr.S[i].Gen(ctx, p, alphaShares[i], betaShares[i])
-			if errs[i] != nil {
-				cancel() // the peer would wait for frames that never come
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	err = both.Run(ctx, func(ctx context.Context, i int) (err error) {
+		keys[i], cost[i], err = pr.S[i].Gen(ctx, p, alphaShares[i], betaShares[i])
+		return err
+	})
+	if err != nil {
 		return keys, cost, fmt.Errorf("twopc: pair Gen: %w", err)
 	}
 	return keys, cost, nil
@@ -79,22 +69,11 @@ func (pr *Pair) Gen(ctx context.Context, p fss.Params, alphaShares, betaShares [
 // GenBatch runs both parties' GenBatch at once: keys[b][i] is party b's
 // share of key i.
 func (pr *Pair) GenBatch(ctx context.Context, p fss.Params, alphaShares, betaShares [2][]uint64) (keys [2][]*fss.Key, cost [2]Counters, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var errs [2]error
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys[i], cost[i], errs[i] = pr.S[i].GenBatch(ctx, p, alphaShares[i], betaShares[i])
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	err = both.Run(ctx, func(ctx context.Context, i int) (err error) {
+		keys[i], cost[i], err = pr.S[i].GenBatch(ctx, p, alphaShares[i], betaShares[i])
+		return err
+	})
+	if err != nil {
 		return keys, cost, fmt.Errorf("twopc: pair GenBatch: %w", err)
 	}
 	return keys, cost, nil

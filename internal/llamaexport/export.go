@@ -40,6 +40,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -330,27 +331,18 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 		}
 		done += n
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var mu sync.Mutex // the sink's writers, written from both sites' goroutines
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b, addr := range [2]string{c.Party0, c.Party1} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[b] = site(ctx, addr, reqs, ks, func(key []byte, alphaShare uint64) error {
-				mu.Lock()
-				defer mu.Unlock()
-				return s.put(b, key, alphaShare)
-			}); errs[b] != nil {
-				errs[b] = fmt.Errorf("party %d (%s): %w", b, addr, errs[b])
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs[0], errs[1])
+	addrs := [2]string{c.Party0, c.Party1}
+	return both.Run(ctx, func(ctx context.Context, b int) error {
+		if err := site(ctx, addrs[b], reqs, ks, func(key []byte, alphaShare uint64) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return s.put(b, key, alphaShare)
+		}); err != nil {
+			return fmt.Errorf("party %d (%s): %w", b, addrs[b], err)
+		}
+		return nil
+	})
 }
 
 // site runs one party's stream: sends every request, then hands put each

@@ -1,0 +1,40 @@
+// Package both runs one function for each of the two parties at once —
+// the shape of every two-party step kord plays in one process (a pair of
+// Gens, a party's request at each site, a dealer's two encodings) — and
+// waits for the two.
+package both
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Run calls fn(ctx, 0) and fn(ctx, 1) at once and waits for both. When one
+// fails, the context the other was given is cancelled: in a two-party
+// step the other is usually waiting for a message that will never come.
+// It returns the two errors joined (nil when both succeeded).
+func Run(ctx context.Context, fn func(ctx context.Context, b int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return Each(func(b int) error {
+		err := fn(ctx, b)
+		if err != nil {
+			cancel()
+		}
+		return err
+	})
+}
+
+// Each calls fn(0) and fn(1) at once and waits for both, for two
+// independent pieces of work (one per party); it returns the two errors
+// joined.
+func Each(fn func(b int) error) error {
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Go(func() { errs[b] = fn(b) })
+	}
+	wg.Wait()
+	return errors.Join(errs[0], errs[1])
+}
