@@ -4,25 +4,20 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
-	"github.com/kord-fss/kord/module/moduletest"
-	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/servicetest"
 )
 
-// startParties runs two paired parties in process, each with its durable
-// module, served over gRPC on loopback, and returns a client of each.
+// startParties runs two paired parties in process (servicetest: each
+// with its durable module behind a module socket, served over gRPC on
+// loopback) and returns a client of each.
 func startParties(t *testing.T) [2]*client.Client {
 	t.Helper()
 	cl, _ := startPartiesWith(t, nil)
@@ -34,42 +29,8 @@ func startParties(t *testing.T) [2]*client.Client {
 // gRPC server and the party; its module stays), as a crash would.
 func startPartiesWith(t *testing.T, tune func(*service.Config)) (cl [2]*client.Client, stop [2]func()) {
 	t.Helper()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	peer := ""
-	for _, party := range []int{1, 0} {
-		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := service.Config{Party: party, Module: socket.Local(d), PeerAddr: peer, PeerPlaintext: true, Batch: 64, InFlight: 2}
-		if tune != nil {
-			tune(&cfg)
-		}
-		p, err := service.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer()
-		p.Register(srv, srv)
-		go srv.Serve(l)
-		ctx, cancel := context.WithCancel(context.Background())
-		go p.Run(ctx)
-		c, err := client.Dial(l.Addr().String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var once sync.Once
-		stop[party] = func() { once.Do(func() { cancel(); srv.Stop(); p.Close() }) }
-		t.Cleanup(func() { stop[party](); c.Close(); st.Close() })
-		cl[party] = c
-		peer = l.Addr().String()
-	}
-	if err := cl[0].Pair(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return cl, stop
+	p := servicetest.StartWith(t, servicetest.Options{Tune: tune})
+	return p.Apps, p.Stop
 }
 
 // siteKey is one received key share, kept in its live batch.

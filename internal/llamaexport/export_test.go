@@ -3,7 +3,6 @@ package llamaexport
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,17 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/internal/prg"
-	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
-	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/servicetest"
 )
 
 // TestExportInProcess: keys exported from an in-process module pair read
@@ -126,33 +121,12 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
-// startParties runs two paired party services over gRPC on loopback TCP,
-// each with its durable module, and returns their application addresses.
+// startParties runs two paired party services over gRPC on loopback TCP
+// (servicetest), each with its durable module, and returns their
+// application addresses.
 func startParties(t *testing.T) [2]string {
 	t.Helper()
-	dir := t.TempDir()
-	var addrs [2]string
-	peer := ""
-	for _, party := range []int{1, 0} {
-		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, moduletest.Secret)
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := service.New(service.Config{Party: party, Module: socket.Local(d), PeerAddr: peer, PeerPlaintext: true, Batch: 64, InFlight: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer()
-		p.Register(srv, srv)
-		go srv.Serve(l)
-		ctx, cancel := context.WithCancel(context.Background())
-		go p.Run(ctx)
-		t.Cleanup(func() { cancel(); srv.Stop(); p.Close(); st.Close() })
-		addrs[party] = l.Addr().String()
-		peer = addrs[party]
-	}
-	return addrs
+	return servicetest.Start(t, 64, nil).Addrs
 }
 
 // TestExportFromParties: keys exported from two party services (real
@@ -161,9 +135,6 @@ func startParties(t *testing.T) [2]string {
 func TestExportFromParties(t *testing.T) {
 	addrs := startParties(t)
 	ctx := context.Background()
-	if err := pair(ctx, addrs[0]); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	const n = perRequest + 100
 	if _, err := Export(ctx, Config{Dir: dir, Keys: n, InBits: 20, OutBits: 16, Beta: 7, Party0: addrs[0], Party1: addrs[1]}); err != nil {
@@ -236,9 +207,6 @@ func TestExportVector(t *testing.T) {
 func TestExportVectorFromParties(t *testing.T) {
 	addrs := startParties(t)
 	ctx := context.Background()
-	if err := pair(ctx, addrs[0]); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	betas := []uint64{1, 0xffff, 0, 0x1234, 7}
 	if _, err := Export(ctx, Config{Dir: dir, Keys: 300, InBits: 20, OutBits: 16, Betas: betas, Party0: addrs[0], Party1: addrs[1]}); err != nil {
@@ -268,9 +236,6 @@ func TestExportVectorFromParties(t *testing.T) {
 func TestBoundVectorFromParties(t *testing.T) {
 	addrs := startParties(t)
 	ctx := context.Background()
-	if err := pair(ctx, addrs[0]); err != nil {
-		t.Fatal(err)
-	}
 	var cl [2]*client.Client
 	for b := range 2 {
 		c, err := client.Dial(addrs[b], nil)
@@ -360,9 +325,6 @@ func TestBoundVectorFromParties(t *testing.T) {
 func TestVectorMismatchFromParties(t *testing.T) {
 	addrs := startParties(t)
 	ctx := context.Background()
-	if err := pair(ctx, addrs[0]); err != nil {
-		t.Fatal(err)
-	}
 	var cl [2]*client.Client
 	for b := range 2 {
 		c, err := client.Dial(addrs[b], nil)
@@ -407,9 +369,6 @@ func TestVectorMismatchFromParties(t *testing.T) {
 func TestMixedBatchFromParties(t *testing.T) {
 	addrs := startParties(t)
 	ctx := context.Background()
-	if err := pair(ctx, addrs[0]); err != nil {
-		t.Fatal(err)
-	}
 	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
 	vec := []uint64{5, 6, 7}
 	build := func() []*pb.KeyRequest {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -21,19 +22,43 @@ import (
 
 // Parties are two running, paired parties.
 type Parties struct {
-	// Apps are the application clients of party 0 and party 1.
-	Apps [2]*client.Client
+	// Apps are the application clients of party 0 and party 1, at the
+	// application addresses Addrs.
+	Apps  [2]*client.Client
+	Addrs [2]string
 	// PeerAddr is party 1's peer listener (party 0 dials it).
 	PeerAddr string
+	// Stop[b] stops party b (its gRPC server and the party; its module
+	// stays), as a crash of the party would.
+	Stop [2]func()
+}
+
+// Options tune StartWith.
+type Options struct {
+	// Batch is the parties' batch size (0: 64).
+	Batch int
+	// Via, when not nil, is put between party 0 and party 1's peer port
+	// (e.g. a shaping or counting proxy): it gets party 1's address and
+	// returns the one party 0 dials.
+	Via func(addr string) (string, error)
+	// Tune, when not nil, sees each party's config before it starts.
+	Tune func(*service.Config)
 }
 
 // Start starts two parties whose modules sit behind module sockets, pairs
 // them and returns their clients; everything stops at the test's end.
-// via, when not nil, is put between party 0 and party 1's peer port (e.g.
-// a shaping or counting proxy): it gets party 1's address and returns the
-// one party 0 dials.
+// batch and via are Options.Batch and Options.Via.
 func Start(t testing.TB, batch int, via func(addr string) (string, error)) *Parties {
 	t.Helper()
+	return StartWith(t, Options{Batch: batch, Via: via})
+}
+
+// StartWith is Start with all the options.
+func StartWith(t testing.TB, o Options) *Parties {
+	t.Helper()
+	if o.Batch == 0 {
+		o.Batch = 64
+	}
 	dir := t.TempDir()
 	secret := []byte("provisioning secret for tests!!")
 	out := &Parties{}
@@ -52,12 +77,16 @@ func Start(t testing.TB, batch int, via func(addr string) (string, error)) *Part
 			t.Fatal(err)
 		}
 		dial := peer
-		if party == 0 && via != nil {
-			if dial, err = via(peer); err != nil {
+		if party == 0 && o.Via != nil {
+			if dial, err = o.Via(peer); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p, err := service.New(service.Config{Party: party, Module: mod, PeerAddr: dial, PeerPlaintext: true, Batch: batch, InFlight: 2})
+		cfg := service.Config{Party: party, Module: mod, PeerAddr: dial, PeerPlaintext: true, Batch: o.Batch, InFlight: 2}
+		if o.Tune != nil {
+			o.Tune(&cfg)
+		}
+		p, err := service.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,16 +99,16 @@ func Start(t testing.TB, batch int, via func(addr string) (string, error)) *Part
 		if err != nil {
 			t.Fatal(err)
 		}
+		var once sync.Once
+		out.Stop[party] = func() { once.Do(func() { cancel(); srv.Stop(); p.Close() }) }
 		t.Cleanup(func() {
-			cancel()
+			out.Stop[party]()
 			c.Close()
-			srv.Stop()
-			p.Close()
 			mod.Close()
 			ml.Close()
 			st.Close()
 		})
-		out.Apps[party] = c
+		out.Apps[party], out.Addrs[party] = c, l.Addr().String()
 		if party == 1 {
 			peer = l.Addr().String()
 			out.PeerAddr = peer
