@@ -42,14 +42,19 @@ type StreamInventory struct {
 	Layers       []LayerKeys    `json:"layers"`
 	Keys         map[string]int `json:"keys"`
 	KeyTotal     int            `json:"key_total"`
-	ReLUs        int            `json:"relus"`         // ReLU values, max-pool comparisons included
-	Truncations  int            `json:"truncations"`   // values truncated
-	Correlations int            `json:"correlations"`  // input correlations per evaluation
+	ReLUs        int            `json:"relus"`        // ReLU values, max-pool comparisons included
+	Truncations  int            `json:"truncations"`  // values truncated
+	Correlations int            `json:"correlations"` // input correlations per evaluation
 	CorrWords    int            `json:"correlation_words_per_party"`
 	SessionWords int            `json:"session_weight_mask_words_per_party"`
 	Rounds       int            `json:"online_rounds"` // output round included, session opening not
 	Bytes        int            `json:"online_bytes_party0"`
 	SessionBytes int            `json:"session_bytes_per_party"`
+	// MaterialBytes is each party's material per evaluation: per key its
+	// share (kord-v1 size) and its α and β shares (⌈in/8⌉ + ⌈out/8⌉ bytes,
+	// as the MNIST demo counts them), and the correlation words (⌈ℓ/8⌉
+	// bytes each).
+	MaterialBytes int64 `json:"material_bytes_per_party"`
 	// KORD's figures, for ResNet-18 at ImageNet shape.
 	KORDTrees      int     `json:"kord_trees,omitempty"`
 	KORDDCF32Bound int     `json:"kord_dcf32_lower_bound,omitempty"`
@@ -73,6 +78,11 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 	}
 	l := low.Ring
 	inv := &StreamInventory{Model: m.Name, Ring: l, Frac: low.Frac, Chunk: chunk, Keys: map[string]int{}}
+	w := int64((l + 7) / 8)
+	addKeys := func(c *LayerKeys, p fss.Params, n int) {
+		c.Keys[keyKind(p)] += n
+		inv.MaterialBytes += int64(n) * keyMaterial(p)
+	}
 	chunks := func(n int) []int {
 		var out []int
 		for lo := 0; lo < n; lo += chunk {
@@ -87,7 +97,7 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 		c := LayerKeys{Layer: i, Kind: ly.Kind.String(), In: in.String(), Out: o.String(), Keys: map[string]int{}}
 		relus := func(n int) {
 			for _, k := range chunks(n) {
-				c.Keys[keyKind(fss.Params{Type: fss.DCF, InBits: l, OutBits: l})] += 2 * k
+				addKeys(&c, fss.Params{Type: fss.DCF, InBits: l, OutBits: l}, 2*k)
 				c.Rounds++
 				c.Bytes += packed(3*k, l) + 4
 			}
@@ -98,6 +108,7 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 		case FC, Conv:
 			c.Values = in.Len()
 			c.Correlations, c.CorrWords, c.SessionWords = 1, in.Len()+o.Len(), ly.weightLen()
+			inv.MaterialBytes += int64(c.CorrWords) * w
 			c.Rounds, c.Bytes = 1, packed(in.Len(), l)+4
 			weights += ly.weightLen()
 		case ReLU:
@@ -109,8 +120,8 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 			}
 		case Trunc:
 			for _, k := range chunks(in.Len()) {
-				c.Keys[keyKind(fss.Params{Type: fss.DCF, InBits: ly.S + 1, OutBits: l})] += k
-				c.Keys[keyKind(fss.Params{Type: fss.DCF, InBits: l + 1, OutBits: ly.S})] += k
+				addKeys(&c, fss.Params{Type: fss.DCF, InBits: ly.S + 1, OutBits: l}, k)
+				addKeys(&c, fss.Params{Type: fss.DCF, InBits: l + 1, OutBits: ly.S}, k)
 				c.Rounds++
 				c.Bytes += packed(k, ly.S+1) + packed(k, l+1) + 4
 			}
@@ -156,4 +167,9 @@ func (inv *StreamInventory) KeyKinds() []string {
 // String is a one-line summary.
 func (inv *StreamInventory) String() string {
 	return fmt.Sprintf("%s: %d keys (%d ReLU comparisons, %d truncations), %d correlations, %d rounds", inv.Model, inv.KeyTotal, inv.ReLUs, inv.Truncations, inv.Correlations, inv.Rounds)
+}
+
+// keyMaterial is one key's share with its α and β shares, in bytes.
+func keyMaterial(p fss.Params) int64 {
+	return int64(p.KeySize() + (p.InBits+7)/8 + (p.OutBits+7)/8)
 }

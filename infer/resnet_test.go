@@ -50,6 +50,10 @@ func TestResNetSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := SupplyOnly(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}}, chunk)
+	if err != nil || b != inv.MaterialBytes {
+		t.Fatalf("dealer supply of the whole inventory: %d bytes per party (%v), inventory %d", b, err, inv.MaterialBytes)
+	}
 	for _, overlap := range []bool{false, true} {
 		name := "sequential"
 		if overlap {

@@ -584,20 +584,18 @@ func supplyOr(mu *sync.Mutex, supplyErr *error, err error) error {
 	return err
 }
 
-// bytes is the size of one party's material of a step: key shares
-// (kord-v1 size) with their mask and payload shares, and correlation
-// words (⌈ℓ/8⌉ bytes each).
+// bytes is one party's material of a step, counted as
+// StreamInventory.MaterialBytes counts it.
 func (s *stepMat) bytes(ring int) int64 {
-	w := int64((ring + 7) / 8)
 	var n int64
 	if s.lin != nil {
-		n += int64(len(s.lin.R)+len(s.lin.Z)) * w
+		n += int64(len(s.lin.R)+len(s.lin.Z)) * int64((ring+7)/8)
 	}
 	if s.relu != nil && len(s.relu.f) > 0 {
-		n += int64(len(s.relu.f)) * 2 * (int64(s.relu.f[0].Params().KeySize()) + 2*w)
+		n += int64(len(s.relu.f)) * (keyMaterial(s.relu.f[0].Params()) + keyMaterial(s.relu.g[0].Params()))
 	}
 	if s.trunc != nil && len(s.trunc.c) > 0 {
-		n += int64(len(s.trunc.c)) * (int64(s.trunc.c[0].Params().KeySize()+s.trunc.w[0].Params().KeySize()) + 2*w)
+		n += int64(len(s.trunc.c)) * (keyMaterial(s.trunc.c[0].Params()) + keyMaterial(s.trunc.w[0].Params()))
 	}
 	return n
 }

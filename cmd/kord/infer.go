@@ -117,6 +117,7 @@ func inferDemoCmd() *cobra.Command {
 		asJSON      bool
 		dealer      bool
 		linkName    string
+		rn          resnetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--dealer]",
@@ -146,6 +147,9 @@ Links (each round trip split evenly between the directions):
   wan       40 Mbit/s, 20 ms round trip`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isResNet(model) {
+				return resnetDemo(cmd, model, file, images, asJSON, rn)
+			}
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")
 			}
@@ -194,13 +198,14 @@ Links (each round trip split evenly between the directions):
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&model, "model", "cnn", "mlp, cnn, or resnet18 (also resnet18-s<side>-w<width>-c<classes>; seeded weights and images)")
 	f.StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	f.IntVar(&images, "images", 10, "test images to run")
 	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&dealer, "dealer", false, "run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
 	f.StringVar(&linkName, "link", "loopback", "shape the online link and the dealer's two links: loopback, lan, 1gbps or wan")
+	addResNetFlags(f, &rn)
 	return cmd
 }
 
@@ -244,12 +249,16 @@ func inferInventoryCmd() *cobra.Command {
 	var (
 		model, file string
 		asJSON      bool
+		chunk       int
 	)
 	cmd := &cobra.Command{
-		Use:   "inventory [--model mlp|cnn] [--file FILE] [--json]",
+		Use:   "inventory [--model mlp|cnn|resnet18] [--file FILE] [--json]",
 		Short: "Per-layer keys, correlation words, rounds and online bytes of a model, per image and per session",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isResNet(model) {
+				return resnetInventory(cmd, model, file, asJSON, chunk)
+			}
 			m, err := loadModel(model, file)
 			if err != nil {
 				return err
@@ -273,9 +282,10 @@ func inferInventoryCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp, cnn, resnet18 or resnet18-s<side>-w<width>-c<classes>")
 	cmd.Flags().StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&chunk, "chunk", 0, "ResNet: values per streamed step (0: the default)")
 	return cmd
 }
 
