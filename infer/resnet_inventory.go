@@ -35,21 +35,23 @@ type LayerKeys struct {
 
 // StreamInventory is a model's whole streamed inventory.
 type StreamInventory struct {
-	Model        string         `json:"model"`
-	Ring         int            `json:"ring"`
-	Frac         int            `json:"frac"`
-	Chunk        int            `json:"chunk"`
-	Layers       []LayerKeys    `json:"layers"`
-	Keys         map[string]int `json:"keys"`
-	KeyTotal     int            `json:"key_total"`
-	ReLUs        int            `json:"relus"`        // ReLU values, max-pool comparisons included
-	Truncations  int            `json:"truncations"`  // values truncated
-	Correlations int            `json:"correlations"` // input correlations per evaluation
-	CorrWords    int            `json:"correlation_words_per_party"`
-	SessionWords int            `json:"session_weight_mask_words_per_party"`
-	Rounds       int            `json:"online_rounds"` // output round included, session opening not
-	Bytes        int            `json:"online_bytes_party0"`
-	SessionBytes int            `json:"session_bytes_per_party"`
+	Model    string         `json:"model"`
+	Ring     int            `json:"ring"`
+	Frac     int            `json:"frac"`
+	Chunk    int            `json:"chunk"`
+	Layers   []LayerKeys    `json:"layers"`
+	Keys     map[string]int `json:"keys"`
+	KeyTotal int            `json:"key_total"`
+	// KeyParams is the shape of each kind of Keys.
+	KeyParams    map[string]fss.Params `json:"-"`
+	ReLUs        int                   `json:"relus"`        // ReLU values, max-pool comparisons included
+	Truncations  int                   `json:"truncations"`  // values truncated
+	Correlations int                   `json:"correlations"` // input correlations per evaluation
+	CorrWords    int                   `json:"correlation_words_per_party"`
+	SessionWords int                   `json:"session_weight_mask_words_per_party"`
+	Rounds       int                   `json:"online_rounds"` // output round included, session opening not
+	Bytes        int                   `json:"online_bytes_party0"`
+	SessionBytes int                   `json:"session_bytes_per_party"`
 	// MaterialBytes is each party's material per evaluation: per key its
 	// share (kord-v1 size) and its α and β shares (⌈in/8⌉ + ⌈out/8⌉ bytes,
 	// as the MNIST demo counts them), and the correlation words (⌈ℓ/8⌉
@@ -77,10 +79,11 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 		return nil, err
 	}
 	l := low.Ring
-	inv := &StreamInventory{Model: m.Name, Ring: l, Frac: low.Frac, Chunk: chunk, Keys: map[string]int{}}
+	inv := &StreamInventory{Model: m.Name, Ring: l, Frac: low.Frac, Chunk: chunk, Keys: map[string]int{}, KeyParams: map[string]fss.Params{}}
 	w := int64((l + 7) / 8)
 	addKeys := func(c *LayerKeys, p fss.Params, n int) {
 		c.Keys[keyKind(p)] += n
+		inv.KeyParams[keyKind(p)] = p
 		inv.MaterialBytes += int64(n) * keyMaterial(p)
 	}
 	chunks := func(n int) []int {
