@@ -220,6 +220,7 @@ func (m *Model) Arch() *Model {
 //	           conv:    uvarint in, out, k; then out·in·k·k weights [co][ci][kh][kw] and out biases
 //	           maxpool: uvarint k
 //	           trunc:   uvarint s
+//	           7..13:   the residual-network kinds, fields as layers2.go lists them
 //	weights  varint each, fixed point with f fractional bits; biases with 2f
 //
 // Nothing may follow the last layer. Small weights take one byte each.
