@@ -512,7 +512,7 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 		if nk > 0 && sd > 0 {
 			rate = fmt.Sprintf(", %s keys/s", si(float64(nk)/sd.Seconds()))
 		}
-		fmt.Fprintf(cfg.Progress, "layer %d/%d %-6s %9d values: supply %7.2f s (%d keys%s), online %7.2f s; elapsed %.1f s\n",
+		fmt.Fprintf(cfg.Progress, "layer %d/%d %-9s %9d values: supply %7.2f s (%d keys%s), online %7.2f s; elapsed %.1f s\n",
 			i+1, len(low.Layers), l.Kind, shapes[i].Len(), sd.Seconds(), nk, rate, on.Seconds(), now.Sub(start).Seconds())
 	}
 	out, err := both(conns, func(b int) ([]int64, error) {
