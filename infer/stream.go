@@ -520,6 +520,7 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 			if !cfg.Overlap {
 				select {
 				case ready[b] <- struct{}{}:
+				case <-supDone: // every step supplied: ch is closed
 				case <-ctx.Done():
 					return nil, supplyOr(&mu, &supplyErr, ctx.Err())
 				}
@@ -556,6 +557,11 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 		}
 	}
 	if err != nil {
+		mu.Lock()
+		if supplyErr != nil { // the root cause: a party only saw its peer go
+			err = supplyErr
+		}
+		mu.Unlock()
 		return nil, nil, err
 	}
 	wall := time.Since(start)
