@@ -47,6 +47,9 @@ type ResNetKeysConfig struct {
 
 // Check validates the flags.
 func (o ResNetKeysConfig) Check() error {
+	if _, ok := infer.ParseResNetName(o.Model); !ok {
+		return fmt.Errorf("--model %q: want resnet18 or resnet18-s<side>-w<width>-c<classes>", o.Model)
+	}
 	switch {
 	case o.Fraction <= 0 || o.Fraction > 1:
 		return errors.New("--fraction must be in (0, 1]")
