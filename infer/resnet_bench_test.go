@@ -3,6 +3,9 @@ package infer
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/gates"
 )
 
 // BenchmarkConv compares the plain convolution loop (apply) with the
@@ -52,4 +55,41 @@ func BenchmarkConv(b *testing.B) {
 			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
+}
+
+// BenchmarkDCFCmp compares the ReLU/truncation comparison one key at a
+// time (dcfCmp, two Key.Eval each) with the batched form the layers use
+// (dcfCmpBatch, fss.BatchEval), on 8192 DCF(32→32) keys of one party.
+func BenchmarkDCFCmp(b *testing.B) {
+	const n = 8192
+	p := fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}
+	k, _, _, err := derivedN(&gates.DealerSource{}, p, n, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := k[0]
+	r := rand.New(rand.NewPCG(2, 2))
+	xs := make([]uint64, n)
+	for i := range xs {
+		xs[i] = r.Uint64() & mask(32)
+	}
+	one := func(int) uint64 { return 1 }
+	b.Run("single", func(b *testing.B) {
+		for b.Loop() {
+			for i, key := range keys {
+				if _, err := dcfCmp(key, 32, xs[i], 1<<31, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "cmp/s")
+	})
+	b.Run("batch", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := dcfCmpBatch(keys, 32, xs, 1<<31, one); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "cmp/s")
+	})
 }
