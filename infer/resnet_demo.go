@@ -18,6 +18,10 @@ type ResNetDemoConfig struct {
 	// NoDealer skips the trusted-dealer baseline's key supply (it
 	// regenerates the whole inventory once more per image).
 	NoDealer bool
+	// CompareOverlap runs every image twice in the same run, supply and
+	// online alternating (the reported split) and then overlapped, and
+	// reports both wall times.
+	CompareOverlap bool
 	// Log, when set, gets a line per phase (the progress lines go to
 	// Stream.Progress).
 	Log io.Writer
@@ -66,6 +70,9 @@ type ResNetDemoReport struct {
 	PeakRSSBytes                  int64          `json:"peak_rss_bytes"`
 	MaxStepMaterialBytes          int64          `json:"max_step_material_bytes_per_party"`
 	Keys                          map[string]int `json:"keys"`
+	// With CompareOverlap: the same images overlapped, same run.
+	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
+	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
 }
 
 // Paths of the ResNet demo's two key supplies.
@@ -98,7 +105,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	defer ms.Close()
 	src := Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
 	linkStart := ms.SentBytes()
-	var online, supply, dealer, wall, ref time.Duration
+	var online, supply, dealer, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := ResNetImage(m, ResNetSeed+uint64(i))
 		t0 := time.Now()
@@ -122,6 +129,20 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		same := len(got) == len(want)
 		for j := 0; same && j < len(want); j++ {
 			same = got[j] == want[j]
+		}
+		if cfg.CompareOverlap {
+			sc := cfg.Stream
+			sc.Overlap = true
+			got2, sr2, err := RunStream(ctx, m, x, src, sc)
+			if err != nil {
+				return nil, fmt.Errorf("image %d, overlapped: %w", i, err)
+			}
+			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
+			owall += time.Duration(sr2.WallMs * 1e6)
+			same = same && len(got2) == len(want)
+			for j := 0; same && j < len(want); j++ {
+				same = got2[j] == want[j]
+			}
 		}
 		if same {
 			rep.BitExact++
@@ -157,6 +178,10 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.Accuracy /= n
 	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
 	rep.DealerKeySupplyMsPerImage = per(dealer)
+	if owall > 0 {
+		rep.OverlapWallMsPerImage = per(owall)
+		rep.OverlapSpeedup = float64(wall) / float64(owall)
+	}
 	rep.OnlineBytesPerPartyPerImage /= int64(cfg.Images)
 	rep.OfflineItemsPerImage = rep.OfflineKeysPerImage + rep.OfflineCorrPerImage
 	if supply+online > 0 {
