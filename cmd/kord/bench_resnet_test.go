@@ -28,6 +28,9 @@ func TestBenchResNetKeys(t *testing.T) {
 			t.Errorf("row %+v", r)
 		}
 	}
+	if rep.PeakRSS["party0"] <= 0 || rep.PeakRSS["module1"] <= 0 {
+		t.Errorf("peak RSS per process not read: %v", rep.PeakRSS)
+	}
 	if len(rep.Rows) != 4 || sum != rep.Keys || rep.Keys == 0 || rep.VerifyFailed != 0 || !(rep.KeysPerSec > 0) || !(rep.DealerSeconds > 0) {
 		t.Fatalf("report: %s", out)
 	}

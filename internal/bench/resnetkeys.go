@@ -108,6 +108,9 @@ type ResNetKeysReport struct {
 	DealerShip1Gbps float64 `json:"dealer_ship_seconds_1gbps"`
 	Verified        int     `json:"verified"`
 	VerifyFailed    int     `json:"verify_failed"`
+	// PeakRSS is each process's peak resident set in bytes (module0,
+	// module1, party0, party1, client), read before the cluster stops.
+	PeakRSS map[string]int64 `json:"peak_rss_bytes"`
 	// What the linear layers' correlations would add (not in this run's
 	// path: the five-process correlation request is another branch's).
 	Correlations          int    `json:"correlations"`
@@ -211,6 +214,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 		rep.VerifyFailed += row.VerifyFails
 		rep.Rows = append(rep.Rows, row)
 	}
+	rep.PeakRSS = cl.PeakRSS()
 	cl.Close()
 	rep.Seconds = total.Seconds()
 	rep.KeysPerSec = float64(rep.Keys) / rep.Seconds
@@ -367,6 +371,8 @@ func (rep *ResNetKeysReport) Write(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(w, "trusted dealer (fss.BatchGen, this machine, same keys): %.2f s, %.0f keys/s; five processes / dealer = %.2f; shipping %d bytes to each party at 1 Gbit/s would add %.1f s\n",
 			rep.DealerSeconds, rep.DealerPerSec, rep.RatioToDealer, rep.KeyBytesPerPart, rep.DealerShip1Gbps)
 	}
+	fmt.Fprintf(w, "peak RSS (MiB): module0 %d, module1 %d, party0 %d, party1 %d, client %d\n", rep.PeakRSS["module0"]>>20, rep.PeakRSS["module1"]>>20,
+		rep.PeakRSS["party0"]>>20, rep.PeakRSS["party1"]>>20, rep.PeakRSS["client"]>>20)
 	fmt.Fprintf(w, "verified %d pairs, %d failed; correlations not in this path: %d per inference (%d words/party) + %d weight-mask words/party per session\n",
 		rep.Verified, rep.VerifyFailed, rep.Correlations, rep.CorrelationWords, rep.SessionWeightMaskWord)
 	return nil
