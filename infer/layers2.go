@@ -15,9 +15,14 @@ import (
 //     y[co][oy][ox] = B[co] + Σ W[co][ci][ky][kx]·x[ci][oy·stride+ky−pad][ox·stride+kx−pad]
 //     (out-of-range inputs are 0).
 //   - MaxPool2D (8): k, stride, pad. Windows as Conv2D's, padding values
-//     0 (the same as −∞ on a ReLU output, which is where ResNet pools);
-//     the max is the tree of MaxPool over the k² values of the window in
-//     row-major order, padding included.
+//     0 (the same as −∞ on a ReLU output, which is where ResNet pools),
+//     taken separably: first along rows, h[c][y][ox] = max over kx of
+//     x[c][y][ox·stride+kx−pad] for every input row y, then along
+//     columns, out[c][oy][ox] = max over ky of h[c][oy·stride+ky−pad][ox];
+//     each max of k values is MaxPool's tree max(a, b) = b + ReLU(a − b),
+//     pairwise per level in index order. (k−1)·(C·H·W' + C·H'·W')
+//     comparisons instead of (k²−1)·C·H'·W' for the whole windows: 25%
+//     fewer for ResNet's 3×3/2 pool, in the same number of rounds.
 //   - AvgPool (9): k, s. k×k windows, stride k, no padding; the output is
 //     Σ(window)·c mod 2^ℓ with the public c = round(2^s/k²) (at least 1).
 //     It is exact and local; the model follows it with Trunc s, so the
@@ -160,7 +165,7 @@ func shapeExt(l *Layer, s Shape, ring int, slots *[maxSlots]Shape) (Shape, error
 
 // poolWindows returns, for each output of a k×k window at stride and pad
 // (row-major over (c, oy, ox)), the input indices of its k² values in
-// row-major order, -1 for padding. Ref and the secure evaluation share it.
+// row-major order, -1 for padding.
 func poolWindows(in, out Shape, k, stride, pad int) []int32 {
 	idx := make([]int32, 0, out.Len()*k*k)
 	for c := 0; c < out.C; c++ {
@@ -180,6 +185,75 @@ func poolWindows(in, out Shape, k, stride, pad int) []int32 {
 		}
 	}
 	return idx
+}
+
+// poolPass is one reduction of a max-pool: n windows of k values each,
+// idx[j·k+t] the index of window j's value t in the previous pass's
+// output (-1: the padding value 0), each reduced by the tree.
+type poolPass struct {
+	k, n int
+	idx  []int32
+}
+
+// poolPasses returns the passes of a max-pool layer (MaxPool: one pass
+// over whole K×K windows; MaxPool2D: rows, then columns). Ref and the
+// secure evaluation share them.
+func poolPasses(l *Layer, in, out Shape) []poolPass {
+	if l.Kind == MaxPool {
+		return []poolPass{{k: l.K * l.K, n: out.Len(), idx: poolWindows(in, out, l.K, l.K, 0)}}
+	}
+	k, st, pad := l.K, l.Stride, l.Pad
+	// rows: h[c][y][ox], every input row
+	h := Shape{in.C, in.H, out.W}
+	rows := make([]int32, 0, h.Len()*k)
+	for c := 0; c < in.C; c++ {
+		for y := 0; y < in.H; y++ {
+			for ox := 0; ox < out.W; ox++ {
+				for kx := 0; kx < k; kx++ {
+					if x := ox*st + kx - pad; x < 0 || x >= in.W {
+						rows = append(rows, -1)
+					} else {
+						rows = append(rows, int32((c*in.H+y)*in.W+x))
+					}
+				}
+			}
+		}
+	}
+	cols := make([]int32, 0, out.Len()*k)
+	for c := 0; c < out.C; c++ {
+		for oy := 0; oy < out.H; oy++ {
+			for ox := 0; ox < out.W; ox++ {
+				for ky := 0; ky < k; ky++ {
+					if y := oy*st + ky - pad; y < 0 || y >= in.H {
+						cols = append(cols, -1)
+					} else {
+						cols = append(cols, int32((c*h.H+y)*h.W+ox))
+					}
+				}
+			}
+		}
+	}
+	return []poolPass{{k: k, n: h.Len(), idx: rows}, {k: k, n: out.Len(), idx: cols}}
+}
+
+// poolComparisons is the number of max operations of each tree level of
+// each pass of a max-pool layer, in evaluation order.
+func poolComparisons(l *Layer, in, out Shape) [][]int {
+	var out2 [][]int
+	add := func(k, n int) {
+		var lv []int
+		for _, m := range poolLevels(k) {
+			lv = append(lv, m*n)
+		}
+		out2 = append(out2, lv)
+	}
+	if l.Kind == MaxPool {
+		add(l.K*l.K, out.Len())
+	} else {
+		add(l.K, in.C*in.H*out.W)
+		add(l.K, out.Len())
+	}
+	return out2
 }
 
 // s2dIndex returns, for each output of a SpaceToDepth layer, its input
@@ -256,12 +330,13 @@ func refExt(ly *Layer, in, out Shape, cur []int64, slots *[maxSlots][]int64, rin
 		}
 		return y, nil
 	case MaxPool2D:
-		idx := poolWindows(in, out, ly.K, ly.Stride, ly.Pad)
-		vals := gather(cur, idx)
-		kk := ly.K * ly.K
-		y := make([]int64, out.Len())
-		for j := range y {
-			y[j] = refPoolTree(vals[j*kk:(j+1)*kk], ring, note)
+		y := cur
+		for _, ps := range poolPasses(ly, in, out) {
+			vals := gather(y, ps.idx)
+			y = make([]int64, ps.n)
+			for j := range y {
+				y[j] = refPoolTree(vals[j*ps.k:(j+1)*ps.k], ring, note)
+			}
 		}
 		return y, nil
 	case AvgPool:

@@ -117,9 +117,10 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 		case ReLU:
 			relus(in.Len())
 		case MaxPool, MaxPool2D:
-			k, _, _, _ := poolShape(ly)
-			for _, n := range poolLevels(k * k) {
-				relus(n * o.Len())
+			for _, pass := range poolComparisons(ly, in, o) {
+				for _, n := range pass {
+					relus(n)
+				}
 			}
 		case Trunc:
 			for _, k := range chunks(in.Len()) {

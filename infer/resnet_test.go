@@ -192,7 +192,7 @@ func TestApplyFast(t *testing.T) {
 }
 
 // TestLayers2Secure: each new layer kind inside a small model (padded,
-// strided max-pool with a 3×3 window, a 2×2 average pool with its
+// strided max-pools with 2×2 and 3×3 windows, a 2×2 average pool with its
 // truncation, save/swap/add with a projection) at ℓ = 16 and 32, keys from
 // a paired module pair, equals the cleartext model bit for bit, on inputs
 // of both signs.
@@ -204,15 +204,19 @@ func TestLayers2Secure(t *testing.T) {
 			{Kind: Conv2D, In: 2, Out: 3, K: 3, Stride: 2, Pad: 1},
 			{Kind: Trunc, S: 3},
 			{Kind: MaxPool2D, K: 3, Stride: 1, Pad: 1},
+			{Kind: MaxPool2D, K: 2, Stride: 1, Pad: 1},
+			{Kind: MaxPool2D, K: 2, Stride: 1},
 			{Kind: Swap, S: 1},
 			{Kind: Conv2D, In: 2, Out: 3, K: 1, Stride: 2},
 			{Kind: Trunc, S: 3},
+			{Kind: MaxPool2D, K: 3, Stride: 1, Pad: 1},
 			{Kind: Add, S: 1},
 			{Kind: ReLU},
+			{Kind: MaxPool2D, K: 3, Stride: 2, Pad: 1},
 			{Kind: AvgPool, K: 2, S: 5},
 			{Kind: Trunc, S: 5},
 			{Kind: Flatten},
-			{Kind: FC, In: 12, Out: 4},
+			{Kind: FC, In: 3, Out: 4},
 		}}
 		withWeights(r, m, 12)
 		for trial := 0; trial < 2; trial++ {
@@ -304,7 +308,7 @@ func TestResNetShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	relus := 64*112*112 + 4*(64*56*56+128*28*28+256*14*14+512*7*7)
-	pool := 64 * 56 * 56 * 8
+	pool := 64*112*56*2 + 64*56*56*2 // separable 3×3: rows, then columns
 	if inv.ReLUs != relus+pool {
 		t.Fatalf("%d ReLU comparisons, want %d + %d", inv.ReLUs, relus, pool)
 	}
@@ -423,4 +427,43 @@ func FuzzParseLayers2(f *testing.F) {
 			t.Fatalf("accepted model does not evaluate: %v", err)
 		}
 	})
+}
+
+// TestMaxPool2DIsMax: the separable max-pool of the reference equals the
+// plain maximum over each zero-padded window, for random shapes and
+// values of both signs.
+func TestMaxPool2DIsMax(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := 0; trial < 50; trial++ {
+		k, st := 1+r.IntN(4), 1+r.IntN(3)
+		pad := r.IntN(k)
+		in := Shape{1 + r.IntN(3), k + r.IntN(7), k + r.IntN(7)}
+		m := &Model{Name: "p", Ring: 32, Frac: 0, Input: in, Layers: []Layer{{Kind: MaxPool2D, K: k, Stride: st, Pad: pad}}}
+		x := randVals(r, in.Len(), 1000)
+		got, _, err := m.Ref(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, _ := m.Shapes()
+		o := sh[1]
+		for c := 0; c < o.C; c++ {
+			for oy := 0; oy < o.H; oy++ {
+				for ox := 0; ox < o.W; ox++ {
+					best := int64(math.MinInt64)
+					for ky := 0; ky < k; ky++ {
+						for kx := 0; kx < k; kx++ {
+							v := int64(0)
+							if y, xx := oy*st+ky-pad, ox*st+kx-pad; y >= 0 && y < in.H && xx >= 0 && xx < in.W {
+								v = x[(c*in.H+y)*in.W+xx]
+							}
+							best = max(best, v)
+						}
+					}
+					if g := got[(c*o.H+oy)*o.W+ox]; g != best {
+						t.Fatalf("k=%d stride=%d pad=%d %v: output (%d,%d,%d) = %d, max %d", k, st, pad, in, c, oy, ox, g, best)
+					}
+				}
+			}
+		}
+	}
 }

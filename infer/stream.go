@@ -93,18 +93,6 @@ func (s *stepMat) wipe() {
 	s.trunc.wipe()
 }
 
-// poolShape returns the window, stride and padding of a max-pool layer
-// (MaxPool is MaxPool2D with stride k and no padding).
-func poolShape(l *Layer) (k, stride, pad int, ok bool) {
-	switch l.Kind {
-	case MaxPool:
-		return l.K, l.K, 0, true
-	case MaxPool2D:
-		return l.K, l.Stride, l.Pad, true
-	}
-	return 0, 0, 0, false
-}
-
 // plan lists the steps of lowered model m in evaluation order.
 func plan(m *Model, shapes []Shape, chunk int) []step {
 	var out []step
@@ -121,9 +109,13 @@ func plan(m *Model, shapes []Shape, chunk int) []step {
 		case l.Kind == ReLU || l.Kind == Trunc:
 			cut(i, 0, shapes[i].Len())
 		default:
-			if k, _, _, ok := poolShape(l); ok {
-				for lv, n := range poolLevels(k * k) {
-					cut(i, lv, n*shapes[i+1].Len())
+			if l.Kind == MaxPool || l.Kind == MaxPool2D {
+				lv := 0
+				for _, pass := range poolComparisons(l, shapes[i], shapes[i+1]) {
+					for _, n := range pass {
+						cut(i, lv, n)
+						lv++
+					}
 				}
 			}
 		}
@@ -308,59 +300,60 @@ func evalStream(p *gates.Party, m *Model, shapes []Shape, sess *Session, next fu
 	return out, nil
 }
 
-// poolStream is a max-pool (windows as poolWindows, padding shares 0) as
-// the tree max(a, b) = b + ReLU(a − b), each level's ReLUs in chunks.
+// poolStream is a max-pool (poolPasses; padding shares 0), each pass's
+// windows reduced by the tree max(a, b) = b + ReLU(a − b), each level's
+// ReLUs in chunks.
 func poolStream(p *gates.Party, ring int, ly *Layer, in, o Shape, take func() (*stepMat, error), x []uint64) ([]uint64, error) {
-	k, stride, pad, _ := poolShape(ly)
 	mk := mask(ring)
-	kk := k * k
-	vals := gather(x, poolWindows(in, o, k, stride, pad))
-	width := kk // values per window at this level, vals[w*width : ...]
-	for width > 1 {
-		half := width / 2
-		diffs := make([]uint64, 0, o.Len()*half)
-		for w := 0; w < o.Len(); w++ {
-			win := vals[w*width : (w+1)*width]
-			for j := 0; j+1 < width; j += 2 {
-				diffs = append(diffs, (win[j]-win[j+1])&mk)
+	for _, ps := range poolPasses(ly, in, o) {
+		vals := gather(x, ps.idx)
+		width := ps.k // values per window at this level
+		for width > 1 {
+			diffs := make([]uint64, 0, ps.n*(width/2))
+			for w := 0; w < ps.n; w++ {
+				win := vals[w*width : (w+1)*width]
+				for j := 0; j+1 < width; j += 2 {
+					diffs = append(diffs, (win[j]-win[j+1])&mk)
+				}
 			}
-		}
-		r := make([]uint64, 0, len(diffs))
-		for lo := 0; lo < len(diffs); {
-			s, err := take()
-			if err != nil {
-				return nil, err
-			}
-			if s.relu == nil || lo+len(s.relu.f) > len(diffs) || len(s.relu.f) == 0 {
+			r := make([]uint64, 0, len(diffs))
+			for lo := 0; lo < len(diffs); {
+				s, err := take()
+				if err != nil {
+					return nil, err
+				}
+				if s.relu == nil || lo+len(s.relu.f) > len(diffs) || len(s.relu.f) == 0 {
+					s.wipe()
+					return nil, errors.New("max-pool material of the wrong size")
+				}
+				hi := lo + len(s.relu.f)
+				part, err := reluEval(p, ring, s.relu, diffs[lo:hi])
 				s.wipe()
-				return nil, errors.New("max-pool material of the wrong size")
+				if err != nil {
+					return nil, err
+				}
+				r = append(r, part...)
+				lo = hi
 			}
-			hi := lo + len(s.relu.f)
-			part, err := reluEval(p, ring, s.relu, diffs[lo:hi])
-			s.wipe()
-			if err != nil {
-				return nil, err
+			nw := (width + 1) / 2
+			next := make([]uint64, ps.n*nw)
+			at := 0
+			for w := 0; w < ps.n; w++ {
+				win := vals[w*width : (w+1)*width]
+				dst := next[w*nw : (w+1)*nw]
+				for j := 0; j+1 < width; j += 2 {
+					dst[j/2] = (win[j+1] + r[at]) & mk
+					at++
+				}
+				if width%2 == 1 {
+					dst[nw-1] = win[width-1]
+				}
 			}
-			r = append(r, part...)
-			lo = hi
+			vals, width = next, nw
 		}
-		nw := (width + 1) / 2
-		next := make([]uint64, o.Len()*nw)
-		at := 0
-		for w := 0; w < o.Len(); w++ {
-			win := vals[w*width : (w+1)*width]
-			dst := next[w*nw : (w+1)*nw]
-			for j := 0; j+1 < width; j += 2 {
-				dst[j/2] = (win[j+1] + r[at]) & mk
-				at++
-			}
-			if width%2 == 1 {
-				dst[nw-1] = win[width-1]
-			}
-		}
-		vals, width = next, nw
+		x = vals
 	}
-	return vals, nil
+	return x, nil
 }
 
 // RunStream is one complete secure evaluation of model (the owner's, with
