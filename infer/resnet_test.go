@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -465,5 +466,85 @@ func TestMaxPool2DIsMax(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestResNetFromTorch: torchvision-named tensors of the seeded weights
+// (batch norms at the identity: γ = √(1+ε), β = 0, μ = 0, σ² = 1) give
+// back exactly the seeded model; a missing or mis-sized tensor is an
+// error naming it.
+func TestResNetFromTorch(t *testing.T) {
+	c := ResNetConfig{Side: 32, Width: 4, Classes: 10, Ring: 32, Frac: 10}
+	want, err := ResNetModel(c.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eps = 1e-5
+	params := map[string][]float64{}
+	f := func(v []int64, frac int) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = math.Ldexp(float64(x), -frac)
+		}
+		return out
+	}
+	var convs []string
+	convs = append(convs, "conv1.weight|bn1")
+	for s := 1; s <= 4; s++ {
+		for b := 0; b < 2; b++ {
+			p := fmt.Sprintf("layer%d.%d.", s, b)
+			convs = append(convs, p+"conv1.weight|"+p+"bn1", p+"conv2.weight|"+p+"bn2")
+			if s > 1 && b == 0 {
+				convs = append(convs, p+"downsample.0.weight|"+p+"downsample.1")
+			}
+		}
+	}
+	at := 0
+	for i := range want.Layers {
+		l := &want.Layers[i]
+		if !l.Linear() {
+			continue
+		}
+		if l.Kind == FC {
+			params["fc.weight"], params["fc.bias"] = f(l.W, 10), f(l.B, 20)
+			continue
+		}
+		wn, bn, _ := strings.Cut(convs[at], "|")
+		at++
+		params[wn] = f(l.W, 10)
+		g, z, one := make([]float64, l.Out), make([]float64, l.Out), make([]float64, l.Out)
+		for j := range g {
+			g[j], one[j] = math.Sqrt(1+eps), 1
+		}
+		params[bn+".weight"], params[bn+".bias"], params[bn+".running_mean"], params[bn+".running_var"] = g, f(l.B, 20), z, one
+	}
+	got, err := ResNetFromTorch(c, params, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Layers {
+		a, b := want.Layers[i], got.Layers[i]
+		if len(a.W) != len(b.W) || len(a.B) != len(b.B) {
+			t.Fatalf("layer %d: sizes differ", i)
+		}
+		for j := range a.W {
+			if a.W[j] != b.W[j] {
+				t.Fatalf("layer %d weight %d: %d, want %d", i, j, b.W[j], a.W[j])
+			}
+		}
+		for j := range a.B {
+			if a.B[j] != b.B[j] {
+				t.Fatalf("layer %d bias %d: %d, want %d", i, j, b.B[j], a.B[j])
+			}
+		}
+	}
+	delete(params, "layer3.0.downsample.1.running_var")
+	if _, err := ResNetFromTorch(c, params, eps); err == nil || !strings.Contains(err.Error(), "layer3.0.downsample.1.running_var") {
+		t.Fatalf("missing tensor: %v", err)
+	}
+	params["fc.bias"] = params["fc.bias"][:3]
+	params["layer3.0.downsample.1.running_var"] = make([]float64, 16)
+	if _, err := ResNetFromTorch(c, params, eps); err == nil || !strings.Contains(err.Error(), "fc.bias") {
+		t.Fatalf("short tensor: %v", err)
 	}
 }
