@@ -78,7 +78,7 @@ type ResNetDemoReport struct {
 // Paths of the ResNet demo's two key supplies.
 const (
 	ResNetSupplyPath = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
-	ResNetDealerPath = "in process: the trusted dealer (gates.DealerSource, DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
+	ResNetDealerPath = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
 )
 
 // ResNetDemo runs cfg.Images seeded images through RunStream with module
@@ -164,7 +164,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		rep.MaxStepMaterialBytes = max(rep.MaxStepMaterialBytes, sr.MaterialStepBytes)
 		if !cfg.NoDealer {
 			t1 := time.Now()
-			b, err := SupplyOnly(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
+			b, err := SupplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
 			if err != nil {
 				return nil, fmt.Errorf("image %d, dealer: %w", i, err)
 			}

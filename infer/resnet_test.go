@@ -548,3 +548,43 @@ func TestResNetFromTorch(t *testing.T) {
 		t.Fatalf("short tensor: %v", err)
 	}
 }
+
+// TestBatchDealer: the batched trusted dealer's derived-style pairs are
+// correct DCFs at the α and β their shares add up to (β = 1, or drawn),
+// and a streamed run on its keys is bit-exact.
+func TestBatchDealer(t *testing.T) {
+	d := &BatchDealer{}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, p := range []fss.Params{{Type: fss.DCF, InBits: 32, OutBits: 32}, {Type: fss.DCF, InBits: 11, OutBits: 32}, {Type: fss.DCF, InBits: 33, OutBits: 10}} {
+		for _, wantBeta := range []bool{false, true} {
+			k, as, bs, err := d.DerivedBatch(p, 50, wantBeta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 50; i++ {
+				a := (as[0][i] + as[1][i]) & mask(p.InBits)
+				b := (bs[0][i] + bs[1][i]) & mask(p.OutBits)
+				if !wantBeta && b != 1 {
+					t.Fatalf("%v: β = %d, want 1", p, b)
+				}
+				if err := fss.CheckPair(k[0][i], k[1][i], a, b, a, (a+1)&mask(p.InBits), (a-1)&mask(p.InBits), r.Uint64()&mask(p.InBits)); err != nil {
+					t.Fatalf("%v key %d: %v", p, i, err)
+				}
+			}
+		}
+	}
+	m, x := smallResNetModel(t)
+	want, _, err := m.Ref(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := RunStream(context.Background(), m, x, Sources{Keys: d, Corr: &DealerCorr{}}, StreamConfig{Overlap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("logit %d: %d, want %d", i, got[i], want[i])
+		}
+	}
+}
