@@ -50,7 +50,13 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 }
 
 // resnetDemo is `kord infer demo --model resnet18…`.
-func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, r resnetFlags) error {
+func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, link string, dealer bool, r resnetFlags) error {
+	if link != "loopback" {
+		return badInput("--link: a ResNet runs on loopback only for now")
+	}
+	if dealer {
+		return badInput("--dealer: a ResNet's online phase runs on the modules' material (the dealer's supply is timed beside it; --no-dealer skips it)")
+	}
 	if images < 1 || images > 100 {
 		return badInput("--images must be in 1..100 for a ResNet")
 	}

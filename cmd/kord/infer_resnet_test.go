@@ -64,10 +64,22 @@ func TestInferResNetDemo(t *testing.T) {
 	}
 }
 
-// TestInferResNetBadModel: a malformed ResNet name is bad input (exit 2).
+// TestInferResNetBadModel: a malformed ResNet name, a shaped link and
+// --dealer are bad input (exit 2), each named.
 func TestInferResNetBadModel(t *testing.T) {
-	_, errOut, code := runKord(t, "infer", "inventory", "--model", "resnet18-x9")
-	if code != 2 || !strings.Contains(errOut, "resnet18") {
-		t.Fatalf("exit %d: %s", code, errOut)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"infer", "inventory", "--model", "resnet18-x9"}, "resnet18"},
+		{[]string{"infer", "demo", "--model", "resnet18-x9"}, "resnet18"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--link", "1gbps"}, "--link"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--dealer"}, "--dealer"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--images", "0"}, "--images"},
+	} {
+		_, errOut, code := runKord(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
 	}
 }
