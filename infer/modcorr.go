@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/module/msg"
 )
@@ -28,6 +29,35 @@ type ModuleCorr struct {
 	// Ctx bounds every request; nil means context.Background().
 	Ctx context.Context
 	mu  sync.Mutex
+	// settled: one key has gone through the pair's parties (settle).
+	settled bool
+}
+
+// settle asks the pair's parties for one derived key (wiped at once)
+// before the first direct module request. Where host.LocalPair runs the
+// parties' session protocol (main after the proto1 merge), the parties
+// open their session with the modules in the background after pairing,
+// and a correlation submitted before that is dropped by it ("no
+// correlation ready at counter 0"); once one key has gone through the
+// parties, direct use beside them is mended by a resync and keeps what
+// it collected. With the older host it is one wasted key.
+func (s *ModuleCorr) settle(ctx context.Context) error {
+	if s.settled {
+		return nil
+	}
+	out, err := s.Pair.DerivedKeys(ctx, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 1, false)
+	if err != nil {
+		return fmt.Errorf("infer: settling the module pair's parties: %w", err)
+	}
+	for b := range out {
+		for _, k := range out[b] {
+			if k.Key != nil {
+				k.Key.Wipe()
+			}
+		}
+	}
+	s.settled = true
+	return nil
 }
 
 // corrShape maps a linear layer to the module's correlation shape.
@@ -54,6 +84,9 @@ func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.settle(ctx); err != nil {
+		return sh, err
+	}
 	var first [2]uint64
 	for b := 0; b < 2; b++ {
 		r, err := s.Pair.Devices[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &c})
