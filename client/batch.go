@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -61,6 +63,12 @@ type batchMem struct {
 	evals                   [][]uint64
 	koff                    []int // packed: key i's offset in Keys
 	oc, oa, ob              []uint64
+	// raws: key i's bytes when its request's profile is not kord-v1
+	// (nil entries otherwise; empty when no key of the message is one).
+	raws [][]byte
+	// corrs: per key, its correlation shares (nil: none; shorter than
+	// views when the last keys have none); slices of msg.
+	corrs []*msg.CorrShares
 }
 
 // live returns b's memory, nil once b has been released.
@@ -110,8 +118,9 @@ func (b Batch) Reply(r int) BatchReply {
 }
 
 // Key returns a view of key share i, 0 ≤ i < Len(): the zero view when
-// the reply has no key share (consume mode) or was refused, when i is out
-// of range, and once the batch has been released.
+// the reply has no key share (consume mode) or was refused, when its key
+// is of another profile than kord-v1 (see Raw), when i is out of range,
+// and once the batch has been released.
 func (b Batch) Key(i int) fss.KeyView {
 	if m, k, ok := b.key(i); ok {
 		return m.views[k]
@@ -129,6 +138,17 @@ func (b Batch) ReplyViews(r int) []fss.KeyView {
 	}
 	rep := m.reps[b.r0+r]
 	return m.views[rep.First : rep.First+rep.N : rep.First+rep.N]
+}
+
+// Raw returns key share i's bytes when its request asked for another
+// profile than kord-v1 (client.WithProfile; for msg.Llama, LLAMA's key
+// layout), nil otherwise, once released, or when i is out of range. The
+// slice is the batch's memory: copy it to keep it past Release.
+func (b Batch) Raw(i int) []byte {
+	if m, k, ok := b.key(i); ok && k < len(m.raws) {
+		return m.raws[k]
+	}
+	return nil
 }
 
 // Counter returns key i's counter.
@@ -153,6 +173,16 @@ func (b Batch) BetaShare(i int) uint64 {
 		return m.betas[k]
 	}
 	return 0
+}
+
+// Corr returns this site's correlation shares at index i (a
+// correlation request's one output), nil for a key; they are the batch's
+// memory, wiped by Release: copy what is kept.
+func (b Batch) Corr(i int) *msg.CorrShares {
+	if m, k, ok := b.key(i); ok && k < len(m.corrs) {
+		return m.corrs[k]
+	}
+	return nil
 }
 
 // Evals returns this site's evaluation shares for key i (consume mode),
@@ -193,8 +223,17 @@ func (m *batchMem) wipe() {
 	clear(m.evals)
 	clear(m.koff)
 	clear(m.reps)
+	clear(m.raws)
+	m.raws = m.raws[:0]
 	m.views, m.oc, m.oa, m.ob, m.evals, m.koff, m.reps = m.views[:0], m.oc[:0], m.oa[:0], m.ob[:0], m.evals[:0], m.koff[:0], m.reps[:0]
 	m.counters, m.alphas, m.betas = nil, nil, nil
+	if !m.raw {
+		for _, c := range m.corrs {
+			c.Wipe()
+		}
+	}
+	clear(m.corrs)
+	m.corrs = m.corrs[:0]
 	if m.raw {
 		// RecvRaw's replies still refer to the message: not ours to wipe.
 		m.msg = pb.PooledKeyReplies{}
@@ -233,7 +272,7 @@ func (s *Stream) RecvBatch() (Batch, error) {
 			s.putBack(m)
 			return Batch{}, err
 		}
-		if err := m.build(); err != nil {
+		if err := m.build(s.takeRaw); err != nil {
 			m.wipe()
 			s.putBack(m)
 			return Batch{}, err
@@ -253,8 +292,18 @@ func (s *Stream) putBack(m *batchMem) {
 	}
 }
 
-// build indexes the message in m.msg (read, not yet indexed).
-func (m *batchMem) build() error {
+// setRaw records key i's bytes as a raw (non-kord-v1) key share.
+func (m *batchMem) setRaw(i int, key []byte) {
+	for len(m.raws) <= i {
+		m.raws = append(m.raws, nil)
+	}
+	m.raws[i] = key
+}
+
+// build indexes the message in m.msg (read, not yet indexed); isRaw
+// reports (once per reply) whether a reply's keys are raw bytes of
+// another profile than kord-v1, which are not viewed as kord-v1 keys.
+func (m *batchMem) build(isRaw func(id uint64) bool) error {
 	msg := m.msg.M
 	pk := msg.GetPacked()
 	if pk != nil && len(pk.Ids) == 0 {
@@ -264,10 +313,11 @@ func (m *batchMem) build() error {
 		return errors.New("client: a reply message is both packed and not")
 	}
 	if pk != nil {
-		return m.buildPacked(pk)
+		return m.buildPacked(pk, isRaw)
 	}
 	for _, r := range msg.Replies {
 		rep := BatchReply{ID: r.Id, First: len(m.views)}
+		raw := isRaw(r.Id)
 		if r.Error != "" {
 			rep.Err = &ReplyError{Class: r.ErrorClass, Msg: r.Error}
 			m.reps = append(m.reps, rep)
@@ -276,10 +326,23 @@ func (m *batchMem) build() error {
 		rep.N = len(r.Keys)
 		for _, k := range r.Keys {
 			var v fss.KeyView
-			if len(k.GetKey()) > 0 && rep.Err == nil {
+			if len(k.GetKey()) > 0 && raw {
+				m.setRaw(len(m.views), k.Key)
+			} else if len(k.GetKey()) > 0 && rep.Err == nil {
 				var err error
 				if v, err = fss.ViewKey(k.Key); err != nil {
 					rep.Err = fmt.Errorf("client: key at counter %d: %w", k.GetCounter(), err)
+				}
+			}
+			if c := k.GetCorr(); c != nil && rep.Err == nil {
+				sh, err := socket.CorrSharesFromPB(c)
+				if err != nil {
+					rep.Err = fmt.Errorf("client: correlation at counter %d: %w", k.GetCounter(), err)
+				} else {
+					for len(m.corrs) < len(m.views) {
+						m.corrs = append(m.corrs, nil)
+					}
+					m.corrs = append(m.corrs, sh)
 				}
 			}
 			m.views = append(m.views, v)
@@ -297,7 +360,7 @@ func (m *batchMem) build() error {
 	return nil
 }
 
-func (m *batchMem) buildPacked(pk *pb.PackedReplies) error {
+func (m *batchMem) buildPacked(pk *pb.PackedReplies, isRaw func(id uint64) bool) error {
 	if err := checkPacked(pk); err != nil {
 		return err
 	}
@@ -311,10 +374,13 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies) error {
 	k, ko, eo := 0, 0, 0
 	for r, id := range pk.Ids {
 		rep := BatchReply{ID: id, First: k, N: int(pk.Counts[r])}
+		raw := isRaw(id)
 		for i := k; i < k+rep.N; i++ {
 			m.koff[i] = ko
 			l := keyLen(pk, i)
-			if l > 0 && rep.Err == nil {
+			if l > 0 && raw {
+				m.setRaw(i, pk.Keys[ko:ko+l:ko+l])
+			} else if l > 0 && rep.Err == nil {
 				v, err := fss.ViewKey(pk.Keys[ko : ko+l : ko+l])
 				if err != nil {
 					rep.Err = fmt.Errorf("client: key at counter %d: %w", pk.Counters[i], err)

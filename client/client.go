@@ -31,6 +31,10 @@
 // (authenticated); otp, the keystream tier, is an explicit opt-in for
 // semi-honest hosts and network only.
 //
+// Several module pairs: a Pool is one site's client of K independent
+// pairs; site 0's pool chooses the pair of each request and the id carries
+// the choice to site 1's (pool.go, docs/scaling.md).
+//
 // Receiving in bulk: Stream.RecvBatch hands out the replies of a received
 // message as a Batch of fss.KeyViews over the received buffer (no Key
 // parsed and nothing allocated per key); Release wipes its memory and
@@ -41,6 +45,9 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +58,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -114,6 +122,36 @@ func Derived(id uint64, p fss.Params, count int, beta uint64, deriveBeta bool) *
 		Count: uint32(count), Beta: beta, DeriveBeta: deriveBeta}
 }
 
+// WithProfile sets r's key profile and returns r: msg.KordV1 (the
+// default) or msg.Llama, whose keys are EzPC LLAMA's DCF in LLAMA's own
+// layout (type dcf only). A llama key share comes back as Share.Raw (Get,
+// Recv) or Batch.Raw, never as a parsed kord-v1 key.
+func WithProfile(r *pb.KeyRequest, pr msg.Profile) *pb.KeyRequest {
+	r.Profile = ""
+	if pr != msg.KordV1 {
+		r.Profile = pr.String()
+	}
+	return r
+}
+
+// rawProfile reports whether r asks for a profile whose keys are not
+// kord-v1 keys (handed out as bytes, unparsed).
+func rawProfile(r *pb.KeyRequest) bool {
+	pr, err := msg.ParseProfile(strings.ToLower(r.Profile))
+	return err == nil && pr != msg.KordV1 // an unknown name is refused by the party
+}
+
+// Correlation builds a request for one derived multiplication
+// correlation of shape c (msg.SubmitCorrelation): both modules draw the
+// masks and compute their product, and each site's reply carries only its
+// own party's shares (Share.Corr). A weight mask (c.Part msg.CorrWeight)
+// is kept by the modules for later input correlations, which name it by
+// the Counter of its reply (c.WeightFrom). Both sites send the same shape
+// under the same id.
+func Correlation(id uint64, c msg.Correlation) *pb.KeyRequest {
+	return &pb.KeyRequest{Id: id, Mode: "correlation", Corr: socket.CorrToPB(&c)}
+}
+
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
 func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
@@ -125,9 +163,16 @@ func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint6
 // Share is this site's output for one key.
 type Share struct {
 	Counter               uint64
-	Key                   *fss.Key // bound, derived
+	Key                   *fss.Key // bound, derived (kord-v1)
 	AlphaShare, BetaShare uint64   // derived
 	Evals                 []uint64 // consume
+	// Raw is the key share of a request of another profile than kord-v1
+	// (WithProfile): for msg.Llama, the bytes LLAMA's serializer writes
+	// for this party (fss/llama parses them). Key is then nil.
+	Raw []byte
+	// Corr: this party's shares of a correlation (Correlation requests);
+	// the application wipes them once used (msg.CorrShares.Wipe).
+	Corr *msg.CorrShares
 }
 
 // Reply answers one request.
@@ -155,7 +200,10 @@ func (e *ReplyError) Error() string { return fmt.Sprintf("kord %s: %s", e.Class,
 func (e *ReplyError) AlphaReusable() bool { return pb.AlphaReusable(e.Class) }
 
 // Parse converts a wire reply, parsing the keys.
-func Parse(r *pb.KeyReply) *Reply {
+func Parse(r *pb.KeyReply) *Reply { return parse(r, false) }
+
+// parse is Parse; raw keeps the keys as bytes (Share.Raw) instead.
+func parse(r *pb.KeyReply, raw bool) *Reply {
 	out := &Reply{ID: r.Id}
 	if r.Error != "" {
 		out.Err = &ReplyError{Class: r.ErrorClass, Msg: r.Error}
@@ -164,13 +212,23 @@ func Parse(r *pb.KeyReply) *Reply {
 	out.Shares = make([]Share, len(r.Keys))
 	for i, k := range r.Keys {
 		s := Share{Counter: k.Counter, AlphaShare: k.AlphaShare, BetaShare: k.BetaShare, Evals: k.Evals}
-		if len(k.Key) > 0 {
+		if len(k.Key) > 0 && raw {
+			s.Raw = k.Key
+		} else if len(k.Key) > 0 {
 			key, err := fss.ParseKey(k.Key)
 			if err != nil {
 				out.Err = fmt.Errorf("client: key at counter %d: %w", k.Counter, err)
 				return out
 			}
 			s.Key = key
+		}
+		if k.Corr != nil {
+			c, err := socket.CorrSharesFromPB(k.Corr)
+			if err != nil {
+				out.Err = fmt.Errorf("client: correlation at counter %d: %w", k.Counter, err)
+				return out
+			}
+			s.Corr = c
 		}
 		out.Shares[i] = s
 	}
@@ -183,7 +241,7 @@ func (c *Client) Get(ctx context.Context, r *pb.KeyRequest) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(rep), nil
+	return parse(rep, rawProfile(r)), nil
 }
 
 // Status reports the party.
@@ -203,6 +261,11 @@ func (c *Client) Pair(ctx context.Context) error {
 type Stream struct {
 	s      pb.KeySource_KeysClient
 	packed bool // the party reads packed requests
+	// rawIDs counts the requests sent, by id, whose keys are not kord-v1
+	// keys (WithProfile): their replies' keys are handed out as bytes.
+	rawMu  sync.Mutex
+	rawIDs map[uint64]int
+	anyRaw atomic.Bool // a raw request was ever sent: kord-v1 streams skip the lock
 	// cur is the batch Recv and RecvRaw are reading, from reply cur.r0.
 	cur  Batch
 	free chan *batchMem // released batches' memory, for the next messages
@@ -233,13 +296,50 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 	return &Stream{s: s, packed: c.packedReq.Load() == 1, free: make(chan *batchMem, freeBatches)}, nil
 }
 
+// noteRaw records the requests of rs whose keys come back as bytes.
+func (s *Stream) noteRaw(rs []*pb.KeyRequest) {
+	for _, r := range rs {
+		if rawProfile(r) {
+			s.anyRaw.Store(true)
+			s.rawMu.Lock()
+			if s.rawIDs == nil {
+				s.rawIDs = map[uint64]int{}
+			}
+			s.rawIDs[r.Id]++
+			s.rawMu.Unlock()
+		}
+	}
+}
+
+// takeRaw reports whether the reply to id carries raw keys, and forgets
+// one request of that id.
+func (s *Stream) takeRaw(id uint64) bool {
+	if !s.anyRaw.Load() {
+		return false
+	}
+	s.rawMu.Lock()
+	defer s.rawMu.Unlock()
+	n, ok := s.rawIDs[id]
+	if !ok {
+		return false
+	}
+	if n <= 1 {
+		delete(s.rawIDs, id)
+	} else {
+		s.rawIDs[id] = n - 1
+	}
+	return true
+}
+
 // Send sends one request.
 func (s *Stream) Send(r *pb.KeyRequest) error {
+	s.noteRaw([]*pb.KeyRequest{r})
 	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true, StrideReplies: true})
 }
 
 // SendBatch sends several requests in one message.
 func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
+	s.noteRaw(rs)
 	if s.packed {
 		if pk, ok := packRequests(rs); ok {
 			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true, StrideReplies: true})
@@ -270,12 +370,16 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		if err != nil {
 			return nil, false
 		}
+		prof, err := msg.ParseProfile(strings.ToLower(r.Profile))
+		if err != nil {
+			return nil, false
+		}
 		var db byte
 		if r.DeriveBeta {
 			db = 1
 		}
 		pk.Ids[i], pk.AlphaShares[i], pk.BetaShares[i], pk.Counts[i], pk.Betas[i] = r.Id, r.AlphaShare, r.BetaShare, r.Count, r.Beta
-		pk.Shapes = append(pk.Shapes, byte(mode), byte(tier), byte(typ), byte(r.InBits), byte(r.OutBits), db)
+		pk.Shapes = append(pk.Shapes, byte(mode), byte(tier), msg.TypeByte(prof, typ), byte(r.InBits), byte(r.OutBits), db)
 		if len(r.Points) > 0 {
 			if pk.PointLens == nil {
 				pk.PointLens = make([]uint32, n)
@@ -317,7 +421,14 @@ func (s *Stream) Recv() (*Reply, error) {
 				evals = append(evals, m.evals[k]...)
 				sh.Evals = evals[lo:len(evals):len(evals)]
 			}
-			if v := m.views[k]; !v.IsZero() {
+			if k < len(m.corrs) && m.corrs[k] != nil {
+				c := *m.corrs[k]
+				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
+				sh.Corr = &c
+			}
+			if k < len(m.raws) && m.raws[k] != nil {
+				sh.Raw = append([]byte(nil), m.raws[k]...)
+			} else if v := m.views[k]; !v.IsZero() {
 				key, err := v.Key()
 				if err != nil { // the views were checked as the batch was read
 					out.Err, out.Shares = fmt.Errorf("client: key at counter %d: %w", sh.Counter, err), nil

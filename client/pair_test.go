@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,9 +25,17 @@ import (
 // module, served over gRPC on loopback, and returns a client of each.
 func startParties(t *testing.T) [2]*client.Client {
 	t.Helper()
+	cl, _ := startPartiesWith(t, nil)
+	return cl
+}
+
+// startPartiesWith is startParties with each party's config passed
+// through tune (if not nil) before it starts; stop[b] stops party b (its
+// gRPC server and the party; its module stays), as a crash would.
+func startPartiesWith(t *testing.T, tune func(*service.Config)) (cl [2]*client.Client, stop [2]func()) {
+	t.Helper()
 	dir := t.TempDir()
 	secret := []byte("provisioning secret for tests!!")
-	var cl [2]*client.Client
 	peer := ""
 	for _, party := range []int{1, 0} {
 		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
@@ -34,7 +43,11 @@ func startParties(t *testing.T) [2]*client.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := service.New(service.Config{Party: party, Module: socket.Local(d), PeerAddr: peer, PeerPlaintext: true, Batch: 64, InFlight: 2})
+		cfg := service.Config{Party: party, Module: socket.Local(d), PeerAddr: peer, PeerPlaintext: true, Batch: 64, InFlight: 2}
+		if tune != nil {
+			tune(&cfg)
+		}
+		p, err := service.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,14 +60,16 @@ func startParties(t *testing.T) [2]*client.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cancel(); c.Close(); srv.Stop(); p.Close(); st.Close() })
+		var once sync.Once
+		stop[party] = func() { once.Do(func() { cancel(); srv.Stop(); p.Close() }) }
+		t.Cleanup(func() { stop[party](); c.Close(); st.Close() })
 		cl[party] = c
 		peer = l.Addr().String()
 	}
 	if err := cl[0].Pair(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return cl
+	return cl, stop
 }
 
 // siteKey is one received key share, kept in its live batch.

@@ -8,10 +8,18 @@ import (
 
 // Eval returns this party's share of f(x). x must be below 2^ℓ.
 func (k *Key) Eval(x uint64) (uint64, error) {
-	if x&^prg.Mask(k.p.InBits) != 0 {
-		return 0, fmt.Errorf("fss: x = %d does not fit in the key's %d input bits", x, k.p.InBits)
+	if err := checkX(x, k.p.InBits); err != nil {
+		return 0, err
 	}
 	return k.eval(x), nil
+}
+
+// checkX refuses an evaluation point x wider than the key's inBits.
+func checkX(x uint64, inBits int) error {
+	if x&^prg.Mask(inBits) != 0 {
+		return fmt.Errorf("fss: x = %d does not fit in the key's %d input bits", x, inBits)
+	}
+	return nil
 }
 
 // eval walks the single path of x. Only the child on x's side is hashed:

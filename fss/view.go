@@ -195,8 +195,8 @@ func (v KeyView) Eval(x uint64) (uint64, error) {
 	if err := v.live(); err != nil {
 		return 0, err
 	}
-	if x&^prg.Mask(v.p.InBits) != 0 {
-		return 0, fmt.Errorf("fss: x = %d does not fit in the key's %d input bits", x, v.p.InBits)
+	if err := checkX(x, v.p.InBits); err != nil {
+		return 0, err
 	}
 	return v.eval(x), nil
 }

@@ -10,8 +10,8 @@ import (
 
 // Eval returns this party's share (one bit) of f(x); x must be below 2^ℓ.
 func (k *XorKey) Eval(x uint64) (uint8, error) {
-	if x&^prg.Mask(k.inBits) != 0 {
-		return 0, fmt.Errorf("fss: x = %d does not fit in the key's %d input bits", x, k.inBits)
+	if err := checkX(x, k.inBits); err != nil {
+		return 0, err
 	}
 	nu := xorNu(k.inBits)
 	d := len(k.seedCW)

@@ -35,7 +35,7 @@ func NewModuleSource(ctx context.Context) (*ModuleSource, error) {
 	return &ModuleSource{Pair: lp, Tier: msg.Keystream, Ctx: ctx}, nil
 }
 
-// Close closes the host link.
+// Close stops the in-process pair.
 func (s *ModuleSource) Close() { s.Pair.Close() }
 
 func (s *ModuleSource) ctx() context.Context {
@@ -53,9 +53,9 @@ func (s *ModuleSource) tier() msg.Tier {
 }
 
 // SentBytes returns the bytes each party's host has sent to the other so
-// far, as the host link counts them.
+// far (frame bytes, as the parties count them).
 func (s *ModuleSource) SentBytes() [2]uint64 {
-	return [2]uint64{s.Pair.Links[0].SentBytes(), s.Pair.Links[1].SentBytes()}
+	return [2]uint64{s.Pair.SentBytes(0), s.Pair.SentBytes(1)}
 }
 
 // Bound returns one bound key pair.

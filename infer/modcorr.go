@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/module/msg"
 )
@@ -29,35 +28,6 @@ type ModuleCorr struct {
 	// Ctx bounds every request; nil means context.Background().
 	Ctx context.Context
 	mu  sync.Mutex
-	// settled: one key has gone through the pair's parties (settle).
-	settled bool
-}
-
-// settle asks the pair's parties for one derived key (wiped at once)
-// before the first direct module request. Where host.LocalPair runs the
-// parties' session protocol (main after the proto1 merge), the parties
-// open their session with the modules in the background after pairing,
-// and a correlation submitted before that is dropped by it ("no
-// correlation ready at counter 0"); once one key has gone through the
-// parties, direct use beside them is mended by a resync and keeps what
-// it collected. With the older host it is one wasted key.
-func (s *ModuleCorr) settle(ctx context.Context) error {
-	if s.settled {
-		return nil
-	}
-	out, err := s.Pair.DerivedKeys(ctx, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 1, false)
-	if err != nil {
-		return fmt.Errorf("infer: settling the module pair's parties: %w", err)
-	}
-	for b := range out {
-		for _, k := range out[b] {
-			if k.Key != nil {
-				k.Key.Wipe()
-			}
-		}
-	}
-	s.settled = true
-	return nil
 }
 
 // corrShape maps a linear layer to the module's correlation shape.
@@ -71,8 +41,9 @@ func corrShape(l *Layer, in Shape, ring int) (msg.Correlation, error) {
 	return msg.Correlation{}, fmt.Errorf("infer: layer %v has no multiplication", l.Kind)
 }
 
-// request runs one correlation request on both modules and returns both
-// parties' shares, checked to pair.
+// request runs one correlation request through both parties of the pair
+// (host.LocalPair.Correlation: the session protocol the daemons run) and
+// returns both parties' shares, checked to pair.
 func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
 	var sh [2]*msg.CorrShares
 	if s.Pair == nil {
@@ -84,29 +55,9 @@ func (s *ModuleCorr) request(c msg.Correlation) ([2]*msg.CorrShares, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.settle(ctx); err != nil {
-		return sh, err
-	}
-	var first [2]uint64
-	for b := 0; b < 2; b++ {
-		r, err := s.Pair.Devices[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &c})
-		if err != nil {
-			return sh, fmt.Errorf("infer: module %d: correlation: %w", b, err)
-		}
-		first[b] = r.FirstCounter
-	}
-	for b := 0; b < 2; b++ {
-		cr, err := s.Pair.Devices[b].Collect(ctx, &msg.CollectRequest{Counter: first[b], Corr: true})
-		if err != nil {
-			sh[0].Wipe()
-			return [2]*msg.CorrShares{}, fmt.Errorf("infer: module %d: collecting the correlation: %w", b, err)
-		}
-		sh[b] = cr.Corr
-	}
-	if sh[0] == nil || sh[1] == nil || first[0] != first[1] || sh[0].PairTag != sh[1].PairTag {
-		sh[0].Wipe()
-		sh[1].Wipe()
-		return [2]*msg.CorrShares{}, errors.New("infer: the two modules' correlations do not pair (their request sequences differ)")
+	sh, err := s.Pair.Correlation(ctx, c)
+	if err != nil {
+		return sh, fmt.Errorf("infer: %w", err)
 	}
 	return sh, nil
 }

@@ -104,6 +104,13 @@ func TestDurableRollbackWitness(t *testing.T) {
 	if !errors.Is(err, module.ErrLocked) {
 		t.Fatalf("locked module accepted shares: %v", err)
 	}
+	// A correlation draws at the counters too: refused alike, nothing
+	// drawn before the witness moves them forward.
+	_, err = d[0].Submit(context.Background(), &msg.SubmitRequest{Kind: msg.SubmitCorrelation,
+		Corr: &msg.Correlation{Kind: msg.CorrMatVec, Ring: 16, In: 2, Out: 2}})
+	if !errors.Is(err, module.ErrLocked) {
+		t.Fatalf("locked module accepted a correlation: %v", err)
+	}
 	rc := witness(t, d)
 	if !rc[0].RolledBack {
 		t.Fatal("rollback not detected")

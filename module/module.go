@@ -88,6 +88,11 @@ func NewSoftware(c Config) (Device, error) {
 	return e, nil
 }
 
+// MaxWeights is the most weight masks (msg.CorrWeight) a software module
+// keeps for input correlations; a new one beyond it makes the module
+// forget the oldest.
+const MaxWeights = engine.MaxWeights
+
 // KEMs lists the pairing KEM names this build supports, each run hybrid
 // with X25519.
 func KEMs() []string { return engine.KEMs() }

@@ -2,9 +2,11 @@ package service
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash"
 
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -25,11 +27,18 @@ import (
 // digests stay comparable. A batch without runs is one per-key segment:
 // the path of a session with a party 1 that predates runs.
 
-// segment is one module request of a batch: jobs [j0, j1), n keys.
+// A correlation item (ItemCorrelation) is a run and a segment of its own:
+// one msg.SubmitCorrelation, n = the counters it takes, one correlation
+// collect, its one pair tag in the digest. Nothing of it crosses between
+// the sites but its item in the batch header.
+
+// segment is one module request of a batch: jobs [j0, j1), n keys (a
+// correlation: n counters).
 type segment struct {
 	j0, j1 int
 	n      int
 	bulk   bool
+	corr   bool // one correlation job
 	// frames: how many frames this site's module produced for it (set
 	// once submitted); the peer's module produces as many.
 	frames int
@@ -69,11 +78,17 @@ func bulkRuns(items []*pb.BatchItem) []uint32 {
 	type run struct {
 		n    uint32
 		bulk bool
+		corr bool // a correlation: never joined with another run
 	}
 	var raw []run
 	var cur bulkKey
 	curOK, keys := false, 0
 	for i, it := range items {
+		if it.GetCorr() != nil {
+			raw = append(raw, run{n: 1, corr: true})
+			curOK = false
+			continue
+		}
 		k, ok := bulkKeyOf(it)
 		n := itemKeys(it)
 		if i > 0 && ok && curOK && k == cur && keys+n <= msg.MaxBulk {
@@ -88,12 +103,12 @@ func bulkRuns(items []*pb.BatchItem) []uint32 {
 	var runs []uint32
 	prevBulk := true
 	for _, r := range raw {
-		if !r.bulk && !prevBulk {
+		if !r.bulk && !r.corr && !prevBulk {
 			runs[len(runs)-1] += r.n
 		} else {
 			runs = append(runs, r.n)
 		}
-		prevBulk = r.bulk
+		prevBulk = r.bulk || r.corr
 	}
 	return runs
 }
@@ -131,18 +146,20 @@ func equalRuns(a, b []uint32) bool {
 // must cover the jobs exactly (bulkRuns of their items).
 func segmentsOf(jobs []*job, runs []uint32) []segment {
 	if len(runs) == 0 {
-		n := 0
-		for _, j := range jobs {
-			n += len(j.shares)
-		}
-		return []segment{{j0: 0, j1: len(jobs), n: n}}
+		return perKeySegments(jobs)
 	}
 	segs := make([]segment, 0, len(runs))
 	at := 0
 	for _, r := range runs {
 		s := segment{j0: at, j1: at + int(r)}
 		for _, j := range jobs[s.j0:s.j1] {
-			s.n += len(j.shares)
+			s.n += j.keys()
+		}
+		if r == 1 && jobs[s.j0].corr != nil {
+			s.corr = true
+			segs = append(segs, s)
+			at = s.j1
+			continue
 		}
 		items := make([]*pb.BatchItem, 0, s.j1-s.j0)
 		for _, j := range jobs[s.j0:s.j1] {
@@ -155,12 +172,39 @@ func segmentsOf(jobs []*job, runs []uint32) []segment {
 	return segs
 }
 
+// perKeySegments is the split of a batch without runs: one per-key
+// segment, except that each correlation job is a segment of its own.
+func perKeySegments(jobs []*job) []segment {
+	var segs []segment
+	s := segment{}
+	for i, j := range jobs {
+		if j.corr == nil {
+			s.n += len(j.shares)
+			s.j1 = i + 1
+			continue
+		}
+		if s.j1 > s.j0 {
+			segs = append(segs, s)
+		}
+		segs = append(segs, segment{j0: i, j1: i + 1, n: j.keys(), corr: true})
+		s = segment{j0: i + 1, j1: i + 1}
+	}
+	if s.j1 > s.j0 || len(segs) == 0 {
+		segs = append(segs, s)
+	}
+	return segs
+}
+
 // submitCalls appends the module calls submitting a batch's segments under
 // tier. wipe clears the shares they carry once sent.
 func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier) (_ []socket.Call, wipe func()) {
 	var bulks []*msg.Bulk
 	var shares [][]msg.Share
 	for _, s := range segs {
+		if s.corr {
+			calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: jobs[s.j0].corr}})
+			continue
+		}
 		if !s.bulk {
 			sh := make([]msg.Share, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
@@ -171,7 +215,7 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 			continue
 		}
 		s0 := jobs[s.j0].shares[0]
-		b := &msg.Bulk{Mode: s0.Mode, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
+		b := &msg.Bulk{Mode: s0.Mode, Profile: s0.Profile, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
 			DeriveBeta: s0.DeriveBeta, Beta: s0.Beta}
 		if s0.Mode == msg.Bound {
 			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n)
@@ -196,6 +240,34 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 	}
 }
 
+// failRefusedCorrs answers bad_request the correlation job whose
+// submission the module refused, if the first refusal of res is one: a
+// refusal that comes from the module's state (an input correlation
+// against a weight mask it does not keep, e.g. after it restarted) and
+// would come again on every retry. It returns the other jobs (to go back
+// in the queue).
+func failRefusedCorrs(res []socket.Result, segs []segment, jobs []*job) []*job {
+	for i := 0; i < len(res) && i < len(segs); i++ {
+		err := res[i].Err
+		if err == nil {
+			continue
+		}
+		if !segs[i].corr || !errors.Is(err, module.ErrBadRequest) {
+			return jobs
+		}
+		bad := jobs[segs[i].j0]
+		bad.fail(ErrClassBadRequest, "correlation refused by the module: %v (weight masks are kept until a module restarts or more than %d are kept: draw a new one)", err, module.MaxWeights)
+		rest := make([]*job, 0, len(jobs)-1)
+		for _, j := range jobs {
+			if j != bad {
+				rest = append(rest, j)
+			}
+		}
+		return rest
+	}
+	return jobs
+}
+
 // submitted reads the results of submitCalls (one per segment): the
 // batch's first counter and key count, its own frames (all segments'
 // frames concatenated, in order), and each segment's frame count. The
@@ -210,15 +282,19 @@ func submitted(res []socket.Result, segs []segment) (first uint64, count int, fr
 			return 0, 0, frames, r.Err
 		}
 		sub := r.Submit
-		if sub == nil || sub.Count != segs[i].n {
-			return 0, 0, frames, fmt.Errorf("%w: the module took %d keys of a submission of %d", errDesync, subCount(sub), segs[i].n)
+		want := segs[i].n
+		if segs[i].corr {
+			want = 1 // one correlation, over n counters
+		}
+		if sub == nil || sub.Count != want {
+			return 0, 0, frames, fmt.Errorf("%w: the module took %d keys of a submission of %d", errDesync, subCount(sub), want)
 		}
 		if i == 0 {
 			first = sub.FirstCounter
 		} else if sub.FirstCounter != first+uint64(count) {
 			return 0, 0, frames, fmt.Errorf("%w: the module assigned counter %d to part %d of the batch, expected %d", errDesync, sub.FirstCounter, i, first+uint64(count))
 		}
-		count += sub.Count
+		count += segs[i].n
 		segs[i].frames = r.Packed.Count()
 		if len(segs) == 1 {
 			frames = r.Packed
@@ -246,6 +322,11 @@ func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []
 	}
 	c := first
 	for _, s := range segs {
+		if s.corr {
+			calls = append(calls, socket.Call{Collect: &msg.CollectRequest{Counter: c, Corr: true}})
+			c += uint64(s.n)
+			continue
+		}
 		if s.bulk {
 			calls = append(calls, socket.Call{Collect: &msg.CollectRequest{Counter: c, Count: s.n}})
 			c += uint64(s.n)
@@ -297,7 +378,23 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			break
 		}
 		k0 := len(all)
-		if s.bulk {
+		switch {
+		case s.corr:
+			allPooled = false
+			var sh *msg.CorrShares
+			if r.Collect != nil {
+				sh = r.Collect.Corr
+			}
+			j := jobs[s.j0]
+			if sh == nil || sh.Counter != c || sh.Blocks != s.n || sh.Corr != *j.corr {
+				sh.Wipe()
+				err = fmt.Errorf("%w: collect: the module answered with another correlation than the one at counter %d", errDesync, c)
+			} else {
+				all = append(all, msg.CollectResponse{Counter: c, Corr: sh, PairTag: sh.PairTag})
+				h.Write(sh.PairTag[:])
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, 0, 0
+			}
+		case s.bulk:
 			sl := (*msg.Slab)(nil)
 			if r.Collect != nil {
 				sl = r.Collect.Slab
@@ -334,7 +431,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			} else {
 				allPooled = false
 			}
-		} else {
+		default:
 			allPooled = false
 			if len(r.Range) != s.n {
 				wipeOutputs(r.Range)
@@ -349,9 +446,15 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, 0, 0
 			}
 		}
+		if err != nil {
+			break
+		}
 		k := k0
 		for ji := s.j0; ji < s.j1; ji++ {
 			m := len(jobs[ji].shares)
+			if jobs[ji].corr != nil {
+				m = 1
+			}
 			out[ji] = all[k : k+m : k+m]
 			k += m
 		}
@@ -385,6 +488,7 @@ func wipeResults(res []socket.Result) {
 				r.Collect.Slab.Wipe()
 			}
 			clear(r.Collect.Key)
+			r.Collect.Corr.Wipe()
 		}
 		wipeOutputs(r.Range)
 	}
@@ -413,6 +517,7 @@ func wipeOutputs(outs []msg.CollectResponse) {
 		clear(outs[i].Key)
 		clear(outs[i].Evals)
 		outs[i].AlphaShare, outs[i].BetaShare = 0, 0
+		outs[i].Corr.Wipe()
 	}
 }
 

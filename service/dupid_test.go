@@ -40,8 +40,9 @@ func TestBatchWithDuplicateIDsRefused(t *testing.T) {
 		if packed {
 			b.Items, b.PackedItems = nil, packItems(items)
 		}
-		var expected, last uint64
-		pr := p.prepareBatch(context.Background(), b, &tr, &expected, &last, 1, true)
+		f := &follower{p: p, run: 1, early: true, transcript: tr}
+		pr := f.prepare(context.Background(), b)
+		expected, last := f.expected, f.lastSeq
 		if pr.rep == nil || pr.rep.ErrorClass != ErrClassBadRequest || !slices.Equal(pr.rep.Missing, []uint64{90}) {
 			t.Fatalf("packed=%v: batch with id 90 twice: reply %+v, want a bad_request refusal naming 90", packed, pr.rep)
 		}

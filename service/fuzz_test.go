@@ -11,6 +11,7 @@ import (
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
+	"github.com/kord-fss/kord/proto/modulepb"
 )
 
 // FuzzAppRequests: any KeyRequests message from an application — plain
@@ -21,6 +22,9 @@ func FuzzAppRequests(f *testing.F) {
 		Packed: &pb.PackedRequests{Ids: []uint64{2}, Shapes: []byte{1, 2, 1, 8, 8, 0}, AlphaShares: []uint64{1}, BetaShares: []uint64{2},
 			Counts: []uint32{1}, Betas: []uint64{0}, PointLens: []uint32{1}, Points: []uint64{3}}}
 	b, _ := proto.Marshal(seed)
+	f.Add(b)
+	b, _ = proto.Marshal(&pb.KeyRequests{Requests: []*pb.KeyRequest{{Id: 3, Mode: ModeCorrelation,
+		Corr: &modulepb.Correlation{Kind: 2, Ring: 32, In: 1, Out: 2, K: 3, H: 5, W: 5, Part: 2, WeightFrom: 9}}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var rs pb.KeyRequests
@@ -33,6 +37,12 @@ func FuzzAppRequests(f *testing.F) {
 			}
 			j, err := newJob(r)
 			if err != nil {
+				return true
+			}
+			if j.corr != nil {
+				if _, _, _, err := j.corr.Sizes(); err != nil || j.blocks < 1 || j.blocks > MaxCorrBlocks || j.item.Corr == nil || len(j.shares) != 0 {
+					t.Fatalf("accepted correlation %+v (%d counters): %v", j.corr, j.blocks, err)
+				}
 				return true
 			}
 			if len(j.shares) < 1 || len(j.shares) > MaxCount || len(j.points) > MaxPoints {
@@ -61,13 +71,14 @@ func FuzzPeerBatch(f *testing.F) {
 	d, st := openModule(f, 1, filepath.Join(f.TempDir(), "m1.db"), []byte("provisioning secret for tests!!"))
 	f.Cleanup(func() { st.Close() })
 	p, err := New(Config{Party: 1, Module: socket.Local(d), MatchTimeout: time.Millisecond, PeerPlaintext: true})
-	// (a refusal that keeps the session, skipBatch, moves it on by design)
+	// (a refusal that keeps the session, follower.skip, moves it on by design)
 	if err != nil {
 		f.Fatal(err)
 	}
 	it := &pb.BatchItem{Id: 7, Mode: uint32(msg.Bound), Type: 1, InBits: 8, OutBits: 8, Count: 1}
+	ci := &pb.BatchItem{Id: 7, Mode: ItemCorrelation, InBits: 16, Count: 3, Corr: &modulepb.Correlation{Kind: 1, Ring: 16, In: 2, Out: 2, Part: 1}}
 	tr := newTranscript(nil, nil)
-	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil} {
+	for _, items := range [][]*pb.BatchItem{{it}, {it, it}, nil, {ci}, {it, ci}} {
 		b, _ := proto.Marshal(&pb.Batch{Seq: 1, Tier: uint32(msg.MAC), Items: items, Transcript: chain(tr, 1, msg.MAC, 0, items, false)})
 		f.Add(b)
 		if len(items) > 0 {
@@ -89,8 +100,9 @@ func FuzzPeerBatch(f *testing.F) {
 		b.Transcript = chain(tr, b.Seq, msg.Tier(b.Tier), b.FirstCounter, items, b.PackedItems != nil)
 		j, _ := newJob(&pb.KeyRequest{Id: 7, Mode: "bound", Tier: "mac", Type: "dpf", InBits: 8, OutBits: 8})
 		p.pend.add(j)
-		trc, expected, last := tr, uint64(0), uint64(0)
-		pr := p.prepareBatch(context.Background(), &b, &trc, &expected, &last, 1, true)
+		fl := &follower{p: p, run: 1, early: true, transcript: tr}
+		pr := fl.prepare(context.Background(), &b)
+		expected, last := fl.expected, fl.lastSeq
 		if pr.rep != nil && !pr.soft && (expected != 0 || last != 0) {
 			t.Fatalf("refused batch moved the session: expected %d last %d", expected, last)
 		}

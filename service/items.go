@@ -9,6 +9,7 @@ import (
 
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
+	"github.com/kord-fss/kord/proto/modulepb"
 )
 
 // packItems returns items as parallel lists, or nil when one of them has a
@@ -34,6 +35,12 @@ func packItems(items []*pb.BatchItem) *pb.PackedItems {
 			}
 			pk.Betas[i] = it.Beta
 		}
+		if (it.Mode == ItemCorrelation) != (it.Corr != nil) {
+			return nil
+		}
+		if it.Corr != nil {
+			pk.Corrs = append(pk.Corrs, it.Corr)
+		}
 	}
 	return pk
 }
@@ -56,6 +63,7 @@ func unpackItems(pk *pb.PackedItems) ([]*pb.BatchItem, error) {
 	}
 	vals := make([]pb.BatchItem, n)
 	out := make([]*pb.BatchItem, n)
+	corrs := pk.Corrs
 	for i := range vals {
 		it := &vals[i]
 		s := pk.Shapes[4*i : 4*i+4]
@@ -72,7 +80,16 @@ func unpackItems(pk *pb.PackedItems) ([]*pb.BatchItem, error) {
 		if len(pk.Betas) > 0 {
 			it.Beta = pk.Betas[i]
 		}
+		if it.Mode == ItemCorrelation {
+			if len(corrs) == 0 || corrs[0] == nil {
+				return nil, fmt.Errorf("packed items: item %d is a correlation and corrs has no shape left for it", i)
+			}
+			it.Corr, corrs = corrs[0], corrs[1:]
+		}
 		out[i] = it
+	}
+	if len(corrs) > 0 {
+		return nil, fmt.Errorf("packed items: %d correlation shapes for no correlation item", len(corrs))
 	}
 	return out, nil
 }
@@ -95,8 +112,11 @@ func newTranscript(c0, c1 []byte) []byte {
 // PackedItems), the header is followed by the byte 'P' and each item is
 // varint(id) ‖ mode ‖ type ‖ in_bits ‖ out_bits ‖ varint(count) ‖
 // derive_beta ‖ varint(beta), about 10 bytes; packed items all fit these
-// bytes. Both parties chain the same items the same way whichever form
-// carried them, so the transcript checks what party 1 will claim.
+// bytes. A correlation item (ItemCorrelation) is followed, in either form,
+// by its shape: 'C', then kind, ring, in, out, k, h, w, part and
+// weight_from as varints. Both parties chain the same items the same way
+// whichever form carried them, so the transcript checks what party 1 will
+// claim.
 func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.BatchItem, packed bool) []byte {
 	per := 40
 	if packed {
@@ -122,6 +142,7 @@ func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.Bat
 			b = protowire.AppendVarint(b, uint64(it.Count))
 			b = append(b, flag(it.DeriveBeta))
 			b = protowire.AppendVarint(b, it.Beta)
+			b = appendCorr(b, it.Corr)
 		}
 	} else {
 		for _, it := range items {
@@ -130,8 +151,22 @@ func chain(prev []byte, seq uint64, tier msg.Tier, first uint64, items []*pb.Bat
 			b = binary.LittleEndian.AppendUint64(b, uint64(it.Count))
 			b = binary.LittleEndian.AppendUint64(b, uint64(flag(it.DeriveBeta)))
 			b = binary.LittleEndian.AppendUint64(b, it.Beta)
+			b = appendCorr(b, it.Corr)
 		}
 	}
 	sum := sha256.Sum256(b)
 	return sum[:]
+}
+
+// appendCorr appends a correlation item's shape to a transcript header
+// (nothing for other items).
+func appendCorr(b []byte, c *modulepb.Correlation) []byte {
+	if c == nil {
+		return b
+	}
+	b = append(b, 'C')
+	for _, v := range []uint64{uint64(c.Kind), uint64(c.Ring), uint64(c.In), uint64(c.Out), uint64(c.K), uint64(c.H), uint64(c.W), uint64(c.Part), c.WeightFrom} {
+		b = protowire.AppendVarint(b, v)
+	}
+	return b
 }

@@ -15,12 +15,25 @@ import (
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
+	"github.com/kord-fss/kord/proto/modulepb"
 )
 
 // Limits on one application request.
 const (
 	MaxCount  = 4096    // derived keys per request
 	MaxPoints = 1 << 16 // consume-mode points per request
+	// MaxCorrBlocks bounds the counters one correlation request takes
+	// (msg.Correlation.Blocks: two words a counter).
+	MaxCorrBlocks = 1 << 21
+)
+
+// ModeCorrelation is the mode of a correlation request (KeyRequest.corr)
+// and ItemCorrelation the mode code of its batch item: one derived
+// multiplication correlation (msg.SubmitCorrelation), drawn inside both
+// modules, nothing per item between the sites but its batch header.
+const (
+	ModeCorrelation = "correlation"
+	ItemCorrelation = 16
 )
 
 // Error classes of KeyReply.error_class: the one table is kordpb.Classes
@@ -103,13 +116,23 @@ type job struct {
 	keyRef    *socket.RecvBuf
 	keyRegion []byte
 
+	// corr (a correlation request): its shape, and the counters it takes
+	// (shares is then empty; keys counts the counters).
+	corr   *msg.Correlation
+	blocks int
+
 	// storage for item and a single share, so that a bound request needs
 	// no allocation of its own (jobs of one message share one slab)
 	itemv pb.BatchItem
 	one   [1]msg.Share
 }
 
-func (j *job) keys() int { return len(j.shares) }
+func (j *job) keys() int {
+	if j.corr != nil {
+		return j.blocks
+	}
+	return len(j.shares)
+}
 
 // finish answers the job with its outputs.
 func (j *job) finish(outs []msg.CollectResponse) {
@@ -186,6 +209,7 @@ func (j *job) wipeOutputs(lent bool) {
 		clear(o.Key)
 		clear(o.Evals)
 		o.AlphaShare, o.BetaShare = 0, 0
+		o.Corr.Wipe()
 	}
 	if !lent {
 		j.releaseRef(nil)
@@ -238,6 +262,10 @@ func (j *job) pbReply() *pb.KeyReply {
 	for i := range j.outs {
 		c := &j.outs[i]
 		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+		if c.Corr != nil {
+			shares[i].Corr = &modulepb.CorrShares{Counter: c.Corr.Counter, Blocks: uint32(c.Corr.Blocks), Corr: socket.CorrToPB(&c.Corr.Corr),
+				A: c.Corr.A, R: c.Corr.R, Z: c.Corr.Z, PairTag: c.Corr.PairTag[:]}
+		}
 		rep.Keys[i] = &shares[i]
 	}
 	return rep
@@ -292,7 +320,17 @@ func resetPacked(pk *pb.PackedReplies) {
 // sameShape reports whether the two sites asked for the same thing.
 func sameShape(a, b *pb.BatchItem) bool {
 	return a.Id == b.Id && a.Mode == b.Mode && a.Type == b.Type && a.InBits == b.InBits && a.OutBits == b.OutBits &&
-		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta
+		a.Count == b.Count && a.DeriveBeta == b.DeriveBeta && a.Beta == b.Beta && sameCorr(a.Corr, b.Corr)
+}
+
+// sameCorr reports whether two items ask for the same correlation (both
+// nil: neither is one).
+func sameCorr(a, b *modulepb.Correlation) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Kind == b.Kind && a.Ring == b.Ring && a.In == b.In && a.Out == b.Out && a.K == b.K && a.H == b.H && a.W == b.W &&
+		a.Part == b.Part && a.WeightFrom == b.WeightFrom
 }
 
 var (
@@ -400,6 +438,9 @@ func (j *job) init(r *pb.KeyRequest) error {
 	if r == nil {
 		return badf("empty request")
 	}
+	if r.Corr != nil || lowerASCII(r.Mode) == ModeCorrelation {
+		return j.initCorr(r)
+	}
 	mode, err := msg.ParseMode(lowerASCII(r.Mode))
 	if err != nil {
 		return badf("mode: %v", err)
@@ -407,6 +448,13 @@ func (j *job) init(r *pb.KeyRequest) error {
 	typ, err := fss.ParseType(lowerASCII(r.Type))
 	if err != nil || (typ != fss.DPF && typ != fss.DCF) {
 		return badf("type: %q is not dpf or dcf", r.Type)
+	}
+	prof, err := msg.ParseProfile(lowerASCII(r.Profile))
+	if err != nil {
+		return badf("profile: %q is not kord-v1 or llama", r.Profile)
+	}
+	if prof == msg.Llama && typ != fss.DCF {
+		return badf("type: the llama profile has only dcf keys (LLAMA's FSS has no DPF), got %q", r.Type)
 	}
 	if r.InBits < 1 || r.InBits > 64 {
 		return badf("in_bits: %d is outside 1..64", r.InBits)
@@ -416,9 +464,12 @@ func (j *job) init(r *pb.KeyRequest) error {
 	}
 	in, out := int(r.InBits), int(r.OutBits)
 	j.id = r.Id
-	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(typ), r.InBits, r.OutBits, 1
+	// The batch item's type carries the profile in its high nibble
+	// (msg.TypeByte; kord-v1's is the type alone), so the parties' item
+	// comparisons, bulk runs and transcripts cover it.
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.Id, uint32(mode), uint32(msg.TypeByte(prof, typ)), r.InBits, r.OutBits, 1
 	j.item = &j.itemv
-	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	base := msg.Share{Mode: mode, Profile: prof, Type: typ, InBits: in, OutBits: out}
 	if mode == msg.Derived {
 		if r.Tier != "" {
 			return badf("tier: derived keys send no frame; leave tier empty")
@@ -478,6 +529,33 @@ func (j *job) init(r *pb.KeyRequest) error {
 	base.AlphaShare, base.BetaShare = r.AlphaShare, r.BetaShare
 	j.one[0] = base
 	j.shares = j.one[:]
+	return nil
+}
+
+// initCorr is init for a correlation request: mode "correlation" with a
+// shape in corr and every key field empty.
+func (j *job) initCorr(r *pb.KeyRequest) error {
+	if lowerASCII(r.Mode) != ModeCorrelation {
+		return badf("mode: a request with corr must have mode %q, not %q", ModeCorrelation, r.Mode)
+	}
+	if r.Corr == nil {
+		return badf("corr: missing (mode %q)", ModeCorrelation)
+	}
+	if r.Type != "" || r.Tier != "" || r.InBits != 0 || r.OutBits != 0 || r.AlphaShare != 0 || r.BetaShare != 0 ||
+		r.Count != 0 || r.DeriveBeta || r.Beta != 0 || len(r.Points) != 0 || r.Profile != "" {
+		return badf("type/tier/in_bits/out_bits/alpha_share/beta_share/count/derive_beta/beta/points/profile: must be empty in a correlation request")
+	}
+	c := socket.CorrFromPB(r.Corr)
+	blocks, err := c.Blocks()
+	if err != nil {
+		return badf("%v", err)
+	}
+	if blocks > MaxCorrBlocks {
+		return badf("corr: takes %d counters, over %d", blocks, MaxCorrBlocks)
+	}
+	j.id, j.corr, j.blocks = r.Id, c, blocks
+	j.itemv = pb.BatchItem{Id: r.Id, Mode: ItemCorrelation, InBits: uint32(c.Ring), Count: uint32(blocks), Corr: socket.CorrToPB(c)}
+	j.item = &j.itemv
 	return nil
 }
 
@@ -1011,7 +1089,7 @@ func simplePacked(pk *pb.PackedRequests) bool {
 // (points, if any, are the caller's), as eachPacked hands it on.
 func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
-	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2]).String(),
+	*r = pb.KeyRequest{Id: pk.Ids[i], Mode: msg.Mode(sh[0]).String(), Type: fss.Type(sh[2] & 15).String(), Profile: msg.Profile(sh[2] >> 4).String(),
 		InBits: uint32(sh[3]), OutBits: uint32(sh[4]), DeriveBeta: sh[5] == 1,
 		AlphaShare: pk.AlphaShares[i], BetaShare: pk.BetaShares[i], Count: pk.Counts[i], Beta: pk.Betas[i]}
 	if sh[1] != 0 {
@@ -1030,12 +1108,13 @@ func packedRequest(pk *pb.PackedRequests, i int, r *pb.KeyRequest) error {
 // consume mode), which then takes the long way for its error message.
 func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 	sh := pk.Shapes[i*packedShape : (i+1)*packedShape]
-	mode, tier, typ, in, out, db := msg.Mode(sh[0]), msg.Tier(sh[1]), fss.Type(sh[2]), int(sh[3]), int(sh[4]), sh[5]
-	if db > 1 || (typ != fss.DPF && typ != fss.DCF) || in < 1 || in > 64 || out < 1 || out > 64 {
+	mode, tier, typ, prof, in, out, db := msg.Mode(sh[0]), msg.Tier(sh[1]), fss.Type(sh[2]&15), msg.Profile(sh[2]>>4), int(sh[3]), int(sh[4]), sh[5]
+	if db > 1 || (typ != fss.DPF && typ != fss.DCF) || in < 1 || in > 64 || out < 1 || out > 64 ||
+		(prof != msg.KordV1 && (prof != msg.Llama || typ != fss.DCF)) {
 		return false
 	}
 	as, bs, count, beta := pk.AlphaShares[i], pk.BetaShares[i], pk.Counts[i], pk.Betas[i]
-	base := msg.Share{Mode: mode, Type: typ, InBits: in, OutBits: out}
+	base := msg.Share{Mode: mode, Profile: prof, Type: typ, InBits: in, OutBits: out}
 	j.itemv.Count = 1
 	switch mode {
 	case msg.Bound:
@@ -1065,7 +1144,7 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 		return false
 	}
 	j.id = pk.Ids[i]
-	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits = j.id, uint32(mode), uint32(typ), uint32(in), uint32(out)
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits = j.id, uint32(mode), uint32(sh[2]), uint32(in), uint32(out)
 	j.item = &j.itemv
 	return true
 }

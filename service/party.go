@@ -18,7 +18,7 @@
 // and the undelivered requests are batched again. No application is ever
 // handed a key whose pair was not confirmed. An id party 1 has no request
 // for costs only itself: that batch alone is refused, before any frame is
-// opened, and the session goes on (peer.go, skipBatch). A party that
+// opened, and the session goes on (follower.go, follower.skip). A party that
 // restarts completes, from its module, the pairs generated before its
 // crash when their ids are resent (recover.go).
 package service
@@ -106,6 +106,9 @@ type Config struct {
 	// noBulk (tests): party 0 sends no Batch.runs and party 1 does not
 	// offer them (HelloReply.bulk), as parties that predate bulk batches.
 	noBulk bool
+	// inProcess: the parties of a LocalPair, linked in process (no
+	// PeerAddr, no transport credentials).
+	inProcess bool
 }
 
 // Party is one site's host service.
@@ -123,6 +126,9 @@ type Party struct {
 
 	peerConn *grpc.ClientConn
 	peer     pb.PeerLinkClient
+	// local (party 0 of a LocalPair): opens an in-process link to party 1
+	// for one session, instead of the gRPC peer link.
+	local func(ctx context.Context) (peerLink, error)
 
 	seq       uint64        // party 0: last batch seq assigned (sender only)
 	delivered atomic.Uint64 // party 0: last batch seq delivered
@@ -178,6 +184,9 @@ func New(c Config) (*Party, error) {
 	if c.Module == nil {
 		return nil, errors.New("service: no module")
 	}
+	if c.inProcess {
+		c.PeerCreds, c.PeerPlaintext, c.PeerAddr = nil, true, ""
+	}
 	if (c.PeerCreds == nil) == !c.PeerPlaintext {
 		return nil, errors.New("service: the peer link needs PeerCreds (mutual TLS) or, to run it without transport security, PeerPlaintext; not neither, not both")
 	}
@@ -208,7 +217,7 @@ func New(c Config) (*Party, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
-	if c.Party == 0 {
+	if c.Party == 0 && !c.inProcess {
 		if c.PeerAddr == "" {
 			return nil, errors.New("service: party 0 needs the peer's address")
 		}
@@ -404,7 +413,11 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	p.setNext(next, true)
 	p.keysDelivered.Add(uint64(n))
 	for s, c := range counts {
-		p.m.keys.WithLabelValues(fss.Type(s.typ).String(), msg.Mode(s.mode).String()).Add(float64(c))
+		typ, mode := fss.Type(s.typ).String(), msg.Mode(s.mode).String()
+		if s.mode == ItemCorrelation { // counted in counters taken
+			typ, mode = ModeCorrelation, ModeCorrelation
+		}
+		p.m.keys.WithLabelValues(typ, mode).Add(float64(c))
 	}
 }
 
@@ -635,7 +648,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		add := func(j *job) error {
 			// One message carries replies of one form: a reply of the
 			// other form sends what is built first.
-			asPacked := j.reply == nil && packed.Load()
+			asPacked := j.reply == nil && packed.Load() && j.corr == nil // correlations: KeyShare.corr
 			if asPacked && len(out.Replies) > 0 || !asPacked && len(pk.Ids) > 0 {
 				if err := send(); err != nil {
 					j.wipeOutputs(false)

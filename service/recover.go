@@ -102,7 +102,9 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 		p.tagCtr = make([]uint64, recentKeys)
 	}
 	for i, j := range jobs {
-		if len(reps[i]) == 0 {
+		// A correlation is handed out once by its module and cannot be
+		// re-collected: a restarted peer finds no record and fails it.
+		if len(reps[i]) == 0 || j.corr != nil {
 			continue
 		}
 		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,

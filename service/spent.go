@@ -33,14 +33,14 @@ import (
 // and queue.requeue and pending.putBack fail a spent job rather than queue
 // it. The paths, and what each does now:
 //
-// Party 0 (session: sender, receiver, watchdog):
+// Party 0 (leader.go: sender, receiver, watchdog):
 //   - submission to its module fails (sender): nothing opened; the jobs
 //     go back, the session ends.
-//   - party 1 refuses before opening frames (prepareBatch: transcript,
+//   - party 1 refuses before opening frames (follower.prepare: transcript,
 //     counter, duplicate id, mismatch, peer): the ids it names fail with
 //     its class (bad_request, mismatch, peer: α reusable), the rest go
 //     back.
-//   - party 1 refuses after opening frames (finishBatch: a refused frame,
+//   - party 1 refuses after opening frames (follower.finish: a refused frame,
 //     a module error, a frame sent early and its digest refused): party 1
 //     names its spent ids with class tampered or spent and party 0 fails
 //     them with that class; party 0's own spent jobs fail spent whatever
@@ -60,13 +60,13 @@ import (
 //     came, a desync) with batches in flight: each flight's spent jobs
 //     fail spent, the others go back and are batched after the resync.
 //
-// Party 1 (serveSession, finishBatches, held batches):
-//   - prepareBatch refuses before any frame is opened: the claimed jobs go
+// Party 1 (follower.go: serve, finisher, held batches):
+//   - follower.prepare refuses before any frame is opened: the claimed jobs go
 //     back to the pending set (not spent).
-//   - prepareBatch, one-shot replies (no early frames): submit, open and
+//   - follower.prepare, one-shot replies (no early frames): submit, open and
 //     collect in one module call; the jobs covered by accepted frames are
 //     marked spent; a failure after that fails them with the refusal.
-//   - finishBatch, early frames: its frames leave first, then its module
+//   - follower.finish, early frames: its frames leave first, then its module
 //     opens party 0's; a refused frame or a module error fails the spent
 //     jobs (tampered / spent) and names them in the refusal.
 //   - a held batch (answered, waiting for party 0's confirmation): every
@@ -94,7 +94,7 @@ import (
 // Timeouts: party 0's watchdog ends the session (as "session lost").
 // Unmatched ids (issue 20): party 1 refuses a batch with ids it has no
 // request for before opening any frame and without ending the session
-// (skipBatch: its module skips the counters with derived filler, both
+// (follower.skip: its module skips the counters with derived filler, both
 // modules abandon them); no job is spent, party 0 batches the others
 // again and retries the missing ones alone until MatchTimeout, then fails
 // them unmatched (α reusable). Crash or restart of a party (recover.go):
@@ -297,7 +297,7 @@ const rejectPairMismatch = "pair_mismatch"
 func batchLast(first uint64, jobs []*job) uint64 {
 	n := 0
 	for _, j := range jobs {
-		n += len(j.shares)
+		n += j.keys()
 	}
 	return first + uint64(max(n, 1)) - 1
 }

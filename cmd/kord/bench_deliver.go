@@ -28,8 +28,9 @@ derived mode, measure in one run:
   raw        fss.BatchGen on one worker, no transport, keys never leave
              the buffer: the fastest of six runs of --raw-time / 6, three
              before the row's delivered paths and three after;
-  in-process two software modules and two hosts in this process
-             (host.LocalPair) on the bulk path: each party's keys handed
+  in-process two software modules and the two parties in this process
+             (host.LocalPair: the daemons' session protocol over an
+             in-process link) on the bulk path: each party's keys handed
              out as a slab and read in place (key views);
   processes  the five processes of ` + "`kord demo`" + ` (2 modules, 2 parties with a
              mutual-TLS peer link, this client on two streams), started once

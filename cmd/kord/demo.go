@@ -27,6 +27,7 @@ type demoOpts struct {
 	inFlight        int // batches outstanding between the parties (process path)
 	kem             string
 	seed            uint64
+	pairs           pairsOpts // --pairs, --fault, --stall, --png (demo_pairs.go)
 }
 
 // check validates every flag, whichever path the demo takes.
@@ -41,6 +42,9 @@ func (o demoOpts) check(cmd *cobra.Command) error {
 		return badInput("--in-flight %d is outside 1..1024", o.inFlight)
 	}
 	if err := checkKEM(o.kem); err != nil {
+		return err
+	}
+	if err := o.pairs.check(cmd, o.inProcess); err != nil {
 		return err
 	}
 	if !o.inProcess {
@@ -74,6 +78,9 @@ func demoCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.check(cmd); err != nil {
 				return err
+			}
+			if len(o.pairs.ks) > 0 {
+				return demoPairs(cmd, o) // demo_pairs.go
 			}
 			if !o.inProcess {
 				return demoProcesses(cmd, o) // demo_processes.go
@@ -126,5 +133,6 @@ func demoCmd() *cobra.Command {
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
 	f.Bool("peer-plaintext", false, "without --in-process: run the parties' peer link without TLS (default: mutual TLS 1.3 with certificates made for the run), to see what TLS costs")
+	o.pairs.flags(f)
 	return cmd
 }

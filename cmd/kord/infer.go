@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
+	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/spf13/cobra"
 )
@@ -21,7 +25,7 @@ func init() {
 		Use:   "infer",
 		Short: "Private inference of MNIST models on dealerless kord keys",
 	}
-	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd(), inferInventoryCmd())
+	c.AddCommand(inferTrainCmd(), inferDemoCmd(), inferAccuracyCmd(), inferInventoryCmd(), inferPartyCmd(), inferDealerCmd())
 	rootCmd.AddCommand(c)
 }
 
@@ -116,29 +120,38 @@ func inferDemoCmd() *cobra.Command {
 		start       int
 		asJSON      bool
 		dealer      bool
+		inProcess   bool
 		linkName    string
 		rn          resnetFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--dealer]",
+		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--in-process [--dealer]]",
 		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
 		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
-image) in this process over loopback TCP shaped by --link, in one session:
-each linear layer's weight mask is drawn once and the weights are opened
-once; every image then gets fresh keys and input masks.
+image) in one session: each linear layer's weight mask is drawn once and
+the weights are opened once; every image then gets fresh keys and input
+masks. Every secure output is compared with the cleartext fixed-point
+model.
 
+By default the run has five processes and a dealer, all children of this
+one on loopback: two key-generation modules (kord module) and two party
+daemons (kord party), the two online parties (each its own process,
+talking over TCP), and the trusted dealer's process. Every inter-machine
+link is shaped by --link: the online parties' link, the sites' peer link
+(through a counting proxy) and the dealer's two links, one to each party.
 Key supply is measured two ways per image in the same run:
-  - kord modules: every FSS key (ReLU, max-pool, truncation) and every
-    multiplication correlation derived inside a paired pair of software
-    key-generation modules, so nothing crosses between the two sites. In
-    process for now (host.LocalPair); the five-process path through the
-    party daemons is the next step.
-  - trusted dealer (baseline, the LLAMA route): one dealer generates
-    everything and sends each party its material over that party's own
-    link (two loopback TCP links, each shaped by --link, used at once).
-The online phase runs on the modules' material (with --dealer, on the
-dealer's as the parties received it). Every secure output is compared
-with the cleartext fixed-point model.
+  - kord: every FSS key (ReLU, max-pool, truncation) and every
+    multiplication correlation requested by each online party from its
+    own party daemon, derived inside the paired modules; only batch
+    headers cross between the sites.
+  - trusted dealer (baseline, the LLAMA route): the dealer process
+    generates everything and sends each party its material over that
+    party's own link, both links at once.
+The online phase runs on kord's material.
+
+--in-process runs the earlier single-process version: both parties in this
+process, keys from an in-process module pair (host.LocalPair); with
+--dealer its online phase runs on the dealer's material.
 
 Links (each round trip split evenly between the directions):
   loopback  unshaped
@@ -167,13 +180,31 @@ Links (each round trip split evenly between the directions):
 			if err != nil {
 				return err
 			}
-			_, testSet, err := infer.LoadMNIST()
-			if err != nil {
-				return err
-			}
-			rep, err := infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
-			if err != nil {
-				return err
+			var rep *infer.DemoReport
+			if inProcess {
+				_, testSet, err := infer.LoadMNIST()
+				if err != nil {
+					return err
+				}
+				rep, err = infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
+				if err != nil {
+					return err
+				}
+			} else {
+				if dealer {
+					return badInput("--dealer needs --in-process (the five-process run measures the dealer and runs online on kord's material)")
+				}
+				var progress io.Writer
+				if !asJSON {
+					progress = cmd.ErrOrStderr()
+				}
+				// Ctrl-C stops the run and its child processes.
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress})
+				if err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
@@ -203,9 +234,61 @@ Links (each round trip split evenly between the directions):
 	f.IntVar(&images, "images", 10, "test images to run")
 	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.BoolVar(&dealer, "dealer", false, "run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
+	f.BoolVar(&dealer, "dealer", false, "with --in-process: run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
+	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes")
 	f.StringVar(&linkName, "link", "loopback", "shape the online link and the dealer's two links: loopback, lan, 1gbps or wan")
 	addResNetFlags(f, &rn)
+	return cmd
+}
+
+// inferPartyCmd is the hidden `kord infer party`: one online party
+// process of the five-process demo (inferdemo.PartyMain).
+func inferPartyCmd() *cobra.Command {
+	var a inferdemo.PartyArgs
+	cmd := &cobra.Command{
+		Use:    "party",
+		Short:  "One online party of `kord infer demo` (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return inferdemo.PartyMain(cmd.Context(), a, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&a.B, "party", 0, "0 (the model owner) or 1 (the client)")
+	f.StringVar(&a.Model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&a.File, "file", "", "model file (default: the built-in weights of --model)")
+	f.IntVar(&a.Start, "start", 0, "index of the first test image (party 1)")
+	f.IntVar(&a.Images, "images", 1, "evaluations to run")
+	f.StringVar(&a.Link, "link", "loopback", "shape this party's links: loopback, lan, 1gbps or wan")
+	f.StringVar(&a.App, "app", "", "this site's party daemon (application address)")
+	f.StringVar(&a.Dealer, "dealer", "", "the trusted dealer's port for this party (empty: no dealer baseline)")
+	f.StringVar(&a.Online, "online", "", "party 0: party 1's online address")
+	f.StringVar(&a.OnlineListen, "online-listen", "127.0.0.1:0", "party 1: where to listen for party 0")
+	return cmd
+}
+
+// inferDealerCmd is the hidden `kord infer dealer`: the trusted dealer's
+// process of the five-process demo (inferdemo.DealerMain).
+func inferDealerCmd() *cobra.Command {
+	var (
+		model, file, link string
+		images            int
+	)
+	cmd := &cobra.Command{
+		Use:    "dealer",
+		Short:  "The trusted dealer of `kord infer demo` (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return inferdemo.DealerMain(cmd.Context(), model, file, images, link, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&file, "file", "", "model file (default: the built-in weights of --model)")
+	f.IntVar(&images, "images", 1, "evaluations to serve")
+	f.StringVar(&link, "link", "loopback", "shape what the dealer sends: loopback, lan, 1gbps or wan")
 	return cmd
 }
 

@@ -2,17 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestInferDemoLinkJSON runs `kord infer demo` on the 1gbps link with the
-// MLP on two images: every output bit-exact, the issue's fields present,
-// both key supplies measured (the dealer's positive), nothing between the
-// module sites. No wall-clock thresholds.
-func TestInferDemoLinkJSON(t *testing.T) {
-	out, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--file", "../../infer/testdata/mlp.kordnn",
-		"--images", "2", "--link", "1gbps", "--json")
+// inferDemoJSON runs `kord infer demo` with the MLP on two images on the
+// 1gbps link and checks what every run must show: every output
+// bit-exact, the issue's fields present, both key supplies measured (the
+// dealer's positive). No wall-clock thresholds.
+func inferDemoJSON(t *testing.T, extra ...string) map[string]any {
+	t.Helper()
+	out, errOut, code := runKord(t, append([]string{"infer", "demo", "--model", "mlp", "--file", "../../infer/testdata/mlp.kordnn",
+		"--images", "2", "--link", "1gbps", "--json"}, extra...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -37,11 +40,33 @@ func TestInferDemoLinkJSON(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", f, r[f])
 		}
 	}
+	return r
+}
+
+// TestInferDemoLinkJSON: the default run is the five-process path (two
+// modules, two party daemons, two online parties and the dealer as
+// processes): at most one byte between the sites per key or correlation,
+// batch headers included.
+func TestInferDemoLinkJSON(t *testing.T) {
+	r := inferDemoJSON(t)
+	items, _ := r["offline_items_per_image"].(float64)
+	if b, _ := r["offline_inter_site_bytes_per_image"].(float64); b > items {
+		t.Errorf("%v bytes between the sites per image for %v keys and correlations: over one byte each", b, items)
+	}
+	if p, _ := r["key_supply_path"].(string); !strings.Contains(p, "five processes") || !strings.Contains(p, "party daemon") {
+		t.Errorf("key_supply_path must name the five-process path: %q", p)
+	}
+}
+
+// TestInferDemoInProcessJSON: --in-process keeps the single-process run
+// (an in-process module pair: nothing between the module sites).
+func TestInferDemoInProcessJSON(t *testing.T) {
+	r := inferDemoJSON(t, "--in-process")
 	if r["offline_inter_site_bytes_per_image"] != 0.0 {
 		t.Errorf("inter-site bytes %v, want 0", r["offline_inter_site_bytes_per_image"])
 	}
-	if p, _ := r["key_supply_path"].(string); !strings.Contains(p, "in process") || !strings.Contains(p, "five-process") {
-		t.Errorf("key_supply_path must say the module path is in process for now: %q", p)
+	if p, _ := r["key_supply_path"].(string); !strings.Contains(p, "in process") {
+		t.Errorf("key_supply_path must say the module pair is in process: %q", p)
 	}
 }
 
@@ -51,5 +76,23 @@ func TestInferDemoBadLink(t *testing.T) {
 	_, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--images", "1", "--link", "dialup")
 	if code != 2 || !strings.Contains(errOut, "1gbps") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestInferDemoBadModelFile: a model file that does not parse is refused
+// before any process starts, naming the file; so is a party process
+// given one.
+func TestInferDemoBadModelFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.kordnn")
+	if err := os.WriteFile(bad, []byte("NOTAMODEL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runKord(t, "infer", "demo", "--model", "cnn", "--file", bad, "--images", "1", "--json")
+	if code == 0 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, "model file") {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	out, _, code := runKord(t, "infer", "party", "--party", "1", "--model", "cnn", "--file", bad, "--app", "127.0.0.1:1")
+	if code == 0 || !strings.Contains(out, `"error"`) || !strings.Contains(out, "model file") {
+		t.Fatalf("party: exit %d: %s", code, out)
 	}
 }

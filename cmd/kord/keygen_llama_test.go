@@ -115,11 +115,12 @@ func TestBenchGenLlama(t *testing.T) {
 		KeysPerSec      float64 `json:"keys_per_sec"`
 		LlamaKeysPerSec float64 `json:"llama_keys_per_sec"`
 		LlamaVsKordV1   float64 `json:"llama_vs_kord_v1"`
+		LlamaCPUSeconds float64 `json:"llama_cpu_seconds"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if res.Profile != "llama" || res.KeysPerSec <= 0 || res.LlamaKeysPerSec <= 0 || res.LlamaVsKordV1 <= 0 {
+	if res.Profile != "llama" || res.KeysPerSec <= 0 || res.LlamaKeysPerSec <= 0 || res.LlamaVsKordV1 <= 0 || res.LlamaCPUSeconds <= 0 {
 		t.Fatalf("incomplete result: %+v", res)
 	}
 	_, errOut, code = runKord(t, "bench", "gen", "--profile", "llama", "--type", "dpf", "--keys", "10")

@@ -18,7 +18,7 @@ func moduleCmd() *cobra.Command {
 	var (
 		party                    int
 		sock, state, secret, kem string
-		journal, logLvl          string
+		journal                  string
 		window                   uint64
 		partyUIDs                []string
 		sockGroup, sealKeyFile   string
@@ -53,16 +53,8 @@ pairing. --secret (the secret on the command line, visible in ps) is no
 longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := daemon.Configure(cmd.Flags()); err != nil {
-				return err
-			}
-			prefault, err := daemon.PrefaultMiB(cmd.Flags())
+			common, err := daemon.ReadCommon(cmd.Flags())
 			if err != nil {
-				return err
-			}
-			logLvl, _ = cmd.Flags().GetString("log-level")
-			// A bad --log-level is reported before the other flags.
-			if _, err := daemon.Logger(logLvl); err != nil {
 				return err
 			}
 			if party != 0 && party != 1 {
@@ -78,7 +70,7 @@ longer accepted.`,
 				Files: daemon.ModuleFiles{Party: party, State: state, SecretFile: secret,
 					SealKeyFile: sealKeyFile, KEM: kem, Window: window, Workers: workers},
 				Socket: sock, SocketGroup: sockGroup, PartyUIDs: partyUIDs, AllowSameUID: sameUID, AllowUnverified: unverified,
-				Journal: journal, LogLevel: logLvl, PrefaultMiB: prefault, Out: cmd.OutOrStdout()})
+				Journal: journal, LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()

@@ -47,7 +47,9 @@ party 0 and kord-party-0 for party 1). Without them the party refuses to
 start; --peer-plaintext runs the link without transport security and must
 be given explicitly. The application API (--listen) is not TLS: serve it on
 loopback or a Unix socket. Prometheus metrics are served on --metrics at
-/metrics.
+/metrics, with the probes /healthz (200 while the party serves) and
+/readyz (200 once its module answers, is paired and the peer session is
+up; else 503; the body says which, as a JSON record).
 
 --module in-process runs the software module (what kord module runs) inside
 the party, from the state file and secret kord module would take (--state,
@@ -59,16 +61,8 @@ too: docs/threat-model.md, "The module inside the party". The separate
 module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := daemon.Configure(cmd.Flags()); err != nil {
-				return err
-			}
-			prefault, err := daemon.PrefaultMiB(cmd.Flags())
+			common, err := daemon.ReadCommon(cmd.Flags())
 			if err != nil {
-				return err
-			}
-			lvl, _ := cmd.Flags().GetString("log-level")
-			// A bad --log-level is reported before the other flags.
-			if _, err := daemon.Logger(lvl); err != nil {
 				return err
 			}
 			if party != 0 && party != 1 {
@@ -100,7 +94,7 @@ module process stays the default.`,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
 				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
-				LogLevel: lvl, PrefaultMiB: prefault, Out: cmd.OutOrStdout()})
+				LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()
@@ -109,7 +103,7 @@ module process stays the default.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7300", "application API address (host:port or unix:///path)")
 	f.StringVar(&peerListen, "peer-listen", "", "party 1: address to accept the peer party on")
 	f.StringVar(&peer, "peer", "", "party 0: party 1's peer address")
-	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics on (empty = off)")
+	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and the /healthz, /readyz probes on (empty = off)")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
 	f.IntVar(&maxStreamKeys, "max-stream-keys", service.DefaultMaxStreamKeys, "most keys one application stream holds read and not yet sent back; past it the party stops reading the stream until the application reads its replies")
@@ -131,6 +125,7 @@ module process stays the default.`,
 func pairCmd() *cobra.Command {
 	var app string
 	var timeout time.Duration
+	var skipPaired bool
 	cmd := &cobra.Command{
 		Use:   "pair --app ADDR",
 		Short: "Pair the two modules once, through the two parties (ask party 0)",
@@ -154,6 +149,16 @@ module's state file.`,
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if skipPaired {
+				st, err := c.Status(ctx)
+				if err != nil {
+					return fmt.Errorf("pair: status: %w", err)
+				}
+				if st.Paired {
+					fmt.Fprintln(cmd.OutOrStdout(), "already paired")
+					return nil
+				}
+			}
 			if err := c.Pair(ctx); err != nil {
 				return fmt.Errorf("pair: %w", err)
 			}
@@ -163,6 +168,7 @@ module's state file.`,
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
+	cmd.Flags().BoolVar(&skipPaired, "skip-paired", false, "exit 0 without pairing when party 0's module is already paired (a pairing job that may run again)")
 	daemon.CommonFlags(cmd.Flags())
 	return cmd
 }

@@ -28,6 +28,43 @@ func GenBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 [
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	n, size := len(alpha), p.KeySize()
+	if len(out0) != n*size || len(out1) != n*size {
+		return fmt.Errorf("%w: outputs of %d and %d bytes for %d keys of %d bytes", ErrLength, len(out0), len(out1), n, size)
+	}
+	return genBatch(p, alpha, beta, root0, root1, out0, out1)
+}
+
+// GenBatchParty is GenBatch writing only party's keys (0 = server.dat,
+// 1 = client.dat) into out, n·p.KeySize() bytes: the same bytes as that
+// half of GenBatch's output. It is what a key-generation module runs,
+// since it hands out only its own party's share.
+func GenBatchParty(p Params, party int, alpha, beta []uint64, root0, root1 []Block, out []byte) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if party != 0 && party != 1 {
+		return fmt.Errorf("%w: %d", ErrParty, party)
+	}
+	n, size := len(alpha), p.KeySize()
+	if len(out) != n*size {
+		return fmt.Errorf("%w: output of %d bytes for %d keys of %d bytes", ErrLength, len(out), n, size)
+	}
+	if err := genBatch(p, alpha, beta, root0, root1, out, nil); err != nil {
+		return err
+	}
+	if party == 1 {
+		// The two keys of a pair differ only in their root block.
+		for j := range root1 {
+			copy(out[j*size:], root1[j][:])
+		}
+	}
+	return nil
+}
+
+// genBatch checks the inputs and generates: the keys' shared body and
+// party 0's roots into out0, and, when out1 is not nil, party 1's copy.
+func genBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
 	n := len(alpha)
 	size := p.KeySize()
 	switch {
@@ -35,8 +72,6 @@ func GenBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 [
 		return fmt.Errorf("%w: %d payload elements for %d keys of group %d", ErrPayload, len(beta), n, p.Group)
 	case len(root0) != n || len(root1) != n:
 		return fmt.Errorf("llama: %d keys but %d and %d root blocks", n, len(root0), len(root1))
-	case len(out0) != n*size || len(out1) != n*size:
-		return fmt.Errorf("%w: outputs of %d and %d bytes for %d keys of %d bytes", ErrLength, len(out0), len(out1), n, size)
 	}
 	m := mask(p.OutBits)
 	for j, a := range alpha {
@@ -55,8 +90,15 @@ func GenBatch(p Params, alpha, beta []uint64, root0, root1 []Block, out0, out1 [
 	st := newBatchState(p, min(n, BatchKeys))
 	for lo := 0; lo < n; lo += BatchKeys {
 		hi := min(n, lo+BatchKeys)
-		if err := st.gen(alpha[lo:hi], beta[lo*p.Group:hi*p.Group], root0[lo:hi], root1[lo:hi], out0[lo*size:hi*size], out1[lo*size:hi*size]); err != nil {
+		if err := st.gen(alpha[lo:hi], beta[lo*p.Group:hi*p.Group], root0[lo:hi], root1[lo:hi], out0[lo*size:hi*size]); err != nil {
 			return fmt.Errorf("keys %d..%d: %w", lo, hi-1, err)
+		}
+	}
+	if out1 != nil {
+		// The two keys of a pair differ only in their root block.
+		copy(out1, out0)
+		for j := range root1 {
+			copy(out1[j*size:], root1[j][:])
 		}
 	}
 	return nil
@@ -70,6 +112,9 @@ type batchState struct {
 	ex     [][4]Block // expansions of seeds: sL, sR, vL, vR
 	vAlpha []uint64   // Group per key
 	conv   [4][]uint64
+	// direct: group 1, so convert reads the element straight from the
+	// block's low eight bytes (no AES stream): gen does it inline.
+	direct bool
 }
 
 func newBatchState(p Params, capKeys int) *batchState {
@@ -80,6 +125,7 @@ func newBatchState(p Params, capKeys int) *batchState {
 		ex:     make([][4]Block, 2*capKeys),
 		vAlpha: make([]uint64, capKeys*p.Group),
 	}
+	st.direct = p.Group == 1 && st.cv.stream == nil
 	for i := range st.conv {
 		st.conv[i] = make([]uint64, p.Group)
 	}
@@ -111,13 +157,24 @@ func expandNodesGeneric(ex [][4]Block, seeds []Block) error {
 	return nil
 }
 
+// putElem writes the low e bytes (1, 2, 4 or 8) of v little-endian.
 func putElem(dst []byte, v uint64, e int) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	copy(dst[:e], b[:e])
+	le := binary.LittleEndian
+	switch e {
+	case 8:
+		le.PutUint64(dst, v)
+	case 4:
+		le.PutUint32(dst, uint32(v))
+	case 2:
+		le.PutUint16(dst, uint16(v))
+	default:
+		dst[0] = byte(v)
+	}
 }
 
-func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1 []byte) error {
+// gen generates the keys of one batch into out: party 0's key files (the
+// body both parties share, under party 0's roots).
+func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out []byte) error {
 	p := st.p
 	n, l, g := len(alpha), p.InBits, p.Group
 	m := mask(p.OutBits)
@@ -131,8 +188,7 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 	lose0, lose1, keep0, keep1 := st.conv[0], st.conv[1], st.conv[2], st.conv[3]
 	for j := 0; j < n; j++ {
 		seeds[2*j], seeds[2*j+1] = root0[j], root1[j]
-		copy(out0[j*size:], root0[j][:])
-		copy(out1[j*size:], root1[j][:])
+		copy(out[j*size:], root0[j][:])
 	}
 	for i := 0; i < l; i++ {
 		if err := expandNodes(ex, seeds); err != nil {
@@ -145,30 +201,44 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 			t0, t1 := uint64(seeds[2*j][0]&1), uint64(seeds[2*j+1][0]&1)
 			keep := alpha[j] >> uint(l-1-i) & 1
 			km := -keep // all ones iff the path goes right
+			k0 := out[j*size : (j+1)*size]
 			// v_lose and v_keep of each party: right/left picked by km.
-			if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
-				return err
-			}
-			if err := st.convSel(lose1, &x1[ctrValR], &x1[ctrValL], km); err != nil {
-				return err
-			}
-			if err := st.convSel(keep0, &x0[ctrValL], &x0[ctrValR], km); err != nil {
-				return err
-			}
-			if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
-				return err
-			}
-			k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
-			va := vAlpha[j*g : (j+1)*g]
-			bj := beta[j*g : (j+1)*g]
-			for el := range va {
-				x := lose1[el] - lose0[el] - va[el] + bj[el]&km
-				v := (x ^ -t1 + t1) & m // σ·x, σ = −1 iff t1
-				at := vOff + e*(i*g+el)
-				putElem(k0[at:], v, e)
-				putElem(k1[at:], v, e)
-				// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
-				va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
+			if st.direct {
+				// One element in the low eight bytes of a value block:
+				// LLAMA's convert is a masked load, done here inline, and
+				// the level's value correction with it.
+				le := binary.LittleEndian
+				l0, r0 := le.Uint64(x0[ctrValL][:8]), le.Uint64(x0[ctrValR][:8])
+				l1, r1 := le.Uint64(x1[ctrValL][:8]), le.Uint64(x1[ctrValR][:8])
+				lose0, keep0 := r0^(r0^l0)&km, l0^(l0^r0)&km
+				lose1, keep1 := r1^(r1^l1)&km, l1^(l1^r1)&km
+				va := vAlpha[j]
+				x := lose1 - lose0 - va + beta[j]&km
+				putElem(k0[vOff+e*i:], (x^-t1+t1)&m, e) // σ·x, σ = −1 iff t1
+				vAlpha[j] = (va + keep0 - keep1 + x) & m
+			} else {
+				if err := st.convSel(lose0, &x0[ctrValR], &x0[ctrValL], km); err != nil {
+					return err
+				}
+				if err := st.convSel(lose1, &x1[ctrValR], &x1[ctrValL], km); err != nil {
+					return err
+				}
+				if err := st.convSel(keep0, &x0[ctrValL], &x0[ctrValR], km); err != nil {
+					return err
+				}
+				if err := st.convSel(keep1, &x1[ctrValL], &x1[ctrValR], km); err != nil {
+					return err
+				}
+				va := vAlpha[j*g : (j+1)*g]
+				bj := beta[j*g : (j+1)*g]
+				for el := range va {
+					x := lose1[el] - lose0[el] - va[el] + bj[el]&km
+					v := (x ^ -t1 + t1) & m // σ·x, σ = −1 iff t1
+					at := vOff + e*(i*g+el)
+					putElem(k0[at:], v, e)
+					// V_α += conv(vKeep0) − conv(vKeep1) + σ·v, and σ·v = x.
+					va[el] = (va[el] + keep0[el] - keep1[el] + x) & m
+				}
 			}
 			le := binary.LittleEndian
 			sL0, sR0 := le.Uint64(x0[ctrSeedL][:8]), le.Uint64(x0[ctrSeedR][:8])
@@ -181,20 +251,15 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 			scwLo := (sR0 ^ sR1 ^ (sL0^sL1^sR0^sR1)&km) &^ 3
 			scwHi := hR0 ^ hR1 ^ (hL0^hL1^hR0^hR1)&km
 			le.PutUint64(k0[16*(i+1):], scwLo|tL<<1|tR)
-			le.PutUint64(k1[16*(i+1):], scwLo|tL<<1|tR)
 			le.PutUint64(k0[16*(i+1)+8:], scwHi)
-			le.PutUint64(k1[16*(i+1)+8:], scwHi)
 			tKeep := tL ^ (tL^tR)&keep
-			for b, t := range [2]uint64{t0, t1} {
-				lo, hi := sL0^(sL0^sR0)&km, hL0^(hL0^hR0)&km
-				if b == 1 {
-					lo, hi = sL1^(sL1^sR1)&km, hL1^(hL1^hR1)&km
-				}
-				tm := -t
-				next := &seeds[2*j+b]
-				le.PutUint64(next[:8], lo^(scwLo|tKeep)&tm)
-				le.PutUint64(next[8:], hi^scwHi&tm)
-			}
+			// Each party's kept child, corrected where its t is set.
+			cLo, tm0, tm1 := scwLo|tKeep, -t0, -t1
+			n0, n1 := &seeds[2*j], &seeds[2*j+1]
+			le.PutUint64(n0[:8], sL0^(sL0^sR0)&km^cLo&tm0)
+			le.PutUint64(n0[8:], hL0^(hL0^hR0)&km^scwHi&tm0)
+			le.PutUint64(n1[:8], sL1^(sL1^sR1)&km^cLo&tm1)
+			le.PutUint64(n1[8:], hL1^(hL1^hR1)&km^scwHi&tm1)
 		}
 	}
 	fin0, fin1 := keep0, keep1
@@ -206,13 +271,12 @@ func (st *batchState) gen(alpha, beta []uint64, root0, root1 []Block, out0, out1
 		if err := st.cv.convert(fin1, aesKey(s1)); err != nil {
 			return err
 		}
-		k0, k1 := out0[j*size:(j+1)*size], out1[j*size:(j+1)*size]
+		k0 := out[j*size : (j+1)*size]
 		t1 := uint64(s1[0] & 1)
 		for el := 0; el < g; el++ {
 			x := fin1[el] - fin0[el] - vAlpha[j*g+el]
 			x = (x ^ -t1 + t1) & m // negated iff the final t1 is set
 			putElem(k0[gOff+e*el:], x, e)
-			putElem(k1[gOff+e*el:], x, e)
 		}
 	}
 	return nil

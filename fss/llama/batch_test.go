@@ -130,7 +130,15 @@ func TestKernelMatchesGeneric(t *testing.T) {
 		t.Skip("no node kernel on this build; crypto/aes is the only path")
 	}
 	r := rand.New(rand.NewPCG(4, 23))
-	for _, n := range []int{0, 1, 2, 3, 7, 64, 129} {
+	for _, z := range kernelVariants() {
+		setKernelVariant(z)
+		t.Cleanup(func() { setKernelVariant(true) })
+		checkKernel(t, r)
+	}
+}
+
+func checkKernel(t *testing.T, r *rand.Rand) {
+	for _, n := range []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 64, 129} {
 		seeds := make([]Block, n)
 		for i := range seeds {
 			for j := range seeds[i] {
@@ -180,4 +188,64 @@ func TestBatchAllocs(t *testing.T) {
 		t.Fatalf("allocations grow with the batch: %v for %d keys, %v for %d", small, BatchKeys, large, 10*BatchKeys)
 	}
 	t.Logf("%v allocations per GenBatch call", small)
+}
+
+// TestGenBatchParty: each party's half written alone is byte for byte that
+// half of GenBatch, and the halves pair (CheckPair); a wrong party or
+// length is refused.
+func TestGenBatchParty(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, p := range []Params{{InBits: 1, OutBits: 1, Group: 1}, {InBits: 32, OutBits: 32, Group: 1}, {InBits: 13, OutBits: 64, Group: 3}} {
+		const n = 70 // more than BatchKeys: two batches
+		alpha, beta := make([]uint64, n), make([]uint64, n*p.Group)
+		r0, r1 := make([]Block, n), make([]Block, n)
+		for j := range n {
+			alpha[j] = r.Uint64() & mask(p.InBits)
+			r0[j], r1[j] = randomRoots(r)
+		}
+		for i := range beta {
+			beta[i] = r.Uint64() & mask(p.OutBits)
+		}
+		size := p.KeySize()
+		out0, out1 := make([]byte, n*size), make([]byte, n*size)
+		if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
+			t.Fatal(err)
+		}
+		for party, want := range [][]byte{out0, out1} {
+			got := make([]byte, n*size)
+			if err := GenBatchParty(p, party, alpha, beta, r0, r1, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%v party %d: GenBatchParty differs from GenBatch", p, party)
+			}
+		}
+		for j := range n {
+			if err := CheckPair(p, out0[j*size:(j+1)*size], out1[j*size:(j+1)*size], alpha[j], beta[j*p.Group:(j+1)*p.Group]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := GenBatchParty(p, 2, alpha, beta, r0, r1, out0); !errors.Is(err, ErrParty) {
+			t.Fatalf("party 2: %v", err)
+		}
+		if err := GenBatchParty(p, 0, alpha, beta, r0, r1, out0[1:]); !errors.Is(err, ErrLength) {
+			t.Fatalf("short output: %v", err)
+		}
+	}
+}
+
+// TestCheckPairFails: CheckPair notices a pair that does not add up.
+func TestCheckPairFails(t *testing.T) {
+	p := Params{InBits: 8, OutBits: 8, Group: 1}
+	r0, r1 := randomRoots(rand.New(rand.NewPCG(1, 2)))
+	k0, k1, err := Gen(p, 100, []uint64{7}, r0, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPair(p, k0, k1, 100, []uint64{7}); err != nil {
+		t.Fatal(err)
+	}
+	if CheckPair(p, k0, k1, 101, []uint64{7}) == nil || CheckPair(p, k0, k1, 100, []uint64{8}) == nil || CheckPair(p, k1, k0, 100, []uint64{7}) == nil {
+		t.Fatal("CheckPair accepted a pair for another α, β or with the parties swapped")
+	}
 }

@@ -53,11 +53,29 @@ func BenchmarkBatchGen(b *testing.B) {
 }
 
 // BenchmarkNode isolates the PRG cost of one tree node for one party:
-// LLAMA's re-keyed PRG (an AES key expansion, here crypto/aes.NewCipher,
-// plus four encryptions) against kord-v1's fixed-key MMO (four lanes,
-// nothing to expand), both per node.
+// LLAMA's re-keyed PRG (an AES key expansion plus four encryptions: the
+// node kernel this CPU selects, the AES-NI kernel alone, and
+// crypto/aes.NewCipher's schedule alone) against kord-v1's fixed-key MMO
+// (four lanes, nothing to expand), all per node.
 func BenchmarkNode(b *testing.B) {
 	b.Run("llama-rekeyed", func(b *testing.B) {
+		seeds := make([]Block, 1024)
+		ex := make([][4]Block, len(seeds))
+		for i := range seeds {
+			seeds[i][0], seeds[i][5] = byte(i), byte(i>>8)
+		}
+		for b.Loop() {
+			if err := expandNodes(ex, seeds); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(seeds)*b.N)/b.Elapsed().Seconds(), "nodes/s")
+	})
+	b.Run("llama-rekeyed-aesni", func(b *testing.B) {
+		// The AES-NI kernel alone (two nodes interleaved), as on CPUs
+		// without AVX-512 VAES.
+		setKernelVariant(false)
+		defer setKernelVariant(true)
 		seeds := make([]Block, 1024)
 		ex := make([][4]Block, len(seeds))
 		for i := range seeds {

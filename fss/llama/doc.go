@@ -79,12 +79,17 @@
 // # Implementation
 //
 // GenBatch walks many keys down the tree together and writes
-// server.dat/client.dat directly; Gen and GenKeys are GenBatch for one key.
-// It is branch-free in the secrets (α's bits, control bits, signs select by
-// mask), and Eval in the control bits. Nodes are expanded by expandNodes:
-// on amd64 with AES-NI an assembly kernel that derives each node's AES-128
-// schedule on the fly next to its four encryptions (constant time, no
-// allocation); elsewhere and under the purego tag crypto/aes, one cipher
-// per node (whose generic code is not constant time, as Go documents).
+// server.dat/client.dat directly; Gen and GenKeys are GenBatch for one key,
+// GenBatchParty writes one party's half (what a key-generation module
+// runs). It is branch-free in the secrets (α's bits, control bits, signs
+// select by mask), and Eval in the control bits. Nodes are expanded by
+// expandNodes: on amd64 with AES-NI an assembly kernel that derives each
+// node's AES-128 schedule on the fly next to its four encryptions, and on
+// AVX-512 VAES CPUs one that expands four nodes' schedules side by side in
+// the lanes of a ZMM register (both constant time, no allocation);
+// elsewhere and under the purego tag crypto/aes, one cipher per node
+// (whose generic code is not constant time, as Go documents).
+// AppendDualDCF writes LLAMA's DualDCF key pack around a DCF key, and
+// CheckPair checks a pair against β·[x < α] for tests of every layer.
 // kord-v1 (package fss) is untouched by this profile.
 package llama

@@ -178,3 +178,111 @@ loop:
 
 done:
 	RET
+
+// The AVX-512 VAES kernel: four nodes per ZMM register, one 128-bit lane
+// each. VAESENC, VAESENCLAST, VPSHUFB and VPSLLDQ all work lane by lane,
+// so one instruction stream expands four different key schedules and
+// encrypts under them, and two register groups (eight nodes) interleave
+// to hide the schedule's latency chain.
+
+// NEXTKEYZ advances the four round keys in K by one round; the round
+// constant (broadcast to every lane) is in Z16, temporaries T and U. The
+// running XOR of the four key words takes two shift steps (by one word,
+// then by two) instead of three, and the last two XORs are one VPTERNLOGQ
+// (0x96: a ⊕ b ⊕ c): fewer port-5 shuffles per round.
+#define NEXTKEYZ(K, T, U) \
+	VPSHUFB Z11, K, T; \
+	VAESENCLAST Z16, T, T; \
+	VPSLLDQ $4, K, U; \
+	VPXORQ U, K, K; \
+	VPSLLDQ $8, K, U; \
+	VPTERNLOGQ $0x96, T, U, K
+
+#define ROUNDZ(i) \
+	VBROADCASTI32X4 rcon<>+(16*i)(SB), Z16; \
+	NEXTKEYZ(Z4, Z5, Z6); \
+	NEXTKEYZ(Z12, Z13, Z14); \
+	VAESENC Z4, Z0, Z0; \
+	VAESENC Z4, Z1, Z1; \
+	VAESENC Z4, Z2, Z2; \
+	VAESENC Z4, Z3, Z3; \
+	VAESENC Z12, Z7, Z7; \
+	VAESENC Z12, Z8, Z8; \
+	VAESENC Z12, Z9, Z9; \
+	VAESENC Z12, Z10, Z10
+
+// STORE4 transposes four registers S0..S3 (S_j holds counter j's block of
+// four nodes) into node order and stores the four nodes' 64-byte rows at
+// off(DI).
+#define STORE4(S0, S1, S2, S3, off) \
+	VSHUFI64X2 $0x44, S1, S0, Z20; \
+	VSHUFI64X2 $0x44, S3, S2, Z21; \
+	VSHUFI64X2 $0xee, S1, S0, Z22; \
+	VSHUFI64X2 $0xee, S3, S2, Z23; \
+	VSHUFI64X2 $0x88, Z21, Z20, S0; \
+	VSHUFI64X2 $0xdd, Z21, Z20, S1; \
+	VSHUFI64X2 $0x88, Z23, Z22, S2; \
+	VSHUFI64X2 $0xdd, Z23, Z22, S3; \
+	VMOVDQU64 S0, (off+0)(DI); \
+	VMOVDQU64 S1, (off+64)(DI); \
+	VMOVDQU64 S2, (off+128)(DI); \
+	VMOVDQU64 S3, (off+192)(DI)
+
+// func rekeyExpandZ8(seeds *Block, out *[4]Block, n int)
+// rekeyExpand4 for n a multiple of 8, eight nodes at a time.
+TEXT ·rekeyExpandZ8(SB), NOSPLIT, $0-24
+	MOVQ seeds+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTI32X4 notthree<>(SB), Z15
+	VBROADCASTI32X4 rotw<>(SB), Z11
+	VBROADCASTI32X4 ctrs<>+16(SB), Z17
+	VBROADCASTI32X4 ctrs<>+32(SB), Z18
+	VBROADCASTI32X4 ctrs<>+48(SB), Z19
+	CMPQ CX, $8
+	JB zdone
+
+zloop:
+	VMOVDQU64 0(SI), Z4
+	VPANDQ Z15, Z4, Z4
+	VMOVDQU64 64(SI), Z12
+	VPANDQ Z15, Z12, Z12
+	VMOVDQA64 Z4, Z0
+	VPXORQ Z17, Z4, Z1
+	VPXORQ Z18, Z4, Z2
+	VPXORQ Z19, Z4, Z3
+	VMOVDQA64 Z12, Z7
+	VPXORQ Z17, Z12, Z8
+	VPXORQ Z18, Z12, Z9
+	VPXORQ Z19, Z12, Z10
+	ROUNDZ(0)
+	ROUNDZ(1)
+	ROUNDZ(2)
+	ROUNDZ(3)
+	ROUNDZ(4)
+	ROUNDZ(5)
+	ROUNDZ(6)
+	ROUNDZ(7)
+	ROUNDZ(8)
+	VBROADCASTI32X4 rcon<>+144(SB), Z16
+	NEXTKEYZ(Z4, Z5, Z6)
+	NEXTKEYZ(Z12, Z13, Z14)
+	VAESENCLAST Z4, Z0, Z0
+	VAESENCLAST Z4, Z1, Z1
+	VAESENCLAST Z4, Z2, Z2
+	VAESENCLAST Z4, Z3, Z3
+	VAESENCLAST Z12, Z7, Z7
+	VAESENCLAST Z12, Z8, Z8
+	VAESENCLAST Z12, Z9, Z9
+	VAESENCLAST Z12, Z10, Z10
+	STORE4(Z0, Z1, Z2, Z3, 0)
+	STORE4(Z7, Z8, Z9, Z10, 256)
+	ADDQ $128, SI
+	ADDQ $512, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE zloop
+
+zdone:
+	VZEROUPPER
+	RET

@@ -18,6 +18,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
 )
 
@@ -78,6 +79,13 @@ type Result struct {
 	LlamaSeconds    float64 `json:"llama_seconds,omitempty"`
 	LlamaKeysPerSec float64 `json:"llama_keys_per_sec,omitempty"`
 	LlamaVsKordV1   float64 `json:"llama_vs_kord_v1,omitempty"`
+	// The same two runs in CPU time (user + system of this process,
+	// cluster.SelfCPU), which a loaded machine moves far less than wall
+	// time: each profile's CPU seconds and llama's keys per CPU-second
+	// over kord-v1's.
+	KordV1CPUSeconds float64 `json:"kord_v1_cpu_seconds,omitempty"`
+	LlamaCPUSeconds  float64 `json:"llama_cpu_seconds,omitempty"`
+	LlamaVsKordV1CPU float64 `json:"llama_vs_kord_v1_cpu,omitempty"`
 
 	// The kernel measurements before and after the timed work, whose mean
 	// is KernelBlocksPerSec (in the text report only).
@@ -144,7 +152,11 @@ func Run(c Config) (*Result, error) {
 	switch op {
 	case OpGen:
 		res.BlocksPerKey = float64(fss.BlocksPerGenKey(p))
+		cpu := cluster.SelfCPU()
 		elapsed, err = gen(p, c.Keys, w, progress)
+		if c.Profile == ProfileLlama {
+			res.KordV1CPUSeconds = (cluster.SelfCPU() - cpu).Seconds()
+		}
 	case OpEval:
 		res.BlocksPerKey = float64(fss.BlocksPerEval(p))
 		elapsed, err = eval(p, c.Keys, w, progress)
@@ -157,12 +169,17 @@ func Run(c Config) (*Result, error) {
 	}
 	res.KernelAfter = KernelBlocksPerSec(w, c.KernelTime)
 	if c.Profile == ProfileLlama {
+		cpu := cluster.SelfCPU()
 		el, err := genLlama(p, c.Keys, w)
 		if err != nil {
 			return nil, err
 		}
+		res.LlamaCPUSeconds = (cluster.SelfCPU() - cpu).Seconds()
 		res.Profile, res.LlamaSeconds = ProfileLlama, el.Seconds()
 		res.LlamaKeysPerSec = float64(c.Keys) / res.LlamaSeconds
+		if res.LlamaCPUSeconds > 0 && res.KordV1CPUSeconds > 0 {
+			res.LlamaVsKordV1CPU = res.KordV1CPUSeconds / res.LlamaCPUSeconds
+		}
 	}
 	if bar != nil {
 		bar.Finish()
@@ -187,6 +204,9 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  ratio             %14.3f  (keys/s × blocks/key ÷ kernel blocks/s)\n", r.Ratio)
 	if r.Profile == ProfileLlama {
 		fmt.Fprintf(w, "  llama keys/s      %14.0f  (%.3f s; %.3f of kord-v1's, same run)\n", r.LlamaKeysPerSec, r.LlamaSeconds, r.LlamaVsKordV1)
+		if r.LlamaVsKordV1CPU > 0 {
+			fmt.Fprintf(w, "  llama per CPU-s   %14.3f  of kord-v1's (%.3f and %.3f CPU s)\n", r.LlamaVsKordV1CPU, r.LlamaCPUSeconds, r.KordV1CPUSeconds)
+		}
 	}
 }
 

@@ -40,6 +40,10 @@ type Daemon struct {
 // Pid is the daemon's process id.
 func (p *Daemon) Pid() int { return p.cmd.Process.Pid }
 
+// CPU is the user and system CPU time the daemon has used so far (from
+// /proc where there is one).
+func (p *Daemon) CPU() (time.Duration, error) { return procCPU(p.Pid()) }
+
 // StartDaemon starts `bin args...` as a daemon of site b (0 or 1), waits for
 // its JSON readiness line on stdout and returns it. stderr goes to logPath.
 func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args ...string) (*Daemon, error) {

@@ -131,3 +131,28 @@ func ParseReady(line string) (map[string]string, error) {
 	}
 	return kv, nil
 }
+
+// Common is what every daemon command reads first, checked in this
+// order: its flags filled in (Configure), --prefault-heap, --log-level.
+type Common struct {
+	LogLevel    string
+	PrefaultMiB int
+}
+
+// ReadCommon fills fs's unset flags (Configure) and returns the settings
+// every daemon shares, a bad --log-level reported before the command's
+// other flags.
+func ReadCommon(fs *pflag.FlagSet) (Common, error) {
+	if err := Configure(fs); err != nil {
+		return Common{}, err
+	}
+	mib, err := PrefaultMiB(fs)
+	if err != nil {
+		return Common{}, err
+	}
+	lvl, _ := fs.GetString("log-level")
+	if _, err := Logger(lvl); err != nil {
+		return Common{}, err
+	}
+	return Common{LogLevel: lvl, PrefaultMiB: mib}, nil
+}

@@ -165,9 +165,9 @@ func InProcess(ctx context.Context, keys, batch int, kem string, seed uint64, pr
 					reqs[b] = append(reqs[b], host.Request{Share: s[b], Points: pts})
 				}
 			}
-			sent := lp.Links[0].SentBytes()
-			sent1 := lp.Links[1].SentBytes()
-			rounds := lp.Hosts[0].Rounds()
+			sent := lp.SentBytes(0)
+			sent1 := lp.SentBytes(1)
+			rounds := lp.Rounds()
 			start := time.Now()
 			res, err := lp.Generate(ctx, c.tier, reqs)
 			if err != nil {
@@ -175,10 +175,10 @@ func InProcess(ctx context.Context, keys, batch int, kem string, seed uint64, pr
 			}
 			protoTime += time.Since(start)
 			protoKeys += c.count
-			d0, d1 := lp.Links[0].SentBytes()-sent, lp.Links[1].SentBytes()-sent1
+			d0, d1 := lp.SentBytes(0)-sent, lp.SentBytes(1)-sent1
 			bytesBy[name] += max(d0, d1)
 			keysBy[name] += c.count
-			r := int(lp.Hosts[0].Rounds() - rounds)
+			r := int(lp.Rounds() - rounds)
 			rep.RoundsPerKeyByTier[c.tierID] = max(rep.RoundsPerKeyByTier[c.tierID], r)
 			rep.RoundsPerKey = max(rep.RoundsPerKey, r)
 			for i := range res[0] {

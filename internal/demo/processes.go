@@ -264,7 +264,7 @@ func inProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, pe
 			reqs[b] = append(reqs[b], host.Request{Share: s})
 		}
 	}
-	b0 := lp.Links[0].SentBytes() + lp.Links[1].SentBytes()
+	b0 := lp.SentBytes(0) + lp.SentBytes(1)
 	t0 := time.Now()
 	if _, err := lp.Generate(ctx, tier, reqs); err != nil {
 		return 0, err
@@ -274,7 +274,7 @@ func inProcessPhase(ctx context.Context, lp *host.LocalPair, k loadgen.Class, pe
 	for i := 0; i < per; i++ { // a key waits for its batch
 		*lats = append(*lats, el/time.Duration(batches))
 	}
-	rep.InProcessBytesPerKey[k.Name()] = float64(lp.Links[0].SentBytes()+lp.Links[1].SentBytes()-b0) / 2 / float64(per)
+	rep.InProcessBytesPerKey[k.Name()] = float64(lp.SentBytes(0)+lp.SentBytes(1)-b0) / 2 / float64(per)
 	return el, nil
 }
 

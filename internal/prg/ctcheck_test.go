@@ -1,15 +1,14 @@
 package prg
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/gentest"
 )
 
 // This file checks the generated assembly (mmo_amd64.s) for the memory and
@@ -432,24 +431,5 @@ func TestCTCheckFlags(t *testing.T) {
 // TestGeneratedAssemblyCurrent regenerates mmo_amd64.s and compares, so
 // TestKernelsConstantTime's verdict holds for the generator too.
 func TestGeneratedAssemblyCurrent(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool in PATH")
-	}
-	out := filepath.Join(t.TempDir(), "mmo_amd64.s")
-	cmd := exec.Command(goTool, "run", "./_asm/gen.go", "-out", out)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go run ./_asm/gen.go: %v\n%s", err, msg)
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile("mmo_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Error("mmo_amd64.s differs from the generator's output: run go generate in internal/prg")
-	}
+	gentest.Current(t, "./_asm/gen.go", "mmo_amd64.s")
 }

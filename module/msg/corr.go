@@ -99,6 +99,28 @@ func (c *Correlation) Sizes() (a, r, z int, err error) {
 	return a, r, z, nil
 }
 
+// Blocks returns the number of counters a request for c consumes: one
+// per two words the modules draw for it (A and party 0's share of A for a
+// CorrWeight; R, party 0's shares of R and Z for a CorrInput; all five
+// for a CorrFull). Both modules, and the hosts that order their requests,
+// compute it from the shape alone.
+func (c *Correlation) Blocks() (int, error) {
+	na, nr, nz, err := c.Sizes()
+	if err != nil {
+		return 0, err
+	}
+	var words int
+	switch c.Part {
+	case CorrFull:
+		words = 2*na + 2*nr + nz
+	case CorrWeight:
+		words = 2 * na
+	case CorrInput:
+		words = 2*nr + nz
+	}
+	return (words + 1) / 2, nil
+}
+
 // CorrShares is one party's share of a derived correlation: additive
 // shares mod 2^Ring of A, R and Z = map(A, R). Counter is the first of
 // the Blocks counters it consumed. PairTag agrees with the peer module's

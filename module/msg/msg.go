@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/fss/llama"
 )
 
 // Mode is how a module obtains the point (α, β) of a key.
@@ -53,6 +54,79 @@ func ParseMode(s string) (Mode, error) {
 	}
 	return 0, fmt.Errorf("msg: unknown mode %q (want bound, derived or consume)", s)
 }
+
+// Profile is the key format a request asks for; it is part of the key's
+// shape. The zero value is kord-v1, so a request that names no profile is
+// exactly what it was before profiles existed.
+type Profile uint8
+
+const (
+	// KordV1 is kord's own key format (docs/keyformat.md), DPF and DCF.
+	KordV1 Profile = 0
+	// Llama is EzPC LLAMA's DCF (package fss/llama): DCF only, one payload
+	// element (group 1), the key in LLAMA's headerless layout, party 0 =
+	// LLAMA's server key.
+	Llama Profile = 1
+)
+
+func (p Profile) String() string {
+	switch p {
+	case KordV1:
+		return "kord-v1"
+	case Llama:
+		return "llama"
+	}
+	return fmt.Sprintf("profile(%d)", uint8(p))
+}
+
+// ParseProfile maps a profile name (kord-v1, llama; "" is kord-v1) to its
+// Profile.
+func ParseProfile(s string) (Profile, error) {
+	switch s {
+	case "", "kord-v1":
+		return KordV1, nil
+	case "llama":
+		return Llama, nil
+	}
+	return 0, fmt.Errorf("msg: unknown key profile %q (want kord-v1 or llama)", s)
+}
+
+// CheckShape reports whether profile pr can make keys of shape p, naming
+// what is wrong: kord-v1 takes any valid fss.Params, llama only DCFs.
+func CheckShape(pr Profile, p fss.Params) error {
+	switch pr {
+	case KordV1:
+		return p.Validate()
+	case Llama:
+		if p.Type != fss.DCF {
+			return fmt.Errorf("msg: the llama profile has only DCF keys (LLAMA's FSS has no DPF), got type %v", p.Type)
+		}
+		return LlamaParams(p).Validate()
+	}
+	return fmt.Errorf("msg: unknown key profile %d (want 0 kord-v1 or 1 llama)", uint8(pr))
+}
+
+// LlamaParams is the llama shape of a llama-profile key of shape p: the
+// module's llama keys carry one payload element.
+func LlamaParams(p fss.Params) llama.Params {
+	return llama.Params{InBits: p.InBits, OutBits: p.OutBits, Group: 1}
+}
+
+// KeySize is the length of one serialized key of profile pr and shape p
+// (CheckShape(pr, p) must hold).
+func KeySize(pr Profile, p fss.Params) int {
+	if pr == Llama {
+		return LlamaParams(p).KeySize()
+	}
+	return p.KeySize()
+}
+
+// TypeByte is the byte that stands for a key's type wherever the module
+// binds a shape (frame associated data, pair tags, root derivation): the
+// fss.Type in the low four bits and the profile in the high four. A
+// kord-v1 key's byte is its fss.Type alone, so kord-v1 frames, tags and
+// roots are the bytes they were before profiles existed.
+func TypeByte(pr Profile, t fss.Type) byte { return byte(t) | byte(pr)<<4 }
 
 // Tier is the protection of the one exchanged frame.
 type Tier uint8
@@ -107,6 +181,7 @@ type ProvisionResponse struct {
 // Share is one key request with this party's own additive shares.
 type Share struct {
 	Mode    Mode
+	Profile Profile // key format; zero = kord-v1
 	Type    fss.Type
 	InBits  int // ℓ, 1..64
 	OutBits int // n, 1..64
@@ -225,7 +300,8 @@ type CollectRequest struct {
 type CollectResponse struct {
 	Counter uint64
 	Mode    Mode
-	// Key is this party's serialized kord-v1 key share (Bound, Derived).
+	// Key is this party's serialized key share (Bound, Derived), in the
+	// request's profile: kord-v1, or LLAMA's layout for llama.
 	Key []byte
 	// AlphaShare and BetaShare are this party's additive shares of the
 	// drawn α and β (Derived; BetaShare only with DeriveBeta, otherwise
@@ -279,7 +355,8 @@ const MaxBulk = 16384
 // Derived mode: AlphaShares and BetaShares must be empty; Beta and
 // DeriveBeta are as in Share, for every key. No frame.
 type Bulk struct {
-	Mode    Mode // Bound or Derived
+	Mode    Mode    // Bound or Derived
+	Profile Profile // key format; zero = kord-v1
 	Type    fss.Type
 	InBits  int // ℓ, 1..64
 	OutBits int // n, 1..64
@@ -299,8 +376,8 @@ func (b *Bulk) Params() fss.Params {
 // Slab is this party's outputs of one bulk submission: N keys of one
 // shape, at counters First … First+N-1.
 //
-// Key i is Keys[i·Stride : (i+1)·Stride], a serialized kord-v1 key share
-// (Stride = Params.KeySize()). AlphaShares and BetaShares (derived mode,
+// Key i is Keys[i·Stride : (i+1)·Stride], a serialized key share of
+// Profile (Stride = KeySize(Profile, Params)). AlphaShares and BetaShares (derived mode,
 // N each; empty in bound mode) are this party's shares of the drawn α_i and
 // β_i, as CollectResponse.AlphaShare and BetaShare. PairTags holds key
 // i's pair tag at [i·PairTagSize : (i+1)·PairTagSize]: the two parties'
@@ -311,6 +388,7 @@ type Slab struct {
 	First       uint64
 	N           int
 	Mode        Mode
+	Profile     Profile
 	Params      fss.Params
 	Stride      int
 	Keys        []byte
@@ -333,11 +411,11 @@ func (s *Slab) Check() error {
 	if s.N < 1 || s.N > MaxBulk {
 		return fmt.Errorf("msg: slab N %d, want 1..%d", s.N, MaxBulk)
 	}
-	if err := s.Params.Validate(); err != nil {
+	if err := CheckShape(s.Profile, s.Params); err != nil {
 		return fmt.Errorf("msg: slab Params: %w", err)
 	}
-	if s.Stride != s.Params.KeySize() {
-		return fmt.Errorf("msg: slab Stride %d, want %d for %v", s.Stride, s.Params.KeySize(), s.Params)
+	if ks := KeySize(s.Profile, s.Params); s.Stride != ks {
+		return fmt.Errorf("msg: slab Stride %d, want %d for %v %v", s.Stride, ks, s.Profile, s.Params)
 	}
 	if len(s.Keys) != s.N*s.Stride {
 		return fmt.Errorf("msg: slab Keys is %d bytes, want %d", len(s.Keys), s.N*s.Stride)

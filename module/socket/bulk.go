@@ -76,12 +76,22 @@ func PackShares(dst []byte, shares []msg.Share) []byte {
 		if s.DeriveBeta {
 			flags = 1
 		}
-		dst = append(dst, byte(s.Mode), byte(s.Type), narrow(s.InBits), narrow(s.OutBits), flags)
+		dst = append(dst, byte(s.Mode), packType(s.Profile, s.Type), narrow(s.InBits), narrow(s.OutBits), flags)
 		dst = binary.LittleEndian.AppendUint64(dst, s.AlphaShare)
 		dst = binary.LittleEndian.AppendUint64(dst, s.BetaShare)
 		dst = binary.LittleEndian.AppendUint64(dst, s.Beta)
 	}
 	return dst
+}
+
+// packType is a packed share's type byte: msg.TypeByte (the profile in the
+// high nibble), or 0, which the module refuses, for a type or profile that
+// does not fit its nibble.
+func packType(pr msg.Profile, t fss.Type) byte {
+	if pr > 15 || t > 15 {
+		return 0
+	}
+	return msg.TypeByte(pr, t)
 }
 
 func narrow(v int) byte {
@@ -102,7 +112,7 @@ func UnpackShares(b []byte) ([]msg.Share, error) {
 		if r[4]&^1 != 0 {
 			return nil, fmt.Errorf("%w: packed_shares[%d]: unknown flags %#x", module.ErrBadRequest, i, r[4])
 		}
-		out[i] = msg.Share{Mode: msg.Mode(r[0]), Type: fss.Type(r[1]), InBits: int(r[2]), OutBits: int(r[3]), DeriveBeta: r[4]&1 != 0,
+		out[i] = msg.Share{Mode: msg.Mode(r[0]), Profile: msg.Profile(r[1] >> 4), Type: fss.Type(r[1] & 15), InBits: int(r[2]), OutBits: int(r[3]), DeriveBeta: r[4]&1 != 0,
 			AlphaShare: binary.LittleEndian.Uint64(r[5:]), BetaShare: binary.LittleEndian.Uint64(r[13:]), Beta: binary.LittleEndian.Uint64(r[21:])}
 	}
 	return out, nil

@@ -239,6 +239,7 @@ func wipePBResults(resp *pb.ModuleResponse) {
 			clear(c.Key)
 			clear(c.Evals)
 			wipeSlabPB(c.Slab)
+			wipeCorrPB(c.Corr)
 		}
 	}
 }
@@ -373,18 +374,19 @@ func collectReqToPB(r *msg.CollectRequest) *pb.CollectRequest {
 	if r.Count < 0 {
 		n = 2*msg.MaxBulk + 1 // refused by the module, naming Count
 	}
-	return &pb.CollectRequest{Counter: r.Counter, Points: r.Points, Count: n}
+	return &pb.CollectRequest{Counter: r.Counter, Points: r.Points, Count: n, Corr: r.Corr}
 }
 
 // Collect returns the output at a counter, or with Count > 0 the slab of
 // the bulk at that counter (one contiguous bytes field of keys at a fixed
 // stride, checked). It retries once over a fresh connection after a
 // transport failure: the module answers a repeated Collect with the same
-// bytes.
+// bytes. A correlation (req.Corr) is handed out once, so it is not
+// retried.
 func (c *Client) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
 	call := &pb.Call{Op: &pb.Call_Collect{Collect: collectReqToPB(req)}}
 	r, err := c.one(ctx, call)
-	if errors.Is(err, ErrTransport) {
+	if errors.Is(err, ErrTransport) && !req.Corr {
 		r, err = c.one(ctx, call)
 	}
 	if err != nil {

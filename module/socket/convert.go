@@ -18,6 +18,15 @@ func u8(v uint32) uint8 {
 	return uint8(v)
 }
 
+// prof narrows a profile; anything over 255 becomes 255, an unknown
+// profile the module refuses (never 0, which is kord-v1).
+func prof(v uint32) msg.Profile {
+	if v > 255 {
+		return 255
+	}
+	return msg.Profile(v)
+}
+
 // bits narrows a width; anything over 255 becomes 0 (rejected as outside 1..64).
 func bits(v uint32) int {
 	if v > 255 {
@@ -28,13 +37,13 @@ func bits(v uint32) int {
 
 // ShareToPB converts a share request to its wire form.
 func ShareToPB(s msg.Share) *pb.Share {
-	return &pb.Share{Mode: uint32(s.Mode), Type: uint32(s.Type), InBits: uint32(s.InBits), OutBits: uint32(s.OutBits),
+	return &pb.Share{Mode: uint32(s.Mode), Profile: uint32(s.Profile), Type: uint32(s.Type), InBits: uint32(s.InBits), OutBits: uint32(s.OutBits),
 		AlphaShare: s.AlphaShare, BetaShare: s.BetaShare, DeriveBeta: s.DeriveBeta, Beta: s.Beta}
 }
 
 // ShareFromPB converts a wire share request.
 func ShareFromPB(s *pb.Share) msg.Share {
-	return msg.Share{Mode: msg.Mode(u8(s.GetMode())), Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits()),
+	return msg.Share{Mode: msg.Mode(u8(s.GetMode())), Profile: prof(s.GetProfile()), Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits()),
 		AlphaShare: s.GetAlphaShare(), BetaShare: s.GetBetaShare(), DeriveBeta: s.GetDeriveBeta(), Beta: s.GetBeta()}
 }
 
@@ -42,7 +51,7 @@ func ShareFromPB(s *pb.Share) msg.Share {
 // frames are asked for packed. The caller wipes PackedShares once sent.
 func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
 	o := &pb.SubmitRequest{Kind: uint32(r.Kind), Tier: uint32(r.Tier), Frame: r.Frame, Counter: r.Counter, Mismatch: r.Mismatch, PackFrames: true,
-		Bulk: bulkToPB(r.Bulk)}
+		Bulk: bulkToPB(r.Bulk), Corr: CorrToPB(r.Corr)}
 	if len(r.Shares) > 0 {
 		o.PackedShares = PackShares(make([]byte, 0, len(r.Shares)*shareRecord), r.Shares)
 	}
@@ -53,7 +62,7 @@ func submitReqToPB(r *msg.SubmitRequest) *pb.SubmitRequest {
 // both).
 func submitReqFromPB(r *pb.SubmitRequest) (*msg.SubmitRequest, error) {
 	o := &msg.SubmitRequest{Kind: msg.SubmitKind(u8(r.GetKind())), Tier: msg.Tier(u8(r.GetTier())), Frame: r.GetFrame(), Counter: r.GetCounter(),
-		Mismatch: r.GetMismatch(), Bulk: bulkFromPB(r.GetBulk())}
+		Mismatch: r.GetMismatch(), Bulk: bulkFromPB(r.GetBulk()), Corr: CorrFromPB(r.GetCorr())}
 	switch {
 	case len(r.GetShares()) > 0 && len(r.GetPackedShares()) > 0:
 		return nil, fmt.Errorf("%w: shares and packed_shares are both set", module.ErrBadRequest)
@@ -114,6 +123,9 @@ func PollFromPB(r *pb.PollResponse) *msg.PollResponse {
 }
 
 func collectRespToPB(r *msg.CollectResponse) *pb.CollectResponse {
+	if r.Corr != nil {
+		return &pb.CollectResponse{Counter: r.Counter, Corr: corrSharesToPB(r.Corr)}
+	}
 	if r.Slab != nil {
 		return &pb.CollectResponse{Counter: r.Counter, Mode: uint32(r.Mode), Slab: slabToPB(r.Slab)}
 	}
@@ -122,6 +134,13 @@ func collectRespToPB(r *msg.CollectResponse) *pb.CollectResponse {
 }
 
 func collectRespFromPB(r *pb.CollectResponse) (*msg.CollectResponse, error) {
+	if c := r.GetCorr(); c != nil {
+		sh, err := CorrSharesFromPB(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: collect: %v", ErrTransport, err)
+		}
+		return &msg.CollectResponse{Counter: r.GetCounter(), Corr: sh}, nil
+	}
 	if s := r.GetSlab(); s != nil {
 		sl, err := slabFromPB(s)
 		if err != nil {
@@ -151,7 +170,7 @@ func bulkToPB(b *msg.Bulk) *pb.Bulk {
 	if b == nil {
 		return nil
 	}
-	return &pb.Bulk{Mode: uint32(b.Mode), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
+	return &pb.Bulk{Mode: uint32(b.Mode), Profile: uint32(b.Profile), Type: uint32(b.Type), InBits: uint32(b.InBits), OutBits: uint32(b.OutBits),
 		N: uint32(min(max(b.N, 0), 2*msg.MaxBulk+1)), AlphaShares: b.AlphaShares, BetaShares: b.BetaShares,
 		DeriveBeta: b.DeriveBeta, Beta: b.Beta}
 }
@@ -161,7 +180,7 @@ func bulkFromPB(b *pb.Bulk) *msg.Bulk {
 	if b == nil {
 		return nil
 	}
-	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
+	return &msg.Bulk{Mode: msg.Mode(u8(b.GetMode())), Profile: prof(b.GetProfile()), Type: fss.Type(u8(b.GetType())), InBits: bits(b.GetInBits()),
 		OutBits: bits(b.GetOutBits()), N: n32(b.GetN()), AlphaShares: b.GetAlphaShares(), BetaShares: b.GetBetaShares(),
 		DeriveBeta: b.GetDeriveBeta(), Beta: b.GetBeta()}
 }
@@ -177,7 +196,7 @@ func wipeBulk(b *pb.Bulk) {
 // slabToPB converts a slab; the message holds the slab's buffers (no
 // copy).
 func slabToPB(s *msg.Slab) *pb.Slab {
-	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Type: uint32(s.Params.Type),
+	return &pb.Slab{First: s.First, N: uint32(s.N), Mode: uint32(s.Mode), Profile: uint32(s.Profile), Type: uint32(s.Params.Type),
 		InBits: uint32(s.Params.InBits), OutBits: uint32(s.Params.OutBits), Stride: uint32(s.Stride),
 		Keys: s.Keys, AlphaShares: s.AlphaShares, BetaShares: s.BetaShares, PairTags: s.PairTags}
 }
@@ -186,7 +205,7 @@ func slabToPB(s *msg.Slab) *pb.Slab {
 // of the shape's stride, N pair tags, N shares of each or none); the slab
 // holds the message's buffers.
 func slabFromPB(s *pb.Slab) (*msg.Slab, error) {
-	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())),
+	o := &msg.Slab{First: s.GetFirst(), N: n32(s.GetN()), Mode: msg.Mode(u8(s.GetMode())), Profile: prof(s.GetProfile()),
 		Params: fss.Params{Type: fss.Type(u8(s.GetType())), InBits: bits(s.GetInBits()), OutBits: bits(s.GetOutBits())},
 		Keys:   s.GetKeys(), AlphaShares: s.GetAlphaShares(), BetaShares: s.GetBetaShares(),
 		PairTags: s.GetPairTags()}
@@ -210,5 +229,78 @@ func wipeSlabPB(s *pb.Slab) {
 		clear(s.Keys)
 		clear(s.AlphaShares)
 		clear(s.BetaShares)
+	}
+}
+
+// wide narrows a dimension; anything over MaxCorrWords becomes
+// MaxCorrWords+1 (refused by the module, naming the field).
+func wide(v uint32) int {
+	if v > msg.MaxCorrWords {
+		return msg.MaxCorrWords + 1
+	}
+	return int(v)
+}
+
+// CorrToPB converts a correlation shape (nil: nil).
+func CorrToPB(c *msg.Correlation) *pb.Correlation {
+	if c == nil {
+		return nil
+	}
+	u := func(v int) uint32 { return uint32(min(max(v, 0), msg.MaxCorrWords+1)) }
+	return &pb.Correlation{Kind: uint32(c.Kind), Ring: u(c.Ring), In: u(c.In), Out: u(c.Out), K: u(c.K), H: u(c.H), W: u(c.W),
+		Part: uint32(c.Part), WeightFrom: c.WeightFrom}
+}
+
+// CorrFromPB converts a wire correlation shape (nil: nil); the module
+// checks its fields (msg.Correlation.Sizes).
+func CorrFromPB(c *pb.Correlation) *msg.Correlation {
+	if c == nil {
+		return nil
+	}
+	return &msg.Correlation{Kind: msg.CorrKind(u8(c.GetKind())), Ring: bits(c.GetRing()), In: wide(c.GetIn()), Out: wide(c.GetOut()),
+		K: wide(c.GetK()), H: wide(c.GetH()), W: wide(c.GetW()), Part: msg.CorrPart(u8(c.GetPart())), WeightFrom: c.GetWeightFrom()}
+}
+
+// corrSharesToPB converts one party's correlation shares; the message
+// holds the shares' slices (no copy).
+func corrSharesToPB(c *msg.CorrShares) *pb.CorrShares {
+	return &pb.CorrShares{Counter: c.Counter, Blocks: uint32(c.Blocks), Corr: CorrToPB(&c.Corr), A: c.A, R: c.R, Z: c.Z, PairTag: c.PairTag[:]}
+}
+
+// CorrSharesFromPB converts wire correlation shares, checking that they
+// have the sizes their shape gives (msg.Correlation.Sizes) and a 16-byte
+// pair tag; the result holds the message's slices.
+func CorrSharesFromPB(c *pb.CorrShares) (*msg.CorrShares, error) {
+	shape := CorrFromPB(c.GetCorr())
+	na, nr, nz, err := shape.Sizes()
+	if err != nil {
+		return nil, fmt.Errorf("correlation: %v", err)
+	}
+	switch shape.Part {
+	case msg.CorrWeight:
+		nr, nz = 0, 0
+	case msg.CorrInput:
+		na = 0
+	}
+	if len(c.GetA()) != na || len(c.GetR()) != nr || len(c.GetZ()) != nz {
+		return nil, fmt.Errorf("correlation: %d, %d, %d words of A, R, Z, want %d, %d, %d", len(c.GetA()), len(c.GetR()), len(c.GetZ()), na, nr, nz)
+	}
+	if len(c.GetPairTag()) != msg.PairTagSize {
+		return nil, fmt.Errorf("correlation: a %d-byte pair tag, want %d", len(c.GetPairTag()), msg.PairTagSize)
+	}
+	blocks, _ := shape.Blocks()
+	if int(c.GetBlocks()) != blocks {
+		return nil, fmt.Errorf("correlation: %d blocks, want %d for its shape", c.GetBlocks(), blocks)
+	}
+	return &msg.CorrShares{Counter: c.GetCounter(), Blocks: blocks, Corr: *shape, A: c.GetA(), R: c.GetR(), Z: c.GetZ(),
+		PairTag: [msg.PairTagSize]byte(c.GetPairTag())}, nil
+}
+
+// wipeCorrPB clears the shares of a wire correlation.
+func wipeCorrPB(c *pb.CorrShares) {
+	if c != nil {
+		clear(c.A)
+		clear(c.R)
+		clear(c.Z)
 	}
 }

@@ -115,7 +115,7 @@ func fastCollectSlab(b []byte) (*pb.CollectResponse, bool) {
 // as varints and the shares packed; keys and pair tags are slices of b.
 func fastSlab(b []byte) (*pb.Slab, bool) {
 	s := &pb.Slab{}
-	ok := pbwire.Each(b, 11, func(f pbwire.Field) bool {
+	ok := pbwire.Each(b, 12, func(f pbwire.Field) bool {
 		var ok bool
 		switch f.Num {
 		case 1:
@@ -140,6 +140,8 @@ func fastSlab(b []byte) (*pb.Slab, bool) {
 			s.BetaShares, ok = f.Packed64()
 		case 11:
 			s.PairTags, ok = f.Bytes()
+		case 12:
+			s.Profile, ok = f.Uint32()
 		}
 		return ok
 	})

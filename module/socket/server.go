@@ -289,6 +289,7 @@ func wipeResults(resp *pb.ModuleResponse) {
 			clear(c.Key)
 			clear(c.Evals)
 			wipeSlabPB(c.Slab)
+			wipeCorrPB(c.Corr)
 		}
 	}
 }
@@ -382,7 +383,7 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 		return &pb.Result{Op: &pb.Result_Poll{Poll: PollToPB(r, locked)}}
 	case *pb.Call_Collect:
 		r, err := s.dev.Collect(ctx, &msg.CollectRequest{Counter: op.Collect.GetCounter(), Points: op.Collect.GetPoints(),
-			Count: n32(op.Collect.GetCount())})
+			Count: n32(op.Collect.GetCount()), Corr: op.Collect.GetCorr()})
 		if err != nil {
 			return fail(err)
 		}

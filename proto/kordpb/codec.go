@@ -157,6 +157,11 @@ func wipeReply(r *KeyReply) {
 			clear(k.Key)
 			clear(k.Evals)
 			k.AlphaShare, k.BetaShare = 0, 0
+			if c := k.Corr; c != nil {
+				clear(c.A)
+				clear(c.R)
+				clear(c.Z)
+			}
 		}
 	}
 }
@@ -193,6 +198,11 @@ func (p *PooledKeyReplies) Recycle() {
 			clear(k.Key)
 			clear(k.Evals)
 			k.AlphaShare, k.BetaShare = 0, 0
+			if c := k.Corr; c != nil {
+				clear(c.A)
+				clear(c.R)
+				clear(c.Z)
+			}
 		}
 	}
 	if pk := m.Packed; pk != nil {

@@ -29,19 +29,28 @@ const (
 // the same id and the same mode, tier, type and widths; party 0 orders the
 // requests, party 1 follows that order by id.
 type KeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Mode          string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"` // bound, derived, consume
-	Tier          string                 `protobuf:"bytes,3,opt,name=tier,proto3" json:"tier,omitempty"` // otp, mac, batchmac (bound, consume)
-	Type          string                 `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"` // dpf, dcf
-	InBits        uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	AlphaShare    uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
-	BetaShare     uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
-	Count         uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
-	DeriveBeta    bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
-	Beta          uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
-	Points        []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mode       string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"` // bound, derived, consume
+	Tier       string                 `protobuf:"bytes,3,opt,name=tier,proto3" json:"tier,omitempty"` // otp, mac, batchmac (bound, consume)
+	Type       string                 `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"` // dpf, dcf
+	InBits     uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits    uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	AlphaShare uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
+	BetaShare  uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
+	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
+	DeriveBeta bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
+	Beta       uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
+	Points     []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
+	// profile: the key format, "kord-v1" (or empty: the default) or "llama"
+	// (EzPC LLAMA's DCF, type dcf only; key holds LLAMA's bytes). Both sites
+	// must ask for the same profile.
+	Profile string `protobuf:"bytes,13,opt,name=profile,proto3" json:"profile,omitempty"`
+	// corr (mode "correlation"): one derived multiplication correlation
+	// (docs/api.md, "Correlations"); type, widths, shares, count, beta and
+	// points are then empty. Both sites ask for the same shape under the
+	// same id; each gets only its own party's shares.
+	Corr          *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,13 +169,28 @@ func (x *KeyRequest) GetPoints() []uint64 {
 	return nil
 }
 
+func (x *KeyRequest) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *KeyRequest) GetCorr() *modulepb.Correlation {
+	if x != nil {
+		return x.Corr
+	}
+	return nil
+}
+
 type KeyShare struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
-	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own kord-v1 key share (bound, derived)
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                  // own key share in the request's profile (bound, derived)
 	AlphaShare    uint64                 `protobuf:"varint,3,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"` // derived: own share of the drawn alpha
 	BetaShare     uint64                 `protobuf:"varint,4,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`    // derived: own share of beta
 	Evals         []uint64               `protobuf:"varint,5,rep,packed,name=evals,proto3" json:"evals,omitempty"`                      // consume: own evaluation shares
+	Corr          *modulepb.CorrShares   `protobuf:"bytes,6,opt,name=corr,proto3" json:"corr,omitempty"`                                // correlation: own shares (counter: its first)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -232,6 +256,13 @@ func (x *KeyShare) GetBetaShare() uint64 {
 func (x *KeyShare) GetEvals() []uint64 {
 	if x != nil {
 		return x.Evals
+	}
+	return nil
+}
+
+func (x *KeyShare) GetCorr() *modulepb.CorrShares {
+	if x != nil {
+		return x.Corr
 	}
 	return nil
 }
@@ -382,7 +413,8 @@ func (x *KeyRequests) GetStrideReplies() bool {
 
 // PackedRequests is requests as parallel lists: request i has ids[i], the
 // 6 bytes shapes[6i:6i+6] (mode, tier, type as module.proto / kord key
-// codes — tier 0 = none —, in_bits, out_bits, derive_beta 0/1), its
+// codes — tier 0 = none; type's high nibble the profile, 1 = llama —,
+// in_bits, out_bits, derive_beta 0/1), its
 // alpha/beta shares, count and beta, and point_lens[i] points of points
 // (point_lens empty when no request has any). A party that does not know
 // the field would ignore it: clients send it only to a party whose
@@ -923,15 +955,18 @@ func (x *PairReply) GetPaired() bool {
 }
 
 type BatchItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
-	InBits        uint32                 `protobuf:"varint,4,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,5,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	Count         uint32                 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
-	DeriveBeta    bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
-	Beta          uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mode       uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type       uint32                 `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"` // fss type in the low nibble, profile in the high (msg.TypeByte)
+	InBits     uint32                 `protobuf:"varint,4,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits    uint32                 `protobuf:"varint,5,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	Count      uint32                 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
+	DeriveBeta bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
+	Beta       uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	// corr: a correlation item's shape (mode 16); count is then the
+	// counters it takes (msg.Correlation.Blocks).
+	Corr          *modulepb.Correlation `protobuf:"bytes,9,opt,name=corr,proto3" json:"corr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1022,16 +1057,24 @@ func (x *BatchItem) GetBeta() uint64 {
 	return 0
 }
 
+func (x *BatchItem) GetCorr() *modulepb.Correlation {
+	if x != nil {
+		return x.Corr
+	}
+	return nil
+}
+
 // PackedItems is a batch's items as parallel lists (what Batch.items
 // holds, one message per request, without the per-item overhead). Party 0
 // sends it when party 1's HelloReply set packed_items.
 type PackedItems struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
-	Shapes        []byte                 `protobuf:"bytes,2,opt,name=shapes,proto3" json:"shapes,omitempty"` // 4 bytes per item: mode, type, in_bits, out_bits
-	Counts        []uint32               `protobuf:"varint,3,rep,packed,name=counts,proto3" json:"counts,omitempty"`
-	DeriveBeta    []byte                 `protobuf:"bytes,4,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // 1 byte (0 or 1) per item, or empty: none
-	Betas         []uint64               `protobuf:"varint,5,rep,packed,name=betas,proto3" json:"betas,omitempty"`                     // one per item, or empty: all 0
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Ids           []uint64                `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Shapes        []byte                  `protobuf:"bytes,2,opt,name=shapes,proto3" json:"shapes,omitempty"` // 4 bytes per item: mode, type, in_bits, out_bits
+	Counts        []uint32                `protobuf:"varint,3,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	DeriveBeta    []byte                  `protobuf:"bytes,4,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // 1 byte (0 or 1) per item, or empty: none
+	Betas         []uint64                `protobuf:"varint,5,rep,packed,name=betas,proto3" json:"betas,omitempty"`                     // one per item, or empty: all 0
+	Corrs         []*modulepb.Correlation `protobuf:"bytes,6,rep,name=corrs,proto3" json:"corrs,omitempty"`                             // one per correlation item (mode 16), in item order
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1097,6 +1140,13 @@ func (x *PackedItems) GetDeriveBeta() []byte {
 func (x *PackedItems) GetBetas() []uint64 {
 	if x != nil {
 		return x.Betas
+	}
+	return nil
+}
+
+func (x *PackedItems) GetCorrs() []*modulepb.Correlation {
+	if x != nil {
+		return x.Corrs
 	}
 	return nil
 }
@@ -2130,7 +2180,7 @@ var File_kord_v1_service_proto protoreflect.FileDescriptor
 
 const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xaf\x02\n" +
+	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xf3\x02\n" +
 	"\n" +
 	"KeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2148,7 +2198,9 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
 	"\x04beta\x18\v \x01(\x04R\x04beta\x12\x16\n" +
-	"\x06points\x18\f \x03(\x04R\x06points\"\x8c\x01\n" +
+	"\x06points\x18\f \x03(\x04R\x06points\x12\x18\n" +
+	"\aprofile\x18\r \x01(\tR\aprofile\x12(\n" +
+	"\x04corr\x18\x0e \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb5\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +
@@ -2156,7 +2208,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"alphaShare\x12\x1d\n" +
 	"\n" +
 	"beta_share\x18\x04 \x01(\x04R\tbetaShare\x12\x14\n" +
-	"\x05evals\x18\x05 \x03(\x04R\x05evals\"x\n" +
+	"\x05evals\x18\x05 \x03(\x04R\x05evals\x12'\n" +
+	"\x04corr\x18\x06 \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\"x\n" +
 	"\bKeyReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
@@ -2215,7 +2268,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
-	"\x06paired\x18\x01 \x01(\bR\x06paired\"\xc2\x01\n" +
+	"\x06paired\x18\x01 \x01(\bR\x06paired\"\xec\x01\n" +
 	"\tBatchItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x12\n" +
@@ -2225,14 +2278,16 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1f\n" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\b \x01(\x04R\x04beta\"\x86\x01\n" +
+	"\x04beta\x18\b \x01(\x04R\x04beta\x12(\n" +
+	"\x04corr\x18\t \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb2\x01\n" +
 	"\vPackedItems\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12\x16\n" +
 	"\x06counts\x18\x03 \x03(\rR\x06counts\x12\x1f\n" +
 	"\vderive_beta\x18\x04 \x01(\fR\n" +
 	"deriveBeta\x12\x14\n" +
-	"\x05betas\x18\x05 \x03(\x04R\x05betas\"\xb5\x01\n" +
+	"\x05betas\x18\x05 \x03(\x04R\x05betas\x12*\n" +
+	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xb5\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
@@ -2370,46 +2425,52 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*Confirm)(nil),               // 21: kord.v1.Confirm
 	(*PeerMsg)(nil),               // 22: kord.v1.PeerMsg
 	(*PairMessage)(nil),           // 23: kord.v1.PairMessage
-	(*modulepb.PollResponse)(nil), // 24: kord.v1.PollResponse
+	(*modulepb.Correlation)(nil),  // 24: kord.v1.Correlation
+	(*modulepb.CorrShares)(nil),   // 25: kord.v1.CorrShares
+	(*modulepb.PollResponse)(nil), // 26: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
-	1,  // 0: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
-	0,  // 1: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
-	4,  // 2: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
-	2,  // 3: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
-	6,  // 4: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	24, // 5: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	14, // 6: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
-	14, // 7: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
-	16, // 8: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
-	11, // 9: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
-	16, // 10: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
-	11, // 11: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 12: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
-	13, // 13: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	15, // 14: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	17, // 15: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	18, // 16: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	19, // 17: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	20, // 18: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	21, // 19: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 20: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 21: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 22: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 23: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	23, // 24: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	22, // 25: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 26: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 27: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 28: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 29: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	23, // 30: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	22, // 31: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	26, // [26:32] is the sub-list for method output_type
-	20, // [20:26] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	24, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
+	25, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
+	1,  // 2: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
+	0,  // 3: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
+	4,  // 4: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
+	2,  // 5: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
+	6,  // 6: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
+	26, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	24, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
+	24, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
+	14, // 10: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
+	14, // 11: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
+	16, // 12: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
+	11, // 13: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
+	16, // 14: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
+	11, // 15: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	12, // 16: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	13, // 17: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	15, // 18: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	17, // 19: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	18, // 20: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	19, // 21: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	20, // 22: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	21, // 23: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 24: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 25: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 26: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 27: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	23, // 28: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	22, // 29: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 30: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 31: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 32: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 33: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	23, // 34: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	22, // 35: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	30, // [30:36] is the sub-list for method output_type
+	24, // [24:30] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }

@@ -75,19 +75,22 @@ func (x SyncRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SyncRequest_Op.Descriptor instead.
 func (SyncRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{15, 0}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type Share struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
-	InBits        uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	AlphaShare    uint64                 `protobuf:"varint,5,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`
-	BetaShare     uint64                 `protobuf:"varint,6,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
-	DeriveBeta    bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
-	Beta          uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Mode       uint32                 `protobuf:"varint,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type       uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
+	InBits     uint32                 `protobuf:"varint,3,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits    uint32                 `protobuf:"varint,4,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	AlphaShare uint64                 `protobuf:"varint,5,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`
+	BetaShare  uint64                 `protobuf:"varint,6,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`
+	DeriveBeta bool                   `protobuf:"varint,7,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
+	Beta       uint64                 `protobuf:"varint,8,opt,name=beta,proto3" json:"beta,omitempty"`
+	// profile is msg.Profile: 0 kord-v1 (the default), 1 llama (EzPC
+	// LLAMA's DCF). Packed shares carry it in the type byte's high nibble.
+	Profile       uint32 `protobuf:"varint,9,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -174,6 +177,13 @@ func (x *Share) GetDeriveBeta() bool {
 func (x *Share) GetBeta() uint64 {
 	if x != nil {
 		return x.Beta
+	}
+	return 0
+}
+
+func (x *Share) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
 	}
 	return 0
 }
@@ -282,8 +292,8 @@ type SubmitRequest struct {
 	Frame   []byte                 `protobuf:"bytes,4,opt,name=frame,proto3" json:"frame,omitempty"`
 	Counter uint64                 `protobuf:"varint,5,opt,name=counter,proto3" json:"counter,omitempty"`
 	// packed_shares, when set, replaces shares: one 29-byte record per
-	// share (socket.PackShares): mode, type, in_bits, out_bits, flags (bit 0
-	// derive_beta), then alpha_share, beta_share, beta as little-endian
+	// share (socket.PackShares): mode, type (low nibble; profile in the high
+	// nibble, msg.TypeByte), in_bits, out_bits, flags (bit 0 derive_beta), then alpha_share, beta_share, beta as little-endian
 	// uint64s. The hot path of a batch sends no message per key.
 	PackedShares []byte `protobuf:"bytes,6,opt,name=packed_shares,json=packedShares,proto3" json:"packed_shares,omitempty"`
 	// pack_frames asks for frame_data/frame_lens instead of frames.
@@ -293,7 +303,11 @@ type SubmitRequest struct {
 	Mismatch bool `protobuf:"varint,8,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
 	// bulk (kind 4, SubmitBulk): n keys of one shape (msg.Bulk); shares,
 	// packed_shares and frame are then empty.
-	Bulk          *Bulk `protobuf:"bytes,9,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	Bulk *Bulk `protobuf:"bytes,9,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	// corr (kind 5, SubmitCorrelation): one derived multiplication
+	// correlation (msg.Correlation); shares, packed_shares, frame and bulk
+	// are then empty, and no frame is returned.
+	Corr          *Correlation `protobuf:"bytes,10,opt,name=corr,proto3" json:"corr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +405,219 @@ func (x *SubmitRequest) GetBulk() *Bulk {
 	return nil
 }
 
+func (x *SubmitRequest) GetCorr() *Correlation {
+	if x != nil {
+		return x.Corr
+	}
+	return nil
+}
+
+// Correlation is msg.Correlation: the shape of a derived multiplication
+// correlation (kind 1 matrix-vector, 2 conv2d; part 0 full, 1 weight
+// mask, 2 input mask against the weight mask at weight_from).
+type Correlation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Ring          uint32                 `protobuf:"varint,2,opt,name=ring,proto3" json:"ring,omitempty"`
+	In            uint32                 `protobuf:"varint,3,opt,name=in,proto3" json:"in,omitempty"`
+	Out           uint32                 `protobuf:"varint,4,opt,name=out,proto3" json:"out,omitempty"`
+	K             uint32                 `protobuf:"varint,5,opt,name=k,proto3" json:"k,omitempty"`
+	H             uint32                 `protobuf:"varint,6,opt,name=h,proto3" json:"h,omitempty"`
+	W             uint32                 `protobuf:"varint,7,opt,name=w,proto3" json:"w,omitempty"`
+	Part          uint32                 `protobuf:"varint,8,opt,name=part,proto3" json:"part,omitempty"`
+	WeightFrom    uint64                 `protobuf:"varint,9,opt,name=weight_from,json=weightFrom,proto3" json:"weight_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Correlation) Reset() {
+	*x = Correlation{}
+	mi := &file_kord_v1_module_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Correlation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Correlation) ProtoMessage() {}
+
+func (x *Correlation) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Correlation.ProtoReflect.Descriptor instead.
+func (*Correlation) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Correlation) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Correlation) GetRing() uint32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *Correlation) GetIn() uint32 {
+	if x != nil {
+		return x.In
+	}
+	return 0
+}
+
+func (x *Correlation) GetOut() uint32 {
+	if x != nil {
+		return x.Out
+	}
+	return 0
+}
+
+func (x *Correlation) GetK() uint32 {
+	if x != nil {
+		return x.K
+	}
+	return 0
+}
+
+func (x *Correlation) GetH() uint32 {
+	if x != nil {
+		return x.H
+	}
+	return 0
+}
+
+func (x *Correlation) GetW() uint32 {
+	if x != nil {
+		return x.W
+	}
+	return 0
+}
+
+func (x *Correlation) GetPart() uint32 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
+func (x *Correlation) GetWeightFrom() uint64 {
+	if x != nil {
+		return x.WeightFrom
+	}
+	return 0
+}
+
+// CorrShares is msg.CorrShares: one party's additive shares of a derived
+// correlation (a, r, z; each empty when the part has none), the counters
+// it took and its pair tag (16 bytes).
+type CorrShares struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
+	Blocks        uint32                 `protobuf:"varint,2,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	Corr          *Correlation           `protobuf:"bytes,3,opt,name=corr,proto3" json:"corr,omitempty"`
+	A             []uint64               `protobuf:"varint,4,rep,packed,name=a,proto3" json:"a,omitempty"`
+	R             []uint64               `protobuf:"varint,5,rep,packed,name=r,proto3" json:"r,omitempty"`
+	Z             []uint64               `protobuf:"varint,6,rep,packed,name=z,proto3" json:"z,omitempty"`
+	PairTag       []byte                 `protobuf:"bytes,7,opt,name=pair_tag,json=pairTag,proto3" json:"pair_tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CorrShares) Reset() {
+	*x = CorrShares{}
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CorrShares) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CorrShares) ProtoMessage() {}
+
+func (x *CorrShares) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_module_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CorrShares.ProtoReflect.Descriptor instead.
+func (*CorrShares) Descriptor() ([]byte, []int) {
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CorrShares) GetCounter() uint64 {
+	if x != nil {
+		return x.Counter
+	}
+	return 0
+}
+
+func (x *CorrShares) GetBlocks() uint32 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *CorrShares) GetCorr() *Correlation {
+	if x != nil {
+		return x.Corr
+	}
+	return nil
+}
+
+func (x *CorrShares) GetA() []uint64 {
+	if x != nil {
+		return x.A
+	}
+	return nil
+}
+
+func (x *CorrShares) GetR() []uint64 {
+	if x != nil {
+		return x.R
+	}
+	return nil
+}
+
+func (x *CorrShares) GetZ() []uint64 {
+	if x != nil {
+		return x.Z
+	}
+	return nil
+}
+
+func (x *CorrShares) GetPairTag() []byte {
+	if x != nil {
+		return x.PairTag
+	}
+	return nil
+}
+
 // Bulk is msg.Bulk: n keys of one shape. Bound mode: this party's n
 // shares of each α and β (packed). Derived mode: no shares; derive_beta
 // and beta as in Share.
@@ -405,13 +632,14 @@ type Bulk struct {
 	BetaShares    []uint64               `protobuf:"varint,7,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	DeriveBeta    bool                   `protobuf:"varint,8,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"`
 	Beta          uint64                 `protobuf:"varint,9,opt,name=beta,proto3" json:"beta,omitempty"`
+	Profile       uint32                 `protobuf:"varint,10,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bulk) Reset() {
 	*x = Bulk{}
-	mi := &file_kord_v1_module_proto_msgTypes[4]
+	mi := &file_kord_v1_module_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +651,7 @@ func (x *Bulk) String() string {
 func (*Bulk) ProtoMessage() {}
 
 func (x *Bulk) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[4]
+	mi := &file_kord_v1_module_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +664,7 @@ func (x *Bulk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bulk.ProtoReflect.Descriptor instead.
 func (*Bulk) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{4}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Bulk) GetMode() uint32 {
@@ -502,6 +730,13 @@ func (x *Bulk) GetBeta() uint64 {
 	return 0
 }
 
+func (x *Bulk) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
+	}
+	return 0
+}
+
 // Slab is msg.Slab: this party's outputs of one bulk, keys at a fixed
 // stride in one bytes field (key i at keys[i*stride:(i+1)*stride]), pair
 // tags 16 bytes each, and, derived mode, its shares of each α and β.
@@ -518,13 +753,14 @@ type Slab struct {
 	AlphaShares   []uint64               `protobuf:"varint,9,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
 	BetaShares    []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	PairTags      []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
+	Profile       uint32                 `protobuf:"varint,12,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Slab) Reset() {
 	*x = Slab{}
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +772,7 @@ func (x *Slab) String() string {
 func (*Slab) ProtoMessage() {}
 
 func (x *Slab) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[5]
+	mi := &file_kord_v1_module_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +785,7 @@ func (x *Slab) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slab.ProtoReflect.Descriptor instead.
 func (*Slab) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{5}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Slab) GetFirst() uint64 {
@@ -629,6 +865,13 @@ func (x *Slab) GetPairTags() []byte {
 	return nil
 }
 
+func (x *Slab) GetProfile() uint32 {
+	if x != nil {
+		return x.Profile
+	}
+	return 0
+}
+
 type SubmitResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	FirstCounter uint64                 `protobuf:"varint,1,opt,name=first_counter,json=firstCounter,proto3" json:"first_counter,omitempty"`
@@ -646,7 +889,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +901,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[6]
+	mi := &file_kord_v1_module_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +914,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{6}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SubmitResponse) GetFirstCounter() uint64 {
@@ -742,7 +985,7 @@ type PeerFramesRequest struct {
 
 func (x *PeerFramesRequest) Reset() {
 	*x = PeerFramesRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +997,7 @@ func (x *PeerFramesRequest) String() string {
 func (*PeerFramesRequest) ProtoMessage() {}
 
 func (x *PeerFramesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[7]
+	mi := &file_kord_v1_module_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +1010,7 @@ func (x *PeerFramesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerFramesRequest.ProtoReflect.Descriptor instead.
 func (*PeerFramesRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PeerFramesRequest) GetData() []byte {
@@ -796,7 +1039,7 @@ type PeerFramesResponse struct {
 
 func (x *PeerFramesResponse) Reset() {
 	*x = PeerFramesResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +1051,7 @@ func (x *PeerFramesResponse) String() string {
 func (*PeerFramesResponse) ProtoMessage() {}
 
 func (x *PeerFramesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[8]
+	mi := &file_kord_v1_module_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +1064,7 @@ func (x *PeerFramesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerFramesResponse.ProtoReflect.Descriptor instead.
 func (*PeerFramesResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PeerFramesResponse) GetAccepted() uint32 {
@@ -853,7 +1096,7 @@ type CollectRangeRequest struct {
 
 func (x *CollectRangeRequest) Reset() {
 	*x = CollectRangeRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1108,7 @@ func (x *CollectRangeRequest) String() string {
 func (*CollectRangeRequest) ProtoMessage() {}
 
 func (x *CollectRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[9]
+	mi := &file_kord_v1_module_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1121,7 @@ func (x *CollectRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRangeRequest.ProtoReflect.Descriptor instead.
 func (*CollectRangeRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CollectRangeRequest) GetFirst() uint64 {
@@ -927,7 +1170,7 @@ type CollectRangeResponse struct {
 
 func (x *CollectRangeResponse) Reset() {
 	*x = CollectRangeResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1182,7 @@ func (x *CollectRangeResponse) String() string {
 func (*CollectRangeResponse) ProtoMessage() {}
 
 func (x *CollectRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[10]
+	mi := &file_kord_v1_module_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1195,7 @@ func (x *CollectRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRangeResponse.ProtoReflect.Descriptor instead.
 func (*CollectRangeResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CollectRangeResponse) GetModes() []byte {
@@ -1019,7 +1262,7 @@ type PollRequest struct {
 
 func (x *PollRequest) Reset() {
 	*x = PollRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1274,7 @@ func (x *PollRequest) String() string {
 func (*PollRequest) ProtoMessage() {}
 
 func (x *PollRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[11]
+	mi := &file_kord_v1_module_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1287,7 @@ func (x *PollRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollRequest.ProtoReflect.Descriptor instead.
 func (*PollRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
 }
 
 type PollResponse struct {
@@ -1066,7 +1309,7 @@ type PollResponse struct {
 
 func (x *PollResponse) Reset() {
 	*x = PollResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1321,7 @@ func (x *PollResponse) String() string {
 func (*PollResponse) ProtoMessage() {}
 
 func (x *PollResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[12]
+	mi := &file_kord_v1_module_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1334,7 @@ func (x *PollResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResponse.ProtoReflect.Descriptor instead.
 func (*PollResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PollResponse) GetParty() uint32 {
@@ -1177,14 +1420,17 @@ type CollectRequest struct {
 	Points  []uint64               `protobuf:"varint,2,rep,packed,name=points,proto3" json:"points,omitempty"`
 	// count > 0: a range collect of the bulk whose first counter is
 	// counter and whose n is count; the answer is CollectResponse.slab.
-	Count         uint32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	Count uint32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// corr: collect the derived correlation submitted at counter (once);
+	// the answer is CollectResponse.corr.
+	Corr          bool `protobuf:"varint,4,opt,name=corr,proto3" json:"corr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectRequest) Reset() {
 	*x = CollectRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1442,7 @@ func (x *CollectRequest) String() string {
 func (*CollectRequest) ProtoMessage() {}
 
 func (x *CollectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[13]
+	mi := &file_kord_v1_module_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1455,7 @@ func (x *CollectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectRequest.ProtoReflect.Descriptor instead.
 func (*CollectRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CollectRequest) GetCounter() uint64 {
@@ -1233,6 +1479,13 @@ func (x *CollectRequest) GetCount() uint32 {
 	return 0
 }
 
+func (x *CollectRequest) GetCorr() bool {
+	if x != nil {
+		return x.Corr
+	}
+	return false
+}
+
 type CollectResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
@@ -1243,13 +1496,14 @@ type CollectResponse struct {
 	Evals         []uint64               `protobuf:"varint,6,rep,packed,name=evals,proto3" json:"evals,omitempty"`
 	PairTag       []byte                 `protobuf:"bytes,7,opt,name=pair_tag,json=pairTag,proto3" json:"pair_tag,omitempty"` // 16 bytes
 	Slab          *Slab                  `protobuf:"bytes,8,opt,name=slab,proto3" json:"slab,omitempty"`                      // a range collect's answer (the rest is then zero)
+	Corr          *CorrShares            `protobuf:"bytes,9,opt,name=corr,proto3" json:"corr,omitempty"`                      // a correlation collect's answer (the rest is then zero)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectResponse) Reset() {
 	*x = CollectResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1515,7 @@ func (x *CollectResponse) String() string {
 func (*CollectResponse) ProtoMessage() {}
 
 func (x *CollectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[14]
+	mi := &file_kord_v1_module_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1528,7 @@ func (x *CollectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectResponse.ProtoReflect.Descriptor instead.
 func (*CollectResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CollectResponse) GetCounter() uint64 {
@@ -1333,6 +1587,13 @@ func (x *CollectResponse) GetSlab() *Slab {
 	return nil
 }
 
+func (x *CollectResponse) GetCorr() *CorrShares {
+	if x != nil {
+		return x.Corr
+	}
+	return nil
+}
+
 // Rollback witness: Challenge draws a fresh nonce, Witness authenticates
 // this module's counters against the peer's nonce, Reconcile checks the
 // peer's witness and resynchronises forward.
@@ -1346,7 +1607,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[15]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1619,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[15]
+	mi := &file_kord_v1_module_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1632,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SyncRequest) GetOp() SyncRequest_Op {
@@ -1401,7 +1662,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[16]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1674,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[16]
+	mi := &file_kord_v1_module_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1687,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SyncResponse) GetData() []byte {
@@ -1482,7 +1743,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_kord_v1_module_proto_msgTypes[17]
+	mi := &file_kord_v1_module_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1755,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[17]
+	mi := &file_kord_v1_module_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1768,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Call) GetOp() isCall_Op {
@@ -1648,7 +1909,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_kord_v1_module_proto_msgTypes[18]
+	mi := &file_kord_v1_module_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1921,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[18]
+	mi := &file_kord_v1_module_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1934,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Result) GetErrorClass() uint32 {
@@ -1817,7 +2078,7 @@ type ModuleRequest struct {
 
 func (x *ModuleRequest) Reset() {
 	*x = ModuleRequest{}
-	mi := &file_kord_v1_module_proto_msgTypes[19]
+	mi := &file_kord_v1_module_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2090,7 @@ func (x *ModuleRequest) String() string {
 func (*ModuleRequest) ProtoMessage() {}
 
 func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[19]
+	mi := &file_kord_v1_module_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2103,7 @@ func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRequest.ProtoReflect.Descriptor instead.
 func (*ModuleRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModuleRequest) GetCalls() []*Call {
@@ -1868,7 +2129,7 @@ type ModuleResponse struct {
 
 func (x *ModuleResponse) Reset() {
 	*x = ModuleResponse{}
-	mi := &file_kord_v1_module_proto_msgTypes[20]
+	mi := &file_kord_v1_module_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2141,7 @@ func (x *ModuleResponse) String() string {
 func (*ModuleResponse) ProtoMessage() {}
 
 func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_module_proto_msgTypes[20]
+	mi := &file_kord_v1_module_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2154,7 @@ func (x *ModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleResponse.ProtoReflect.Descriptor instead.
 func (*ModuleResponse) Descriptor() ([]byte, []int) {
-	return file_kord_v1_module_proto_rawDescGZIP(), []int{20}
+	return file_kord_v1_module_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ModuleResponse) GetResults() []*Result {
@@ -1907,7 +2168,7 @@ var File_kord_v1_module_proto protoreflect.FileDescriptor
 
 const file_kord_v1_module_proto_rawDesc = "" +
 	"\n" +
-	"\x14kord/v1/module.proto\x12\akord.v1\"\xd8\x01\n" +
+	"\x14kord/v1/module.proto\x12\akord.v1\"\xf2\x01\n" +
 	"\x05Share\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
@@ -1919,12 +2180,13 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"beta_share\x18\x06 \x01(\x04R\tbetaShare\x12\x1f\n" +
 	"\vderive_beta\x18\a \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\b \x01(\x04R\x04beta\",\n" +
+	"\x04beta\x18\b \x01(\x04R\x04beta\x12\x18\n" +
+	"\aprofile\x18\t \x01(\rR\aprofile\",\n" +
 	"\x10ProvisionRequest\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"E\n" +
 	"\x11ProvisionResponse\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
-	"\x06paired\x18\x02 \x01(\bR\x06paired\"\x94\x02\n" +
+	"\x06paired\x18\x02 \x01(\bR\x06paired\"\xbe\x02\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12&\n" +
@@ -1935,7 +2197,29 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vpack_frames\x18\a \x01(\bR\n" +
 	"packFrames\x12\x1a\n" +
 	"\bmismatch\x18\b \x01(\bR\bmismatch\x12!\n" +
-	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\"\xe9\x01\n" +
+	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\x12(\n" +
+	"\x04corr\x18\n" +
+	" \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb6\x01\n" +
+	"\vCorrelation\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
+	"\x04ring\x18\x02 \x01(\rR\x04ring\x12\x0e\n" +
+	"\x02in\x18\x03 \x01(\rR\x02in\x12\x10\n" +
+	"\x03out\x18\x04 \x01(\rR\x03out\x12\f\n" +
+	"\x01k\x18\x05 \x01(\rR\x01k\x12\f\n" +
+	"\x01h\x18\x06 \x01(\rR\x01h\x12\f\n" +
+	"\x01w\x18\a \x01(\rR\x01w\x12\x12\n" +
+	"\x04part\x18\b \x01(\rR\x04part\x12\x1f\n" +
+	"\vweight_from\x18\t \x01(\x04R\n" +
+	"weightFrom\"\xad\x01\n" +
+	"\n" +
+	"CorrShares\x12\x18\n" +
+	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
+	"\x06blocks\x18\x02 \x01(\rR\x06blocks\x12(\n" +
+	"\x04corr\x18\x03 \x01(\v2\x14.kord.v1.CorrelationR\x04corr\x12\f\n" +
+	"\x01a\x18\x04 \x03(\x04R\x01a\x12\f\n" +
+	"\x01r\x18\x05 \x03(\x04R\x01r\x12\f\n" +
+	"\x01z\x18\x06 \x03(\x04R\x01z\x12\x19\n" +
+	"\bpair_tag\x18\a \x01(\fR\apairTag\"\x83\x02\n" +
 	"\x04Bulk\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +
@@ -1947,7 +2231,9 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"betaShares\x12\x1f\n" +
 	"\vderive_beta\x18\b \x01(\bR\n" +
 	"deriveBeta\x12\x12\n" +
-	"\x04beta\x18\t \x01(\x04R\x04beta\"\x93\x02\n" +
+	"\x04beta\x18\t \x01(\x04R\x04beta\x12\x18\n" +
+	"\aprofile\x18\n" +
+	" \x01(\rR\aprofile\"\xad\x02\n" +
 	"\x04Slab\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\f\n" +
 	"\x01n\x18\x02 \x01(\rR\x01n\x12\x12\n" +
@@ -1961,7 +2247,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vbeta_shares\x18\n" +
 	" \x03(\x04R\n" +
 	"betaShares\x12\x1b\n" +
-	"\tpair_tags\x18\v \x01(\fR\bpairTags\"\xf1\x01\n" +
+	"\tpair_tags\x18\v \x01(\fR\bpairTags\x12\x18\n" +
+	"\aprofile\x18\f \x01(\rR\aprofile\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
@@ -2014,11 +2301,12 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x06locked\x18\v \x01(\bR\x06locked\x1a:\n" +
 	"\fRejectsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"X\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"l\n" +
 	"\x0eCollectRequest\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
 	"\x06points\x18\x02 \x03(\x04R\x06points\x12\x14\n" +
-	"\x05count\x18\x03 \x01(\rR\x05count\"\xe5\x01\n" +
+	"\x05count\x18\x03 \x01(\rR\x05count\x12\x12\n" +
+	"\x04corr\x18\x04 \x01(\bR\x04corr\"\x8e\x02\n" +
 	"\x0fCollectResponse\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x10\n" +
@@ -2029,7 +2317,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"beta_share\x18\x05 \x01(\x04R\tbetaShare\x12\x14\n" +
 	"\x05evals\x18\x06 \x03(\x04R\x05evals\x12\x19\n" +
 	"\bpair_tag\x18\a \x01(\fR\apairTag\x12!\n" +
-	"\x04slab\x18\b \x01(\v2\r.kord.v1.SlabR\x04slab\"\x98\x01\n" +
+	"\x04slab\x18\b \x01(\v2\r.kord.v1.SlabR\x04slab\x12'\n" +
+	"\x04corr\x18\t \x01(\v2\x13.kord.v1.CorrSharesR\x04corr\"\x98\x01\n" +
 	"\vSyncRequest\x12'\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x17.kord.v1.SyncRequest.OpR\x02op\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"L\n" +
@@ -2088,59 +2377,64 @@ func file_kord_v1_module_proto_rawDescGZIP() []byte {
 }
 
 var file_kord_v1_module_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kord_v1_module_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_kord_v1_module_proto_goTypes = []any{
 	(SyncRequest_Op)(0),          // 0: kord.v1.SyncRequest.Op
 	(*Share)(nil),                // 1: kord.v1.Share
 	(*ProvisionRequest)(nil),     // 2: kord.v1.ProvisionRequest
 	(*ProvisionResponse)(nil),    // 3: kord.v1.ProvisionResponse
 	(*SubmitRequest)(nil),        // 4: kord.v1.SubmitRequest
-	(*Bulk)(nil),                 // 5: kord.v1.Bulk
-	(*Slab)(nil),                 // 6: kord.v1.Slab
-	(*SubmitResponse)(nil),       // 7: kord.v1.SubmitResponse
-	(*PeerFramesRequest)(nil),    // 8: kord.v1.PeerFramesRequest
-	(*PeerFramesResponse)(nil),   // 9: kord.v1.PeerFramesResponse
-	(*CollectRangeRequest)(nil),  // 10: kord.v1.CollectRangeRequest
-	(*CollectRangeResponse)(nil), // 11: kord.v1.CollectRangeResponse
-	(*PollRequest)(nil),          // 12: kord.v1.PollRequest
-	(*PollResponse)(nil),         // 13: kord.v1.PollResponse
-	(*CollectRequest)(nil),       // 14: kord.v1.CollectRequest
-	(*CollectResponse)(nil),      // 15: kord.v1.CollectResponse
-	(*SyncRequest)(nil),          // 16: kord.v1.SyncRequest
-	(*SyncResponse)(nil),         // 17: kord.v1.SyncResponse
-	(*Call)(nil),                 // 18: kord.v1.Call
-	(*Result)(nil),               // 19: kord.v1.Result
-	(*ModuleRequest)(nil),        // 20: kord.v1.ModuleRequest
-	(*ModuleResponse)(nil),       // 21: kord.v1.ModuleResponse
-	nil,                          // 22: kord.v1.PollResponse.RejectsEntry
+	(*Correlation)(nil),          // 5: kord.v1.Correlation
+	(*CorrShares)(nil),           // 6: kord.v1.CorrShares
+	(*Bulk)(nil),                 // 7: kord.v1.Bulk
+	(*Slab)(nil),                 // 8: kord.v1.Slab
+	(*SubmitResponse)(nil),       // 9: kord.v1.SubmitResponse
+	(*PeerFramesRequest)(nil),    // 10: kord.v1.PeerFramesRequest
+	(*PeerFramesResponse)(nil),   // 11: kord.v1.PeerFramesResponse
+	(*CollectRangeRequest)(nil),  // 12: kord.v1.CollectRangeRequest
+	(*CollectRangeResponse)(nil), // 13: kord.v1.CollectRangeResponse
+	(*PollRequest)(nil),          // 14: kord.v1.PollRequest
+	(*PollResponse)(nil),         // 15: kord.v1.PollResponse
+	(*CollectRequest)(nil),       // 16: kord.v1.CollectRequest
+	(*CollectResponse)(nil),      // 17: kord.v1.CollectResponse
+	(*SyncRequest)(nil),          // 18: kord.v1.SyncRequest
+	(*SyncResponse)(nil),         // 19: kord.v1.SyncResponse
+	(*Call)(nil),                 // 20: kord.v1.Call
+	(*Result)(nil),               // 21: kord.v1.Result
+	(*ModuleRequest)(nil),        // 22: kord.v1.ModuleRequest
+	(*ModuleResponse)(nil),       // 23: kord.v1.ModuleResponse
+	nil,                          // 24: kord.v1.PollResponse.RejectsEntry
 }
 var file_kord_v1_module_proto_depIdxs = []int32{
 	1,  // 0: kord.v1.SubmitRequest.shares:type_name -> kord.v1.Share
-	5,  // 1: kord.v1.SubmitRequest.bulk:type_name -> kord.v1.Bulk
-	22, // 2: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
-	6,  // 3: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
-	0,  // 4: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
-	2,  // 5: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
-	4,  // 6: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
-	12, // 7: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
-	14, // 8: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
-	16, // 9: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
-	8,  // 10: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
-	10, // 11: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
-	3,  // 12: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
-	7,  // 13: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
-	13, // 14: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
-	15, // 15: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
-	17, // 16: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
-	9,  // 17: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
-	11, // 18: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
-	18, // 19: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
-	19, // 20: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	7,  // 1: kord.v1.SubmitRequest.bulk:type_name -> kord.v1.Bulk
+	5,  // 2: kord.v1.SubmitRequest.corr:type_name -> kord.v1.Correlation
+	5,  // 3: kord.v1.CorrShares.corr:type_name -> kord.v1.Correlation
+	24, // 4: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
+	8,  // 5: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
+	6,  // 6: kord.v1.CollectResponse.corr:type_name -> kord.v1.CorrShares
+	0,  // 7: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
+	2,  // 8: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
+	4,  // 9: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
+	14, // 10: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
+	16, // 11: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
+	18, // 12: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
+	10, // 13: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
+	12, // 14: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
+	3,  // 15: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
+	9,  // 16: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
+	15, // 17: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
+	17, // 18: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
+	19, // 19: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
+	11, // 20: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
+	13, // 21: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
+	20, // 22: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
+	21, // 23: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_module_proto_init() }
@@ -2148,7 +2442,7 @@ func file_kord_v1_module_proto_init() {
 	if File_kord_v1_module_proto != nil {
 		return
 	}
-	file_kord_v1_module_proto_msgTypes[17].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[19].OneofWrappers = []any{
 		(*Call_Provision)(nil),
 		(*Call_Submit)(nil),
 		(*Call_Poll)(nil),
@@ -2157,7 +2451,7 @@ func file_kord_v1_module_proto_init() {
 		(*Call_PeerFrames)(nil),
 		(*Call_CollectRange)(nil),
 	}
-	file_kord_v1_module_proto_msgTypes[18].OneofWrappers = []any{
+	file_kord_v1_module_proto_msgTypes[20].OneofWrappers = []any{
 		(*Result_Provision)(nil),
 		(*Result_Submit)(nil),
 		(*Result_Poll)(nil),
@@ -2172,7 +2466,7 @@ func file_kord_v1_module_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_module_proto_rawDesc), len(file_kord_v1_module_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

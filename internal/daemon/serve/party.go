@@ -20,6 +20,7 @@ import (
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -135,6 +136,7 @@ func Party(ctx context.Context, c PartyConfig) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		healthHandlers(mux, party, func(ctx context.Context) (*pb.StatusReply, error) { return p.Status(ctx, &pb.StatusRequest{}) })
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go hs.Serve(ml)
 		defer hs.Close()

@@ -51,23 +51,24 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	if held+na+nr+nz > MaxCorrWordsHeld {
 		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
 	}
-	var words int
 	switch c.Part {
-	case msg.CorrFull:
-		words = 2*na + 2*nr + nz
-	case msg.CorrWeight:
-		if len(e.weights) >= MaxWeights {
-			return nil, bad("Corr: %d weight masks are kept (abandon a session first)", len(e.weights))
-		}
-		words = 2 * na
 	case msg.CorrInput:
 		w, ok := e.weights[c.WeightFrom]
 		if !ok || !sameShape(&w, c) {
 			return nil, bad("Corr.WeightFrom: no weight mask of this shape is kept at counter %d", c.WeightFrom)
 		}
+	}
+	blocks, err := c.Blocks()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	words := 2*na + 2*nr + nz // CorrFull
+	switch c.Part {
+	case msg.CorrWeight:
+		words = 2 * na
+	case msg.CorrInput:
 		words = 2*nr + nz
 	}
-	blocks := (words + 1) / 2
 	// Commit before the shares exist.
 	first := e.ctr.Next
 	next := e.ctr
@@ -136,12 +137,23 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		if e.weights == nil {
 			e.weights = map[uint64]msg.Correlation{}
 		}
+		if len(e.weights) >= MaxWeights {
+			// The oldest goes: both modules see the same requests, so
+			// both forget the same one.
+			oldest := ^uint64(0)
+			for c := range e.weights {
+				oldest = min(oldest, c)
+			}
+			delete(e.weights, oldest)
+		}
 		e.weights[first] = *c
 	}
 	return &msg.SubmitResponse{FirstCounter: first, Count: 1}, nil
 }
 
-// MaxWeights bounds the weight masks a module keeps for CorrInput.
+// MaxWeights bounds the weight masks a module keeps for CorrInput; a new
+// one beyond it makes the module forget the oldest (its session's input
+// correlations are then refused).
 const MaxWeights = 256
 
 // sameShape reports whether an input correlation fits a kept weight mask.
@@ -202,11 +214,15 @@ func (e *Engine) collectCorr(req *msg.CollectRequest) (*msg.CollectResponse, err
 }
 
 // dropCorrs wipes and drops the uncollected correlations whose first
-// counter is at most counter, and forgets the weight masks kept there (a
-// session using them must start again); it returns how many outputs.
+// counter is at most counter, and forgets the weight masks among them
+// (never handed out, so no session uses them); it returns how many
+// outputs. A weight mask whose shares were collected stays kept: the
+// session holding them goes on across abandons of later batches and
+// across a resynchronisation of the hosts (a module that restarts forgets
+// its weight masks, and input correlations against them are refused).
 func (e *Engine) dropCorrs(counter uint64) int {
-	for c := range e.weights {
-		if c <= counter {
+	for c, sh := range e.corrs {
+		if c <= counter && sh.Corr.Part == msg.CorrWeight {
 			delete(e.weights, c)
 		}
 	}

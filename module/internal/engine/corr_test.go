@@ -148,8 +148,7 @@ func TestCorrBadRequest(t *testing.T) {
 // TestCorrWeightSession: a weight mask drawn once (CorrWeight) and two
 // input correlations against it (CorrInput): each reconstructs
 // Z = map(A, R) with the same A and a fresh R; an input correlation for a
-// different shape or an unknown counter is refused; an abandon forgets
-// the weight mask.
+// different shape or an unknown counter is refused.
 func TestCorrWeightSession(t *testing.T) {
 	e := pair(t)
 	c := msg.Correlation{Kind: msg.CorrConv2D, Ring: 32, In: 2, Out: 2, K: 2, H: 4, W: 3, Part: msg.CorrWeight}
@@ -193,12 +192,52 @@ func TestCorrWeightSession(t *testing.T) {
 			t.Fatalf("%+v: %v, want ErrBadRequest", bad, err)
 		}
 	}
-	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: w[0].Counter}); err != nil {
-		t.Fatal(err)
+	// An abandon (e.g. of a later batch the hosts skipped) keeps a weight
+	// mask that was handed out: its session goes on.
+	for b := 0; b < 2; b++ {
+		if _, err := e[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: w[0].Counter + 1000}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &in}); !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("after abandon: %v, want ErrBadRequest", err)
+	corrPair(t, e, in)
+	// One never collected is forgotten with it.
+	var first [2]uint64
+	for b := 0; b < 2; b++ {
+		r, err := e[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[b] = r.FirstCounter
+		if _, err := e[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: first[b]}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	lost := in
+	lost.WeightFrom = first[0]
+	if _, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &lost}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("input against an abandoned, uncollected weight mask: %v, want ErrBadRequest", err)
+	}
+}
+
+// TestCorrWeightEviction: past MaxWeights kept weight masks, a new one
+// makes both modules forget the oldest, the same one.
+func TestCorrWeightEviction(t *testing.T) {
+	e := pair(t)
+	c := msg.Correlation{Kind: msg.CorrMatVec, Ring: 16, In: 1, Out: 1, Part: msg.CorrWeight}
+	var firsts []uint64
+	for range MaxWeights + 1 {
+		firsts = append(firsts, corrPair(t, e, c)[0].Counter)
+	}
+	in := c
+	in.Part = msg.CorrInput
+	for b := 0; b < 2; b++ {
+		in.WeightFrom = firsts[0]
+		if _, err := e[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitCorrelation, Corr: &in}); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("module %d: the oldest weight mask is still kept: %v", b, err)
+		}
+	}
+	in.WeightFrom = firsts[1]
+	corrPair(t, e, in)
 }
 
 // TestCorrMemoryBound: uncollected correlations may not hold more than

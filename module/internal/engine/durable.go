@@ -192,9 +192,12 @@ func (d *Durable) Poll(ctx context.Context, req *msg.PollRequest) (*msg.PollResp
 	return d.Engine.Poll(ctx, req)
 }
 
-// Submit refuses own shares while locked; frames and abandons pass.
+// Submit refuses own shares and derived correlations while locked (a
+// restored module's counters may be behind what its peer has seen, so
+// nothing is drawn before the witness moved them forward); frames and
+// abandons pass.
 func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
-	if req.Kind == msg.SubmitShares || req.Kind == msg.SubmitBulk {
+	if req.Kind == msg.SubmitShares || req.Kind == msg.SubmitBulk || req.Kind == msg.SubmitCorrelation {
 		d.mu.Lock()
 		locked := d.locked
 		d.mu.Unlock()
@@ -206,8 +209,13 @@ func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.Subm
 }
 
 // Collect hands out the output at a counter; a repeat of a recent Collect
-// returns the same bytes (consume mode: only for the same points).
+// returns the same bytes (consume mode: only for the same points). A
+// derived correlation (req.Corr) is handed out once and not remembered:
+// its shares are the caller's to wipe, and a repeat is refused.
 func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
+	if req.Corr {
+		return d.Engine.Collect(ctx, req)
+	}
 	if req.Count != 0 {
 		var out *msg.CollectResponse
 		err := d.CollectSlab(req.Counter, req.Count, req.Points, func(s *msg.Slab) {
@@ -520,5 +528,8 @@ func (d *Durable) dropAll() int {
 	clear(d.queue)
 	d.queue, d.pending = d.queue[:0], 0
 	n += d.dropSlabs(^uint64(0))
+	// Uncollected correlations go too; weight masks already handed out
+	// stay kept (dropCorrs).
+	n += d.dropCorrs(^uint64(0))
 	return n
 }

@@ -152,7 +152,7 @@ func (s *slot) descs(one *[1]channel.Desc) []channel.Desc {
 }
 
 func desc(s msg.Share) channel.Desc {
-	return channel.Desc{Mode: byte(s.Mode), Type: byte(s.Type), InBits: s.InBits, OutBits: s.OutBits}
+	return channel.Desc{Mode: byte(s.Mode), Type: msg.TypeByte(s.Profile, s.Type), InBits: s.InBits, OutBits: s.OutBits}
 }
 
 // output is one accepted key of this party. Its key is generated lazily:
@@ -162,6 +162,7 @@ func desc(s msg.Share) channel.Desc {
 // batch generator (the keys are the same bytes as one-at-a-time Gen).
 type output struct {
 	mode       msg.Mode
+	profile    msg.Profile
 	raw        []byte // this party's serialized key share; nil while pending
 	alphaShare uint64
 	betaShare  uint64
@@ -215,7 +216,7 @@ func (c *keyChunk) release() {
 // generate consumes them.
 func (o *output) setTag(prf *kdf.PRF) {
 	p := o.params
-	prf.PairTag(o.counter, byte(o.mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), o.alpha, o.beta, &o.tag)
+	prf.PairTag(o.counter, byte(o.mode), msg.TypeByte(o.profile, p.Type), byte(p.InBits), byte(p.OutBits), o.alpha, o.beta, &o.tag)
 }
 
 // wipe clears the output's secrets and lets go of its key buffer (an
@@ -485,6 +486,9 @@ func Validate(i int, s msg.Share) error {
 // validShare is Validate's accepting path, without building the field name
 // (a string per share) that only an error needs.
 func validShare(s msg.Share) bool {
+	if !validProfile(s.Profile, s.Type) {
+		return false
+	}
 	switch s.Mode {
 	case msg.Bound, msg.Consume:
 		return (s.Type == fss.DPF || s.Type == fss.DCF) && s.InBits >= 1 && s.InBits <= 64 && s.OutBits >= 1 && s.OutBits <= 64 &&
@@ -494,6 +498,23 @@ func validShare(s msg.Share) bool {
 			s.AlphaShare == 0 && s.BetaShare == 0 && !(s.DeriveBeta && s.Beta != 0) && s.Beta&^prg.Mask(s.OutBits) == 0
 	}
 	return false
+}
+
+// validProfile reports whether profile pr makes keys of type t: kord-v1
+// every type, llama only DCFs.
+func validProfile(pr msg.Profile, t fss.Type) bool {
+	return pr == msg.KordV1 || pr == msg.Llama && t == fss.DCF
+}
+
+// checkProfile says what is wrong with the profile of request field f.
+func checkProfile(f string, pr msg.Profile, t fss.Type) error {
+	switch {
+	case pr != msg.KordV1 && pr != msg.Llama:
+		return bad("%s.Profile: unknown key profile %d (want kord-v1 or llama)", f, pr)
+	case pr == msg.Llama && t != fss.DCF:
+		return bad("%s.Type: the llama profile has only DCF keys (LLAMA's FSS has no DPF), got %v", f, t)
+	}
+	return nil
 }
 
 // invalidShare says what is wrong with share i.
@@ -506,6 +527,9 @@ func invalidShare(i int, s msg.Share) error {
 	}
 	if s.Type != fss.DPF && s.Type != fss.DCF {
 		return bad("%s.Type: unknown key type %d (want dpf or dcf)", f, s.Type)
+	}
+	if err := checkProfile(f, s.Profile, s.Type); err != nil {
+		return err
 	}
 	if s.InBits < 1 || s.InBits > 64 {
 		return bad("%s.InBits: %d is outside 1..64", f, s.InBits)
@@ -799,7 +823,7 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64, outs []*output) {
 		s := r.share
 		p := s.Params()
 		o := e.newOutput()
-		*o = output{mode: s.Mode, params: p, counter: r.counter,
+		*o = output{mode: s.Mode, profile: s.Profile, params: p, counter: r.counter,
 			alpha: (s.AlphaShare + peer[i][0]) & prg.Mask(p.InBits),
 			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)}
 		o.setTag(e.prf)
@@ -823,7 +847,7 @@ func (e *Engine) acceptDerived(r *record) error {
 		beta, beta0 = s.Beta, s.Beta
 	}
 	o := e.newOutput()
-	*o = output{mode: msg.Derived, params: p, counter: r.counter, alpha: alpha, beta: beta}
+	*o = output{mode: msg.Derived, profile: s.Profile, params: p, counter: r.counter, alpha: alpha, beta: beta}
 	o.setTag(e.prf)
 	e.dispatches++
 	if e.party == 0 {
@@ -864,6 +888,7 @@ func (e *Engine) materialize() error {
 	e.pending = 0
 	// A batch is nearly always of one shape: a short list, not a map.
 	type group struct {
+		pr msg.Profile
 		p  fss.Params
 		os []*output
 	}
@@ -872,9 +897,9 @@ func (e *Engine) materialize() error {
 		if o.wiped || o.raw != nil { // dropped since, or already made
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g group) bool { return g.p == o.params })
+		i := slices.IndexFunc(groups, func(g group) bool { return g.pr == o.profile && g.p == o.params })
 		if i < 0 {
-			groups = append(groups, group{p: o.params})
+			groups = append(groups, group{pr: o.profile, p: o.params})
 			i = len(groups) - 1
 		}
 		groups[i].os = append(groups[i].os, o)
@@ -882,7 +907,7 @@ func (e *Engine) materialize() error {
 	for _, g := range groups {
 		var err error
 		for lo := 0; lo < len(g.os) && err == nil; lo += genChunk {
-			err = e.generate(g.p, g.os[lo:min(len(g.os), lo+genChunk)])
+			err = e.generate(g.pr, g.p, g.os[lo:min(len(g.os), lo+genChunk)])
 		}
 		if err != nil {
 			for _, g := range groups {
@@ -908,12 +933,8 @@ const maxGens = 16
 const genChunk = 1024
 
 // generate makes the keys of pending outputs of one shape.
-func (e *Engine) generate(p fss.Params, os []*output) error {
-	g, err := e.gen(p)
-	if err != nil {
-		return err
-	}
-	k, ks := len(os), p.KeySize()
+func (e *Engine) generate(pr msg.Profile, p fss.Params, os []*output) error {
+	k, ks := len(os), msg.KeySize(pr, p)
 	alpha, beta := make([]uint64, k), make([]uint64, k)
 	r0, r1 := make([]prg.Block, k), make([]prg.Block, k)
 	defer func() {
@@ -925,12 +946,12 @@ func (e *Engine) generate(p fss.Params, os []*output) error {
 	for i, o := range os {
 		alpha[i], beta[i] = o.alpha, o.beta
 		o.alpha, o.beta = 0, 0
-		r0[i], r1[i] = e.prf.Roots(o.counter, byte(o.mode), byte(p.Type), byte(p.InBits), byte(p.OutBits), alpha[i], beta[i])
+		r0[i], r1[i] = e.prf.Roots(o.counter, byte(o.mode), msg.TypeByte(pr, p.Type), byte(p.InBits), byte(p.OutBits), alpha[i], beta[i])
 	}
 	// Only this party's keys are written; each output keeps its slice of
 	// the chunk's buffer and wipes it when collected.
 	buf := e.keys.get(k * ks)
-	if err := g.GenPartyWithRoots(e.party, alpha, beta, r0, r1, buf); err != nil {
+	if err := e.genParty(pr, p, alpha, beta, r0, r1, buf); err != nil {
 		clear(buf)
 		// fss names the offending α or β in its errors: never pass them on.
 		return fmt.Errorf("module: batch Gen at counter %d failed (parameters withheld)", os[0].counter)
@@ -1030,19 +1051,11 @@ func (e *Engine) collectLocked(counter uint64, points []uint64, keyBuf []byte) (
 				return msg.CollectResponse{}, bad("Points[%d]: does not fit in %d input bits", i, o.params.InBits)
 			}
 		}
-		key, err := fss.ParseKey(o.raw)
+		evals, err := e.evalKey(o, points)
 		if err != nil {
-			return msg.CollectResponse{}, fmt.Errorf("module: key at counter %d: %w", counter, err)
+			return msg.CollectResponse{}, fmt.Errorf("module: counter %d: %w", counter, err)
 		}
-		defer key.Wipe()
-		resp.Evals = make([]uint64, len(points))
-		for i, x := range points {
-			y, err := key.Eval(x)
-			if err != nil {
-				return msg.CollectResponse{}, fmt.Errorf("module: Eval at counter %d: %w", counter, err)
-			}
-			resp.Evals[i] = y
-		}
+		resp.Evals = evals
 	} else {
 		if len(points) != 0 {
 			return msg.CollectResponse{}, bad("Points: only for consume mode (counter %d is %v)", counter, o.mode)

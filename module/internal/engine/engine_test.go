@@ -306,7 +306,7 @@ func TestGenErrorCarriesNoSecret(t *testing.T) {
 	e := pair(t)[0]
 	const alpha, beta = 0xA1F4A1F4, 0xB3B3B3B3
 	p := fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}
-	err := e.generate(p, []*output{{params: p, counter: 7, alpha: alpha, beta: beta}})
+	err := e.generate(msg.KordV1, p, []*output{{params: p, counter: 7, alpha: alpha, beta: beta}})
 	if err == nil {
 		t.Fatal("Gen accepted α and β wider than the key")
 	}

@@ -100,8 +100,11 @@ func FuzzSubmitShares(f *testing.F) {
 	f.Add(uint8(1), uint8(1), uint8(1), 16, 16, uint64(3), uint64(4), false, uint64(0))
 	f.Add(uint8(2), uint8(2), uint8(2), 64, 1, uint64(0), uint64(0), true, uint64(0))
 	f.Add(uint8(4), uint8(1), uint8(3), 0, 65, ^uint64(0), uint64(1), false, uint64(7))
+	f.Add(uint8(2), uint8(1), uint8(0x12), 32, 32, uint64(3), uint64(4), false, uint64(0))
+	f.Add(uint8(2), uint8(2), uint8(0x11), 32, 32, uint64(0), uint64(0), false, uint64(1))
 	f.Fuzz(func(t *testing.T, tier, mode, typ uint8, l, n int, a, b uint64, db bool, beta uint64) {
-		s := msg.Share{Mode: msg.Mode(mode), Type: fss.Type(typ), InBits: l, OutBits: n, AlphaShare: a, BetaShare: b, DeriveBeta: db, Beta: beta}
+		// typ's high nibble is the profile (msg.TypeByte): 0x12 is llama DCF.
+		s := msg.Share{Mode: msg.Mode(mode), Profile: msg.Profile(typ >> 4), Type: fss.Type(typ & 15), InBits: l, OutBits: n, AlphaShare: a, BetaShare: b, DeriveBeta: db, Beta: beta}
 		before := state(e[0])
 		r, err := e[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.Tier(tier), Shares: []msg.Share{s}})
 		if err != nil {
@@ -185,8 +188,10 @@ func FuzzSubmitBulk(f *testing.F) {
 	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(2), uint8(2), false, uint64(0), uint8(2))
 	f.Add(uint8(1), uint8(2), uint8(12), uint8(20), uint16(2), uint8(1), uint8(2), false, uint64(0), uint8(1))
 	f.Add(uint8(2), uint8(1), uint8(8), uint8(8), uint16(0), uint8(0), uint8(0), false, uint64(7), uint8(0))
+	f.Add(uint8(2), uint8(0x12), uint8(32), uint8(32), uint16(9), uint8(0), uint8(0), false, uint64(1), uint8(0))
+	f.Add(uint8(1), uint8(0x12), uint8(12), uint8(20), uint16(2), uint8(2), uint8(2), false, uint64(0), uint8(2))
 	f.Fuzz(func(t *testing.T, mode, typ, in, out uint8, n uint16, na, nb uint8, deriveBeta bool, beta uint64, tier uint8) {
-		b := &msg.Bulk{Mode: msg.Mode(mode), Type: fss.Type(typ), InBits: int(in), OutBits: int(out), N: int(n) % 64,
+		b := &msg.Bulk{Mode: msg.Mode(mode), Profile: msg.Profile(typ >> 4), Type: fss.Type(typ & 15), InBits: int(in), OutBits: int(out), N: int(n) % 64,
 			AlphaShares: make([]uint64, na%70), BetaShares: make([]uint64, nb%70), DeriveBeta: deriveBeta, Beta: beta}
 		for i := range b.AlphaShares {
 			b.AlphaShares[i] = uint64(i) * 0x9e3779b97f4a7c15 >> (64 - min(63, max(1, int(in))))

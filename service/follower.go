@@ -1,0 +1,542 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// follower is party 1's side of one peer session (see leader.go). Its
+// preparer (serve, prepare) checks, claims and submits batch k+1 while its
+// finisher (finisher, finish) has the module open party 0's frames of
+// batch k and answers it.
+type follower struct {
+	p    *Party
+	link peerLink
+
+	// Set by the handshake; transcript, expected and lastSeq are the
+	// preparer's alone.
+	run        uint64 // party 0's run
+	early      bool   // party 0 takes party 1's frames ahead of the digest
+	transcript []byte // the hash chain over the batches accepted
+	expected   uint64 // the counter the next batch must start at
+	lastSeq    uint64 // the last batch accepted
+}
+
+// serveSession is party 1's side of a session over the gRPC peer link.
+func (p *Party) serveSession(stream pb.PeerLink_SessionServer) error {
+	return p.follow(stream.Context(), stream)
+}
+
+// follow runs party 1's side of a session over link, whose context is
+// ctx. A newer session ends this one.
+func (p *Party) follow(ctx context.Context, link peerLink) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.sessMu.Lock()
+	if p.cancelPrev != nil {
+		p.cancelPrev()
+	}
+	p.cancelPrev = cancel
+	p.sessMu.Unlock()
+	p.active.Lock()
+	defer p.active.Unlock()
+	if sctx.Err() != nil {
+		return sctx.Err()
+	}
+	f := &follower{p: p, link: link}
+	if err := f.handshake(sctx); err != nil {
+		return err
+	}
+	p.peerUp.Store(true)
+	defer p.peerUp.Store(false)
+	return f.serve(sctx)
+}
+
+// handshake answers party 0's hello, exchanges witnesses and
+// resynchronises the modules' counters; it settles what the last session
+// (or a restart on either side) left open.
+func (f *follower) handshake(ctx context.Context) error {
+	p := f.p
+	m, err := f.link.Recv()
+	if err != nil {
+		return err
+	}
+	hello := m.GetHello()
+	if hello == nil {
+		return fmt.Errorf("%w: expected hello", errDesync)
+	}
+	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
+	}
+	// fresh: this party has had no session since it started (recover.go).
+	fresh := p.sessions.Load() == 0
+	if fresh {
+		var recs []*recoverRec
+		for _, r := range peerSpent(hello.Spent, hello.Run) {
+			recs = append(recs, &recoverRec{shape: shape{id: r.id}, class: ErrClassSpent})
+		}
+		p.keepRecovered(recs)
+	}
+	p.heldMu.Lock()
+	newRun := p.heldRun != hello.Run
+	doubt := p.held
+	p.heldMu.Unlock()
+	var recent []*pb.RecentItem
+	if newRun {
+		// Party 0 restarted (or this is the first session): what it
+		// delivered of the held batches is settled at its witness.
+		recent = append(p.recentItems(), heldItems(doubt)...)
+	} else {
+		p.settleHeld(hello.Run, hello.DeliveredThrough)
+	}
+	chal, err := p.mod.Challenge(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := p.mod.Witness(ctx, hello.Challenge)
+	if err != nil {
+		return err
+	}
+	spent, refs, stale := p.takeSpent(hello.Run)
+	if newRun && len(stale) > 0 {
+		// Requests of party 0's previous run that this site failed spent:
+		// a restarted party 0 answers their resends alike.
+		ids := make([]uint64, len(stale))
+		for i, r := range stale {
+			ids[i] = r.id
+		}
+		recent = append(recent, tombstones(ids, ErrClassSpent)...)
+	}
+	if err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
+		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
+		p.restoreSpent(refs)
+		return err
+	}
+	if m, err = f.link.Recv(); err != nil {
+		return err
+	}
+	pw := m.GetWitness()
+	if pw == nil {
+		return fmt.Errorf("%w: expected the peer's witness", errDesync)
+	}
+	if newRun {
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+	}
+	if fresh && len(pw.Recent) > 0 {
+		p.keepRecovered(recsOf(pw.Recent))
+	}
+	rc, err := p.mod.Reconcile(ctx, pw.Witness)
+	if err != nil {
+		p.m.rejects.WithLabelValues("witness").Inc()
+		return err
+	}
+	if err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_SyncDone{SyncDone: &pb.SyncDone{NextCounter: rc.Next}}}); err != nil {
+		return err
+	}
+	p.noteSync(rc.Next, rc.RolledBack)
+	f.run, f.early = hello.Run, hello.EarlyFrames
+	f.transcript = newTranscript(hello.Challenge, chal)
+	f.expected, f.lastSeq = rc.Next, hello.DeliveredThrough
+	return nil
+}
+
+// serve runs the session's batches until the link or a batch fails.
+// Batches go through two stages: this loop checks, claims and submits
+// batch k+1 (its frames ready in the module) while the finisher has the
+// module open party 0's frames of batch k, so that party 1's frames of
+// k+1 leave as soon as the digest of k has. The finisher sends every
+// batch reply, in order.
+func (f *follower) serve(ctx context.Context) error {
+	work := make(chan *prepared, 1)
+	fin := make(chan error, 1)
+	stop := make(chan struct{}) // closed when the finisher fails
+	go func() {
+		fin <- f.finisher(ctx, work, stop)
+	}()
+	defer func() {
+		close(work)
+		err := <-fin
+		if err != nil && !errors.Is(err, errSessionDone) {
+			f.p.log.Warn("peer session: finishing batches", "err", err)
+		}
+	}()
+	for {
+		m, err := f.link.Recv()
+		if err != nil {
+			return err
+		}
+		switch v := m.M.(type) {
+		case *pb.PeerMsg_Confirm:
+			if err := f.confirm(v.Confirm); err != nil {
+				return err
+			}
+		case *pb.PeerMsg_Batch:
+			select {
+			case <-stop:
+				return nil // the finisher failed; the session ends
+			default:
+			}
+			f.p.pend.sawBatch(v.Batch.Queued)
+			f.p.peerVoid(v.Batch.VoidIds)
+			pr := f.prepare(ctx, v.Batch)
+			work <- pr
+			if pr.rep != nil && !pr.soft {
+				return nil // refused: the finisher sends the refusal and stops
+			}
+		default:
+			return fmt.Errorf("%w: unexpected message", errDesync)
+		}
+	}
+}
+
+// confirm settles the oldest held batch on party 0's confirmation:
+// delivered, or failed (tampered or spent) and the session ends.
+func (f *follower) confirm(c *pb.Confirm) error {
+	p := f.p
+	p.heldMu.Lock()
+	var h *heldBatch
+	if len(p.held) > 0 && p.held[0].seq == c.Seq {
+		h = p.held[0]
+		p.held = p.held[1:]
+	}
+	p.heldMu.Unlock()
+	if h == nil {
+		return fmt.Errorf("%w: confirmation for an unknown batch", errDesync)
+	}
+	if !c.Ok {
+		wipeReplies(h.replies)
+		class := ErrClassTampered // also a party 0 that predates error_class
+		if c.ErrorClass == ErrClassSpent {
+			class = ErrClassSpent
+		}
+		why := fmt.Sprintf("party 0 refused batch %d: the two modules' frames or keys disagreed", h.seq)
+		if class == ErrClassTampered {
+			p.mismatch(h.seq, h.first, batchLast(h.first, h.jobs), h.jobs)
+		} else {
+			why = fmt.Sprintf("party 0 could not finish batch %d", h.seq)
+		}
+		p.back(h.jobs, class, why)
+		return fmt.Errorf("%w: party 0 refused batch %d", errDesync, h.seq)
+	}
+	p.deliverHeld(h)
+	return nil
+}
+
+// errSessionDone: the finisher sent a refusal and the session ends.
+var errSessionDone = errors.New("service: batch refused; session ends")
+
+// prepared is a batch party 1 has checked, claimed and submitted (its
+// frames are ready), or refused (rep set).
+type prepared struct {
+	b      *pb.Batch
+	rep    *pb.BatchReply // refusal, sent as is; the session ends
+	js     []*job
+	segs   []segment       // its module requests (bulk.go)
+	frames socket.Frames   // party 0's frames
+	own    socket.Frames   // this module's frames
+	res    []socket.Result // the finishing calls' results (without early frames)
+	// soft: rep refuses this batch only (skip); the module's filler
+	// outputs through last are abandoned when it is answered.
+	soft bool
+	last uint64
+}
+
+// prepare checks a batch against the session, claims its requests and
+// submits them to the module (with party 0's frames and the collect too
+// when not early). On success it advances the session state, as the
+// batch will be answered before any later one.
+func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
+	p := f.p
+	pr := &prepared{b: b}
+	fail := func(class, format string, args ...any) *prepared {
+		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf(format, args...), ErrorClass: class}
+		if pr.js != nil {
+			// Opened (one-shot replies) and refused: name the spent ones.
+			if ids := spentIDs(pr.js); len(ids) > 0 {
+				rep.ErrorClass, rep.Missing = ErrClassSpent, ids
+			}
+			p.back(pr.js, ErrClassSpent, rep.Error)
+		}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		return &prepared{b: b, rep: rep}
+	}
+	tier := msg.Tier(b.Tier)
+	if b.Seq <= f.lastSeq {
+		return fail(ErrClassDesync, "batch %d is a repeat (last %d)", b.Seq, f.lastSeq)
+	}
+	items := b.Items
+	if b.PackedItems != nil {
+		if len(b.Items) > 0 {
+			return fail(ErrClassDesync, "batch %d has both items and packed items", b.Seq)
+		}
+		var err error
+		if items, err = unpackItems(b.PackedItems); err != nil {
+			return fail(ErrClassDesync, "batch %d: %v", b.Seq, err)
+		}
+	}
+	t := chain(f.transcript, b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
+	if !bytes.Equal(t, b.Transcript) {
+		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
+	}
+	// The split into module requests (bulk.go): party 0's, checked
+	// against the one derived here from the items.
+	var runs []uint32
+	if len(b.Runs) > 0 {
+		runs = bulkRuns(items)
+		if !equalRuns(runs, b.Runs) {
+			return fail(ErrClassDesync, "batch %d: its split into runs differs from the one its items give", b.Seq)
+		}
+	}
+	if b.FirstCounter != f.expected {
+		return fail(ErrClassDesync, "batch %d starts at counter %d, this module is at %d", b.Seq, b.FirstCounter, f.expected)
+	}
+	// One id twice in a batch would claim one request twice and answer
+	// it twice (a double close): refuse the batch and fail the id at both
+	// sites, since ids must be unique among a site's pending requests.
+	if dup := duplicateIDs(items); len(dup) > 0 {
+		p.pend.fail(dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
+		r := fail(ErrClassBadRequest, "request ids %v appear more than once in one batch", dup)
+		r.rep.Missing = dup
+		return r
+	}
+	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
+	if len(differ) > 0 {
+		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, type, widths, count or tier)")
+		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
+		r.rep.Missing = differ
+		return r
+	}
+	if len(missing) > 0 && ctx.Err() == nil {
+		return f.skip(ctx, b, t, items, missing)
+	}
+	if len(missing) > 0 {
+		r := fail(ErrClassPeer, "party 1 has no request with ids %v", missing)
+		r.rep.Missing = missing
+		return r
+	}
+	pr.js = js
+	for _, j := range js {
+		j.run, j.seq = f.run, b.Seq
+	}
+	pr.segs = segmentsOf(js, runs)
+	calls, wipe := submitCalls(nil, js, pr.segs, tier)
+	nsub := len(calls)
+	pr.frames = socket.Frames{Data: b.FrameData, Lens: b.FrameLens}
+	if !f.early {
+		calls = finishCalls(calls, pr.frames, js, pr.segs, b.FirstCounter)
+	}
+	res, err := p.mod.Do(ctx, calls, true)
+	wipe()
+	var first uint64
+	var count int
+	if err == nil {
+		first, count, pr.own, err = submitted(res[:nsub], pr.segs)
+		if err != nil {
+			wipeResults(res[nsub:])
+		}
+	}
+	if !f.early && pr.frames.Count() > 0 {
+		// The frames call ran unless a submission failed (stop on error).
+		ran := res == nil
+		if res != nil {
+			ran = true
+			for _, r := range res[:nsub] {
+				ran = ran && r.Err == nil
+			}
+		}
+		switch {
+		case ran && err == nil:
+			markOpenedSegs(js, pr.segs, tier, framesOpened(res[nsub]))
+		case ran:
+			markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown
+		}
+	}
+	if err != nil {
+		if res != nil {
+			pr.js = failRefusedCorrs(res[:nsub], pr.segs, pr.js)
+		}
+		return fail(ErrClassDesync, "module: %v", err)
+	}
+	if first != b.FirstCounter {
+		wipeResults(res[nsub:])
+		return fail(ErrClassDesync, "module assigned counter %d, party 0 %d", first, b.FirstCounter)
+	}
+	pr.res = res[nsub:]
+	f.transcript = t
+	f.expected += uint64(count)
+	f.lastSeq = b.Seq
+	return pr
+}
+
+// skip refuses a batch some of whose ids have no request here (yet)
+// without ending the session: no job is claimed and no frame of party 0
+// is opened; the module moves past the batch's counters by generating as
+// many derived keys (no frame, α drawn by the modules: nothing of any
+// request's α is involved), which the finisher abandons in turn. Both
+// modules are then at the same counter and the session goes on; party 0
+// batches the other requests again and retries the missing ids. t is the
+// transcript through b.
+func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.BatchItem, missing []uint64) *prepared {
+	p := f.p
+	p.pend.noteUnmatched(missing, p.cfg.MatchTimeout)
+	n := 0
+	for _, it := range items {
+		n += int(max(it.GetCount(), 1))
+	}
+	filler := make([]msg.Share, n)
+	for i := range filler {
+		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
+	}
+	why := fmt.Sprintf("party 1 has no request with ids %v (yet)", missing)
+	sub, err := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler})
+	if err == nil && (sub.FirstCounter != b.FirstCounter || sub.Count != n) {
+		err = fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, b.FirstCounter, n)
+	}
+	if err != nil {
+		// The module may be anywhere: end the session, the resync mends it.
+		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
+			ErrorClass: ErrClassPeer, Missing: missing}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		return &prepared{b: b, rep: rep}
+	}
+	f.transcript = t
+	f.expected += uint64(n)
+	f.lastSeq = b.Seq
+	p.log.Debug("batch skipped: unmatched ids", "seq", b.Seq, "missing", len(missing))
+	return &prepared{b: b, soft: true, last: b.FirstCounter + uint64(n) - 1,
+		rep: &pb.BatchReply{Seq: b.Seq, Error: why, ErrorClass: ErrClassUnmatched, Missing: missing, SessionContinues: true}}
+}
+
+// finisher answers the prepared batches in order until work closes or
+// one fails; the prepared batches it does not answer go back to the
+// pending set.
+func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop chan<- struct{}) error {
+	p := f.p
+	var err error
+	defer func() {
+		if err == nil {
+			close(stop)
+		}
+	}()
+	for pr := range work {
+		if err != nil {
+			if pr.js != nil {
+				p.back(pr.js, ErrClassSpent, "the peer session ended before the batch was answered")
+			}
+			continue
+		}
+		var sent uint64 // frame bytes sent for this batch
+		reply := func(r *pb.BatchReply) error {
+			sent += uint64(len(r.FrameData))
+			r.VoidIds = p.takeVoid()
+			err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			if err != nil {
+				p.restoreVoid(r.VoidIds)
+			}
+			return err
+		}
+		rep, serr := pr.rep, error(nil)
+		if pr.soft {
+			// Earlier batches are answered (their outputs collected):
+			// the filler outputs can go.
+			if _, aerr := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: pr.last}); aerr != nil {
+				p.log.Warn("abandoning a skipped batch's counters", "seq", pr.b.Seq, "err", aerr)
+			}
+		}
+		if rep == nil {
+			rep, serr = f.finish(ctx, pr, reply)
+		}
+		if serr == nil {
+			serr = reply(rep)
+		}
+		if rep != nil && rep.Error == "" {
+			p.rounds.Add(1)
+			p.m.rounds.Inc()
+		} else if rep != nil {
+			p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
+		}
+		if sent > 0 {
+			p.frameBytes.Add(sent)
+			p.m.frameBytes.WithLabelValues(msg.Tier(pr.b.Tier).String()).Add(float64(sent))
+		}
+		switch {
+		case serr != nil:
+			err = serr
+		case rep.Error != "" && !pr.soft:
+			err = errSessionDone
+		}
+		if err != nil {
+			close(stop)
+		}
+	}
+	return err
+}
+
+// finish completes a prepared batch: early, it sends party 1's frames
+// first, then has the module open party 0's frames and collects; it holds
+// the outputs for party 0's confirmation and returns the reply carrying
+// the digest (the whole reply without early), or a refusal. err is a
+// failure to send the early part.
+func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.BatchReply) error) (*pb.BatchReply, error) {
+	p := f.p
+	b, js, tier := pr.b, pr.js, msg.Tier(pr.b.Tier)
+	rep := &pb.BatchReply{Seq: b.Seq}
+	// fail refuses the batch; the spent jobs fail with class (tampered or
+	// spent) and are named in the refusal, so that party 0 fails them too.
+	fail := func(class, format string, args ...any) *pb.BatchReply {
+		rep.Error, rep.ErrorClass = fmt.Sprintf(format, args...), ErrClassDesync
+		if ids := spentIDs(js); len(ids) > 0 {
+			rep.ErrorClass, rep.Missing = class, ids
+		}
+		p.log.Warn("batch refused", "seq", b.Seq, "class", rep.ErrorClass, "reason", rep.Error)
+		p.back(js, class, rep.Error)
+		return rep
+	}
+	packed := pr.own
+	res := pr.res
+	if f.early {
+		if err := send(&pb.BatchReply{Seq: b.Seq, FirstCounter: b.FirstCounter, FrameData: packed.Data, FrameLens: packed.Lens,
+			DigestFollows: true}); err != nil {
+			p.back(js, ErrClassSpent, "the peer session ended before the batch was answered") // nothing opened yet
+			return nil, err
+		}
+		var err error
+		res, err = p.mod.Do(ctx, finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter), true)
+		if pr.frames.Count() > 0 {
+			if err != nil {
+				markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown
+			} else {
+				markOpenedSegs(js, pr.segs, tier, framesOpened(res[0]))
+			}
+		}
+		if err != nil {
+			return fail(ErrClassSpent, "module: %v", err), nil
+		}
+	}
+	class := ErrClassSpent
+	if pr.frames.Count() > 0 && res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != pr.frames.Count() {
+		class = ErrClassTampered // a frame of party 0 was refused
+	}
+	reps, digest, err := outputs(res, pr.frames, js, pr.segs, b.FirstCounter)
+	if err != nil {
+		return fail(class, "%v", err), nil
+	}
+	p.heldMu.Lock()
+	p.heldRun = f.run
+	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps})
+	p.heldMu.Unlock()
+	p.m.pending.Set(float64(p.pend.size()))
+	rep.Digest = digest
+	if !f.early {
+		rep.FirstCounter, rep.FrameData, rep.FrameLens = b.FirstCounter, packed.Data, packed.Lens
+	}
+	return rep, nil
+}

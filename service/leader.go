@@ -1,0 +1,479 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// The per-batch protocol of a peer session (docs/protocol.md: hello and
+// witness, batches, replies, digests, confirmations) is run by two types:
+// leader is party 0's side of one session and follower (follower.go)
+// party 1's. Each holds its session's state as fields and runs its stages
+// (party 0: sender, receiver, watchdog; party 1: preparer and finisher)
+// as methods over a peerLink, which carries the session's messages in
+// order both ways and is all they know of the transport: the gRPC
+// PeerLink stream, either end, is one; memLink an in-process one. What
+// outlives a session — the queue, the pending claims, held batches, spent
+// and void notices, recovery — stays with the Party.
+
+// peerLink carries one peer session's messages, in order, both ways. Send
+// may be called while another goroutine is in Recv, but not concurrently
+// with another Send. A link ends (Recv and Send fail) when the context it
+// was opened with ends.
+type peerLink interface {
+	Send(*pb.PeerMsg) error
+	Recv() (*pb.PeerMsg, error)
+}
+
+// flight is a batch party 0 has sent and not yet delivered.
+type flight struct {
+	seq   uint64
+	jobs  []*job
+	segs  []segment
+	first uint64
+	tier  msg.Tier
+	sent  time.Time
+}
+
+func frameBytes(f socket.Frames) uint64 { return uint64(len(f.Data)) }
+
+// leader is party 0's side of one peer session.
+type leader struct {
+	p    *Party
+	link peerLink
+	// cancel ends the session: the context the link was opened with.
+	cancel context.CancelFunc
+
+	// Set by the handshake.
+	hr         *pb.HelloReply // party 1's hello: what it reads (packed items, bulk runs)
+	next       uint64         // the counter the next batch starts at (sender only)
+	transcript []byte         // the hash chain over the batches sent (sender only)
+
+	mu      sync.Mutex
+	flights []*flight // sent and not yet delivered, in order
+
+	sendMu sync.Mutex     // one Send at a time (sender and receiver both send)
+	slots  chan struct{}  // one per batch in flight
+	errc   chan error     // the first failure of any stage ends the session
+	wg     sync.WaitGroup // the stages
+}
+
+func newLeader(p *Party, link peerLink, cancel context.CancelFunc) *leader {
+	return &leader{p: p, link: link, cancel: cancel, slots: make(chan struct{}, p.cfg.InFlight), errc: make(chan error, 3)}
+}
+
+// session runs one party-0 session over the gRPC peer link (or the
+// in-process one of a LocalPair): handshake
+// with the rollback witness, then the batch pipeline, until anything goes
+// wrong.
+func (p *Party) session(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var link peerLink
+	var err error
+	if p.local != nil {
+		link, err = p.local(sctx)
+	} else {
+		link, err = p.peer.Session(sctx)
+	}
+	if err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	return p.lead(sctx, cancel, link)
+}
+
+// lead runs party 0's side of a session over link, which ends when
+// cancel is called.
+func (p *Party) lead(ctx context.Context, cancel context.CancelFunc, link peerLink) error {
+	l := newLeader(p, link, cancel)
+	if err := l.handshake(ctx); err != nil {
+		return err
+	}
+	p.peerUp.Store(true)
+	defer p.peerUp.Store(false)
+	return l.run(ctx)
+}
+
+// handshake exchanges hello and witness with party 1 and resynchronises
+// the modules' counters; it settles what the last session (or a restart
+// on either side) left open.
+func (l *leader) handshake(ctx context.Context) error {
+	p := l.p
+	chal, err := p.mod.Challenge(ctx)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	spent, refs, _ := p.takeSpent(p.run)
+	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
+		p.restoreSpent(refs)
+		return fmt.Errorf("peer: %w", err)
+	}
+	m, err := l.link.Recv()
+	if err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	hr := m.GetHelloReply()
+	if hr == nil {
+		return fmt.Errorf("%w: expected a hello reply", errDesync)
+	}
+	// Requests party 1 burned (its module opened our frames for them and
+	// the batch was not delivered) are not batched again.
+	if n := p.q.failSpent(peerSpent(hr.Spent, p.run)); n > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
+	}
+	rc, err := p.mod.Reconcile(ctx, hr.Witness)
+	if err != nil {
+		p.m.rejects.WithLabelValues("witness").Inc()
+		return fmt.Errorf("module: reconciling the peer's witness: %w", err)
+	}
+	w, err := p.mod.Witness(ctx, hr.Challenge)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	wm := &pb.Witness{Witness: w}
+	if len(hr.Recent) > 0 {
+		// This party restarted (recover.go): complete or void what party
+		// 1 holds, and keep what it delivered for resends.
+		var recs []*recoverRec
+		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
+		p.keepRecovered(recs)
+	}
+	doubt := p.settleDoubt(hr.Fresh)
+	if hr.Fresh {
+		// Party 1 restarted: what this site delivered, and what it failed
+		// spent since, for its application's resends.
+		wm.Recent = append(p.recentItems(), tombstones(doubt, ErrClassSpent)...)
+	}
+	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	if m, err = l.link.Recv(); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	if sd := m.GetSyncDone(); sd == nil || sd.NextCounter != rc.Next {
+		return fmt.Errorf("%w: the modules did not agree on a counter after the witness exchange", errDesync)
+	}
+	p.noteSync(rc.Next, rc.RolledBack)
+	l.hr, l.next, l.transcript = hr, rc.Next, newTranscript(chal, hr.Challenge)
+	return nil
+}
+
+// run runs the batch pipeline until a stage fails (or ctx ends), then
+// returns the batches still in flight to the queue.
+func (l *leader) run(ctx context.Context) error {
+	l.wg.Add(3)
+	go l.sender(ctx)
+	go l.receiver(ctx)
+	go l.watchdog(ctx)
+	err := <-l.errc
+	l.cancel()
+	l.wg.Wait()
+	l.lost()
+	return err
+}
+
+// fail ends the session with err (the first stage to fail wins; errc has
+// room for each stage's one error).
+func (l *leader) fail(err error) { l.errc <- err }
+
+// send sends m to party 1 (the sender's batches and the receiver's
+// confirmations share the link).
+func (l *leader) send(m *pb.PeerMsg) error {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	return l.link.Send(m)
+}
+
+// sender takes batches from the queue, submits them to the module and
+// sends them, keeping at most InFlight outstanding.
+func (l *leader) sender(ctx context.Context) {
+	defer l.wg.Done()
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		jobs, tier, err := l.p.q.take(ctx, l.p.cfg.Batch)
+		if err != nil {
+			return
+		}
+		if err := l.sendBatch(ctx, jobs, tier); err != nil {
+			l.fail(err)
+			return
+		}
+	}
+}
+
+// sendBatch submits one batch of jobs to the module under tier and sends
+// it with this module's frames.
+func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) error {
+	p := l.p
+	queued := p.q.size()
+	p.m.pending.Set(float64(queued))
+	now := time.Now()
+	for _, j := range jobs {
+		if j.batched.IsZero() {
+			j.batched = now
+		}
+	}
+	items := make([]*pb.BatchItem, len(jobs))
+	for i, j := range jobs {
+		items[i] = j.item
+	}
+	var runs []uint32
+	if l.hr.Bulk && !p.cfg.noBulk {
+		runs = bulkRuns(items)
+	}
+	segs := segmentsOf(jobs, runs)
+	calls, wipe := submitCalls(nil, jobs, segs, tier)
+	var first uint64
+	var count int
+	var packed socket.Frames
+	res, err := p.mod.Do(ctx, calls, true)
+	wipe()
+	if err == nil {
+		first, count, packed, err = submitted(res, segs)
+	}
+	if err == nil && first != l.next {
+		err = fmt.Errorf("%w: module assigned counter %d, expected %d", errDesync, first, l.next)
+	}
+	if err != nil {
+		jobs = failRefusedCorrs(res, segs, jobs)
+		p.back(jobs, ErrClassSpent, "module refused the submission") // nothing opened: they go back
+		return fmt.Errorf("module: %w", err)
+	}
+	l.next += uint64(count)
+	p.seq++
+	fl := &flight{seq: p.seq, jobs: jobs, segs: segs, first: first, tier: tier, sent: time.Now()}
+	for _, j := range jobs {
+		j.run, j.seq = p.run, fl.seq
+	}
+	var pk *pb.PackedItems
+	if l.hr.PackedItems {
+		pk = packItems(items)
+	}
+	l.transcript = chain(l.transcript, fl.seq, tier, fl.first, items, pk != nil)
+	if pk != nil {
+		items = nil
+	}
+	l.mu.Lock()
+	l.flights = append(l.flights, fl)
+	l.mu.Unlock()
+	p.inFlight.Add(1)
+	p.m.inFlight.Inc()
+	void := p.takeVoid()
+	err = l.send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
+		Items: items, PackedItems: pk, Transcript: l.transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
+		VoidIds: void, Runs: runs}}})
+	if err != nil {
+		p.restoreVoid(void)
+		return fmt.Errorf("peer: %w", err)
+	}
+	if n := frameBytes(packed); n > 0 {
+		p.frameBytes.Add(n)
+		p.m.frameBytes.WithLabelValues(tier.String()).Add(float64(n))
+	}
+	return nil
+}
+
+// head is the oldest batch in flight (nil: none).
+func (l *leader) head() *flight {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.flights) == 0 {
+		return nil
+	}
+	return l.flights[0]
+}
+
+// drop removes the oldest batch in flight, answered.
+func (l *leader) drop() {
+	l.mu.Lock()
+	l.flights = l.flights[1:]
+	l.mu.Unlock()
+	l.p.inFlight.Add(^uint64(0))
+	l.p.m.inFlight.Dec()
+}
+
+// receiver reads party 1's replies and finishes the batches in order.
+func (l *leader) receiver(ctx context.Context) {
+	defer l.wg.Done()
+	for {
+		m, err := l.link.Recv()
+		if err != nil {
+			l.fail(fmt.Errorf("peer: %w", err))
+			return
+		}
+		if err := l.reply(ctx, m.GetBatchReply()); err != nil {
+			l.fail(err)
+			return
+		}
+	}
+}
+
+// reply handles party 1's reply to the oldest batch in flight: it has the
+// module open party 1's frames and collect, compares the pair digests and
+// delivers and confirms the batch, or fails it. A nil error lets the
+// session go on.
+func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
+	p := l.p
+	p.peerVoid(br.GetVoidIds())
+	fl := l.head()
+	if br == nil || fl == nil || br.Seq != fl.seq {
+		return fmt.Errorf("%w: unexpected message from the peer", errDesync)
+	}
+	if br.Error != "" && br.SessionContinues && br.ErrorClass == ErrClassUnmatched && len(br.FrameData) == 0 {
+		// Refused for unmatched ids alone, before any frame was
+		// opened; party 1's module has moved past the batch.
+		l.drop()
+		p.m.rejects.WithLabelValues(ErrClassUnmatched).Inc()
+		actx, cancel := context.WithTimeout(ctx, p.cfg.PeerTimeout)
+		_, aerr := p.mod.Submit(actx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
+		cancel()
+		if aerr != nil {
+			return fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
+		}
+		p.unmatched(fl.jobs, br.Missing)
+		<-l.slots
+		return nil
+	}
+	if br.Error != "" {
+		l.drop()
+		p.m.rejects.WithLabelValues(peerClass(br.ErrorClass)).Inc()
+		p.failBatch(fl.jobs, br)
+		return fmt.Errorf("%w: peer: %s", errDesync, br.Error)
+	}
+	if br.FirstCounter != fl.first {
+		return fmt.Errorf("%w: peer used counter %d for batch %d, we used %d", errDesync, br.FirstCounter, fl.seq, fl.first)
+	}
+	p.rounds.Add(1)
+	p.m.rounds.Inc()
+	frames := socket.Frames{Data: br.FrameData, Lens: br.FrameLens}
+	calls := finishCalls(nil, frames, fl.jobs, fl.segs, fl.first)
+	res, err := p.mod.Do(ctx, calls, true)
+	if err != nil {
+		if frames.Count() > 0 {
+			markOpenedSegs(fl.jobs, fl.segs, fl.tier, -1) // whether it opened them is unknown
+		}
+		return fmt.Errorf("module: %w", err)
+	}
+	// From here the jobs covered by an accepted frame are spent:
+	// they are delivered or failed, never batched again.
+	refused := false
+	if frames.Count() > 0 {
+		markOpenedSegs(fl.jobs, fl.segs, fl.tier, framesOpened(res[0]))
+		refused = res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != frames.Count()
+	}
+	reps, digest, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
+	if br.DigestFollows {
+		// Party 1 sent its frames ahead of its keys' digest, so both
+		// modules generated this batch at the same time; the digest (or
+		// party 1's refusal) comes now.
+		br2, rerr := l.recvDigest(fl.seq)
+		p.peerVoid(br2.GetVoidIds())
+		if rerr != nil {
+			wipeReplies(reps)
+			return rerr
+		}
+		if br2.Error != "" {
+			wipeReplies(reps)
+			l.drop()
+			p.m.rejects.WithLabelValues(peerClass(br2.ErrorClass)).Inc()
+			p.failBatch(fl.jobs, br2)
+			return fmt.Errorf("%w: peer: %s", errDesync, br2.Error)
+		}
+		br.Digest = br2.Digest
+	}
+	class := ErrClassSpent
+	if refused {
+		class = ErrClassTampered
+	}
+	if err == nil && !bytes.Equal(digest, br.Digest) {
+		err = fmt.Errorf("%w: the peer's keys do not pair with ours (batch %d)", errDesync, fl.seq)
+		class = ErrClassTampered
+		p.mismatch(fl.seq, fl.first, batchLast(fl.first, fl.jobs), fl.jobs)
+	}
+	if err != nil {
+		wipeReplies(reps)
+		l.drop()
+		why := fmt.Sprintf("batch %d not delivered: the two modules' frames or keys disagreed", fl.seq)
+		if class == ErrClassSpent {
+			why = fmt.Sprintf("batch %d not delivered: %v", fl.seq, err)
+		}
+		p.back(fl.jobs, class, why)
+		l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}})
+		return err
+	}
+	l.drop()
+	p.deliver(fl.jobs, reps)
+	p.batches.Add(1)
+	p.m.batches.Inc()
+	p.delivered.Store(fl.seq)
+	<-l.slots
+	if err := l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true}}}); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	return nil
+}
+
+// recvDigest reads the second part of a batch reply sent with
+// digest_follows: the digest of party 1's keys, or its refusal.
+func (l *leader) recvDigest(seq uint64) (*pb.BatchReply, error) {
+	m, err := l.link.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	br := m.GetBatchReply()
+	if br == nil || br.Seq != seq || br.DigestFollows || len(br.FrameData) != 0 || len(br.FrameLens) != 0 {
+		return nil, fmt.Errorf("%w: expected the digest of batch %d from the peer", errDesync, seq)
+	}
+	return br, nil
+}
+
+// watchdog ends the session when the oldest batch in flight has had no
+// reply within PeerTimeout (a lost or late reply).
+func (l *leader) watchdog(ctx context.Context) {
+	defer l.wg.Done()
+	timeout := l.p.cfg.PeerTimeout
+	t := time.NewTicker(timeout / 20)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if fl := l.head(); fl != nil && time.Since(fl.sent) > timeout {
+			l.fail(fmt.Errorf("%w: no reply from the peer within %v", errDesync, timeout))
+			return
+		}
+	}
+}
+
+// lost returns the batches still in flight when the session ended (every
+// stage has stopped): the jobs this module opened frames for fail spent,
+// the others are batched again after the resync — unless party 1 turns
+// out to have restarted (settleDoubt).
+func (l *leader) lost() {
+	p := l.p
+	var back []*job
+	for _, fl := range l.flights {
+		back = append(back, fl.jobs...)
+	}
+	l.flights = nil
+	p.inFlight.Store(0)
+	p.m.inFlight.Set(0)
+	for _, j := range back {
+		j.doubt = !j.spent.Load()
+	}
+	p.back(back, ErrClassSpent, "the peer session ended before the batch was delivered")
+}

@@ -1,0 +1,241 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// LocalPair is the two parties of one deployment in one process: party
+// 0's peer sessions run over an in-process link to party 1 (memLink), so
+// the session protocol — batches, frames, transcript, pair digests,
+// confirmations, abandon, resync, spent and unmatched classes — is the
+// daemons' own (leader and follower), without gRPC or a socket. An
+// application in the same process asks each party with Request, which
+// takes the application API's validation, admission and batching.
+type LocalPair struct {
+	Parties [2]*Party
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // Run of both parties and party 1's sessions
+}
+
+// LocalLink is how a LocalPair's peer sessions cross between its
+// parties: in memory (the zero value), or over a connection pair.
+type LocalLink struct {
+	// Conns, if set, returns a fresh connection pair for each session
+	// (a is party 0's end): e.g. a shaped TCP pair (internal/netshape),
+	// so that the sessions pay a network's delay and bandwidth.
+	Conns func() (a, b net.Conn, err error)
+	// Tap (fault tests; nil: none) is called on every message party 0
+	// sends, before it crosses, and may alter it as an attacker on the
+	// link could.
+	Tap func(*pb.PeerMsg)
+}
+
+// NewLocalPair starts the two parties of a deployment in process:
+// mods[b] is party b's module, already paired with the other (their
+// witness exchange happens at the first session). c holds the settings of
+// both (Party, Module and the peer-link fields are set here); link says
+// how their sessions cross. Close stops them.
+func NewLocalPair(mods [2]socket.Module, c Config, link LocalLink) (*LocalPair, error) {
+	lp := &LocalPair{}
+	for b := range 2 {
+		cb := c
+		cb.Party, cb.Module, cb.inProcess = b, mods[b], true
+		p, err := New(cb)
+		if err != nil {
+			return nil, err
+		}
+		lp.Parties[b] = p
+	}
+	lp.ctx, lp.cancel = context.WithCancel(context.Background())
+	p0, p1 := lp.Parties[0], lp.Parties[1]
+	p0.local = func(ctx context.Context) (peerLink, error) {
+		a, b, err := link.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		lp.wg.Add(1)
+		go func() {
+			defer lp.wg.Done()
+			if err := p1.follow(ctx, b); err != nil && ctx.Err() == nil {
+				p1.log.Debug("in-process peer session ended", "err", err)
+			}
+			b.close() // as a stream whose server returned: party 0 reads what was sent, then the end
+		}()
+		return a, nil
+	}
+	for _, p := range lp.Parties {
+		lp.wg.Add(1)
+		go func() {
+			defer lp.wg.Done()
+			p.Run(lp.ctx)
+		}()
+	}
+	return lp, nil
+}
+
+// localEnd is one end of a LocalPair's peer link.
+type localEnd interface {
+	peerLink
+	close()
+}
+
+// open returns the two ends of one session's link.
+func (o LocalLink) open(ctx context.Context) (localEnd, localEnd, error) {
+	if o.Conns == nil {
+		a, b := memLinks(ctx)
+		a.tap = o.Tap
+		return a, b, nil
+	}
+	ca, cb, err := o.Conns()
+	if err != nil {
+		return nil, nil, fmt.Errorf("service: local peer link: %w", err)
+	}
+	a, b := &connLink{c: ca, tap: o.Tap}, &connLink{c: cb}
+	// A connection does not end with the session's context by itself.
+	context.AfterFunc(ctx, func() { a.close(); b.close() })
+	return a, b, nil
+}
+
+// Close stops both parties and waits for their sessions to end. Requests
+// not answered by then fail (unavailable).
+func (lp *LocalPair) Close() {
+	lp.cancel()
+	lp.wg.Wait()
+	for _, p := range lp.Parties {
+		p.q.mu.Lock()
+		queued := p.q.removeLocked(func(*job) bool { return true })
+		p.q.mu.Unlock()
+		for _, j := range queued {
+			j.fail(ErrClassUnavailable, "the party stopped")
+		}
+		p.pend.mu.Lock()
+		for id, j := range p.pend.jobs {
+			delete(p.pend.jobs, id)
+			j.fail(ErrClassUnavailable, "the party stopped")
+		}
+		p.pend.mu.Unlock()
+		// Party 1's batches answered and never confirmed: not delivered.
+		p.heldMu.Lock()
+		held := p.held
+		p.held = nil
+		p.heldMu.Unlock()
+		for _, h := range held {
+			wipeReplies(h.replies)
+			p.back(h.jobs, ErrClassSpent, "the party stopped before party 0 confirmed the batch")
+			for _, j := range h.jobs {
+				if !j.answered() {
+					j.fail(ErrClassUnavailable, "the party stopped")
+				}
+			}
+		}
+	}
+}
+
+// Answer is the answer to one request of Request.
+type Answer struct {
+	ID uint64
+	// Outputs is one output per key (nil when the request failed): the
+	// key share, or the evaluation shares in consume mode, with this
+	// party's mask shares in derived mode and the pair tag. The Answer
+	// holds the only copy; Wipe clears it.
+	Outputs []msg.CollectResponse
+	// ErrorClass and Error say why the request failed (empty: answered);
+	// the classes are the application API's (docs/api.md), e.g. spent,
+	// tampered, unmatched, bad_request.
+	ErrorClass, Error string
+
+	j *job
+}
+
+// Wipe clears the answer's outputs.
+func (a *Answer) Wipe() {
+	if a.j != nil {
+		a.j.wipeOutputs(false)
+		a.j = nil
+	}
+	a.Outputs = nil
+}
+
+// Request asks party b for rs, as one message of the application API
+// would, and waits until each request is answered. The other party's
+// application must ask for requests with the same ids (the pairs are
+// matched by id, as between two daemons). If ctx ends first, the requests
+// still waiting fail (unavailable) and ctx's error is returned with no
+// answers; the outputs of those already answered are wiped.
+func (lp *LocalPair) Request(ctx context.Context, b int, rs *pb.KeyRequests) ([]Answer, error) {
+	if b != 0 && b != 1 {
+		return nil, fmt.Errorf("service: party %d is not 0 or 1", b)
+	}
+	if lp.ctx.Err() != nil {
+		return nil, errors.New("service: the local pair is closed")
+	}
+	p := lp.Parties[b]
+	js := p.requests(rs, nil, nil)
+	for i, j := range js {
+		if err := j.wait(ctx); err != nil {
+			lp.abandon(p, js[i:])
+			for _, j := range js[:i] {
+				j.wipeOutputs(false)
+			}
+			return nil, err
+		}
+	}
+	out := make([]Answer, len(js))
+	for i, j := range js {
+		out[i] = Answer{ID: j.id, j: j}
+		if j.reply != nil {
+			out[i].ErrorClass, out[i].Error = j.reply.ErrorClass, j.reply.Error
+			if out[i].ErrorClass == "" {
+				out[i].ErrorClass = ErrClassBadRequest // refused before it was queued (j.code)
+			}
+			out[i].j = nil
+			continue
+		}
+		out[i].Outputs = j.outs
+	}
+	return out, nil
+}
+
+// abandon fails the jobs of a cancelled Request that are still queued or
+// pending, and wipes the outputs of the others once they are answered
+// (those in flight are answered when their batch ends, or at Close).
+func (lp *LocalPair) abandon(p *Party, js []*job) {
+	ids := make(map[uint64]bool, len(js))
+	list := make([]uint64, 0, len(js))
+	for _, j := range js {
+		if !j.answered() {
+			ids[j.id] = true
+			list = append(list, j.id)
+		}
+	}
+	if p.cfg.Party == 0 {
+		for _, j := range p.q.extract(ids) {
+			j.fail(ErrClassUnavailable, "request cancelled")
+		}
+	} else {
+		p.pend.fail(list, ErrClassUnavailable, "request cancelled")
+	}
+	go func() {
+		for _, j := range js {
+			if j.wait(lp.ctx) == nil || j.answered() {
+				j.wipeOutputs(false)
+			}
+		}
+	}()
+}
+
+// SentBytes is the total of frame bytes party b has sent to the other.
+func (lp *LocalPair) SentBytes(b int) uint64 { return lp.Parties[b].frameBytes.Load() }
+
+// Rounds counts the batches party 0 has had answered.
+func (lp *LocalPair) Rounds() uint64 { return lp.Parties[0].rounds.Load() }

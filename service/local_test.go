@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/moduletest"
+	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
+)
+
+// localPair starts the two parties in process over paired durable modules.
+func localPair(t *testing.T, c Config, tap func(*pb.PeerMsg)) *LocalPair {
+	t.Helper()
+	d := moduletest.DurablePair(t, 0)
+	lp, err := NewLocalPair([2]socket.Module{socket.Local(d[0]), socket.Local(d[1])}, c, LocalLink{Tap: tap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lp.Close)
+	return lp
+}
+
+// requestBoth asks both parties at once.
+func requestBoth(t *testing.T, lp *LocalPair, reqs [2][]*pb.KeyRequest) [2][]Answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out [2][]Answer
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[b], errs[b] = lp.Request(ctx, b, &pb.KeyRequests{Requests: reqs[b]})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("request: %v / %v", errs[0], errs[1])
+	}
+	return out
+}
+
+func parseAnswer(t *testing.T, a Answer) *fss.Key {
+	t.Helper()
+	if a.ErrorClass != "" || len(a.Outputs) != 1 {
+		t.Fatalf("request %d: class %q (%s), %d outputs", a.ID, a.ErrorClass, a.Error, len(a.Outputs))
+	}
+	k, err := fss.ParseKey(a.Outputs[0].Key)
+	if err != nil {
+		t.Fatalf("request %d: %v", a.ID, err)
+	}
+	return k
+}
+
+// TestLocalPairRunsTheSessionProtocol: the two parties' session (leader
+// and follower) runs over the in-process link with no gRPC peer client,
+// and every pair it delivers evaluates to its point function, on each
+// tier and in derived mode.
+func TestLocalPairRunsTheSessionProtocol(t *testing.T) {
+	lp := localPair(t, Config{Batch: 16, InFlight: 2}, nil)
+	if lp.Parties[0].peer != nil || lp.Parties[0].local == nil {
+		t.Fatal("party 0 of a LocalPair has a gRPC peer client")
+	}
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	base := uint64(1)
+	for _, tier := range []string{"otp", "mac", "batchmac"} {
+		ws, reqs := boundRequests(p, base, 40, tier)
+		ans := requestBoth(t, lp, reqs)
+		for i, w := range ws {
+			k0, k1 := parseAnswer(t, ans[0][i]), parseAnswer(t, ans[1][i])
+			if ans[0][i].Outputs[0].Counter != ans[1][i].Outputs[0].Counter || ans[0][i].Outputs[0].PairTag != ans[1][i].Outputs[0].PairTag {
+				t.Fatalf("%s request %d: counters %d/%d or pair tags differ", tier, ans[0][i].ID,
+					ans[0][i].Outputs[0].Counter, ans[1][i].Outputs[0].Counter)
+			}
+			checkPair(t, k0, k1, w.alpha, w.beta)
+			ans[0][i].Wipe()
+			ans[1][i].Wipe()
+		}
+		base += uint64(len(ws))
+	}
+	// Derived: α drawn inside both modules; the shares add up to it.
+	dp := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 8}
+	var reqs [2][]*pb.KeyRequest
+	for b := range 2 {
+		reqs[b] = []*pb.KeyRequest{client.Derived(base, dp, 24, 0, true)}
+	}
+	ans := requestBoth(t, lp, reqs)
+	o0, o1 := ans[0][0].Outputs, ans[1][0].Outputs
+	if ans[0][0].ErrorClass != "" || ans[1][0].ErrorClass != "" || len(o0) != 24 || len(o1) != 24 {
+		t.Fatalf("derived: %q / %q, %d / %d outputs", ans[0][0].Error, ans[1][0].Error, len(o0), len(o1))
+	}
+	ma, mb := uint64(1)<<dp.InBits-1, uint64(1)<<dp.OutBits-1
+	for i := range o0 {
+		k0, err0 := fss.ParseKey(o0[i].Key)
+		k1, err1 := fss.ParseKey(o1[i].Key)
+		if err0 != nil || err1 != nil {
+			t.Fatal(err0, err1)
+		}
+		checkPair(t, k0, k1, (o0[i].AlphaShare+o1[i].AlphaShare)&ma, (o0[i].BetaShare+o1[i].BetaShare)&mb)
+	}
+	if r := lp.Parties[0].rounds.Load(); r == 0 {
+		t.Fatal("party 0 counted no frame exchange")
+	}
+}
+
+// TestLocalPairTamperedFrameNeverDelivered: a keystream frame altered on
+// the in-process link is caught by the session protocol exactly as on
+// gRPC — no key of the batch is delivered at either site, each request
+// fails tampered or spent (α spent) — and the session resynchronises:
+// later requests are delivered.
+func TestLocalPairTamperedFrameNeverDelivered(t *testing.T) {
+	var flip atomic.Bool
+	flip.Store(true)
+	lp := localPair(t, Config{Batch: 8, InFlight: 1}, func(m *pb.PeerMsg) {
+		if b := m.GetBatch(); b != nil && len(b.FrameData) > 0 && flip.CompareAndSwap(true, false) {
+			b.FrameData[len(b.FrameData)/2] ^= 1
+		}
+	})
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}
+	_, reqs := boundRequests(p, 1, 8, "otp")
+	ans := requestBoth(t, lp, reqs)
+	for b := range 2 {
+		for _, a := range ans[b] {
+			if a.ErrorClass != ErrClassTampered && a.ErrorClass != ErrClassSpent || len(a.Outputs) != 0 {
+				t.Fatalf("party %d request %d: class %q with %d outputs, want tampered or spent and none", b, a.ID, a.ErrorClass, len(a.Outputs))
+			}
+			if pb.AlphaReusable(a.ErrorClass) {
+				t.Fatalf("party %d request %d: class %q lets α be used again after its frames were opened", b, a.ID, a.ErrorClass)
+			}
+		}
+	}
+	if flip.Load() {
+		t.Fatal("no frame was altered")
+	}
+	ws, reqs := boundRequests(p, 100, 8, "otp")
+	ans = requestBoth(t, lp, reqs)
+	for i, w := range ws {
+		checkPair(t, parseAnswer(t, ans[0][i]), parseAnswer(t, ans[1][i]), w.alpha, w.beta)
+	}
+	if s := lp.Parties[0].sessions.Load(); s < 2 {
+		t.Fatalf("party 0 had %d sessions, want a resync after the tampered batch", s)
+	}
+}

@@ -1,0 +1,92 @@
+// Package servicetest starts a paired pair of kord parties in the test's
+// process for tests of applications: each party a real service.Party
+// served over gRPC on loopback TCP, with its own durable module behind a
+// real module socket (socket.Server and socket.Client over a Unix
+// socket), the two parties joined by their real peer link.
+package servicetest
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/module/moduletest"
+	"github.com/kord-fss/kord/module/socket"
+	"github.com/kord-fss/kord/service"
+)
+
+// Parties are two running, paired parties.
+type Parties struct {
+	// Apps are the application clients of party 0 and party 1.
+	Apps [2]*client.Client
+	// PeerAddr is party 1's peer listener (party 0 dials it).
+	PeerAddr string
+}
+
+// Start starts two parties whose modules sit behind module sockets, pairs
+// them and returns their clients; everything stops at the test's end.
+// via, when not nil, is put between party 0 and party 1's peer port (e.g.
+// a shaping or counting proxy): it gets party 1's address and returns the
+// one party 0 dials.
+func Start(t testing.TB, batch int, via func(addr string) (string, error)) *Parties {
+	t.Helper()
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	out := &Parties{}
+	peer := ""
+	for _, party := range []int{1, 0} {
+		d, st := moduletest.OpenDurable(t, party, filepath.Join(dir, []string{"m0.db", "m1.db"}[party]), 0, secret)
+		path := filepath.Join(dir, []string{"s0", "s1"}[party])
+		ml, err := socket.Listen(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go socket.NewServer(d, socket.ServerOptions{Access: socket.Access{SameUID: true}}).Serve(ml)
+		mod := socket.Dial(path, 0)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dial := peer
+		if party == 0 && via != nil {
+			if dial, err = via(peer); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := service.New(service.Config{Party: party, Module: mod, PeerAddr: dial, PeerPlaintext: true, Batch: batch, InFlight: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		p.Register(srv, srv)
+		go srv.Serve(l)
+		ctx, cancel := context.WithCancel(context.Background())
+		go p.Run(ctx)
+		c, err := client.Dial(l.Addr().String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cancel()
+			c.Close()
+			srv.Stop()
+			p.Close()
+			mod.Close()
+			ml.Close()
+			st.Close()
+		})
+		out.Apps[party] = c
+		if party == 1 {
+			peer = l.Addr().String()
+			out.PeerAddr = peer
+		}
+	}
+	if err := out.Apps[0].Pair(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
