@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/msg"
 )
 
 // KORD's published ResNet-18 inventory (ImageNet shape, ℓ = 32, scale 10):
@@ -176,4 +177,30 @@ func (inv *StreamInventory) String() string {
 // keyMaterial is one key's share with its α and β shares, in bytes.
 func keyMaterial(p fss.Params) int64 {
 	return int64(p.KeySize() + (p.InBits+7)/8 + (p.OutBits+7)/8)
+}
+
+// Correlations returns the shape of every linear layer's correlation in
+// the lowered model, in evaluation order (Part CorrFull; a session asks
+// for each as CorrWeight once and as CorrInput per evaluation), so that a
+// key-supply benchmark can request them through the party daemons.
+func (m *Model) Correlations() ([]msg.Correlation, error) {
+	low, err := Lower(m)
+	if err != nil {
+		return nil, err
+	}
+	shapes, err := low.Shapes()
+	if err != nil {
+		return nil, err
+	}
+	var out []msg.Correlation
+	for i := range low.Layers {
+		if l := &low.Layers[i]; l.Linear() {
+			c, err := corrShape(l, shapes[i], low.Ring)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

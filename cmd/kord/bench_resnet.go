@@ -35,8 +35,11 @@ Keys are streamed --chunk at a time; between chunks, outside the clock,
 β·1{x<α} at α, α±1 and a random point) and the chunk is released, so the
 client never holds more than one chunk. --fraction runs that share of
 every key kind (the report extrapolates the whole inventory's time).
-The linear layers' correlations are not on this path (see the note in the
-report).`,
+Then the linear layers' correlations go through the same processes
+(client.Correlation requests, derived in the modules): every layer's
+weight mask once (the session, timed apart) and one evaluation's input
+correlations (correlation_seconds); the fully connected layer's Z = A·R is
+checked from both parties' shares.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Check(); err != nil {
@@ -64,6 +67,7 @@ report).`,
 	f.IntVar(&o.InFlight, "in-flight", bench.DeliverDefaultInFlight, "the parties' batches outstanding (1..1024)")
 	f.IntVar(&o.Verify, "verify", 64, "key pairs verified per chunk, outside the clock")
 	f.BoolVar(&o.NoDealer, "no-dealer", false, "skip the trusted dealer's generation")
+	f.BoolVar(&o.NoCorr, "no-correlations", false, "skip the linear layers' correlations")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	benchCmd.AddCommand(cmd)
 }

@@ -28,6 +28,9 @@ func TestBenchResNetKeys(t *testing.T) {
 			t.Errorf("row %+v", r)
 		}
 	}
+	if !(rep.CorrelationSeconds > 0) || !rep.CorrVerified || rep.Correlations != 21 {
+		t.Errorf("correlations: %d in %v s, verified %v", rep.Correlations, rep.CorrelationSeconds, rep.CorrVerified)
+	}
 	if rep.PeakRSS["party0"] <= 0 || rep.PeakRSS["module1"] <= 0 {
 		t.Errorf("peak RSS per process not read: %v", rep.PeakRSS)
 	}

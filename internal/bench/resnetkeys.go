@@ -16,6 +16,7 @@ import (
 	mrand "math/rand/v2"
 	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/client"
@@ -23,6 +24,7 @@ import (
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -43,6 +45,7 @@ type ResNetKeysConfig struct {
 	InFlight int     // the parties' --in-flight
 	Verify   int     // key pairs verified per chunk (outside the clock)
 	NoDealer bool    // skip the dealer's generation
+	NoCorr   bool    // skip the correlations
 }
 
 // Check validates the flags.
@@ -111,12 +114,19 @@ type ResNetKeysReport struct {
 	// PeakRSS is each process's peak resident set in bytes (module0,
 	// module1, party0, party1, client), read before the cluster stops.
 	PeakRSS map[string]int64 `json:"peak_rss_bytes"`
-	// What the linear layers' correlations would add (not in this run's
-	// path: the five-process correlation request is another branch's).
-	Correlations          int    `json:"correlations"`
-	CorrelationWords      int    `json:"correlation_words_per_party"`
-	SessionWeightMaskWord int    `json:"session_weight_mask_words_per_party"`
-	CorrelationNote       string `json:"correlation_note"`
+	// The linear layers' correlations through the same five processes
+	// (client.Correlation requests, derived in the modules): the session's
+	// weight masks once, then one evaluation's input correlations.
+	Correlations          int     `json:"correlations"`
+	CorrelationWords      int     `json:"correlation_words_per_party"`
+	SessionWeightMaskWord int     `json:"session_weight_mask_words_per_party"`
+	WeightMaskSeconds     float64 `json:"session_weight_mask_seconds,omitempty"`
+	CorrelationSeconds    float64 `json:"correlation_seconds,omitempty"`
+	// KeysAndCorrSeconds is seconds + correlation_seconds: one
+	// evaluation's whole material through the five processes.
+	KeysAndCorrSeconds float64 `json:"keys_and_correlations_seconds,omitempty"`
+	CorrVerified       bool    `json:"fc_correlation_verified,omitempty"`
+	CorrelationNote    string  `json:"correlation_note"`
 }
 
 // ResNetKeysPath says what the timed path is.
@@ -168,7 +178,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 	rep := &ResNetKeysReport{Model: arch.Name, Fraction: o.Fraction, Path: ResNetKeysPath, CPUs: runtime.NumCPU(),
 		KORDTrees: infer.KORDResNet18Trees, KORDSeconds: infer.KORDResNet18KeygenSec, LLAMAGenSeconds: LLAMAResNet18GenSec,
 		Correlations: inv.Correlations, CorrelationWords: inv.CorrWords, SessionWeightMaskWord: inv.SessionWords,
-		CorrelationNote: "the linear layers' derived correlations (msg.SubmitCorrelation) are not on the five-process path yet (branch infer5); in process they cost the modules one bilinear product each (Z = L(A, R), computed by both modules), timed per layer in kord infer demo --model resnet18 (supply time of the conv and fc layers)"}
+		CorrelationNote: "correlations: every lowered linear layer's (21 for ResNet-18), through the same processes as the keys; weight masks once per session (not in seconds), input correlations per evaluation (correlation_seconds); each module computes Z = L(A, R) itself"}
 	groups := resnetGroups(inv, o.Fraction)
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x72657331))
 	say("bench resnet18-keys: %d keys of %d kinds; starting 2 modules and 2 parties on loopback… ", func() int {
@@ -214,6 +224,11 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 		rep.VerifyFailed += row.VerifyFails
 		rep.Rows = append(rep.Rows, row)
 	}
+	if !o.NoCorr {
+		if err := resnetCorrelations(ctx, cl.Apps(), arch, &id, rep, say); err != nil {
+			return nil, err
+		}
+	}
 	rep.PeakRSS = cl.PeakRSS()
 	cl.Close()
 	rep.Seconds = total.Seconds()
@@ -222,6 +237,9 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 	rep.RatioToKORD = rep.InventorySeconds / infer.KORDResNet18KeygenSec
 	rep.RatioToLLAMAGen = rep.InventorySeconds / LLAMAResNet18GenSec
 	rep.DealerShip1Gbps = float64(rep.KeyBytesPerPart) * 8 / 1e9
+	if rep.CorrelationSeconds > 0 {
+		rep.KeysAndCorrSeconds = rep.Seconds + rep.CorrelationSeconds
+	}
 	if !o.NoDealer {
 		say("the trusted dealer generating the same keys (fss.BatchGen, %d workers)…\n", runtime.GOMAXPROCS(0))
 		var dealer time.Duration
@@ -373,7 +391,121 @@ func (rep *ResNetKeysReport) Write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "peak RSS (MiB): module0 %d, module1 %d, party0 %d, party1 %d, client %d\n", rep.PeakRSS["module0"]>>20, rep.PeakRSS["module1"]>>20,
 		rep.PeakRSS["party0"]>>20, rep.PeakRSS["party1"]>>20, rep.PeakRSS["client"]>>20)
-	fmt.Fprintf(w, "verified %d pairs, %d failed; correlations not in this path: %d per inference (%d words/party) + %d weight-mask words/party per session\n",
-		rep.Verified, rep.VerifyFailed, rep.Correlations, rep.CorrelationWords, rep.SessionWeightMaskWord)
+	fmt.Fprintf(w, "verified %d pairs, %d failed\n", rep.Verified, rep.VerifyFailed)
+	if rep.CorrelationSeconds > 0 {
+		fmt.Fprintf(w, "correlations through the same processes: %d weight masks (%d words/party) in %.2f s once per session; %d input correlations (%d words/party) in %.2f s per evaluation (fc verified: %v); keys + correlations %.2f s\n",
+			rep.Correlations, rep.SessionWeightMaskWord, rep.WeightMaskSeconds, rep.Correlations, rep.CorrelationWords, rep.CorrelationSeconds, rep.CorrVerified, rep.KeysAndCorrSeconds)
+	}
 	return nil
+}
+
+// corrBoth asks both sites for correlation c under request id and returns
+// both parties' shares and counters.
+func corrBoth(ctx context.Context, apps [2]*client.Client, id uint64, c msg.Correlation) ([2]*msg.CorrShares, [2]uint64, error) {
+	var sh [2]*msg.CorrShares
+	var ctr [2]uint64
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := apps[b].Get(ctx, client.Correlation(id, c))
+			switch {
+			case err != nil:
+				errs[b] = err
+			case r.Err != nil:
+				errs[b] = r.Err
+			case len(r.Shares) != 1 || r.Shares[0].Corr == nil:
+				errs[b] = errors.New("the reply holds no correlation")
+			default:
+				sh[b], ctr[b] = r.Shares[0].Corr, r.Shares[0].Counter
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		sh[0].Wipe()
+		sh[1].Wipe()
+		return [2]*msg.CorrShares{}, ctr, fmt.Errorf("correlation request %d: %w", id, err)
+	}
+	if ctr[0] != ctr[1] || sh[0].PairTag != sh[1].PairTag {
+		sh[0].Wipe()
+		sh[1].Wipe()
+		return [2]*msg.CorrShares{}, ctr, fmt.Errorf("correlation request %d: the two sites' shares do not pair", id)
+	}
+	return sh, ctr, nil
+}
+
+// resnetCorrelations requests every linear layer's weight mask (the
+// session, timed apart) and then one evaluation's input correlations
+// (timed) through the parties, and checks the fully connected layer's
+// Z = A·R from both parties' shares outside the clock.
+func resnetCorrelations(ctx context.Context, apps [2]*client.Client, arch *infer.Model, id *uint64, rep *ResNetKeysReport, say func(string, ...any)) error {
+	corrs, err := arch.Correlations()
+	if err != nil {
+		return err
+	}
+	say("  correlations: %d weight masks (session), then %d input correlations… ", len(corrs), len(corrs))
+	handles := make([]uint64, len(corrs))
+	var fcA [2][]uint64
+	t0 := time.Now()
+	for i, c := range corrs {
+		c.Part = msg.CorrWeight
+		sh, ctr, err := corrBoth(ctx, apps, *id, c)
+		*id++
+		if err != nil {
+			return fmt.Errorf("weight mask %d: %w", i, err)
+		}
+		handles[i] = ctr[0]
+		if c.Kind == msg.CorrMatVec {
+			fcA = [2][]uint64{sh[0].A, sh[1].A}
+		} else {
+			sh[0].Wipe()
+			sh[1].Wipe()
+		}
+	}
+	rep.WeightMaskSeconds = time.Since(t0).Seconds()
+	var el time.Duration
+	for i, c := range corrs {
+		c.Part, c.WeightFrom = msg.CorrInput, handles[i]
+		t1 := time.Now()
+		sh, _, err := corrBoth(ctx, apps, *id, c)
+		el += time.Since(t1)
+		*id++
+		if err != nil {
+			return fmt.Errorf("input correlation %d: %w", i, err)
+		}
+		if c.Kind == msg.CorrMatVec && fcA[0] != nil {
+			rep.CorrVerified = matVecHolds(c, fcA, sh)
+			clear(fcA[0])
+			clear(fcA[1])
+		}
+		sh[0].Wipe()
+		sh[1].Wipe()
+	}
+	rep.CorrelationSeconds = el.Seconds()
+	say("%.2f s + %.2f s\n", rep.WeightMaskSeconds, rep.CorrelationSeconds)
+	if !rep.CorrVerified {
+		return errors.New("the fully connected layer's correlation does not satisfy Z = A·R")
+	}
+	return nil
+}
+
+// matVecHolds reports whether Z0 + Z1 = (A0 + A1)·(R0 + R1) mod 2^ℓ.
+func matVecHolds(c msg.Correlation, a [2][]uint64, sh [2]*msg.CorrShares) bool {
+	m := prg.Mask(c.Ring)
+	if len(a[0]) != c.In*c.Out || len(sh[0].R) != c.In || len(sh[0].Z) != c.Out || len(sh[1].R) != c.In || len(sh[1].Z) != c.Out {
+		return false
+	}
+	for o := 0; o < c.Out; o++ {
+		var acc uint64
+		for i := 0; i < c.In; i++ {
+			acc += (a[0][o*c.In+i] + a[1][o*c.In+i]) * (sh[0].R[i] + sh[1].R[i])
+		}
+		if (acc-sh[0].Z[o]-sh[1].Z[o])&m != 0 {
+			return false
+		}
+	}
+	return true
 }
