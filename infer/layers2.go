@@ -33,6 +33,11 @@ import (
 //     slot to the wire (mod 2^ℓ; the shapes must agree). A residual block
 //     is Save, the main branch, [Swap, the projection,] Add: every one is
 //     local on additive shares (no round, no key).
+//   - Concat (14), LoadSlot (15): slot s. Concat puts the slot's channels
+//     before the wire's (the slot and the wire have the same height and
+//     width; C-major layout makes this the slot's values followed by the
+//     wire's); LoadSlot replaces the wire by a copy of the slot. Lower uses
+//     them to split a linear layer into output-channel groups.
 //   - SpaceToDepth (13): stride, pad, p, hq, wq. The zero-padded input
 //     rearranged so that a strided convolution becomes a stride-1 one:
 //     out[ci·p²+py·p+px][qy][qx] = x[ci][qy·stride+py−pad][qx·stride+px−pad]
@@ -47,6 +52,8 @@ const (
 	Swap         Kind = 11
 	Add          Kind = 12
 	SpaceToDepth Kind = 13
+	Concat       Kind = 14
+	LoadSlot     Kind = 15
 )
 
 // maxSlots is the number of residual slots.
@@ -68,6 +75,10 @@ func extName(k Kind) string {
 		return "add"
 	case SpaceToDepth:
 		return "s2d"
+	case Concat:
+		return "concat"
+	case LoadSlot:
+		return "load"
 	}
 	return ""
 }
@@ -82,7 +93,7 @@ func extFields(l *Layer) []*int {
 		return []*int{&l.K, &l.Stride, &l.Pad}
 	case AvgPool:
 		return []*int{&l.K, &l.S}
-	case Save, Swap, Add:
+	case Save, Swap, Add, Concat, LoadSlot:
 		return []*int{&l.S}
 	case SpaceToDepth:
 		return []*int{&l.Stride, &l.Pad, &l.K, &l.In, &l.Out}
@@ -129,7 +140,7 @@ func shapeExt(l *Layer, s Shape, ring int, slots *[maxSlots]Shape) (Shape, error
 			return s, fmt.Errorf("avgpool k=%d s=%d does not take a %v input in a %d-bit ring (need 1 ≤ k ≤ side, round(2^s/k²) ≥ 1, s ≤ ℓ−2)", l.K, l.S, s, ring)
 		}
 		return Shape{s.C, s.H / l.K, s.W / l.K}, nil
-	case Save, Swap, Add:
+	case Save, Swap, Add, Concat, LoadSlot:
 		if l.S < 0 || l.S >= maxSlots {
 			return s, fmt.Errorf("%v slot %d is outside 0..%d", l.Kind, l.S, maxSlots-1)
 		}
@@ -146,6 +157,16 @@ func shapeExt(l *Layer, s Shape, ring int, slots *[maxSlots]Shape) (Shape, error
 			if *slot != s {
 				return s, fmt.Errorf("add of slot %d (%v) to a %v wire", l.S, *slot, s)
 			}
+		case Concat:
+			if slot.Len() == 0 || slot.H != s.H || slot.W != s.W || slot.C+s.C > maxDim {
+				return s, fmt.Errorf("concat of slot %d (%v) before a %v wire", l.S, *slot, s)
+			}
+			s = Shape{slot.C + s.C, s.H, s.W}
+		case LoadSlot:
+			if slot.Len() == 0 {
+				return s, fmt.Errorf("load of empty slot %d", l.S)
+			}
+			s = *slot
 		}
 		return s, nil
 	case SpaceToDepth:
@@ -375,6 +396,16 @@ func refExt(ly *Layer, in, out Shape, cur []int64, slots *[maxSlots][]int64, rin
 			y[j] = signed(uint64(cur[j]+s[j]), ring)
 		}
 		return y, nil
+	case Concat:
+		if slots[ly.S] == nil {
+			return nil, errSlot
+		}
+		return append(append([]int64(nil), slots[ly.S]...), cur...), nil
+	case LoadSlot:
+		if slots[ly.S] == nil {
+			return nil, errSlot
+		}
+		return append([]int64(nil), slots[ly.S]...), nil
 	case SpaceToDepth:
 		return gather(cur, s2dIndex(ly, in, out)), nil
 	}

@@ -1,6 +1,10 @@
 package infer
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kord-fss/kord/service"
+)
 
 // Lower returns the model the secure evaluation runs: every Conv2D with a
 // stride or padding becomes a SpaceToDepth (a local permutation of the
@@ -70,6 +74,9 @@ func Lower(m *Model) (*Model, error) {
 		}
 		out.Layers = append(out.Layers, s2d, conv)
 	}
+	if out.Layers, err = groupLinear(out.Layers); err != nil {
+		return nil, fmt.Errorf("infer: lowering %s: %w", m.Name, err)
+	}
 	if len(out.Layers) > maxLayers {
 		return nil, fmt.Errorf("infer: lowering %s gives %d layers, more than %d", m.Name, len(out.Layers), maxLayers)
 	}
@@ -81,4 +88,68 @@ func Lower(m *Model) (*Model, error) {
 		return nil, fmt.Errorf("infer: lowering %s changed the output shape from %v to %v", m.Name, shapes[len(shapes)-1], ls[len(ls)-1])
 	}
 	return &out, nil
+}
+
+// MaxCorrWeights is the most weights one linear layer's correlation may
+// have: a weight mask takes one module counter per weight, and the party
+// daemons queue at most service.DefaultMaxPending counters (their
+// --max-pending; a correlation request over it is refused, and the
+// in-process host.LocalPair runs the same parties).
+const MaxCorrWeights = service.DefaultMaxPending
+
+// groupSlots are the residual slots Lower uses to split a linear layer:
+// the layer's input, and the output channels made so far.
+const groupIn, groupOut = 2, 3
+
+// groupLinear splits every FC or Conv with more than MaxCorrWeights
+// weights into G groups of output channels, each a layer of its own (its
+// own weight mask and input correlation, so the input is opened once per
+// group under that group's mask):
+//
+//	save 2, L_0, [save 3, load 2, L_g, concat 3] for g = 1 … G−1
+//
+// In C-major layout the concatenated outputs are exactly the layer's
+// output. ResNet-18's four widest stage-4 convolutions (2.1 M and 2.4 M
+// weights) become 3 or 4 groups each.
+func groupLinear(ls []Layer) ([]Layer, error) {
+	var out []Layer
+	for _, l := range ls {
+		n := l.weightLen()
+		if (l.Kind != FC && l.Kind != Conv) || n <= MaxCorrWeights {
+			out = append(out, l)
+			continue
+		}
+		for _, o := range ls {
+			if (o.Kind == Save || o.Kind == Swap || o.Kind == Add || o.Kind == Concat || o.Kind == LoadSlot) && (o.S == groupIn || o.S == groupOut) {
+				return nil, fmt.Errorf("layer %v %d→%d has %d weights, over %d, and splitting it needs slots %d and %d, which the model uses", l.Kind, l.In, l.Out, n, MaxCorrWeights, groupIn, groupOut)
+			}
+		}
+		row := n / l.Out
+		if row > MaxCorrWeights {
+			return nil, fmt.Errorf("layer %v %d→%d: one output channel has %d weights, over %d", l.Kind, l.In, l.Out, row, MaxCorrWeights)
+		}
+		per := MaxCorrWeights / row // channels per group
+		groups := (l.Out + per - 1) / per
+		per = (l.Out + groups - 1) / groups // even groups
+		out = append(out, Layer{Kind: Save, S: groupIn})
+		for g, lo := 0, 0; lo < l.Out; g, lo = g+1, lo+per {
+			hi := min(l.Out, lo+per)
+			part := l
+			part.Out = hi - lo
+			if l.W != nil {
+				part.W = l.W[lo*row : hi*row]
+			}
+			if l.B != nil {
+				part.B = l.B[lo:hi]
+			}
+			if g > 0 {
+				out = append(out, Layer{Kind: Save, S: groupOut}, Layer{Kind: LoadSlot, S: groupIn})
+			}
+			out = append(out, part)
+			if g > 0 {
+				out = append(out, Layer{Kind: Concat, S: groupOut})
+			}
+		}
+	}
+	return out, nil
 }

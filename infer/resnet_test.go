@@ -398,6 +398,7 @@ func FuzzParseLayers2(f *testing.F) {
 		{Kind: MaxPool2D, K: 2, Stride: 1, Pad: 1},
 		{Kind: Add, S: 0},
 		{Kind: AvgPool, K: 2, S: 3},
+		{Kind: Save, S: 2}, {Kind: LoadSlot, S: 2}, {Kind: Concat, S: 2},
 		{Kind: SpaceToDepth, Stride: 2, Pad: 1, K: 2, In: 2, Out: 2},
 	}}
 	if data, err := small.Marshal(); err == nil {
@@ -585,6 +586,53 @@ func TestBatchDealer(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("logit %d: %d, want %d", i, got[i], want[i])
+		}
+	}
+}
+
+// TestLowerGroups: a linear layer over MaxCorrWeights is split into
+// output-channel groups (save, the groups, load and concat); the lowered
+// model equals the original bit for bit in the clear, and securely on
+// keys and correlations from a paired module pair (whose parties refuse a
+// correlation over the limit).
+func TestLowerGroups(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	m := &Model{Name: "g", Ring: 32, Frac: 4, Input: Shape{1025, 1, 1}, Layers: []Layer{
+		{Kind: FC, In: 1025, Out: 1024}, {Kind: Trunc, S: 4}, {Kind: ReLU}, {Kind: FC, In: 1024, Out: 3},
+	}}
+	withWeights(r, m, 20)
+	low, err := Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcs := 0
+	for _, l := range low.Layers {
+		if l.Kind == FC {
+			fcs++
+			if l.weightLen() > MaxCorrWeights {
+				t.Fatalf("a lowered layer keeps %d weights", l.weightLen())
+			}
+		}
+	}
+	if fcs != 3 {
+		t.Fatalf("%d fc layers after lowering, want 3 (the first split in two)", fcs)
+	}
+	x := randVals(r, m.Input.Len(), 60)
+	want, _, err := m.Ref(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, _, err := low.Ref(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := RunStream(context.Background(), m, x, moduleSources(t), StreamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if lw[i] != want[i] || got[i] != want[i] {
+			t.Fatalf("output %d: lowered %d, secure %d, want %d", i, lw[i], got[i], want[i])
 		}
 	}
 }

@@ -263,6 +263,18 @@ func evalStream(p *gates.Party, m *Model, shapes []Shape, sess *Session, next fu
 			for j, v := range slots[ly.S] {
 				cur[j] = (cur[j] + v) & mk
 			}
+		case Concat:
+			if slots[ly.S] == nil {
+				err = errSlot
+				break
+			}
+			cur = append(append([]uint64(nil), slots[ly.S]...), cur...)
+		case LoadSlot:
+			if slots[ly.S] == nil {
+				err = errSlot
+				break
+			}
+			cur = append([]uint64(nil), slots[ly.S]...)
 		case SpaceToDepth:
 			cur = gather(cur, s2dIndex(ly, in, o))
 		default:
