@@ -134,7 +134,7 @@ func (d *DealerCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*Lin
 		return out, err
 	}
 	z := make([]uint64, outLen(l, in))
-	apply(l, in, a, r, z)
+	applyFast(l, in, a, r, z, ring)
 	for i := range z {
 		z[i] &= mask(ring)
 	}

@@ -69,6 +69,17 @@
 // its own link, and Demo measures both key supplies per image on links
 // shaped by internal/netshape (the modules' in process for now).
 //
+// # Residual networks and streaming
+//
+// layers2.go adds strided and padded convolution and max-pool, average
+// pool, residual slots (save, swap, add: local on shares) and
+// space-to-depth; Lower turns every strided or padded convolution into a
+// space-to-depth and a stride-1 Conv, so the modules' correlations apply
+// unchanged. resnet.go builds ResNet-18 (ImageNet shape or reduced) with
+// seeded weights; RunStream (stream.go) evaluates any model with its
+// material drawn step by step (bounded memory, optionally overlapped with
+// the online phase), and KeyInventory counts it per layer.
+//
 // docs/inference.md has the per-layer inventory, the security argument
 // and the measured costs.
 package infer

@@ -1,5 +1,7 @@
 package infer
 
+import "fmt"
+
 // LayerCost is the offline and online cost of one layer per evaluation,
 // from the protocol's definition (docs/inference.md); the tests check it
 // against what a run measures.
@@ -37,6 +39,9 @@ func (m *Model) Inventory() ([]LayerCost, error) {
 		ly := &m.Layers[i]
 		in, o := shapes[i], shapes[i+1]
 		c := LayerCost{Layer: i, Kind: ly.Kind}
+		if extName(ly.Kind) != "" {
+			return nil, fmt.Errorf("infer: layer %d (%v) runs only in the streamed protocol: use KeyInventory", i, ly.Kind)
+		}
 		switch ly.Kind {
 		case FC, Conv:
 			c.Ops = in.Len()

@@ -21,6 +21,8 @@ const (
 	MaxPool Kind = 4 // K×K windows, stride K
 	Trunc   Kind = 5 // exact arithmetic right shift by S
 	Flatten Kind = 6 // (C, H, W) → (C·H·W, 1, 1); no computation
+	// Kinds 7 and up (strided and padded convolution and max-pool, average
+	// pool, residual slots, space-to-depth) are in layers2.go.
 )
 
 func (k Kind) String() string {
@@ -37,6 +39,9 @@ func (k Kind) String() string {
 		return "trunc"
 	case Flatten:
 		return "flatten"
+	}
+	if n := extName(k); n != "" {
+		return n
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -56,14 +61,15 @@ func (s Shape) String() string { return fmt.Sprintf("%d×%d×%d", s.C, s.H, s.W)
 // fractional bits and B has 2·Frac (it is added to the product before the
 // truncation that follows). Party 1's copy of a model has nil W and B.
 type Layer struct {
-	Kind    Kind
-	In, Out int
-	K, S    int
-	W, B    []int64
+	Kind        Kind
+	In, Out     int
+	K, S        int
+	Stride, Pad int // Conv2D, MaxPool2D and SpaceToDepth only (layers2.go)
+	W, B        []int64
 }
 
 // Linear reports whether the layer is a bilinear layer with weights.
-func (l *Layer) Linear() bool { return l.Kind == FC || l.Kind == Conv }
+func (l *Layer) Linear() bool { return l.Kind == FC || l.Kind == Conv || l.Kind == Conv2D }
 
 // Model is a fixed-point feed-forward network over Z_{2^Ring}: every wire
 // value is a two's-complement Ring-bit integer, and a real value v is
@@ -103,6 +109,7 @@ func (m *Model) Shapes() ([]Shape, error) {
 	}
 	out := []Shape{s}
 	params := 0
+	var slots [maxSlots]Shape // residual slots (layers2.go); zero = empty
 	for i := range m.Layers {
 		l := &m.Layers[i]
 		var err error
@@ -131,7 +138,7 @@ func (m *Model) Shapes() ([]Shape, error) {
 				err = fmt.Errorf("trunc by %d is outside 1..%d", l.S, m.Ring-2)
 			}
 		default:
-			err = fmt.Errorf("unknown layer kind %d", l.Kind)
+			s, err = shapeExt(l, s, m.Ring, &slots)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("infer: layer %d: %w", i, err)
@@ -152,7 +159,7 @@ func (l *Layer) weightLen() int {
 	switch l.Kind {
 	case FC:
 		return l.In * l.Out
-	case Conv:
+	case Conv, Conv2D:
 		return l.Out * l.In * l.K * l.K
 	}
 	return 0
@@ -213,6 +220,7 @@ func (m *Model) Arch() *Model {
 //	           conv:    uvarint in, out, k; then out·in·k·k weights [co][ci][kh][kw] and out biases
 //	           maxpool: uvarint k
 //	           trunc:   uvarint s
+//	           7..13:   the residual-network kinds, fields as layers2.go lists them
 //	weights  varint each, fixed point with f fractional bits; biases with 2f
 //
 // Nothing may follow the last layer. Small weights take one byte each.
@@ -251,6 +259,10 @@ func (m *Model) Marshal() ([]byte, error) {
 			u(l.K)
 		case Trunc:
 			u(l.S)
+		default:
+			for _, x := range extFields(&l) {
+				u(*x)
+			}
 		}
 		for _, v := range [][]int64{l.W, l.B} {
 			for _, x := range v {
@@ -303,7 +315,13 @@ func Parse(data []byte) (*Model, error) {
 			l.S = r.uv("trunc shift", 64)
 		case ReLU, Flatten:
 		default:
-			return nil, fmt.Errorf("%w: layer %d: unknown kind %d at offset %d", ErrFormat, i, l.Kind, r.off-1)
+			fs := extFields(&l)
+			if fs == nil {
+				return nil, fmt.Errorf("%w: layer %d: unknown kind %d at offset %d", ErrFormat, i, l.Kind, r.off-1)
+			}
+			for j, x := range fs {
+				*x = r.uv(fmt.Sprintf("%v field %d", l.Kind, j+1), maxDim)
+			}
 		}
 		if r.err != nil {
 			return nil, r.err

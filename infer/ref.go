@@ -129,6 +129,7 @@ func (m *Model) Ref(x []int64) ([]int64, RefStats, error) {
 			st.Overflow++
 		}
 	}
+	var slots [maxSlots][]int64
 	cur := make([]int64, len(x))
 	for i, v := range x {
 		cur[i] = signed(uint64(v), l)
@@ -184,24 +185,15 @@ func (m *Model) Ref(x []int64) ([]int64, RefStats, error) {
 								win = append(win, cur[(c*in.H+oy*ly.K+ky)*in.W+ox*ly.K+kx])
 							}
 						}
-						for len(win) > 1 {
-							nw := make([]int64, 0, (len(win)+1)/2)
-							for p := 0; p+1 < len(win); p += 2 {
-								a, b := win[p], win[p+1]
-								note(a - b)
-								d := signed(uint64(a-b), l)
-								nw = append(nw, signed(uint64(b+max(d, 0)), l))
-							}
-							if len(win)%2 == 1 {
-								nw = append(nw, win[len(win)-1])
-							}
-							win = nw
-						}
-						next[(c*out.H+oy)*out.W+ox] = win[0]
+						next[(c*out.H+oy)*out.W+ox] = refPoolTree(win, l, note)
 					}
 				}
 			}
 			cur = next
+		default:
+			if cur, err = refExt(ly, in, out, cur, &slots, l, note); err != nil {
+				return nil, st, fmt.Errorf("infer: layer %d (%v): %w", i, ly.Kind, err)
+			}
 		}
 	}
 	return cur, st, nil

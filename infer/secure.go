@@ -202,6 +202,9 @@ func (sp *Supply) Gen() ([2]*Material, error) {
 				}
 				lm[0].relus, lm[1].relus = append(lm[0].relus, m[0]), append(lm[1].relus, m[1])
 			}
+		case Flatten:
+		default:
+			return fail(i, errors.New("this layer kind runs only in the streamed evaluation (RunStream)"))
 		}
 		out[0].layers = append(out[0].layers, lm[0])
 		out[1].layers = append(out[1].layers, lm[1])
@@ -279,6 +282,8 @@ func Eval(p *gates.Party, m *Model, sess *Session, mat *Material, image []int64)
 		case MaxPool:
 			cur, err = poolOnline(p, ring, ly.K, in, o, lm.relus, cur)
 		case Flatten:
+		default:
+			err = errors.New("this layer kind runs only in the streamed evaluation (RunStream)")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("infer: party %d, layer %d (%v): %w", p.B, i, ly.Kind, err)
@@ -400,12 +405,12 @@ func linearOnline(p *gates.Party, ly *Layer, in, o Shape, ring int, a, wh []uint
 			t[i] += xh[i]
 		}
 	}
-	apply(ly, in, wh, t, y)
+	applyFast(ly, in, wh, t, y, ring)
 	negA := make([]uint64, len(a))
 	for i, v := range a {
 		negA[i] = -v
 	}
-	apply(ly, in, negA, xh, y)
+	applyFast(ly, in, negA, xh, y, ring)
 	for j := range y {
 		y[j] &= mk
 	}

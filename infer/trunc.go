@@ -109,21 +109,25 @@ func truncEval(p *gates.Party, ring, s int, m *truncMat, x []uint64) ([]uint64, 
 	if p.B == 0 {
 		one = 1
 	}
+	uh, vh := make([]uint64, n), make([]uint64, n)
+	for i := range x {
+		uh[i] = (u[i] + pu[i]) & mask(s+1)
+		vh[i] = (v[i] + pv[i]) & mask(ring+1)
+	}
+	// c = 1 − 1{U < 2^s}, w = 1 − 1{Y < 2^ℓ}
+	ones := func(int) uint64 { return one }
+	lc, err := dcfCmpBatch(m.c, s+1, uh, 1<<uint(s), ones)
+	if err != nil {
+		return nil, fmt.Errorf("truncation keys: %w", err)
+	}
+	lw, err := dcfCmpBatch(m.w, ring+1, vh, 1<<uint(ring), ones)
+	if err != nil {
+		return nil, fmt.Errorf("truncation keys: %w", err)
+	}
 	out := make([]uint64, n)
 	for i := range x {
-		uh := (u[i] + pu[i]) & mask(s+1)
-		vh := (v[i] + pv[i]) & mask(ring+1)
-		// c = 1 − 1{U < 2^s}, w = 1 − 1{Y < 2^ℓ}
-		lc, err := dcfCmp(m.c[i], s+1, uh, 1<<uint(s), one)
-		if err != nil {
-			return nil, fmt.Errorf("truncation key %d: %w", i, err)
-		}
-		lw, err := dcfCmp(m.w[i], ring+1, vh, 1<<uint(ring), one)
-		if err != nil {
-			return nil, fmt.Errorf("truncation key %d: %w", i, err)
-		}
-		c := one - lc
-		w := one - lw
+		c := one - lc[i]
+		w := one - lw[i]
 		r := y[i]>>uint(s) + c - w<<uint(ring-s)
 		if p.B == 0 {
 			r -= 1 << uint(ring-s-1)

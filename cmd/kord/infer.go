@@ -122,6 +122,7 @@ func inferDemoCmd() *cobra.Command {
 		dealer      bool
 		inProcess   bool
 		linkName    string
+		rn          resnetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--in-process [--dealer]]",
@@ -159,6 +160,9 @@ Links (each round trip split evenly between the directions):
   wan       40 Mbit/s, 20 ms round trip`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isResNet(model) {
+				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, rn)
+			}
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")
 			}
@@ -225,7 +229,7 @@ Links (each round trip split evenly between the directions):
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "cnn", "mlp or cnn")
+	f.StringVar(&model, "model", "cnn", "mlp, cnn, or resnet18 (also resnet18-s<side>-w<width>-c<classes>; seeded weights and images)")
 	f.StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	f.IntVar(&images, "images", 10, "test images to run")
 	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
@@ -233,6 +237,7 @@ Links (each round trip split evenly between the directions):
 	f.BoolVar(&dealer, "dealer", false, "with --in-process: run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
 	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes")
 	f.StringVar(&linkName, "link", "loopback", "shape the online link and the dealer's two links: loopback, lan, 1gbps or wan")
+	addResNetFlags(f, &rn)
 	return cmd
 }
 
@@ -327,12 +332,16 @@ func inferInventoryCmd() *cobra.Command {
 	var (
 		model, file string
 		asJSON      bool
+		chunk       int
 	)
 	cmd := &cobra.Command{
-		Use:   "inventory [--model mlp|cnn] [--file FILE] [--json]",
+		Use:   "inventory [--model mlp|cnn|resnet18] [--file FILE] [--json]",
 		Short: "Per-layer keys, correlation words, rounds and online bytes of a model, per image and per session",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isResNet(model) {
+				return resnetInventory(cmd, model, file, asJSON, chunk)
+			}
 			m, err := loadModel(model, file)
 			if err != nil {
 				return err
@@ -356,9 +365,10 @@ func inferInventoryCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&model, "model", "cnn", "mlp or cnn")
+	cmd.Flags().StringVar(&model, "model", "cnn", "mlp, cnn, resnet18 or resnet18-s<side>-w<width>-c<classes>")
 	cmd.Flags().StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&chunk, "chunk", 0, "ResNet: values per streamed step (0: the default)")
 	return cmd
 }
 

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestInferResNetInventory: `kord infer inventory --model resnet18 --json`
+// gives the ImageNet ResNet-18's key counts by kind, adding up to the
+// total, set against KORD's trees.
+func TestInferResNetInventory(t *testing.T) {
+	out, errOut, code := runKord(t, "infer", "inventory", "--model", "resnet18", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Keys      map[string]int `json:"keys"`
+		KeyTotal  int            `json:"key_total"`
+		KORDTrees int            `json:"kord_trees"`
+		Layers    []struct {
+			KeyTotal int `json:"key_total"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	sum, lsum := 0, 0
+	for _, v := range r.Keys {
+		sum += v
+	}
+	for _, l := range r.Layers {
+		lsum += l.KeyTotal
+	}
+	if sum != r.KeyTotal || lsum != r.KeyTotal || r.KORDTrees != 6726608 || r.Keys["dcf-32→32"] == 0 {
+		t.Fatalf("kinds add to %d, layers to %d, total %d, KORD %d: %s", sum, lsum, r.KeyTotal, r.KORDTrees, out[:min(len(out), 300)])
+	}
+}
+
+// TestInferResNetDemo: the reduced ResNet-18 through `kord infer demo`,
+// overlapped: bit-exact, the MNIST demo's fields present, keys counted.
+func TestInferResNetDemo(t *testing.T) {
+	out, errOut, code := runKord(t, "infer", "demo", "--model", "resnet18-s32-w4-c10", "--images", "1", "--overlap", "--chunk", "4096", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, f := range []string{"model", "images", "link", "bit_exact", "mismatches", "accuracy", "online_ms_per_image",
+		"online_bytes_per_party_per_image", "online_rounds", "offline_items_per_image", "offline_bytes_per_party_per_image",
+		"offline_inter_site_bytes_per_image", "key_supply_ms_per_image", "key_supply_share",
+		"dealer_key_supply_ms_per_image", "dealer_key_supply_share"} {
+		if _, ok := r[f]; !ok {
+			t.Fatalf("output lacks %q: %s", f, out)
+		}
+	}
+	if r["bit_exact"] != 1.0 || r["mismatches"] != 0.0 || r["overlap"] != true {
+		t.Fatalf("run: %s", out)
+	}
+	if v, _ := r["offline_items_per_image"].(float64); v <= 0 {
+		t.Fatalf("no material counted: %s", out)
+	}
+}
+
+// TestInferResNetBadModel: a malformed ResNet name, a shaped link and
+// --dealer are bad input (exit 2), each named.
+func TestInferResNetBadModel(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"infer", "inventory", "--model", "resnet18-x9"}, "resnet18"},
+		{[]string{"infer", "demo", "--model", "resnet18-x9"}, "resnet18"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--link", "1gbps"}, "--link"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--dealer"}, "--dealer"},
+		{[]string{"infer", "demo", "--model", "resnet18", "--images", "0"}, "--images"},
+	} {
+		_, errOut, code := runKord(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+}

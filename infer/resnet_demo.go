@@ -1,0 +1,238 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kord-fss/kord/gates"
+)
+
+// ResNetDemoConfig is one run of `kord infer demo --model resnet18…`.
+type ResNetDemoConfig struct {
+	Model  *Model // with weights (ResNetModel or a model file)
+	Images int    // images ResNetImage(Model, ResNetSeed+i), i < Images
+	Stream StreamConfig
+	// NoDealer skips the trusted-dealer baseline's key supply (it
+	// regenerates the whole inventory once more per image).
+	NoDealer bool
+	// CompareOverlap runs every image twice in the same run, supply and
+	// online alternating (the reported split) and then overlapped, and
+	// reports both wall times.
+	CompareOverlap bool
+	// Log, when set, gets a line per phase (the progress lines go to
+	// Stream.Progress).
+	Log io.Writer
+}
+
+// ResNetDemoReport carries the MNIST demo's JSON fields (DemoReport) for
+// a ResNet run, plus the streamed run's own figures. The images are
+// seeded, not labelled: accuracy is the fraction of images whose secure
+// top-1 class equals the cleartext model's.
+type ResNetDemoReport struct {
+	Model                        string  `json:"model"`
+	Images                       int     `json:"images"`
+	Link                         string  `json:"link"`
+	Source                       string  `json:"source"`
+	BitExact                     int     `json:"bit_exact"`
+	Mismatches                   int     `json:"mismatches"`
+	Accuracy                     float64 `json:"accuracy"`
+	OnlineMsPerImage             float64 `json:"online_ms_per_image"`
+	OnlineBytesPerPartyPerImage  int64   `json:"online_bytes_per_party_per_image"`
+	OnlineRounds                 int64   `json:"online_rounds"`
+	OfflineItemsPerImage         int     `json:"offline_items_per_image"`
+	OfflineKeysPerImage          int     `json:"offline_keys_per_image"`
+	OfflineCorrPerImage          int     `json:"offline_correlations_per_image"`
+	OfflineCorrWordsPerImage     int     `json:"offline_correlation_words_per_image"`
+	OfflineBytesPerPartyPerImage int64   `json:"offline_bytes_per_party_per_image"`
+	// 0: every key and correlation derived (in process: no link exists
+	// between the two modules of a host.LocalPair beyond pairing).
+	OfflineInterSiteBytesPerImage float64        `json:"offline_inter_site_bytes_per_image"`
+	KeySupplyMsPerImage           float64        `json:"key_supply_ms_per_image"`
+	KeySupplyShare                float64        `json:"key_supply_share"`
+	KeySupplyPath                 string         `json:"key_supply_path"`
+	DealerKeySupplyMsPerImage     float64        `json:"dealer_key_supply_ms_per_image"`
+	DealerKeySupplyShare          float64        `json:"dealer_key_supply_share"`
+	DealerBytesPerPartyPerImage   int64          `json:"dealer_bytes_per_party_per_image"`
+	DealerPath                    string         `json:"dealer_path"`
+	SessionOfflineMs              float64        `json:"session_offline_ms"`
+	SessionOnlineMs               float64        `json:"session_online_ms"`
+	SessionBytesPerParty          int64          `json:"session_online_bytes_per_party"`
+	WallMsPerImage                float64        `json:"wall_ms_per_image"`
+	RefMsPerImage                 float64        `json:"cleartext_ms_per_image"`
+	Overflow                      int            `json:"overflow_values"`
+	MaxAbsWire                    int64          `json:"max_abs_wire"`
+	Overlap                       bool           `json:"overlap"`
+	Chunk                         int            `json:"chunk"`
+	Steps                         int            `json:"steps"`
+	PeakRSSBytes                  int64          `json:"peak_rss_bytes"`
+	MaxStepMaterialBytes          int64          `json:"max_step_material_bytes_per_party"`
+	Keys                          map[string]int `json:"keys"`
+	// With CompareOverlap: the same images overlapped, same run.
+	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
+	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
+}
+
+// Paths of the ResNet demo's two key supplies.
+const (
+	ResNetSupplyPath = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
+	ResNetDealerPath = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
+)
+
+// ResNetDemo runs cfg.Images seeded images through RunStream with module
+// keys, each in a session of its own, checks every output against
+// Model.Ref, and (unless NoDealer) times the trusted dealer's supply of
+// the same material.
+func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, error) {
+	m := cfg.Model
+	if m == nil || cfg.Images < 1 {
+		return nil, errors.New("infer: resnet demo needs a model and 1 or more images")
+	}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", a...)
+		}
+	}
+	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: "loopback",
+		Source:        "module pair (derived keys and derived correlations), streamed",
+		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
+	ms, err := gates.NewModuleSource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ms.Close()
+	src := Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
+	linkStart := ms.SentBytes()
+	var online, supply, dealer, wall, owall, ref time.Duration
+	for i := 0; i < cfg.Images; i++ {
+		x := ResNetImage(m, ResNetSeed+uint64(i))
+		t0 := time.Now()
+		want, st, err := m.Ref(x)
+		if err != nil {
+			return nil, err
+		}
+		ref += time.Since(t0)
+		rep.Overflow += st.Overflow
+		rep.MaxAbsWire = max(rep.MaxAbsWire, st.MaxAbs)
+		logf("image %d: cleartext reference %.1f s, max |wire| %d, %d overflows", i, time.Since(t0).Seconds(), st.MaxAbs, st.Overflow)
+		got, sr, err := RunStream(ctx, m, x, src, cfg.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i, err)
+		}
+		logf("image %d: key supply %.1f s, online %.1f s, wall %.1f s; session %.1f s offline, %.1f s online",
+			i, sr.SupplyMs/1000, sr.OnlineMs/1000, sr.WallMs/1000, sr.SessionOfflineMs/1000, sr.SessionOnlineMs/1000)
+		online += time.Duration(sr.OnlineMs * 1e6)
+		supply += time.Duration(sr.SupplyMs * 1e6)
+		wall += time.Duration(sr.WallMs * 1e6)
+		same := len(got) == len(want)
+		for j := 0; same && j < len(want); j++ {
+			same = got[j] == want[j]
+		}
+		if cfg.CompareOverlap {
+			sc := cfg.Stream
+			sc.Overlap = true
+			got2, sr2, err := RunStream(ctx, m, x, src, sc)
+			if err != nil {
+				return nil, fmt.Errorf("image %d, overlapped: %w", i, err)
+			}
+			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
+			owall += time.Duration(sr2.WallMs * 1e6)
+			same = same && len(got2) == len(want)
+			for j := 0; same && j < len(want); j++ {
+				same = got2[j] == want[j]
+			}
+		}
+		if same {
+			rep.BitExact++
+		} else {
+			rep.Mismatches++
+		}
+		if len(got) > 0 && Argmax(got) == Argmax(want) {
+			rep.Accuracy++
+		}
+		rep.OnlineBytesPerPartyPerImage += sr.OnlineBytes
+		rep.OnlineRounds = sr.OnlineRounds
+		rep.OfflineKeysPerImage = sr.KeysTotal
+		rep.OfflineCorrPerImage = sr.Correlations
+		rep.OfflineCorrWordsPerImage = sr.CorrWords
+		rep.SessionOfflineMs += sr.SessionOfflineMs
+		rep.SessionOnlineMs += sr.SessionOnlineMs
+		rep.SessionBytesPerParty = sr.SessionBytes
+		rep.Chunk, rep.Steps, rep.Keys = sr.Chunk, sr.Steps, sr.Keys
+		rep.MaxStepMaterialBytes = max(rep.MaxStepMaterialBytes, sr.MaterialStepBytes)
+		if !cfg.NoDealer {
+			t1 := time.Now()
+			b, err := SupplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
+			if err != nil {
+				return nil, fmt.Errorf("image %d, dealer: %w", i, err)
+			}
+			dealer += time.Since(t1)
+			rep.DealerBytesPerPartyPerImage = b
+			logf("image %d: trusted dealer's supply %.1f s", i, time.Since(t1).Seconds())
+		}
+	}
+	n := float64(cfg.Images)
+	per := func(d time.Duration) float64 { return ms2(d) / n }
+	rep.Accuracy /= n
+	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
+	rep.DealerKeySupplyMsPerImage = per(dealer)
+	if owall > 0 {
+		rep.OverlapWallMsPerImage = per(owall)
+		rep.OverlapSpeedup = float64(wall) / float64(owall)
+	}
+	rep.OnlineBytesPerPartyPerImage /= int64(cfg.Images)
+	rep.OfflineItemsPerImage = rep.OfflineKeysPerImage + rep.OfflineCorrPerImage
+	if supply+online > 0 {
+		rep.KeySupplyShare = float64(supply) / float64(supply+online)
+	}
+	if dealer > 0 {
+		rep.DealerKeySupplyShare = float64(dealer) / float64(dealer+online)
+	}
+	end := ms.SentBytes()
+	rep.OfflineInterSiteBytesPerImage = float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / n
+	inv, err := m.KeyInventory(cfg.Stream.Chunk)
+	if err != nil {
+		return nil, err
+	}
+	rep.OfflineBytesPerPartyPerImage = inv.MaterialBytes
+	rep.PeakRSSBytes = peakRSS()
+	return rep, nil
+}
+
+// SupplyOnly draws a whole evaluation's material for model (lowered here)
+// from src step by step, as RunStream's supplier does, and wipes each
+// step at once (no online phase). It returns each party's material bytes.
+func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
+	if chunk <= 0 {
+		chunk = DefaultChunk
+	}
+	low, err := Lower(model)
+	if err != nil {
+		return 0, err
+	}
+	arch := low.Arch()
+	shapes, err := arch.Shapes()
+	if err != nil {
+		return 0, err
+	}
+	sp, sess, err := NewSupply(arch, src)
+	if err != nil {
+		return 0, err
+	}
+	sess[0].Wipe()
+	sess[1].Wipe()
+	keys := map[string]int{}
+	var total int64
+	for _, st := range plan(arch, shapes, chunk) {
+		m, _, err := sp.genStep(st, keys)
+		if err != nil {
+			return 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
+		}
+		total += m[0].bytes(arch.Ring)
+		m[0].wipe()
+		m[1].wipe()
+	}
+	return total, nil
+}
