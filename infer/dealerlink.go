@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
@@ -97,48 +98,47 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 	if err != nil {
 		return out, err
 	}
-	var raw [2][]byte
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ { // both parties' encodings at once
-		wg.Add(1)
-		go func(b int) {
-			defer wg.Done()
-			raw[b], errs[b] = mat[b].MarshalBinary(d.ring)
-			mat[b].Wipe()
-		}(b)
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		clear(raw[0])
-		clear(raw[1])
+	raw, err := marshalBoth(mat, d.ring)
+	if err != nil {
 		return out, fmt.Errorf("infer: dealer: %w", err)
 	}
 	got, err := d.ship(raw)
 	if err != nil {
 		return out, fmt.Errorf("infer: dealer: %w", err)
 	}
-	for b := 0; b < 2; b++ { // each party parses its own, at once
-		wg.Add(1)
-		go func(b int) {
-			defer wg.Done()
-			out[b], errs[b] = ParseMaterial(got[b])
-			clear(got[b])
-			if errs[b] == nil && out[b].B != b {
-				errs[b] = fmt.Errorf("party %d received party %d's material", b, out[b].B)
-			}
-			if errs[b] != nil {
-				errs[b] = fmt.Errorf("party %d: %w", b, errs[b])
-			}
-		}(b)
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	err = both.Each(func(b int) (err error) { // each party parses its own, at once
+		out[b], err = ParseMaterial(got[b])
+		clear(got[b])
+		if err == nil && out[b].B != b {
+			err = fmt.Errorf("party %d received party %d's material", b, out[b].B)
+		}
+		if err != nil {
+			return fmt.Errorf("party %d: %w", b, err)
+		}
+		return nil
+	})
+	if err != nil {
 		out[0].Wipe()
 		out[1].Wipe()
 		return [2]*Material{}, fmt.Errorf("infer: dealer: %w", err)
 	}
 	return out, nil
+}
+
+// marshalBoth encodes both parties' material at once, wiping it; on an
+// error nothing encoded is returned.
+func marshalBoth(mat [2]*Material, ring int) (raw [2][]byte, err error) {
+	err = both.Each(func(b int) (err error) {
+		raw[b], err = mat[b].MarshalBinary(ring)
+		mat[b].Wipe()
+		return err
+	})
+	if err != nil {
+		clear(raw[0])
+		clear(raw[1])
+		return [2][]byte{}, err
+	}
+	return raw, nil
 }
 
 // WriteShipment writes one dealer shipment (an encoded Session or

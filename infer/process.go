@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/internal/both"
 )
 
 // The online parties and the dealer as processes of their own (the
@@ -252,18 +252,7 @@ func RunDealer(ctx context.Context, arch *Model, links [2]net.Conn, count int) e
 		if err != nil {
 			return fmt.Errorf("infer: dealer: image %d: %w", i, err)
 		}
-		var errs [2]error
-		var wg sync.WaitGroup
-		for b := 0; b < 2; b++ {
-			wg.Add(1)
-			go func(b int) {
-				defer wg.Done()
-				raw[b], errs[b] = mat[b].MarshalBinary(arch.Ring)
-				mat[b].Wipe()
-			}(b)
-		}
-		wg.Wait()
-		if err := errors.Join(errs[:]...); err != nil {
+		if raw, err = marshalBoth(mat, arch.Ring); err != nil {
 			return fmt.Errorf("infer: dealer: image %d: %w", i, err)
 		}
 		if err := shipBoth(links, raw, false); err != nil {
@@ -276,26 +265,19 @@ func RunDealer(ctx context.Context, arch *Model, links [2]net.Conn, count int) e
 // shipBoth sends raw[b] over links[b] (wiping it), or with wait reads one
 // request byte from each, both links at once.
 func shipBoth(links [2]net.Conn, raw [2][]byte, wait bool) error {
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func(b int) {
-			defer wg.Done()
-			if wait {
-				var one [1]byte
-				if _, err := links[b].Read(one[:]); err != nil {
-					errs[b] = fmt.Errorf("party %d: %w", b, err)
-				}
-				return
+	return both.Each(func(b int) error {
+		if wait {
+			var one [1]byte
+			if _, err := links[b].Read(one[:]); err != nil {
+				return fmt.Errorf("party %d: %w", b, err)
 			}
-			err := WriteShipment(links[b], raw[b])
-			clear(raw[b])
-			if err != nil {
-				errs[b] = fmt.Errorf("sending to party %d: %w", b, err)
-			}
-		}(b)
-	}
-	wg.Wait()
-	return errors.Join(errs[:]...)
+			return nil
+		}
+		err := WriteShipment(links[b], raw[b])
+		clear(raw[b])
+		if err != nil {
+			return fmt.Errorf("sending to party %d: %w", b, err)
+		}
+		return nil
+	})
 }

@@ -12,10 +12,10 @@ type Stats struct {
 	Rounds    int64    // exchanges (both parties take part in every one)
 }
 
-// both runs f for party 0 and party 1 concurrently; a party that fails
+// runParties runs f for party 0 and party 1 concurrently; a party that fails
 // closes its connection so the other returns too. The client's error is
 // reported first (it names a bad image).
-func both(c [2]*gates.Conn, f func(b int) ([]int64, error)) ([]int64, error) {
+func runParties(c [2]*gates.Conn, f func(b int) ([]int64, error)) ([]int64, error) {
 	type res struct {
 		out []int64
 		err error
@@ -44,7 +44,7 @@ func both(c [2]*gates.Conn, f func(b int) ([]int64, error)) ([]int64, error) {
 // concurrently over the two ends of a connection.
 func OpenSessions(c [2]*gates.Conn, model *Model, sess [2]*Session) error {
 	arch := model.Arch()
-	_, err := both(c, func(b int) ([]int64, error) {
+	_, err := runParties(c, func(b int) ([]int64, error) {
 		m := model
 		if b == 1 {
 			m = arch
@@ -59,7 +59,7 @@ func OpenSessions(c [2]*gates.Conn, model *Model, sess [2]*Session) error {
 // the architecture and the image. It returns the client's output.
 func Online(c [2]*gates.Conn, model *Model, sess [2]*Session, mat [2]*Material, image []int64) ([]int64, error) {
 	arch := model.Arch()
-	return both(c, func(b int) ([]int64, error) {
+	return runParties(c, func(b int) ([]int64, error) {
 		if b == 0 {
 			return Eval(&gates.Party{B: 0, Conn: c[0]}, model, sess[0], mat[0], nil)
 		}

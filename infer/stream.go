@@ -520,7 +520,7 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 		fmt.Fprintf(cfg.Progress, "layer %d/%d %-9s %9d values: supply %7.2f s (%d keys%s), online %7.2f s; elapsed %.1f s\n",
 			i+1, len(low.Layers), l.Kind, shapes[i].Len(), sd.Seconds(), nk, rate, on.Seconds(), now.Sub(start).Seconds())
 	}
-	out, err := both(conns, func(b int) ([]int64, error) {
+	out, err := runParties(conns, func(b int) ([]int64, error) {
 		next := func() (*stepMat, error) {
 			if !cfg.Overlap {
 				select {
