@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -237,11 +238,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		modSupply += t1.Sub(t0)
 		dealerSupply += t2.Sub(t1)
 		online += time.Since(t2)
-		same := len(got) == len(want)
-		for j := 0; same && j < len(want); j++ {
-			same = got[j] == want[j]
-		}
-		if same {
+		if slices.Equal(got, want) {
 			rep.BitExact++
 		} else {
 			rep.Mismatches++

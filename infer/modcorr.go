@@ -41,6 +41,20 @@ func corrShape(l *Layer, in Shape, ring int) (msg.Correlation, error) {
 	return msg.Correlation{}, fmt.Errorf("infer: layer %v has no multiplication", l.Kind)
 }
 
+// inputCorr is the shape of an input correlation of layer l against
+// weight mask w (msg.CorrInput).
+func inputCorr(w *WeightMask, l *Layer, in Shape, ring int) (msg.Correlation, error) {
+	if w == nil {
+		return msg.Correlation{}, errors.New("infer: an input correlation needs its weight mask")
+	}
+	c, err := corrShape(l, in, ring)
+	if err != nil {
+		return msg.Correlation{}, err
+	}
+	c.Part, c.WeightFrom = msg.CorrInput, w.Handle
+	return c, nil
+}
+
 // request runs one correlation request through both parties of the pair
 // (host.LocalPair.Correlation: the session protocol the daemons run) and
 // returns both parties' shares, checked to pair.
@@ -80,14 +94,10 @@ func (s *ModuleCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error) 
 // (msg.CorrInput).
 func (s *ModuleCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
 	var out [2]*LinearCorr
-	if w == nil {
-		return out, errors.New("infer: an input correlation needs its weight mask")
-	}
-	c, err := corrShape(l, in, ring)
+	c, err := inputCorr(w, l, in, ring)
 	if err != nil {
 		return out, err
 	}
-	c.Part, c.WeightFrom = msg.CorrInput, w.Handle
 	sh, err := s.request(c)
 	if err != nil {
 		return out, err

@@ -332,14 +332,10 @@ func (s *partySource) Weights(l *Layer, in Shape, ring int) (*WeightMask, error)
 // Input records (or replays) an input correlation against w.
 func (s *partySource) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
 	var out [2]*LinearCorr
-	if w == nil {
-		return out, errors.New("infer: an input correlation needs its weight mask")
-	}
-	c, err := corrShape(l, in, ring)
+	c, err := inputCorr(w, l, in, ring)
 	if err != nil {
 		return out, err
 	}
-	c.Part, c.WeightFrom = msg.CorrInput, w.Handle
 	nz := outLen(l, in)
 	out[1-s.b] = &LinearCorr{R: make([]uint64, in.Len()), Z: make([]uint64, nz)}
 	if s.record {

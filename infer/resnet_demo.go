@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/kord-fss/kord/gates"
@@ -126,10 +127,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		online += time.Duration(sr.OnlineMs * 1e6)
 		supply += time.Duration(sr.SupplyMs * 1e6)
 		wall += time.Duration(sr.WallMs * 1e6)
-		same := len(got) == len(want)
-		for j := 0; same && j < len(want); j++ {
-			same = got[j] == want[j]
-		}
+		same := slices.Equal(got, want)
 		if cfg.CompareOverlap {
 			sc := cfg.Stream
 			sc.Overlap = true
@@ -139,10 +137,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			}
 			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
 			owall += time.Duration(sr2.WallMs * 1e6)
-			same = same && len(got2) == len(want)
-			for j := 0; same && j < len(want); j++ {
-				same = got2[j] == want[j]
-			}
+			same = same && slices.Equal(got2, want)
 		}
 		if same {
 			rep.BitExact++

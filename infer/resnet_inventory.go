@@ -71,11 +71,7 @@ func (m *Model) KeyInventory(chunk int) (*StreamInventory, error) {
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
-	low, err := Lower(m)
-	if err != nil {
-		return nil, err
-	}
-	shapes, err := low.Shapes()
+	low, shapes, err := m.lowered()
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +180,7 @@ func keyMaterial(p fss.Params) int64 {
 // for each as CorrWeight once and as CorrInput per evaluation), so that a
 // key-supply benchmark can request them through the party daemons.
 func (m *Model) Correlations() ([]msg.Correlation, error) {
-	low, err := Lower(m)
-	if err != nil {
-		return nil, err
-	}
-	shapes, err := low.Shapes()
+	low, shapes, err := m.lowered()
 	if err != nil {
 		return nil, err
 	}
@@ -203,4 +195,17 @@ func (m *Model) Correlations() ([]msg.Correlation, error) {
 		}
 	}
 	return out, nil
+}
+
+// lowered is m lowered (Lower) and the lowered model's wire shapes.
+func (m *Model) lowered() (*Model, []Shape, error) {
+	low, err := Lower(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	shapes, err := low.Shapes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return low, shapes, nil
 }

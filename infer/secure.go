@@ -289,7 +289,13 @@ func Eval(p *gates.Party, m *Model, sess *Session, mat *Material, image []int64)
 			return nil, fmt.Errorf("infer: party %d, layer %d (%v): %w", p.B, i, ly.Kind, err)
 		}
 	}
-	// Output to the client: party 0 sends its shares, party 1 nothing.
+	return output(p, cur, ring)
+}
+
+// output is the output to the client (one round): party 0 sends its
+// shares of the last wire cur, party 1 nothing; the client (party 1)
+// returns the signed values, the owner nil.
+func output(p *gates.Party, cur []uint64, ring int) ([]int64, error) {
 	var msg []byte
 	if p.B == 0 {
 		msg = pack(cur, ring)

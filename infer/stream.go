@@ -287,29 +287,7 @@ func evalStream(p *gates.Party, m *Model, shapes []Shape, sess *Session, next fu
 			done(i)
 		}
 	}
-	var msg []byte
-	if p.B == 0 {
-		msg = pack(cur, ring)
-	}
-	in, err := p.Conn.Exchange(msg)
-	if err != nil {
-		return nil, fmt.Errorf("infer: party %d, output: %w", p.B, err)
-	}
-	if p.B == 0 {
-		if len(in) != 0 {
-			return nil, fmt.Errorf("infer: party 0, output: peer sent %d bytes, want 0", len(in))
-		}
-		return nil, nil
-	}
-	peer, err := unpack(in, len(cur), ring)
-	if err != nil {
-		return nil, fmt.Errorf("infer: party 1, output: %w", err)
-	}
-	out := make([]int64, len(cur))
-	for i := range cur {
-		out[i] = signed(cur[i]+peer[i], ring)
-	}
-	return out, nil
+	return output(p, cur, ring)
 }
 
 // poolStream is a max-pool (poolPasses; padding shares 0), each pass's

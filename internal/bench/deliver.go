@@ -341,16 +341,8 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class
 	reqs, truth := loadgen.RequestsPer(k, *id, n, batch, rng)
 	base := *id
 	*id += uint64(len(reqs[0]))
-	t0 := time.Now()
-	got, err := streamBatches(ctx, apps, reqs)
-	el := time.Since(t0)
-	defer func() {
-		for b := range got {
-			for _, bt := range got[b] {
-				bt.Release()
-			}
-		}
-	}()
+	el, got, release, err := timedStream(ctx, apps, reqs)
+	defer release()
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -398,6 +390,22 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class
 		}
 	}
 	return el, ok, bad, nil
+}
+
+// timedStream is streamBatches timed; release releases every batch
+// received (call it in any case, once the batches are no longer read).
+func timedStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyRequest) (time.Duration, [2][]client.Batch, func(), error) {
+	t0 := time.Now()
+	got, err := streamBatches(ctx, apps, reqs)
+	el := time.Since(t0)
+	release := func() {
+		for b := range got {
+			for _, bt := range got[b] {
+				bt.Release()
+			}
+		}
+	}
+	return el, got, release, err
 }
 
 // streamBatches sends both sites' requests on one stream each and receives

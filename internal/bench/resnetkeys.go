@@ -287,16 +287,8 @@ func resnetChunk(ctx context.Context, apps [2]*client.Client, g keyGroup, n, per
 		*id++
 		left -= c
 	}
-	t0 := time.Now()
-	got, err := streamBatches(ctx, apps, reqs)
-	el := time.Since(t0)
-	defer func() {
-		for b := range got {
-			for _, bt := range got[b] {
-				bt.Release()
-			}
-		}
-	}()
+	el, got, release, err := timedStream(ctx, apps, reqs)
+	defer release()
 	if err != nil {
 		return 0, 0, 0, err
 	}
