@@ -222,7 +222,7 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 		return nil, nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
 	}
 	if len(resp.Results) != len(req.Calls) {
-		wipePBResults(resp)
+		wipeResults(resp) // not used
 		rb.Release()
 		if len(resp.Results) == 1 && resp.Results[0].ErrorClass != ClassOK {
 			return nil, nil, &RemoteError{Class: resp.Results[0].ErrorClass, Msg: resp.Results[0].Error}
@@ -230,18 +230,6 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 		return nil, nil, fmt.Errorf("%w: %d results for %d calls", ErrTransport, len(resp.Results), len(req.Calls))
 	}
 	return resp, rb, nil
-}
-
-// wipePBResults clears the key bytes of a response that is not used.
-func wipePBResults(resp *pb.ModuleResponse) {
-	for _, r := range resp.GetResults() {
-		if c := r.GetCollect(); c != nil {
-			clear(c.Key)
-			clear(c.Evals)
-			wipeSlabPB(c.Slab)
-			wipeCorrPB(c.Corr)
-		}
-	}
 }
 
 // wipeShares clears the packed shares of a sent request.

@@ -281,8 +281,9 @@ func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabC
 	return buf, buf, nil
 }
 
-// wipeResults clears the key shares a response's collect results hold,
-// once encoded (the collector owns them: the module handed them out).
+// wipeResults clears the key shares a response's collect results hold:
+// at the server once encoded (the collector owns them: the module handed
+// them out), at the client when a response is not used.
 func wipeResults(resp *pb.ModuleResponse) {
 	for _, r := range resp.GetResults() {
 		if c := r.GetCollect(); c != nil {
