@@ -88,8 +88,10 @@ func NewLocalPair(ctx context.Context, o LocalOptions) (*LocalPair, error) {
 	}
 	var mods [2]socket.Module
 	for b := 0; b < 2; b++ {
+		// No re-collect window: only the daemons' crash recovery
+		// re-collects, and the two parties here die together.
 		d, err := module.OpenDurable(module.Config{Party: b, Secret: secret, KEM: o.KEM, Logger: o.Logger, Workers: o.Workers,
-			Store: &store.MemPairing{}})
+			Store: &store.MemPairing{}, NoRecollect: true})
 		if err != nil {
 			return nil, err
 		}

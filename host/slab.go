@@ -20,11 +20,19 @@ import (
 // their buffers get) and keeps their buffers for the next slab calls; nil
 // slabs are skipped. The caller must not use them after.
 func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
-	for _, s := range slabs {
-		if s != nil {
-			s.Wipe()
-			lp.slabPool.Put(s)
+	for b, s := range slabs {
+		if s == nil {
+			continue
 		}
+		// The module that generates party b's next slabs reuses the
+		// buffers (its Recycle is the one wipe); the pool is for a
+		// module that does not take them back.
+		if r, ok := lp.Devices[b].(module.Recycler); ok {
+			r.Recycle(s)
+			continue
+		}
+		s.Wipe()
+		lp.slabPool.Put(s)
 	}
 }
 
@@ -72,6 +80,19 @@ func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile
 	}
 	stride := msg.KeySize(pr, p)
 	for b := range 2 {
+		// The module's own slab when the party's answers are exactly one
+		// (no copy); else the keys are copied into one.
+		if s, ok := service.TakeSlab(ans[b]); ok {
+			if s.N != n || s.Stride != stride || s.Mode != mode || s.Profile != pr || s.Params != p {
+				s.Wipe()
+				if out[0] != nil {
+					out[0].Wipe()
+				}
+				return [2]*msg.Slab{}, failed(ans, 0, fmt.Errorf("host: party %d's slab is not the %d keys asked for", b, n))
+			}
+			out[b] = s
+			continue
+		}
 		s := lp.newSlab(pr, p, mode, n)
 		i := 0
 		for a := range ans[b] {

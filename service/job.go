@@ -115,6 +115,10 @@ type job struct {
 	// slab) is wiped; nil: none (the buffer is left to the collector).
 	keyRef    *socket.RecvBuf
 	keyRegion []byte
+	// slab: the collected slab keyBuf is the key buffer of, when the
+	// collect result owns it (an in-process module's: no socket buffer),
+	// which TakeSlab can hand over whole; nil otherwise.
+	slab *msg.Slab
 
 	// corr (a correlation request): its shape, and the counters it takes
 	// (shares is then empty; keys counts the counters).

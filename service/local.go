@@ -166,6 +166,56 @@ func (a *Answer) Wipe() {
 	a.Outputs = nil
 }
 
+// TakeSlab hands over the slab the answers' keys are views of, when
+// they are exactly one whole slab that the party owns (a bulk collect of
+// an in-process module: not a socket buffer), in order: the first
+// answer's keys start the slab and the last one's end it, with no error
+// and no other key among them. The caller then owns the slab (its keys,
+// pair tags and, in derived mode, this party's mask shares, which are
+// moved back into it from the outputs): it wipes it (Slab.Wipe, or the
+// module's Recycle). The answers are emptied (their Wipe does nothing
+// more). ok false: nothing changed, the answers keep their outputs.
+func TakeSlab(ans []Answer) (_ *msg.Slab, ok bool) {
+	if len(ans) == 0 || ans[0].j == nil || ans[0].j.slab == nil {
+		return nil, false
+	}
+	s := ans[0].j.slab
+	off, n := 0, 0
+	for i := range ans {
+		j := ans[i].j
+		if j == nil || ans[i].ErrorClass != "" || j.slab != s || j.keyRef != nil || j.keyOff != off || len(j.outs) == 0 ||
+			len(ans[i].Outputs) != len(j.outs) {
+			return nil, false
+		}
+		for k := range j.outs {
+			if len(j.outs[k].Key) != s.Stride {
+				return nil, false
+			}
+		}
+		off += len(j.outs) * s.Stride
+		n += len(j.outs)
+	}
+	if n != s.N || off != len(s.Keys) {
+		return nil, false
+	}
+	shares := len(s.AlphaShares) == s.N && len(s.BetaShares) == s.N
+	i := 0
+	for a := range ans {
+		j := ans[a].j
+		for k := range j.outs {
+			o := &j.outs[k]
+			if shares {
+				s.AlphaShares[i], s.BetaShares[i] = o.AlphaShare, o.BetaShare
+			}
+			o.AlphaShare, o.BetaShare, o.Key = 0, 0, nil
+			i++
+		}
+		j.keyBuf, j.keyOff, j.slab, j.outs = nil, 0, nil, nil
+		ans[a].Outputs, ans[a].j = nil, nil
+	}
+	return s, true
+}
+
 // Request asks party b for rs, as one message of the application API
 // would, and waits until each request is answered. The other party's
 // application must ask for requests with the same ids (the pairs are

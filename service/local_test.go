@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/moduletest"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -147,5 +149,79 @@ func TestLocalPairTamperedFrameNeverDelivered(t *testing.T) {
 	}
 	if s := lp.Parties[0].sessions.Load(); s < 2 {
 		t.Fatalf("party 0 had %d sessions, want a resync after the tampered batch", s)
+	}
+}
+
+// TestTakeSlab: the answers of a bulk run hand over their slab whole, and
+// it holds exactly what the answers' outputs held (the reference: keys,
+// pair tags, counters, derived mask shares); answers that are not the
+// whole slab keep their outputs.
+func TestTakeSlab(t *testing.T) {
+	lp := localPair(t, Config{Batch: 64, InFlight: 2}, nil)
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	derived := func(id uint64) [2][]*pb.KeyRequest {
+		r := &pb.KeyRequest{Id: id, Mode: "derived", Type: "dcf", InBits: 16, OutBits: 16, Count: 32, Beta: 3}
+		return [2][]*pb.KeyRequest{{r}, {r}}
+	}
+	_, bound := boundRequests(p, 100, 32, "mac")
+	for _, c := range []struct {
+		name string
+		reqs [2][]*pb.KeyRequest
+	}{{"derived", derived(1)}, {"bound", bound}} {
+		ans := requestBoth(t, lp, c.reqs)
+		for b := range 2 {
+			type out struct {
+				key          []byte
+				tag          [msg.PairTagSize]byte
+				counter      uint64
+				alpha, betaS uint64
+			}
+			var ref []out
+			for _, a := range ans[b] {
+				for _, o := range a.Outputs {
+					ref = append(ref, out{bytes.Clone(o.Key), o.PairTag, o.Counter, o.AlphaShare, o.BetaShare})
+				}
+			}
+			if len(ref) != 32 {
+				t.Fatalf("%s: %d outputs", c.name, len(ref))
+			}
+			if c.name == "bound" {
+				if _, ok := TakeSlab(ans[b][1:]); ok {
+					t.Fatal("answers without the slab's first key handed it over")
+				}
+				if _, ok := TakeSlab(ans[b][:len(ans[b])-1]); ok {
+					t.Fatal("answers without the slab's last key handed it over")
+				}
+				if len(ans[b][0].Outputs) != 1 || !bytes.Equal(ans[b][0].Outputs[0].Key, ref[0].key) {
+					t.Fatal("a refused TakeSlab changed the answers")
+				}
+			}
+			s, ok := TakeSlab(ans[b])
+			if !ok {
+				t.Fatalf("%s: party %d: the whole slab was not handed over", c.name, b)
+			}
+			if s.N != len(ref) || s.First != ref[0].counter {
+				t.Fatalf("%s: slab of %d keys at %d", c.name, s.N, s.First)
+			}
+			for i, r := range ref {
+				if !bytes.Equal(s.Key(i), r.key) || !bytes.Equal(s.PairTags[i*msg.PairTagSize:(i+1)*msg.PairTagSize], r.tag[:]) ||
+					s.First+uint64(i) != r.counter {
+					t.Fatalf("%s: party %d: slab key %d differs from the answer's output", c.name, b, i)
+				}
+				if c.name == "derived" && (s.AlphaShares[i] != r.alpha || s.BetaShares[i] != r.betaS) {
+					t.Fatalf("derived: party %d: slab mask shares %d differ", b, i)
+				}
+			}
+			for _, a := range ans[b] {
+				if a.Outputs != nil {
+					t.Fatal("an answer kept its outputs after TakeSlab")
+				}
+				a.Wipe()
+			}
+			if !bytes.Equal(s.Key(0), ref[0].key) {
+				t.Fatal("an emptied answer's Wipe wiped the taken slab")
+			}
+			s.Wipe()
+		}
 	}
 }
