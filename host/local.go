@@ -134,6 +134,9 @@ type request struct {
 	req  [2]Request
 	tier msg.Tier // bound and consume mode
 	keys int
+	// bulk (a slab call's bound requests): party b's request is bulk[b]
+	// (its ID is set at run), one job of keys keys; req is then unused.
+	bulk *[2]service.BoundBulk
 }
 
 // pack is party b's requests as one message of the application API, ids
@@ -197,6 +200,15 @@ func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if rs[0].bulk != nil {
+				bs := make([]service.BoundBulk, len(rs))
+				for i := range rs {
+					bs[i] = rs[i].bulk[b]
+					bs[i].ID = base + uint64(i)
+				}
+				out[b], errs[b] = lp.pair.RequestBulk(ctx, b, bs)
+				return
+			}
 			out[b], errs[b] = lp.pair.Request(ctx, b, pack(rs, b, base))
 		}()
 	}
@@ -404,12 +416,12 @@ type MaskedKey struct {
 	AlphaShare, BetaShare uint64
 }
 
-// derivedRequests asks for count derived keys of shape p, at most batch
+// derivedRequests asks for count derived keys of shape p, at most per
 // keys per request.
-func (lp *LocalPair) derivedRequests(pr msg.Profile, p fss.Params, count int, beta uint64, deriveBeta bool) []request {
+func derivedRequests(pr msg.Profile, p fss.Params, count, per int, beta uint64, deriveBeta bool) []request {
 	var rs []request
 	for left := count; left > 0; {
-		k := min(left, lp.batch)
+		k := min(left, per)
 		r := Request{Share: msg.Share{Mode: msg.Derived, Profile: pr, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Beta: beta, DeriveBeta: deriveBeta}}
 		rs = append(rs, request{req: [2]Request{r, r}, keys: k})
 		left -= k
@@ -425,7 +437,7 @@ func (lp *LocalPair) DerivedKeys(ctx context.Context, p fss.Params, count int, b
 	if count <= 0 {
 		return out, &BatchError{Start: 0, Count: max(count, 0), Err: fmt.Errorf("%w: count %d, want at least 1", module.ErrBadRequest, count)}
 	}
-	rs := lp.derivedRequests(msg.KordV1, p, count, beta, deriveBeta)
+	rs := derivedRequests(msg.KordV1, p, count, lp.batch, beta, deriveBeta)
 	ans, err := lp.run(ctx, rs)
 	if err != nil {
 		return out, &BatchError{Start: 0, Count: count, Err: err}

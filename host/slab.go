@@ -143,10 +143,15 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 		return [2]*msg.Slab{}, err
 	}
 	n := b0.N
+	// A slab call goes as requests of up to service.MaxCount keys (the
+	// most one request may ask for; a request larger than the batch size
+	// goes in a batch of its own), each one job and one bulk, so that a
+	// call of up to MaxCount keys is one slab at each party, handed over
+	// whole (service.TakeSlab) rather than copied together.
 	var rs []request
 	switch b0.Mode {
 	case msg.Derived:
-		rs = lp.derivedRequests(b0.Profile, p, n, b0.Beta, b0.DeriveBeta)
+		rs = derivedRequests(b0.Profile, p, n, service.MaxCount, b0.Beta, b0.DeriveBeta)
 	case msg.Bound:
 		for x := range 2 {
 			if len(b[x].AlphaShares) != n || len(b[x].BetaShares) != n {
@@ -154,13 +159,14 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 					module.ErrBadRequest, x, len(b[x].AlphaShares), len(b[x].BetaShares), n)}
 			}
 		}
-		rs = make([]request, n)
-		for i := range rs {
+		for i := 0; i < n; i += service.MaxCount {
+			k := min(n-i, service.MaxCount)
+			var bb [2]service.BoundBulk
 			for x := range 2 {
-				rs[i].req[x] = Request{Share: msg.Share{Mode: msg.Bound, Profile: b0.Profile, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
-					AlphaShare: b[x].AlphaShares[i], BetaShare: b[x].BetaShares[i]}}
+				bb[x] = service.BoundBulk{Tier: tier, Profile: b0.Profile, Params: p,
+					AlphaShares: b[x].AlphaShares[i : i+k], BetaShares: b[x].BetaShares[i : i+k]}
 			}
-			rs[i].tier, rs[i].keys = tier, 1
+			rs = append(rs, request{tier: tier, keys: k, bulk: &bb})
 		}
 	default:
 		return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: mode %v has no slab (want bound or derived)", module.ErrBadRequest, b0.Mode)}

@@ -225,3 +225,102 @@ func TestTakeSlab(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestBulk: a bound bulk request is one job of N keys whose pairs
+// evaluate to their point functions, on each tier; malformed ones (N = 0,
+// N over MaxCount, share counts that differ, an unknown tier or shape, a
+// share out of range) are answered bad_request with no counter taken.
+func TestRequestBulk(t *testing.T) {
+	lp := localPair(t, Config{Batch: 64, InFlight: 2}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12}
+	const n = 40
+	both := func(rs [2][]BoundBulk) [2][]Answer {
+		var out [2][]Answer
+		var errs [2]error
+		var wg sync.WaitGroup
+		for b := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[b], errs[b] = lp.RequestBulk(ctx, b, rs[b])
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs[0], errs[1])
+		}
+		return out
+	}
+	id := uint64(1)
+	for _, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+		var rs [2][]BoundBulk
+		alpha, beta := make([]uint64, n), make([]uint64, n)
+		for b := range 2 {
+			rs[b] = []BoundBulk{{ID: id, Tier: tier, Params: p, AlphaShares: make([]uint64, n), BetaShares: make([]uint64, n)}}
+		}
+		for i := range n {
+			alpha[i], beta[i] = uint64(i*97)&0xfff, uint64(i+1)
+			rs[0][0].AlphaShares[i], rs[0][0].BetaShares[i] = uint64(i*13)&0xfff, uint64(i*7)&0xfff
+			rs[1][0].AlphaShares[i] = (alpha[i] - rs[0][0].AlphaShares[i]) & 0xfff
+			rs[1][0].BetaShares[i] = (beta[i] - rs[0][0].BetaShares[i]) & 0xfff
+		}
+		id++
+		ans := both(rs)
+		for b := range 2 {
+			if ans[b][0].ErrorClass != "" || len(ans[b][0].Outputs) != n {
+				t.Fatalf("%v: party %d: %s %s, %d outputs", tier, b, ans[b][0].ErrorClass, ans[b][0].Error, len(ans[b][0].Outputs))
+			}
+		}
+		for i := range n {
+			k0, err0 := fss.ParseKey(ans[0][0].Outputs[i].Key)
+			k1, err1 := fss.ParseKey(ans[1][0].Outputs[i].Key)
+			if err0 != nil || err1 != nil {
+				t.Fatal(err0, err1)
+			}
+			if err := fss.CheckPair(k0, k1, alpha[i], beta[i], (alpha[i]-1)&0xfff, alpha[i], (alpha[i]+1)&0xfff); err != nil {
+				t.Fatalf("%v: key %d: %v", tier, i, err)
+			}
+		}
+		for b := range 2 {
+			ans[b][0].Wipe()
+		}
+	}
+	next := func() (c [2]uint64) {
+		for b := range 2 {
+			r, err := lp.Parties[b].mod.Poll(ctx, &msg.PollRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c[b] = r.NextCounter
+		}
+		return c
+	}
+	before := next()
+	big := make([]uint64, MaxCount+1)
+	bad := []BoundBulk{
+		{Tier: msg.MAC, Params: p},
+		{Tier: msg.MAC, Params: p, AlphaShares: big, BetaShares: big},
+		{Tier: msg.MAC, Params: p, AlphaShares: make([]uint64, 3), BetaShares: make([]uint64, 2)},
+		{Tier: 0, Params: p, AlphaShares: make([]uint64, 3), BetaShares: make([]uint64, 3)},
+		{Tier: msg.MAC, Params: fss.Params{Type: fss.DPF, InBits: 0, OutBits: 8}, AlphaShares: make([]uint64, 3), BetaShares: make([]uint64, 3)},
+		{Tier: msg.MAC, Params: p, AlphaShares: []uint64{1 << 12}, BetaShares: []uint64{0}},
+	}
+	var rs [2][]BoundBulk
+	for i := range bad {
+		bad[i].ID = id + uint64(i)
+	}
+	rs[0], rs[1] = bad, bad
+	ans := both(rs)
+	for b := range 2 {
+		for i, a := range ans[b] {
+			if a.ErrorClass != ErrClassBadRequest || a.Outputs != nil {
+				t.Fatalf("party %d: malformed bulk %d answered %q (%s)", b, i, a.ErrorClass, a.Error)
+			}
+		}
+	}
+	if after := next(); after != before {
+		t.Fatalf("malformed bulks moved the counters: %v → %v", before, after)
+	}
+}
