@@ -38,7 +38,7 @@ type KeyRequest struct {
 	OutBits    uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
 	AlphaShare uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
 	BetaShare  uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
-	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
+	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived, bound bulk: number of keys (default 1)
 	DeriveBeta bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
 	Beta       uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
 	Points     []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
@@ -50,7 +50,14 @@ type KeyRequest struct {
 	// (docs/api.md, "Correlations"); type, widths, shares, count, beta and
 	// points are then empty. Both sites ask for the same shape under the
 	// same id; each gets only its own party's shares.
-	Corr          *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
+	Corr *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
+	// alpha_shares, beta_shares (bound, a bulk of count keys): own additive
+	// share of each key's alpha and beta, count of each (alpha_share and
+	// beta_share then zero). The request is one request of count keys of one
+	// shape and tier: answered whole, failed whole (one error class for all
+	// of its keys).
+	AlphaShares   []uint64 `protobuf:"varint,15,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares    []uint64 `protobuf:"varint,16,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -179,6 +186,20 @@ func (x *KeyRequest) GetProfile() string {
 func (x *KeyRequest) GetCorr() *modulepb.Correlation {
 	if x != nil {
 		return x.Corr
+	}
+	return nil
+}
+
+func (x *KeyRequest) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
+	}
+	return nil
+}
+
+func (x *KeyRequest) GetBetaShares() []uint64 {
+	if x != nil {
+		return x.BetaShares
 	}
 	return nil
 }
@@ -2180,7 +2201,7 @@ var File_kord_v1_service_proto protoreflect.FileDescriptor
 
 const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xf3\x02\n" +
+	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xb7\x03\n" +
 	"\n" +
 	"KeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2200,7 +2221,10 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04beta\x18\v \x01(\x04R\x04beta\x12\x16\n" +
 	"\x06points\x18\f \x03(\x04R\x06points\x12\x18\n" +
 	"\aprofile\x18\r \x01(\tR\aprofile\x12(\n" +
-	"\x04corr\x18\x0e \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb5\x01\n" +
+	"\x04corr\x18\x0e \x01(\v2\x14.kord.v1.CorrelationR\x04corr\x12!\n" +
+	"\falpha_shares\x18\x0f \x03(\x04R\valphaShares\x12\x1f\n" +
+	"\vbeta_shares\x18\x10 \x03(\x04R\n" +
+	"betaShares\"\xb5\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +
