@@ -369,8 +369,8 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
 	for i, r := range rs {
 		mode, err := msg.ParseMode(r.Mode)
-		if err != nil || r.InBits > 255 || r.OutBits > 255 {
-			return nil, false
+		if err != nil || r.InBits > 255 || r.OutBits > 255 || len(r.AlphaShares) > 0 || len(r.BetaShares) > 0 {
+			return nil, false // a bound bulk has no packed form
 		}
 		var tier msg.Tier
 		if r.Tier != "" {

@@ -512,6 +512,7 @@ func TestBoundBulkRequest(t *testing.T) {
 		streams[b] = st
 	}
 	var alpha, beta [3][]uint64
+	var bulks [2][]*pb.KeyRequest
 	for i, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
 		var sh [2][2][]uint64
 		for b := range 2 {
@@ -525,9 +526,14 @@ func TestBoundBulkRequest(t *testing.T) {
 			sh[1][0][k], sh[1][1][k] = (alpha[i][k]-a0)&0xffff, (beta[i][k]-b0)&0xffff
 		}
 		for b := range 2 {
-			if err := streams[b].Send(client.BoundBulk(uint64(1+i), tier, p, sh[b][0], sh[b][1])); err != nil {
-				t.Fatal(err)
-			}
+			bulks[b] = append(bulks[b], client.BoundBulk(uint64(1+i), tier, p, sh[b][0], sh[b][1]))
+		}
+	}
+	for b := range 2 {
+		// As one message (SendBatch: a bound bulk is never packed,
+		// which would drop its shares).
+		if err := streams[b].SendBatch(bulks[b]); err != nil {
+			t.Fatal(err)
 		}
 	}
 	bad := []*pb.KeyRequest{
