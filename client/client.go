@@ -106,6 +106,18 @@ func Bound(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64)
 		AlphaShare: alphaShare, BetaShare: betaShare}
 }
 
+// BoundBulk builds one bound-mode request for len(alphaShares) keys of
+// one shape and tier: this site's additive shares of each key's α (mod
+// 2^ℓ) and β (mod 2^n), betaShares[i] with alphaShares[i]. The parties
+// take it as one request (one id, one answer of that many keys, in
+// order; it fails whole), which costs them far less per key than as many
+// single requests. At most service.MaxCount keys; the other site asks
+// for the same count under the same id.
+func BoundBulk(id uint64, tier msg.Tier, p fss.Params, alphaShares, betaShares []uint64) *pb.KeyRequest {
+	return &pb.KeyRequest{Id: id, Mode: msg.Bound.String(), Tier: tierName(tier), Type: p.Type.String(), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits),
+		Count: uint32(len(alphaShares)), AlphaShares: alphaShares, BetaShares: betaShares}
+}
+
 // tierName is a tier's name on the wire: "" for 0 (the party's default
 // tier, batchmac), else its external name (msg.Keystream is "otp").
 func tierName(t msg.Tier) string {
@@ -390,8 +402,8 @@ func packRequests(rs []*pb.KeyRequest) (*pb.PackedRequests, bool) {
 		BetaShares: make([]uint64, n), Counts: make([]uint32, n), Betas: make([]uint64, n)}
 	for i, r := range rs {
 		mode, err := msg.ParseMode(r.Mode)
-		if err != nil || r.InBits > 255 || r.OutBits > 255 || r.Group != 0 || len(r.Betas) != 0 || len(r.BetaShares) != 0 {
-			return nil, false // a payload vector goes as it is
+		if err != nil || r.InBits > 255 || r.OutBits > 255 || r.Group != 0 || len(r.Betas) != 0 || len(r.BetaShares) != 0 || len(r.AlphaShares) != 0 {
+			return nil, false // a payload vector or a bound bulk has no packed form: it goes as it is
 		}
 		var tier msg.Tier
 		if r.Tier != "" {

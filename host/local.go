@@ -88,8 +88,10 @@ func NewLocalPair(ctx context.Context, o LocalOptions) (*LocalPair, error) {
 	}
 	var mods [2]socket.Module
 	for b := 0; b < 2; b++ {
+		// No re-collect window: only the daemons' crash recovery
+		// re-collects, and the two parties here die together.
 		d, err := module.OpenDurable(module.Config{Party: b, Secret: secret, KEM: o.KEM, Logger: o.Logger, Workers: o.Workers,
-			Store: &store.MemPairing{}})
+			Store: &store.MemPairing{}, NoRecollect: true})
 		if err != nil {
 			return nil, err
 		}
@@ -139,6 +141,9 @@ type request struct {
 	group int
 	vec   [2][]uint64
 	betas []uint64
+	// bulk (a slab call's bound requests): party b's request is bulk[b]
+	// (its ID is set at run), one job of keys keys; req is then unused.
+	bulk *[2]service.BoundBulk
 }
 
 // pack is party b's requests as one message of the application API, ids
@@ -210,6 +215,15 @@ func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if rs[0].bulk != nil {
+				bs := make([]service.BoundBulk, len(rs))
+				for i := range rs {
+					bs[i] = rs[i].bulk[b]
+					bs[i].ID = base + uint64(i)
+				}
+				out[b], errs[b] = lp.pair.RequestBulk(ctx, b, bs)
+				return
+			}
 			out[b], errs[b] = lp.pair.Request(ctx, b, pack(rs, b, base))
 		}()
 	}
@@ -417,12 +431,12 @@ type MaskedKey struct {
 	AlphaShare, BetaShare uint64
 }
 
-// derivedRequests asks for count derived keys of shape p, at most batch
+// derivedRequests asks for count derived keys of shape p, at most per
 // keys per request.
-func (lp *LocalPair) derivedRequests(pr msg.Profile, p fss.Params, count int, beta uint64, deriveBeta bool) []request {
+func derivedRequests(pr msg.Profile, p fss.Params, count, per int, beta uint64, deriveBeta bool) []request {
 	var rs []request
 	for left := count; left > 0; {
-		k := min(left, lp.batch)
+		k := min(left, per)
 		r := Request{Share: msg.Share{Mode: msg.Derived, Profile: pr, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, Beta: beta, DeriveBeta: deriveBeta}}
 		rs = append(rs, request{req: [2]Request{r, r}, keys: k})
 		left -= k
@@ -438,7 +452,7 @@ func (lp *LocalPair) DerivedKeys(ctx context.Context, p fss.Params, count int, b
 	if count <= 0 {
 		return out, &BatchError{Start: 0, Count: max(count, 0), Err: fmt.Errorf("%w: count %d, want at least 1", module.ErrBadRequest, count)}
 	}
-	rs := lp.derivedRequests(msg.KordV1, p, count, beta, deriveBeta)
+	rs := derivedRequests(msg.KordV1, p, count, lp.batch, beta, deriveBeta)
 	ans, err := lp.run(ctx, rs)
 	if err != nil {
 		return out, &BatchError{Start: 0, Count: count, Err: err}

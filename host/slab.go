@@ -21,11 +21,19 @@ import (
 // their buffers get) and keeps their buffers for the next slab calls; nil
 // slabs are skipped. The caller must not use them after.
 func (lp *LocalPair) Release(slabs [2]*msg.Slab) {
-	for _, s := range slabs {
-		if s != nil {
-			s.Wipe()
-			lp.slabPool.Put(s)
+	for b, s := range slabs {
+		if s == nil {
+			continue
 		}
+		// The module that generates party b's next slabs reuses the
+		// buffers (its Recycle is the one wipe); the pool is for a
+		// module that does not take them back.
+		if r, ok := lp.Devices[b].(module.Recycler); ok {
+			r.Recycle(s)
+			continue
+		}
+		s.Wipe()
+		lp.slabPool.Put(s)
 	}
 }
 
@@ -77,6 +85,19 @@ func (lp *LocalPair) slabs(ans [2][]service.Answer, rs []request, pr msg.Profile
 	}
 	stride := msg.KeySizeG(pr, p, g)
 	for b := range 2 {
+		// The module's own slab when the party's answers are exactly one
+		// (no copy); else the keys are copied into one.
+		if s, ok := service.TakeSlab(ans[b]); ok {
+			if s.N != n || s.Stride != stride || max(s.Group, 1) != max(g, 1) || s.Mode != mode || s.Profile != pr || s.Params != p {
+				s.Wipe()
+				if out[0] != nil {
+					out[0].Wipe()
+				}
+				return [2]*msg.Slab{}, failed(ans, 0, fmt.Errorf("host: party %d's slab is not the %d keys asked for", b, n))
+			}
+			out[b] = s
+			continue
+		}
 		s := lp.newSlab(pr, p, g, mode, n)
 		i := 0
 		for a := range ans[b] {
@@ -133,10 +154,15 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 		return [2]*msg.Slab{}, err
 	}
 	n := b0.N
+	// A slab call goes as requests of up to service.MaxCount keys (the
+	// most one request may ask for; a request larger than the batch size
+	// goes in a batch of its own), each one job and one bulk, so that a
+	// call of up to MaxCount keys is one slab at each party, handed over
+	// whole (service.TakeSlab) rather than copied together.
 	var rs []request
 	switch b0.Mode {
 	case msg.Derived:
-		rs = lp.derivedRequests(b0.Profile, p, n, b0.Beta, b0.DeriveBeta)
+		rs = derivedRequests(b0.Profile, p, n, service.MaxCount, b0.Beta, b0.DeriveBeta)
 		if g > 1 {
 			if !b0.DeriveBeta && len(b0.Betas) != g {
 				return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: %d public payload elements for group %d", module.ErrBadRequest, len(b0.Betas), g)}
@@ -152,19 +178,28 @@ func (lp *LocalPair) GenerateSlabs(ctx context.Context, tier msg.Tier, b [2]*msg
 					module.ErrBadRequest, x, len(b[x].AlphaShares), len(b[x].BetaShares), n)}
 			}
 		}
-		rs = make([]request, n)
-		for i := range rs {
-			for x := range 2 {
-				rs[i].req[x] = Request{Share: msg.Share{Mode: msg.Bound, Profile: b0.Profile, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
-					AlphaShare: b[x].AlphaShares[i], BetaShare: b[x].BetaShares[i]}}
-			}
-			rs[i].tier, rs[i].keys = tier, 1
-			if g > 1 {
-				rs[i].group = g
+		if g > 1 {
+			// A payload vector goes as one request per key (the
+			// application API has no vector bulk).
+			rs = make([]request, n)
+			for i := range rs {
 				for x := range 2 {
-					rs[i].vec[x], rs[i].req[x].BetaShare = b[x].BetaShares[i*g:(i+1)*g], 0
+					rs[i].req[x] = Request{Share: msg.Share{Mode: msg.Bound, Profile: b0.Profile, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits,
+						AlphaShare: b[x].AlphaShares[i]}}
+					rs[i].vec[x] = b[x].BetaShares[i*g : (i+1)*g]
 				}
+				rs[i].tier, rs[i].keys, rs[i].group = tier, 1, g
 			}
+			break
+		}
+		for i := 0; i < n; i += service.MaxCount {
+			k := min(n-i, service.MaxCount)
+			var bb [2]service.BoundBulk
+			for x := range 2 {
+				bb[x] = service.BoundBulk{Tier: tier, Profile: b0.Profile, Params: p,
+					AlphaShares: b[x].AlphaShares[i : i+k], BetaShares: b[x].BetaShares[i : i+k]}
+			}
+			rs = append(rs, request{tier: tier, keys: k, bulk: &bb})
 		}
 	default:
 		return [2]*msg.Slab{}, &BatchError{Count: n, Err: fmt.Errorf("%w: mode %v has no slab (want bound or derived)", module.ErrBadRequest, b0.Mode)}

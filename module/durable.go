@@ -66,6 +66,7 @@ func OpenDurable(c Config) (*Durable, error) {
 	}
 	d, err := engine.OpenDurable(engine.Config{
 		Party: c.Party, Secret: c.Secret, KEM: c.KEM, Rand: c.Rand, Store: c.Store, Logger: c.Logger, Workers: c.Workers,
+		NoRecollect: c.NoRecollect,
 	})
 	if err != nil {
 		return nil, err

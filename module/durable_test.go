@@ -231,3 +231,94 @@ func TestPeerRestartIsNoRollback(t *testing.T) {
 	}
 	exchange(t, d)
 }
+
+// TestNoRecollect: a durable module opened with NoRecollect hands each
+// output out once: a derived bulk's slab is the module's own (its keys
+// pair with the peer's), a bound range collect works once, and a repeat
+// of either is refused (no re-collect window) with nothing handed out.
+func TestNoRecollect(t *testing.T) {
+	ctx := context.Background()
+	var d [2]*module.Durable
+	for b := range 2 {
+		m, err := module.OpenDurable(module.Config{Party: b, Secret: moduletest.Secret, Store: &store.MemPairing{}, NoRecollect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d[b] = m
+	}
+	moduletest.Pair(t, d[0], d[1])
+	witness(t, d)
+	const n = 16
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	bulk := &msg.Bulk{Mode: msg.Derived, Type: p.Type, InBits: p.InBits, OutBits: p.OutBits, N: n, Beta: 5}
+	var slabs [2]*msg.Slab
+	for b := range 2 {
+		r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Bulk: bulk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := d[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: n})
+		if err != nil || c.Slab == nil || c.Slab.N != n {
+			t.Fatalf("party %d: slab collect: %v", b, err)
+		}
+		slabs[b] = c.Slab
+		if _, err := d[b].Collect(ctx, &msg.CollectRequest{Counter: r.FirstCounter, Count: n}); !errors.Is(err, module.ErrBadRequest) {
+			t.Fatalf("party %d: a repeated slab collect: %v, want refused", b, err)
+		}
+		called := false
+		if err := d[b].CollectSlab(ctx, r.FirstCounter, n, func(*msg.Slab) { called = true }); err == nil || called {
+			t.Fatalf("party %d: a repeated CollectSlab: %v (emitted %v), want refused", b, err, called)
+		}
+	}
+	for i := range n {
+		k0, err0 := fss.ParseKey(slabs[0].Key(i))
+		k1, err1 := fss.ParseKey(slabs[1].Key(i))
+		if err0 != nil || err1 != nil {
+			t.Fatal(err0, err1)
+		}
+		alpha := (slabs[0].AlphaShares[i] + slabs[1].AlphaShares[i]) & 0xffff
+		if err := fss.CheckPair(k0, k1, alpha, 5, alpha-1, alpha, alpha+1); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	for b := range 2 {
+		d[b].Recycle(slabs[b])
+	}
+	// Bound, per key: one range collect each, then refused.
+	var fr [2][][]byte
+	var first uint64
+	for b := range 2 {
+		s := msg.Share{Mode: msg.Bound, Type: fss.DPF, InBits: 8, OutBits: 8, AlphaShare: uint64(3 * b), BetaShare: uint64(b)}
+		r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.Keystream, Shares: []msg.Share{s, s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr[b], first = r.Frames, r.FirstCounter
+	}
+	for b := range 2 {
+		for _, f := range fr[1-b] {
+			if r, err := d[b].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitPeerFrame, Frame: f}); err != nil || !r.Accepted {
+				t.Fatalf("frame: %v %+v", err, r)
+			}
+		}
+	}
+	var keys [2][][]byte
+	for b := range 2 {
+		if err := d[b].CollectRange(ctx, first, 2, nil, func(r *msg.CollectResponse) { keys[b] = append(keys[b], slices.Clone(r.Key)) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := d[b].CollectRange(ctx, first, 2, nil, func(*msg.CollectResponse) { t.Fatal("a repeated range collect emitted") }); err == nil {
+			t.Fatalf("party %d: a repeated range collect was not refused", b)
+		}
+	}
+	for i := range 2 {
+		k0, _ := fss.ParseKey(keys[0][i])
+		k1, err := fss.ParseKey(keys[1][i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fss.CheckPair(k0, k1, 3, 1, 2, 3, 4); err != nil {
+			t.Fatalf("bound key %d: %v", i, err)
+		}
+	}
+}

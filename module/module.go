@@ -75,6 +75,16 @@ type Config struct {
 	// Workers is the number of goroutines each batch Gen of the module
 	// runs on; 0 means runtime.GOMAXPROCS.
 	Workers int
+	// NoRecollect (OpenDurable only) drops the durable module's
+	// re-collect window: each output is handed out once, as by
+	// NewSoftware, and a range collect hands out the module's own slab
+	// (the caller owns it: Recycle, or wipe it) instead of a copy of a
+	// remembered one. A repeated Collect is then refused. Crash recovery
+	// of the party daemons re-collects by counter and needs the window:
+	// this is only for a module whose parties cannot outlive it, such as
+	// the in-process pair (host.LocalPair), where both die together. The
+	// rollback witness, counters and commit-before-emit are unchanged.
+	NoRecollect bool
 }
 
 // NewSoftware returns an unpaired software module: the default backend.

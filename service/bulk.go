@@ -414,7 +414,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			} else {
 				all = append(all, msg.CollectResponse{Counter: c, Corr: sh, PairTag: sh.PairTag})
 				h.Write(sh.PairTag[:])
-				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, 0, 0
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, 0, 0, nil
 			}
 		case s.bulk:
 			sl := (*msg.Slab)(nil)
@@ -433,7 +433,10 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			off := 0
 			for ji := s.j0; ji < s.j1; ji++ {
 				j := jobs[ji]
-				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = sl.Keys, off, sl.First, sl.N
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = sl.Keys, off, sl.First, sl.N, nil
+				if r.Buf == nil {
+					j.slab = sl
+				}
 				off += len(j.shares) * sl.Stride
 			}
 			if r.Buf != nil && off == len(sl.Keys) {
@@ -465,7 +468,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				h.Write(r.Range[i].PairTag[:])
 			}
 			for _, j := range jobs[s.j0:s.j1] {
-				j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, 0, 0
+				j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, 0, 0, nil
 			}
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -489,4 +490,99 @@ func TestMixedShapeBatchRuns(t *testing.T) {
 		t.Fatalf("no batch split into several runs: %v", spy.runs)
 	}
 	t.Logf("runs of the batches: %v", spy.runs)
+}
+
+// TestBoundBulkRequest: over the daemons' gRPC API, a bound request of
+// count keys (alpha_shares, beta_shares) is answered as one reply of
+// count key shares, in order, which pair into their point functions on
+// each tier; a malformed one (count and shares that differ, shares with
+// the single-key fields, count over MaxCount) is refused bad_request.
+func TestBoundBulkRequest(t *testing.T) {
+	s := pairOfSites(t, Config{Batch: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
+	const n = 50
+	var streams [2]*client.Stream
+	for b := range 2 {
+		st, err := s[b].app.Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[b] = st
+	}
+	var alpha, beta [3][]uint64
+	var bulks [2][]*pb.KeyRequest
+	for i, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
+		var sh [2][2][]uint64
+		for b := range 2 {
+			sh[b] = [2][]uint64{make([]uint64, n), make([]uint64, n)}
+		}
+		alpha[i], beta[i] = make([]uint64, n), make([]uint64, n)
+		for k := range n {
+			alpha[i][k], beta[i][k] = rand.Uint64()&0xffff, rand.Uint64()&0xffff|1
+			a0, b0 := rand.Uint64()&0xffff, rand.Uint64()&0xffff
+			sh[0][0][k], sh[0][1][k] = a0, b0
+			sh[1][0][k], sh[1][1][k] = (alpha[i][k]-a0)&0xffff, (beta[i][k]-b0)&0xffff
+		}
+		for b := range 2 {
+			bulks[b] = append(bulks[b], client.BoundBulk(uint64(1+i), tier, p, sh[b][0], sh[b][1]))
+		}
+	}
+	for b := range 2 {
+		// As one message (SendBatch: a bound bulk is never packed,
+		// which would drop its shares).
+		if err := streams[b].SendBatch(bulks[b]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := []*pb.KeyRequest{
+		client.BoundBulk(10, msg.MAC, p, make([]uint64, 3), make([]uint64, 2)),
+		{Id: 11, Mode: "bound", Type: "dcf", InBits: 16, OutBits: 16, Count: 4, AlphaShares: make([]uint64, 3), BetaShares: make([]uint64, 3)},
+		{Id: 12, Mode: "bound", Type: "dcf", InBits: 16, OutBits: 16, Count: 2, AlphaShare: 1, AlphaShares: make([]uint64, 2), BetaShares: make([]uint64, 2)},
+		client.BoundBulk(13, msg.MAC, p, make([]uint64, MaxCount+1), make([]uint64, MaxCount+1)),
+		{Id: 14, Mode: "derived", Type: "dcf", InBits: 16, OutBits: 16, Count: 2, AlphaShares: make([]uint64, 2)},
+	}
+	for b := range 2 {
+		for _, r := range bad {
+			if err := streams[b].Send(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reps := recvBoth(t, streams, 3+len(bad))
+	for b := range 2 {
+		for _, r := range reps[b] {
+			switch {
+			case r.ID <= 3 && (r.Err != nil || len(r.Shares) != n):
+				t.Fatalf("party %d: bulk %d: %v, %d shares", b, r.ID, r.Err, len(r.Shares))
+			case r.ID > 3:
+				var re *client.ReplyError
+				if !errors.As(r.Err, &re) || re.Class != ErrClassBadRequest {
+					t.Fatalf("party %d: malformed bulk %d answered %v", b, r.ID, r.Err)
+				}
+			}
+		}
+	}
+	byID := func(rs []*client.Reply, id uint64) *client.Reply {
+		for _, r := range rs {
+			if r.ID == id {
+				return r
+			}
+		}
+		t.Fatalf("no reply %d", id)
+		return nil
+	}
+	for i := range 3 {
+		r0, r1 := byID(reps[0], uint64(1+i)), byID(reps[1], uint64(1+i))
+		for k := range n {
+			a := alpha[i][k]
+			if r0.Shares[k].Counter != r1.Shares[k].Counter {
+				t.Fatalf("bulk %d key %d: counters differ", i+1, k)
+			}
+			if err := fss.CheckPair(r0.Shares[k].Key, r1.Shares[k].Key, a, beta[i][k], (a-1)&0xffff, a, (a+1)&0xffff); err != nil {
+				t.Fatalf("bulk %d key %d: %v", i+1, k, err)
+			}
+		}
+	}
 }

@@ -116,6 +116,10 @@ type job struct {
 	// slab) is wiped; nil: none (the buffer is left to the collector).
 	keyRef    *socket.RecvBuf
 	keyRegion []byte
+	// slab: the collected slab keyBuf is the key buffer of, when the
+	// collect result owns it (an in-process module's: no socket buffer),
+	// which TakeSlab can hand over whole; nil otherwise.
+	slab *msg.Slab
 
 	// corr (a correlation request): its shape, and the counters it takes
 	// (shares is then empty; keys counts the counters).
@@ -491,7 +495,7 @@ func (j *job) init(r *pb.KeyRequest) error {
 		return badf("out_bits: %d is outside 1..64", r.OutBits)
 	}
 	in, out := int(r.InBits), int(r.OutBits)
-	if r.Group > 1 || len(r.Betas) != 0 || len(r.BetaShares) != 0 {
+	if r.Group > 1 || len(r.Betas) != 0 || len(r.BetaShares) != 0 && len(r.AlphaShares) == 0 {
 		return j.initVec(r, mode, prof, typ)
 	}
 	j.id = r.Id
@@ -505,8 +509,8 @@ func (j *job) init(r *pb.KeyRequest) error {
 		if r.Tier != "" {
 			return badf("tier: derived keys send no frame; leave tier empty")
 		}
-		if r.AlphaShare != 0 || r.BetaShare != 0 || len(r.Points) != 0 {
-			return badf("alpha_share/beta_share/points: not used in derived mode")
+		if r.AlphaShare != 0 || r.BetaShare != 0 || len(r.Points) != 0 || len(r.AlphaShares) != 0 || len(r.BetaShares) != 0 {
+			return badf("alpha_share/beta_share/alpha_shares/beta_shares/points: not used in derived mode")
 		}
 		n := r.Count
 		if n == 0 {
@@ -535,8 +539,22 @@ func (j *job) init(r *pb.KeyRequest) error {
 			return badf("tier: %v", err)
 		}
 	}
+	if mode == msg.Bound && (r.Count > 1 || len(r.AlphaShares) != 0 || len(r.BetaShares) != 0) {
+		// A bound bulk: count keys of one shape and tier as one request.
+		if r.AlphaShare != 0 || r.BetaShare != 0 || r.DeriveBeta || r.Beta != 0 || len(r.Points) != 0 {
+			return badf("alpha_share/beta_share/derive_beta/beta/points: not used in a bound bulk (alpha_shares, beta_shares)")
+		}
+		if int(r.Count) != len(r.AlphaShares) {
+			return badf("count: %d, with %d alpha_shares (want one per key)", r.Count, len(r.AlphaShares))
+		}
+		return j.initBulk(&BoundBulk{ID: r.Id, Tier: j.tier, Profile: prof, Params: fss.Params{Type: typ, InBits: in, OutBits: out},
+			AlphaShares: r.AlphaShares, BetaShares: r.BetaShares})
+	}
 	if r.Count > 1 || r.DeriveBeta || r.Beta != 0 {
 		return badf("count/derive_beta/beta: only for derived mode")
+	}
+	if len(r.AlphaShares) != 0 || len(r.BetaShares) != 0 {
+		return badf("alpha_shares/beta_shares: only for a bound bulk")
 	}
 	if r.AlphaShare&^prg.Mask(in) != 0 {
 		return badf("alpha_share: does not fit in %d input bits", in)
@@ -580,6 +598,8 @@ func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss
 		return badf("beta/beta_share: must be zero with a payload vector (group %d): the payload is betas or beta_shares", r.Group)
 	case len(r.Points) != 0:
 		return badf("points: only for consume mode")
+	case len(r.AlphaShares) != 0:
+		return badf("alpha_shares: a payload vector's bound request is one key (alpha_share, beta_shares)")
 	}
 	g := int(r.Group)
 	mb := prg.Mask(out)
@@ -660,7 +680,7 @@ func (j *job) initCorr(r *pb.KeyRequest) error {
 		return badf("corr: missing (mode %q)", ModeCorrelation)
 	}
 	if r.Type != "" || r.Tier != "" || r.InBits != 0 || r.OutBits != 0 || r.AlphaShare != 0 || r.BetaShare != 0 ||
-		r.Count != 0 || r.DeriveBeta || r.Beta != 0 || len(r.Points) != 0 || r.Profile != "" {
+		r.Count != 0 || r.DeriveBeta || r.Beta != 0 || len(r.Points) != 0 || r.Profile != "" || len(r.AlphaShares) != 0 || len(r.BetaShares) != 0 {
 		return badf("type/tier/in_bits/out_bits/alpha_share/beta_share/count/derive_beta/beta/points/profile: must be empty in a correlation request")
 	}
 	c := socket.CorrFromPB(r.Corr)

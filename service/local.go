@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -166,6 +168,66 @@ func (a *Answer) Wipe() {
 	a.Outputs = nil
 }
 
+// TakeSlab hands over the slab the answers' keys are views of, when
+// they are exactly one whole slab that the party owns (a bulk collect of
+// an in-process module: not a socket buffer), in order: the first
+// answer's keys start the slab and the last one's end it, with no error
+// and no other key among them. The caller then owns the slab (its keys,
+// pair tags and, in derived mode, this party's mask shares, which are
+// moved back into it from the outputs): it wipes it (Slab.Wipe, or the
+// module's Recycle). The answers are emptied (their Wipe does nothing
+// more). ok false: nothing changed, the answers keep their outputs.
+func TakeSlab(ans []Answer) (_ *msg.Slab, ok bool) {
+	if len(ans) == 0 || ans[0].j == nil || ans[0].j.slab == nil {
+		return nil, false
+	}
+	s := ans[0].j.slab
+	off, n := 0, 0
+	for i := range ans {
+		j := ans[i].j
+		if j == nil || ans[i].ErrorClass != "" || j.slab != s || j.keyRef != nil || j.keyOff != off || len(j.outs) == 0 ||
+			len(ans[i].Outputs) != len(j.outs) {
+			return nil, false
+		}
+		for k := range j.outs {
+			if len(j.outs[k].Key) != s.Stride {
+				return nil, false
+			}
+		}
+		off += len(j.outs) * s.Stride
+		n += len(j.outs)
+	}
+	if n != s.N || off != len(s.Keys) {
+		return nil, false
+	}
+	// The mask shares went to the outputs (appendSlab cleared the
+	// slab's): back into the slab, one per key, or a payload vector's
+	// per element.
+	g := max(s.Group, 1)
+	alphas := len(s.AlphaShares) == s.N
+	betas := len(s.BetaShares) == s.N*g
+	i := 0
+	for a := range ans {
+		j := ans[a].j
+		for k := range j.outs {
+			o := &j.outs[k]
+			if alphas {
+				s.AlphaShares[i] = o.AlphaShare
+			}
+			if betas && g == 1 {
+				s.BetaShares[i] = o.BetaShare
+			} else if betas {
+				copy(s.BetaShares[i*g:(i+1)*g], o.BetaShares)
+			}
+			o.AlphaShare, o.BetaShare, o.Key = 0, 0, nil
+			i++
+		}
+		j.keyBuf, j.keyOff, j.slab, j.outs = nil, 0, nil, nil
+		ans[a].Outputs, ans[a].j = nil, nil
+	}
+	return s, true
+}
+
 // Request asks party b for rs, as one message of the application API
 // would, and waits until each request is answered. The other party's
 // application must ask for requests with the same ids (the pairs are
@@ -180,7 +242,12 @@ func (lp *LocalPair) Request(ctx context.Context, b int, rs *pb.KeyRequests) ([]
 		return nil, errors.New("service: the local pair is closed")
 	}
 	p := lp.Parties[b]
-	js := p.requests(rs, nil, nil)
+	return lp.await(ctx, p, p.requests(rs, nil, nil))
+}
+
+// await waits until each of js (party p's) is answered and returns the
+// answers, as Request does.
+func (lp *LocalPair) await(ctx context.Context, p *Party, js []*job) ([]Answer, error) {
 	for i, j := range js {
 		if err := j.wait(ctx); err != nil {
 			lp.abandon(p, js[i:])
@@ -204,6 +271,88 @@ func (lp *LocalPair) Request(ctx context.Context, b int, rs *pb.KeyRequests) ([]
 		out[i].Outputs = j.outs
 	}
 	return out, nil
+}
+
+// BoundBulk is one bound request of LocalPair.RequestBulk: N keys of one
+// profile and shape under one tier, with this party's additive shares of
+// each key's α (AlphaShares[i], mod 2^InBits) and β (BetaShares[i], mod
+// 2^OutBits). It is one job (one id, one admission, one batch item of
+// count N, one answer of N outputs): the parties' per-request work is
+// paid once for its N keys. It succeeds or fails whole: one spent class
+// covers all N keys.
+type BoundBulk struct {
+	ID                      uint64
+	Tier                    msg.Tier
+	Profile                 msg.Profile
+	Params                  fss.Params
+	AlphaShares, BetaShares []uint64
+}
+
+// RequestBulk asks party b for bound bulk requests (the other party's
+// application asks for the same ids, shapes, tiers and counts), as
+// Request does for the application API's requests, and waits until each
+// is answered. A malformed one (N = 0 or over MaxCount, share counts that
+// differ, a share or shape out of range, an unknown tier) is answered
+// bad_request and takes no counter.
+func (lp *LocalPair) RequestBulk(ctx context.Context, b int, rs []BoundBulk) ([]Answer, error) {
+	if b != 0 && b != 1 {
+		return nil, fmt.Errorf("service: party %d is not 0 or 1", b)
+	}
+	if lp.ctx.Err() != nil {
+		return nil, errors.New("service: the local pair is closed")
+	}
+	p := lp.Parties[b]
+	slab := make([]job, len(rs))
+	js := make([]*job, len(rs))
+	var errs []error
+	for i := range rs {
+		j := &slab[i]
+		js[i] = j
+		if err := j.initBulk(&rs[i]); err != nil {
+			if errs == nil {
+				errs = make([]error, len(rs))
+			}
+			*j = job{id: rs[i].ID}
+			errs[i] = fmt.Errorf("request %d: %w", rs[i].ID, err)
+		}
+	}
+	p.admit(js, errs)
+	return lp.await(ctx, p, js)
+}
+
+// initBulk is init for a BoundBulk.
+func (j *job) initBulk(r *BoundBulk) error {
+	n := len(r.AlphaShares)
+	switch {
+	case n == 0 || n > MaxCount:
+		return badf("count: %d keys, want 1..%d", n, MaxCount)
+	case len(r.BetaShares) != n:
+		return badf("beta_shares: %d for %d alpha shares", len(r.BetaShares), n)
+	case r.Tier != msg.Keystream && r.Tier != msg.MAC && r.Tier != msg.BatchMAC:
+		return badf("tier: %v is not otp, mac or batchmac", r.Tier)
+	case r.Params.Type != fss.DPF && r.Params.Type != fss.DCF:
+		return badf("type: %v is not dpf or dcf", r.Params.Type)
+	}
+	if err := msg.CheckShape(r.Profile, r.Params); err != nil {
+		return badf("shape: %v", err)
+	}
+	in, out := r.Params.InBits, r.Params.OutBits
+	ma, mb := prg.Mask(in), prg.Mask(out)
+	for i := range n {
+		if r.AlphaShares[i]&^ma != 0 || r.BetaShares[i]&^mb != 0 {
+			return badf("shares[%d]: does not fit in %d input and %d output bits", i, in, out)
+		}
+	}
+	j.id, j.tier = r.ID, r.Tier
+	j.itemv.Id, j.itemv.Mode, j.itemv.Type, j.itemv.InBits, j.itemv.OutBits, j.itemv.Count = r.ID, uint32(msg.Bound),
+		uint32(msg.TypeByte(r.Profile, r.Params.Type)), uint32(in), uint32(out), uint32(n)
+	j.item = &j.itemv
+	j.shares = make([]msg.Share, n)
+	for i := range j.shares {
+		j.shares[i] = msg.Share{Mode: msg.Bound, Profile: r.Profile, Type: r.Params.Type, InBits: in, OutBits: out,
+			AlphaShare: r.AlphaShares[i], BetaShare: r.BetaShares[i]}
+	}
+	return nil
 }
 
 // abandon fails the jobs of a cancelled Request that are still queued or

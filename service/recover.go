@@ -334,7 +334,7 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 		wipeReplies([][]msg.CollectResponse{outs})
 		return nil, fmt.Errorf("the pair tags differ from the peer's")
 	}
-	j.keyBuf, j.keyOff, j.slabFirst, j.slabN = nil, 0, r.slabFirst, r.slabN
+	j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, r.slabFirst, r.slabN, nil
 	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
 	return outs, nil
 }

@@ -30,12 +30,15 @@ derived mode, measure in one run:
              before the row's delivered paths and three after;
   in-process two software modules and the two parties in this process
              (host.LocalPair: the daemons' session protocol over an
-             in-process link) on the bulk path: each party's keys handed
-             out as a slab and read in place (key views);
+             in-process link) on the bulk path: 4096-key slab calls, each
+             one request (one job) per party, whose slab is handed over
+             whole and read in place (key views);
   processes  the five processes of ` + "`kord demo`" + ` (2 modules, 2 parties with a
              mutual-TLS peer link, this client on two streams), started once
-             for all rows: key pairs received by the application as client
-             batches (key views over the received messages).
+             for all rows: requests of --batch keys each (bound: one bound
+             bulk request, client.BoundBulk; derived: count), key pairs
+             received by the application as client batches (key views over
+             the received messages).
 
 Both delivered paths first deliver one untimed chunk of every row (warm-up:
 heap growth, first page faults, connections), then hand out --chunk keys at

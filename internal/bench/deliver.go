@@ -338,7 +338,15 @@ func checkViews(p fss.Params, v0, v1 fss.KeyView, alpha, beta uint64, rng *mrand
 // views over the received messages, no per-key parse), then verifies and
 // releases them outside the clock.
 func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class, n, batch int, id *uint64, rng *mrand.Rand) (time.Duration, int, int, error) {
-	reqs, truth := loadgen.RequestsPer(k, *id, n, batch, rng)
+	var reqs [2][]*pb.KeyRequest
+	var truth []loadgen.Truth
+	var keyTruth [][]loadgen.Truth // bound: per request, per key
+	if k.Mode == msg.Bound {
+		reqs, keyTruth = boundBulks(k, *id, n, batch, rng)
+		truth = make([]loadgen.Truth, len(keyTruth))
+	} else {
+		reqs, truth = loadgen.RequestsPer(k, *id, n, batch, rng)
+	}
 	base := *id
 	*id += uint64(len(reqs[0]))
 	el, got, release, err := timedStream(ctx, apps, reqs)
@@ -377,6 +385,13 @@ func processesChunk(ctx context.Context, apps [2]*client.Client, k loadgen.Class
 		for j := 0; j < w0.n; j++ {
 			i0, i1 := w0.first+j, w1.first+j
 			alpha, beta := t.Alpha, t.Beta
+			if keyTruth != nil {
+				if j >= len(keyTruth[i]) {
+					bad++
+					continue
+				}
+				alpha, beta = keyTruth[i][j].Alpha, keyTruth[i][j].Beta
+			}
 			good := w0.bt.Counter(i0) == w1.bt.Counter(i1)
 			if k.Mode == msg.Derived {
 				alpha = (w0.bt.AlphaShare(i0) + w1.bt.AlphaShare(i1)) & ma
@@ -406,6 +421,35 @@ func timedStream(ctx context.Context, apps [2]*client.Client, reqs [2][]*pb.KeyR
 		}
 	}
 	return el, got, release, err
+}
+
+// boundBulks is n bound keys of class k as requests of up to per keys
+// each (client.BoundBulk: one request per bulk), ids from base, with each
+// key's α and β.
+func boundBulks(k loadgen.Class, base uint64, n, per int, rng *mrand.Rand) (reqs [2][]*pb.KeyRequest, truth [][]loadgen.Truth) {
+	p := k.Params()
+	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
+	for id := base; n > 0; id++ {
+		c := min(n, per)
+		var sh [2][2][]uint64
+		for b := range 2 {
+			sh[b] = [2][]uint64{make([]uint64, c), make([]uint64, c)}
+		}
+		ts := make([]loadgen.Truth, c)
+		for i := range c {
+			t := loadgen.Truth{Alpha: rng.Uint64() & ma, Beta: rng.Uint64()&mb | 1}
+			a0, b0 := rng.Uint64()&ma, rng.Uint64()&mb
+			sh[0][0][i], sh[0][1][i] = a0, b0
+			sh[1][0][i], sh[1][1][i] = (t.Alpha-a0)&ma, (t.Beta-b0)&mb
+			ts[i] = t
+		}
+		for b := range 2 {
+			reqs[b] = append(reqs[b], client.BoundBulk(id, k.Tier, p, sh[b][0], sh[b][1]))
+		}
+		truth = append(truth, ts)
+		n -= c
+	}
+	return reqs, truth
 }
 
 // streamBatches sends both sites' requests on one stream each and receives

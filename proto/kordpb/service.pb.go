@@ -38,7 +38,7 @@ type KeyRequest struct {
 	OutBits    uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
 	AlphaShare uint64                 `protobuf:"varint,7,opt,name=alpha_share,json=alphaShare,proto3" json:"alpha_share,omitempty"`  // bound, consume: own additive share of alpha
 	BetaShare  uint64                 `protobuf:"varint,8,opt,name=beta_share,json=betaShare,proto3" json:"beta_share,omitempty"`     // bound, consume: own additive share of beta
-	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived: number of keys (default 1)
+	Count      uint32                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`                              // derived, bound bulk: number of keys (default 1)
 	DeriveBeta bool                   `protobuf:"varint,10,opt,name=derive_beta,json=deriveBeta,proto3" json:"derive_beta,omitempty"` // derived
 	Beta       uint64                 `protobuf:"varint,11,opt,name=beta,proto3" json:"beta,omitempty"`                               // derived, when derive_beta is false
 	Points     []uint64               `protobuf:"varint,12,rep,packed,name=points,proto3" json:"points,omitempty"`                    // consume: public points to evaluate at
@@ -53,13 +53,21 @@ type KeyRequest struct {
 	Corr *modulepb.Correlation `protobuf:"bytes,14,opt,name=corr,proto3" json:"corr,omitempty"`
 	// group (profile llama only): the payload is a vector of group
 	// elements, 2..64 (LLAMA's groupSize; 0 or 1: one element, as above).
-	// Bound: beta_shares holds this site's share of each element and
-	// beta_share is 0. Derived: betas is the public payload (beta 0, both
-	// sites alike), or derive_beta draws every element (each key's shares
-	// in KeyShare.beta_shares); count as above.
-	Group         uint32   `protobuf:"varint,15,opt,name=group,proto3" json:"group,omitempty"`
-	Betas         []uint64 `protobuf:"varint,16,rep,packed,name=betas,proto3" json:"betas,omitempty"`
-	BetaShares    []uint64 `protobuf:"varint,17,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	// Bound: one key, alpha_share and beta_shares (this site's share of
+	// each element; beta_share is 0). Derived: betas is the public payload
+	// (beta 0, both sites alike), or derive_beta draws every element (each
+	// key's shares in KeyShare.beta_shares); count as above.
+	Group uint32   `protobuf:"varint,15,opt,name=group,proto3" json:"group,omitempty"`
+	Betas []uint64 `protobuf:"varint,16,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	// beta_shares: a payload vector's element shares (above), or, with
+	// alpha_shares, a bound bulk's.
+	BetaShares []uint64 `protobuf:"varint,17,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	// alpha_shares, beta_shares (bound, a bulk of count keys, one payload
+	// element each): own additive share of each key's alpha and beta, count
+	// of each (alpha_share and beta_share then zero). The request is one
+	// request of count keys of one shape and tier: answered whole, failed
+	// whole (one error class for all of its keys).
+	AlphaShares   []uint64 `protobuf:"varint,18,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -209,6 +217,13 @@ func (x *KeyRequest) GetBetas() []uint64 {
 func (x *KeyRequest) GetBetaShares() []uint64 {
 	if x != nil {
 		return x.BetaShares
+	}
+	return nil
+}
+
+func (x *KeyRequest) GetAlphaShares() []uint64 {
+	if x != nil {
+		return x.AlphaShares
 	}
 	return nil
 }
@@ -2239,7 +2254,7 @@ var File_kord_v1_service_proto protoreflect.FileDescriptor
 
 const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xc0\x03\n" +
+	"\x15kord/v1/service.proto\x12\akord.v1\x1a\x14kord/v1/module.proto\"\xe3\x03\n" +
 	"\n" +
 	"KeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -2263,7 +2278,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05group\x18\x0f \x01(\rR\x05group\x12\x14\n" +
 	"\x05betas\x18\x10 \x03(\x04R\x05betas\x12\x1f\n" +
 	"\vbeta_shares\x18\x11 \x03(\x04R\n" +
-	"betaShares\"\xd6\x01\n" +
+	"betaShares\x12!\n" +
+	"\falpha_shares\x18\x12 \x03(\x04R\valphaShares\"\xd6\x01\n" +
 	"\bKeyShare\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x1f\n" +

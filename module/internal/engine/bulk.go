@@ -350,9 +350,14 @@ func (e *Engine) Recycle(s *msg.Slab) {
 	if s == nil {
 		return
 	}
+	// The wipe needs no lock (the caller owns s): a holder releasing a
+	// slab does not wait for it behind a bulk the module is generating.
+	s.Wipe()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.recycleLocked(s)
+	if len(e.freeSlabs) < maxFreeSlabs {
+		e.freeSlabs = append(e.freeSlabs, s)
+	}
 }
 
 // recycleLocked is Recycle under e.mu.

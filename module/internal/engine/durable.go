@@ -72,6 +72,9 @@ type Durable struct {
 	// copy (see keepCollected).
 	slabs    []*msg.Slab
 	slabKeys int
+	// noRing (Config.NoRecollect): no re-collect window; each output is
+	// handed out once, as by Engine (a slab is the caller's, not a copy).
+	noRing bool
 }
 
 // minSlabs is the fewest collected slabs a Durable remembers.
@@ -110,7 +113,7 @@ func OpenDurable(c Config) (*Durable, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Durable{Engine: e}
+	d := &Durable{Engine: e, noRing: c.NoRecollect}
 	if p == nil {
 		return d, nil
 	}
@@ -213,7 +216,7 @@ func (d *Durable) Submit(ctx context.Context, req *msg.SubmitRequest) (*msg.Subm
 // derived correlation (req.Corr) is handed out once and not remembered:
 // its shares are the caller's to wipe, and a repeat is refused.
 func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.CollectResponse, error) {
-	if req.Corr {
+	if req.Corr || d.noRing {
 		return d.Engine.Collect(ctx, req)
 	}
 	if req.Count != 0 {
@@ -278,11 +281,25 @@ func (d *Durable) slot(counter uint64) *cached {
 func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var buf []byte
 	for i := 0; i < count; i++ {
 		counter := first + uint64(i)
 		var pts []uint64
 		if points != nil {
 			pts = points[i]
+		}
+		if d.noRing {
+			// Handed out once: the key is written to one scratch buffer
+			// (valid only during emit) and wiped after.
+			r, err := d.Engine.collectLocked(counter, pts, buf[:0])
+			if err != nil {
+				return err
+			}
+			emit(&r)
+			clear(r.Key)
+			clear(r.Evals)
+			buf = r.Key
+			continue
 		}
 		if c := d.cached(counter, pts); c != nil {
 			emit(&c.resp)
@@ -323,6 +340,11 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 	s, err := d.Engine.collectSlab(first, count, points)
 	if err != nil {
 		return err
+	}
+	if d.noRing {
+		emit(s)
+		d.recycleLocked(s)
+		return nil
 	}
 	d.keepCollected(s)
 	emit(s)

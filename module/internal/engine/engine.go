@@ -89,6 +89,9 @@ type Config struct {
 	Logger *slog.Logger // nil = discard
 	// Workers is the goroutines each batch Gen runs on (0 = GOMAXPROCS).
 	Workers int
+	// NoRecollect (Durable only): keep no re-collect window; see
+	// module.Config.NoRecollect.
+	NoRecollect bool
 }
 
 type record struct {
