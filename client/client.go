@@ -55,6 +55,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
@@ -83,6 +84,9 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
+		// The frames a reply's keys arrive in are wiped as soon as gRPC
+		// frees them (kordpb.BufferPool), not when next handed out.
+		experimental.WithBufferPool(pb.BufferPool()),
 		// A restarted party is dialled again within tens of milliseconds
 		// (gRPC's default waits a second first), so that an application
 		// can resend its unanswered requests at once.

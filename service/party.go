@@ -40,6 +40,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 
 	"github.com/kord-fss/kord/module/msg"
@@ -226,7 +227,8 @@ func New(c Config) (*Party, error) {
 			// base delay, not gRPC's default second (recovery time).
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: peerBackoff, MinConnectTimeout: 5 * time.Second}),
 			grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
-			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10))
+			grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
+			experimental.WithBufferPool(pb.BufferPool()))
 		if err != nil {
 			return nil, fmt.Errorf("service: peer %s: %w", c.PeerAddr, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -105,8 +106,10 @@ func Profile(name string) func() {
 // ServerOptions are the daemons' gRPC server options: kord's codec, and
 // transport buffers sized for a batch's keys, which travel as one message
 // of up to a few hundred KiB: 256 KiB buffers move it in one write and few
-// reads instead of one syscall per 32 KiB.
+// reads instead of one syscall per 32 KiB. gRPC's own transport buffers
+// come from kordpb.BufferPool, which wipes each one when it is freed.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(1 << 20),
-		grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec())}
+		grpc.WriteBufferSize(256 << 10), grpc.ReadBufferSize(256 << 10), grpc.ForceServerCodecV2(pb.Codec()),
+		experimental.BufferPool(pb.BufferPool())}
 }

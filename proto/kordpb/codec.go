@@ -294,6 +294,15 @@ func unmarshalPooled(data mem.BufferSlice, pm *PooledKeyReplies) error {
 // Put clears a buffer's whole capacity, so Get need not.
 var wipePool = &clearOnPut{}
 
+// BufferPool is the pool for gRPC's own transport buffers (install it
+// with experimental.BufferPool and experimental.WithBufferPool): the
+// HTTP/2 data frames a batch's keys arrive in are copies of key shares,
+// and gRPC's default pool clears a buffer only when it hands it out again,
+// so those copies would stay in memory until then. This pool clears a
+// buffer as soon as gRPC frees it (the same one clear per buffer, done
+// while the buffer is still in cache).
+func BufferPool() mem.BufferPool { return wipePool }
+
 // Size classes: up to 256 bytes, then four per power of two up to
 // 1<<maxClassBits; larger buffers are not pooled.
 const (

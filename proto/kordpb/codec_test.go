@@ -332,3 +332,31 @@ func TestLendKeys(t *testing.T) {
 		t.Fatalf("done ran %d times in all, want 2", calls)
 	}
 }
+
+// TestBufferPoolWipesOnPut: the pool gRPC's transport buffers come from
+// (HTTP/2 frames holding key shares) clears a buffer's whole capacity
+// when gRPC frees it, pooled size or not, and hands out zeroed buffers.
+func TestBufferPoolWipesOnPut(t *testing.T) {
+	p := BufferPool()
+	for _, n := range []int{1, 9, 16384, 16384 + 9, 32768, 300100, 1 << 20, (1 << maxClassBits) + 1} {
+		b := p.Get(n)
+		if len(*b) != n {
+			t.Fatalf("Get(%d): len %d", n, len(*b))
+		}
+		for i := range *b {
+			if (*b)[i] != 0 {
+				t.Fatalf("Get(%d): byte %d not zero", n, i)
+			}
+		}
+		full := (*b)[:cap(*b)]
+		for i := range full {
+			full[i] = 0xA5
+		}
+		p.Put(b)
+		for i := range full {
+			if full[i] != 0 {
+				t.Fatalf("Put (size %d, cap %d): byte %d not wiped", n, len(full), i)
+			}
+		}
+	}
+}
