@@ -81,9 +81,9 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	// party from waiting for window updates. No read buffer: gRPC then
 	// reads each HTTP/2 frame straight from the socket into a frame buffer
 	// of kordpb.BufferPool (wiped when freed) instead of through a 256 KiB
-	// buffer of its own that it never wipes, one copy of every key byte
-	// fewer (BENCHMARKS.md, "Bulk transport": the application's receive
-	// CPU 0.33-0.38 of the modules' against 0.38-0.47 with the buffer).
+	// buffer of its own that it never wipes: one user-space copy of every
+	// key byte fewer, at no measurable CPU cost (BENCHMARKS.md, "Bulk
+	// transport").
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
