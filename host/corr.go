@@ -23,15 +23,21 @@ import (
 func (lp *LocalPair) Correlation(ctx context.Context, c msg.Correlation) (sh [2]*msg.CorrShares, err error) {
 	id := lp.ids.Add(1)
 	var ans [2][]service.Answer
+	var qs [2]*service.Queued
 	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Go(func() {
-			r := &pb.KeyRequest{Id: id, Mode: service.ModeCorrelation, Corr: socket.CorrToPB(&c)}
-			ans[b], errs[b] = lp.pair.Request(ctx, b, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
-		})
+	for _, b := range []int{1, 0} { // party 1 first, as run does
+		r := &pb.KeyRequest{Id: id, Mode: service.ModeCorrelation, Corr: socket.CorrToPB(&c)}
+		qs[b], errs[b] = lp.pair.Enqueue(b, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
 	}
-	wg.Wait()
+	if errs[0] == nil && errs[1] == nil {
+		var wg sync.WaitGroup
+		for b := range 2 {
+			wg.Go(func() { ans[b], errs[b] = qs[b].Wait(ctx) })
+		}
+		wg.Wait()
+	} else if errs[1] == nil {
+		ans[1], _ = qs[1].Wait(cancelled)
+	}
 	defer func() {
 		for b := range 2 {
 			for i := range ans[b] {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -209,26 +210,37 @@ func keyRequest(id uint64, r *request, b int) *pb.KeyRequest {
 func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer, error) {
 	var out [2][]service.Answer
 	base := lp.ids.Add(uint64(len(rs))) - uint64(len(rs)) + 1
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if rs[0].bulk != nil {
-				bs := make([]service.BoundBulk, len(rs))
-				for i := range rs {
-					bs[i] = rs[i].bulk[b]
-					bs[i].ID = base + uint64(i)
-				}
-				out[b], errs[b] = lp.pair.RequestBulk(ctx, b, bs)
-				return
+	// Party 1's requests first (service.LocalPair.Enqueue): party 0's
+	// batches then always find them there.
+	var qs [2]*service.Queued
+	for _, b := range []int{1, 0} {
+		var err error
+		if rs[0].bulk != nil {
+			bs := make([]service.BoundBulk, len(rs))
+			for i := range rs {
+				bs[i] = rs[i].bulk[b]
+				bs[i].ID = base + uint64(i)
 			}
-			out[b], errs[b] = lp.pair.Request(ctx, b, pack(rs, b, base))
-		}()
+			qs[b], err = lp.pair.EnqueueBulk(b, bs)
+		} else {
+			qs[b], err = lp.pair.Enqueue(b, pack(rs, b, base))
+		}
+		if err != nil {
+			if b == 0 {
+				if ans, werr := qs[1].Wait(cancelled); werr == nil {
+					for i := range ans {
+						ans[i].Wipe()
+					}
+				}
+			}
+			return [2][]service.Answer{}, fmt.Errorf("host: %w", err)
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs[0], errs[1]); err != nil {
+	err := both.Each(func(b int) (err error) {
+		out[b], err = qs[b].Wait(ctx)
+		return err
+	})
+	if err != nil {
 		for b := range 2 {
 			for i := range out[b] {
 				out[b][i].Wipe()
@@ -238,6 +250,14 @@ func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer
 	}
 	return out, nil
 }
+
+// cancelled is a context that has ended: waiting with it abandons what a
+// party still has queued.
+var cancelled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // failure is the first request of a call that failed at either party, or
 // whose outputs do not pair; -1 when none did. err says why.

@@ -308,7 +308,8 @@ func TestResNetShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relus := 64*112*112 + 4*(64*56*56+128*28*28+256*14*14+512*7*7)
+	// the stem's ReLU after its max-pool: on 64×56×56, not 64×112×112
+	relus := 64*56*56 + 4*(64*56*56+128*28*28+256*14*14+512*7*7)
 	pool := 64*112*56*2 + 64*56*56*2 // separable 3×3: rows, then columns
 	if inv.ReLUs != relus+pool {
 		t.Fatalf("%d ReLU comparisons, want %d + %d", inv.ReLUs, relus, pool)
@@ -429,6 +430,60 @@ func FuzzParseLayers2(f *testing.F) {
 			t.Fatalf("accepted model does not evaluate: %v", err)
 		}
 	})
+}
+
+// TestResNetStemReLUAfterPool: the stem's max-pool then ReLU (ResNet18)
+// is torchvision's ReLU then max-pool, in the cleartext reference: on
+// random conv outputs of both signs for random pool shapes, and on the
+// small ResNet-18 with its documented weights and images, whose logits
+// are the same in both orders bit for bit.
+func TestResNetStemReLUAfterPool(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 1))
+	for trial := 0; trial < 50; trial++ {
+		k, st := 1+r.IntN(4), 1+r.IntN(3)
+		pad := r.IntN(k)
+		in := Shape{1 + r.IntN(3), k + r.IntN(7), k + r.IntN(7)}
+		pool := Layer{Kind: MaxPool2D, K: k, Stride: st, Pad: pad}
+		after := &Model{Name: "p", Ring: 32, Frac: 0, Input: in, Layers: []Layer{pool, {Kind: ReLU}}}
+		before := &Model{Name: "p", Ring: 32, Frac: 0, Input: in, Layers: []Layer{{Kind: ReLU}, pool}}
+		x := randVals(r, in.Len(), 1<<29)
+		a, _, err := after.Ref(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := before.Ref(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("k=%d stride=%d pad=%d %v: output %d is %d after the pool, %d before", k, st, pad, in, i, a[i], b[i])
+			}
+		}
+	}
+	m, _ := smallResNetModel(t)
+	if m.Layers[1].Kind != MaxPool2D || m.Layers[2].Kind != ReLU {
+		t.Fatalf("stem is %v, %v; want maxpool2d, relu", m.Layers[1].Kind, m.Layers[2].Kind)
+	}
+	tv := *m
+	tv.Layers = append([]Layer(nil), m.Layers...)
+	tv.Layers[1], tv.Layers[2] = tv.Layers[2], tv.Layers[1]
+	for img := uint64(0); img < 3; img++ {
+		x := ResNetImage(m, ResNetSeed+img)
+		a, _, err := m.Ref(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := tv.Ref(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("image %d: logit %d is %d with the ReLU after the pool, %d before", img, i, a[i], b[i])
+			}
+		}
+	}
 }
 
 // TestMaxPool2DIsMax: the separable max-pool of the reference equals the

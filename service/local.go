@@ -235,14 +235,45 @@ func TakeSlab(ans []Answer) (_ *msg.Slab, ok bool) {
 // still waiting fail (unavailable) and ctx's error is returned with no
 // answers; the outputs of those already answered are wiped.
 func (lp *LocalPair) Request(ctx context.Context, b int, rs *pb.KeyRequests) ([]Answer, error) {
+	q, err := lp.Enqueue(b, rs)
+	if err != nil {
+		return nil, err
+	}
+	return q.Wait(ctx)
+}
+
+// Queued is one Enqueue's requests at one party, to wait for.
+type Queued struct {
+	lp *LocalPair
+	p  *Party
+	js []*job
+}
+
+// Enqueue queues rs at party b, as Request does, and returns at once.
+// An application playing both sites queues party 1's requests before
+// party 0's: party 0's batch then never reaches party 1 before the
+// requests it names, so no batch is refused for a missing id (and
+// retried) however late a goroutine is scheduled.
+func (lp *LocalPair) Enqueue(b int, rs *pb.KeyRequests) (*Queued, error) {
+	p, err := lp.party(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Queued{lp: lp, p: p, js: p.requests(rs, nil, nil)}, nil
+}
+
+// Wait waits until each request is answered (Request).
+func (q *Queued) Wait(ctx context.Context) ([]Answer, error) { return q.lp.await(ctx, q.p, q.js) }
+
+// party is party b, if the pair is open.
+func (lp *LocalPair) party(b int) (*Party, error) {
 	if b != 0 && b != 1 {
 		return nil, fmt.Errorf("service: party %d is not 0 or 1", b)
 	}
 	if lp.ctx.Err() != nil {
 		return nil, errors.New("service: the local pair is closed")
 	}
-	p := lp.Parties[b]
-	return lp.await(ctx, p, p.requests(rs, nil, nil))
+	return lp.Parties[b], nil
 }
 
 // await waits until each of js (party p's) is answered and returns the
@@ -295,13 +326,20 @@ type BoundBulk struct {
 // differ, a share or shape out of range, an unknown tier) is answered
 // bad_request and takes no counter.
 func (lp *LocalPair) RequestBulk(ctx context.Context, b int, rs []BoundBulk) ([]Answer, error) {
-	if b != 0 && b != 1 {
-		return nil, fmt.Errorf("service: party %d is not 0 or 1", b)
+	q, err := lp.EnqueueBulk(b, rs)
+	if err != nil {
+		return nil, err
 	}
-	if lp.ctx.Err() != nil {
-		return nil, errors.New("service: the local pair is closed")
+	return q.Wait(ctx)
+}
+
+// EnqueueBulk queues rs at party b, as RequestBulk does, and returns at
+// once (Enqueue).
+func (lp *LocalPair) EnqueueBulk(b int, rs []BoundBulk) (*Queued, error) {
+	p, err := lp.party(b)
+	if err != nil {
+		return nil, err
 	}
-	p := lp.Parties[b]
 	slab := make([]job, len(rs))
 	js := make([]*job, len(rs))
 	var errs []error
@@ -317,7 +355,7 @@ func (lp *LocalPair) RequestBulk(ctx context.Context, b int, rs []BoundBulk) ([]
 		}
 	}
 	p.admit(js, errs)
-	return lp.await(ctx, p, js)
+	return &Queued{lp: lp, p: p, js: js}, nil
 }
 
 // initBulk is init for a BoundBulk.
