@@ -63,7 +63,7 @@ func (p *Party) follow(ctx context.Context, link peerLink) error {
 // handshake answers party 0's hello, exchanges witnesses and
 // resynchronises the modules' counters; it settles what the last session
 // (or a restart on either side) left open.
-func (f *follower) handshake(ctx context.Context) error {
+func (f *follower) handshake(ctx context.Context) (err error) {
 	p := f.p
 	m, err := f.link.Recv()
 	if err != nil {
@@ -115,9 +115,14 @@ func (f *follower) handshake(ctx context.Context) error {
 		}
 		recent = append(recent, tombstones(ids, ErrClassSpent)...)
 	}
-	if err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
+	// The report is kept until the handshake completes (leader.handshake).
+	defer func() {
+		if err != nil {
+			p.restoreSpent(append(refs, stale...))
+		}
+	}()
+	if err = f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
 		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
-		p.restoreSpent(refs)
 		return err
 	}
 	if m, err = f.link.Recv(); err != nil {

@@ -104,16 +104,24 @@ func (p *Party) lead(ctx context.Context, cancel context.CancelFunc, link peerLi
 // handshake exchanges hello and witness with party 1 and resynchronises
 // the modules' counters; it settles what the last session (or a restart
 // on either side) left open.
-func (l *leader) handshake(ctx context.Context) error {
+func (l *leader) handshake(ctx context.Context) (err error) {
 	p := l.p
 	chal, err := p.mod.Challenge(ctx)
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
 	spent, refs, _ := p.takeSpent(p.run)
+	// The report is kept until the handshake completes: a hello that
+	// reached a party going down (or a session that failed before the
+	// witnesses were exchanged) must not lose it for the peer that
+	// answers next, whose application may resend those ids.
+	defer func() {
+		if err != nil {
+			p.restoreSpent(refs)
+		}
+	}()
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
 		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
-		p.restoreSpent(refs)
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := l.link.Recv()

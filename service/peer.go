@@ -39,6 +39,11 @@ func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 				class = ErrClassSpent
 			}
 			j.fail(class, "%s", br.Error)
+			if !pb.AlphaReusable(class) {
+				// In the spent log, as back does: a restarted party 1
+				// answers its application's resends of the id alike.
+				p.logSpent(j)
+			}
 			continue
 		}
 		back = append(back, j)

@@ -448,6 +448,9 @@ func (p *Party) settleDoubt(fresh bool) []uint64 {
 	ids := make([]uint64, 0, len(js))
 	for _, j := range js {
 		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
+		// Also in the spent log: if this handshake fails before party 1
+		// has the tombstones, the next hello still carries them.
+		p.logSpent(j)
 		ids = append(ids, j.id)
 	}
 	if len(js) > 0 {
