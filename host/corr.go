@@ -2,10 +2,8 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -22,22 +20,10 @@ import (
 // handle later input correlations name (c.WeightFrom).
 func (lp *LocalPair) Correlation(ctx context.Context, c msg.Correlation) (sh [2]*msg.CorrShares, err error) {
 	id := lp.ids.Add(1)
-	var ans [2][]service.Answer
-	var qs [2]*service.Queued
-	var errs [2]error
-	for _, b := range []int{1, 0} { // party 1 first, as run does
-		r := &pb.KeyRequest{Id: id, Mode: service.ModeCorrelation, Corr: socket.CorrToPB(&c)}
-		qs[b], errs[b] = lp.pair.Enqueue(b, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
-	}
-	if errs[0] == nil && errs[1] == nil {
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Go(func() { ans[b], errs[b] = qs[b].Wait(ctx) })
-		}
-		wg.Wait()
-	} else if errs[1] == nil {
-		ans[1], _ = qs[1].Wait(cancelled)
-	}
+	r := &pb.KeyRequest{Id: id, Mode: service.ModeCorrelation, Corr: socket.CorrToPB(&c)}
+	ans, aerr := lp.ask(ctx, func(b int) (*service.Queued, error) {
+		return lp.pair.Enqueue(b, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}})
+	})
 	defer func() {
 		for b := range 2 {
 			for i := range ans[b] {
@@ -50,8 +36,8 @@ func (lp *LocalPair) Correlation(ctx context.Context, c msg.Correlation) (sh [2]
 			sh = [2]*msg.CorrShares{}
 		}
 	}()
-	if err := errors.Join(errs[0], errs[1]); err != nil {
-		return sh, fmt.Errorf("host: correlation: %w", err)
+	if aerr != nil {
+		return sh, fmt.Errorf("host: correlation: %w", aerr)
 	}
 	for b := range 2 {
 		if len(ans[b]) != 1 {

@@ -208,33 +208,44 @@ func keyRequest(id uint64, r *request, b int) *pb.KeyRequest {
 // same at both) and returns each party's answers, request by request.
 // On an error (ctx ended) nothing is returned.
 func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer, error) {
-	var out [2][]service.Answer
 	base := lp.ids.Add(uint64(len(rs))) - uint64(len(rs)) + 1
-	// Party 1's requests first (service.LocalPair.Enqueue): party 0's
-	// batches then always find them there.
-	var qs [2]*service.Queued
-	for _, b := range []int{1, 0} {
-		var err error
+	out, err := lp.ask(ctx, func(b int) (*service.Queued, error) {
 		if rs[0].bulk != nil {
 			bs := make([]service.BoundBulk, len(rs))
 			for i := range rs {
 				bs[i] = rs[i].bulk[b]
 				bs[i].ID = base + uint64(i)
 			}
-			qs[b], err = lp.pair.EnqueueBulk(b, bs)
-		} else {
-			qs[b], err = lp.pair.Enqueue(b, pack(rs, b, base))
+			return lp.pair.EnqueueBulk(b, bs)
 		}
+		return lp.pair.Enqueue(b, pack(rs, b, base))
+	})
+	if err != nil {
+		return out, fmt.Errorf("host: %w", err)
+	}
+	return out, nil
+}
+
+// ask queues each party's requests (enqueue(b)), party 1's first
+// (service.LocalPair.Enqueue: party 0's batches then always find them
+// there), and waits for both parties' answers. On an error nothing is
+// returned and what was answered is wiped.
+func (lp *LocalPair) ask(ctx context.Context, enqueue func(b int) (*service.Queued, error)) ([2][]service.Answer, error) {
+	var out [2][]service.Answer
+	var qs [2]*service.Queued
+	for _, b := range []int{1, 0} {
+		q, err := enqueue(b)
 		if err != nil {
-			if b == 0 {
+			if qs[1] != nil { // abandon party 1's
 				if ans, werr := qs[1].Wait(cancelled); werr == nil {
 					for i := range ans {
 						ans[i].Wipe()
 					}
 				}
 			}
-			return [2][]service.Answer{}, fmt.Errorf("host: %w", err)
+			return out, err
 		}
+		qs[b] = q
 	}
 	err := both.Each(func(b int) (err error) {
 		out[b], err = qs[b].Wait(ctx)
@@ -246,7 +257,7 @@ func (lp *LocalPair) run(ctx context.Context, rs []request) ([2][]service.Answer
 				out[b][i].Wipe()
 			}
 		}
-		return [2][]service.Answer{}, fmt.Errorf("host: %w", err)
+		return [2][]service.Answer{}, err
 	}
 	return out, nil
 }
