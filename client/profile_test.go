@@ -37,17 +37,10 @@ func TestLlamaAcrossParties(t *testing.T) {
 		client.WithProfile(client.Bound(1, msg.MAC, p, a0, b0), msg.Llama),
 		client.WithProfile(client.Bound(1, msg.MAC, p, (alpha-a0)&m, (beta-b0)&m), msg.Llama),
 	}
-	var reps [2]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
+	reps := both(t, func(b int) (*client.Reply, error) { return cl[b].Get(ctx, reqs[b]) })
 	for b := range 2 {
-		wg.Add(1)
-		go func() { defer wg.Done(); reps[b], errs[b] = cl[b].Get(ctx, reqs[b]) }()
-	}
-	wg.Wait()
-	for b := range 2 {
-		if errs[b] != nil || reps[b].Err != nil {
-			t.Fatalf("site %d: %v %v", b, errs[b], reps[b].Err)
+		if reps[b].Err != nil {
+			t.Fatalf("site %d: %v", b, reps[b].Err)
 		}
 		if reps[b].Shares[0].Key != nil || len(reps[b].Shares[0].Raw) != lp.KeySize() {
 			t.Fatalf("site %d: a llama share as %d raw bytes (parsed key %v)", b, len(reps[b].Shares[0].Raw), reps[b].Shares[0].Key != nil)
@@ -185,17 +178,10 @@ func TestLlamaConsumeAcrossParties(t *testing.T) {
 		client.WithProfile(client.Consume(3, msg.MAC, p, 100, 200, points), msg.Llama),
 		client.WithProfile(client.Consume(3, msg.MAC, p, alpha-100, beta-200, points), msg.Llama),
 	}
-	var reps [2]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
+	reps := both(t, func(b int) (*client.Reply, error) { return cl[b].Get(ctx, reqs[b]) })
 	for b := range 2 {
-		wg.Add(1)
-		go func() { defer wg.Done(); reps[b], errs[b] = cl[b].Get(ctx, reqs[b]) }()
-	}
-	wg.Wait()
-	for b := range 2 {
-		if errs[b] != nil || reps[b].Err != nil {
-			t.Fatalf("site %d: %v %v", b, errs[b], reps[b].Err)
+		if reps[b].Err != nil {
+			t.Fatalf("site %d: %v", b, reps[b].Err)
 		}
 	}
 	e0, e1 := reps[0].Shares[0].Evals, reps[1].Shares[0].Evals

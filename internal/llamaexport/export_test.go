@@ -234,17 +234,8 @@ func TestExportVectorFromParties(t *testing.T) {
 // the site with an error naming the field, before its module is asked
 // (the module's next counter does not move).
 func TestBoundVectorFromParties(t *testing.T) {
-	addrs := startParties(t)
+	cl := servicetest.Start(t, 64, nil).Apps
 	ctx := context.Background()
-	var cl [2]*client.Client
-	for b := range 2 {
-		c, err := client.Dial(addrs[b], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cl[b] = c
-	}
 	p := fss.Params{Type: fss.DCF, InBits: 24, OutBits: 20}
 	const g = 19
 	alpha := uint64(0x9abcd)
@@ -323,17 +314,8 @@ func TestBoundVectorFromParties(t *testing.T) {
 // keys: the group and the elements are in the batch item both sites
 // compare.
 func TestVectorMismatchFromParties(t *testing.T) {
-	addrs := startParties(t)
+	cl := servicetest.Start(t, 64, nil).Apps
 	ctx := context.Background()
-	var cl [2]*client.Client
-	for b := range 2 {
-		c, err := client.Dial(addrs[b], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cl[b] = c
-	}
 	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
 	for i, rs := range [][2]*pb.KeyRequest{
 		{client.DerivedVector(90, p, 3, []uint64{1, 2}), client.DerivedVector(90, p, 3, []uint64{1, 3})},
