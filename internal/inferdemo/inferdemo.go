@@ -34,6 +34,7 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
@@ -383,6 +384,7 @@ type PartyArgs struct {
 // session, then one line per image — and waits for a line on in before
 // the first image.
 func PartyMain(ctx context.Context, a PartyArgs, in io.Reader, out io.Writer) error {
+	defer daemon.Profile(fmt.Sprintf("online%d", a.B))()
 	enc := json.NewEncoder(out)
 	err := partyMain(ctx, a, in, enc)
 	if err != nil {
@@ -474,6 +476,7 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 // one JSON line to out), shapes what it sends each by the link preset,
 // and serves the session and images evaluations (infer.RunDealer).
 func DealerMain(ctx context.Context, model, file string, images int, linkName string, out io.Writer) error {
+	defer daemon.Profile("dealer")()
 	enc := json.NewEncoder(out)
 	err := dealerMain(ctx, model, file, images, linkName, enc)
 	if err != nil {
