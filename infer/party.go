@@ -65,6 +65,9 @@ type partySource struct {
 	corrs []*msg.CorrShares
 	// session: a correlation request for a weight mask (NewPartySupply)
 	weights func(c msg.Correlation) (*msg.CorrShares, uint64, error)
+	// buf is take's staging buffer for one reply's keys, kept (wiped)
+	// between batches so that it is not regrown for every reply.
+	buf []byte
 }
 
 // keyReply is one derived-key reply: the keys and this party's α and β
@@ -206,8 +209,8 @@ func (ps *PartySupply) Close() {
 // one buffer and parsed together (fss.ParseKeys), the correlations
 // copied. It returns the next request's index.
 func (s *partySource) take(bt client.Batch, reqs []*pb.KeyRequest, got int) (int, error) {
-	var buf []byte
-	defer func() { clear(buf) }()
+	buf := s.buf[:0]
+	defer func() { clear(buf); s.buf = buf[:0] }()
 	for r := 0; r < bt.Replies(); r++ {
 		if got >= len(reqs) {
 			return got, errors.New("infer: the daemon sent more replies than requests")
@@ -231,7 +234,8 @@ func (s *partySource) take(bt client.Batch, reqs []*pb.KeyRequest, got int) (int
 			return got, fmt.Errorf("infer: request %d: %d keys for %d", rq.Id, rep.N, rq.Count)
 		}
 		stride := bt.Key(rep.First).Params().KeySize()
-		buf = buf[:0]
+		clear(buf)
+		buf = slices.Grow(buf[:0], rep.N*stride)
 		kr := keyReply{as: make([]uint64, rep.N), bs: make([]uint64, rep.N)}
 		for i := 0; i < rep.N; i++ {
 			v := bt.Key(rep.First + i)

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -153,6 +154,10 @@ type Conn struct {
 	closeMu  sync.Mutex
 	closed   bool
 	shutdown chan struct{} // closed by Close to stop a pump stuck on delay
+	// writing is set while a Write is queueing chunks; idle gets a token
+	// when one returns (see wait).
+	writing atomic.Bool
+	idle    chan struct{}
 }
 
 // Wrap shapes what is written to c according to p. An unshaped profile
@@ -162,7 +167,7 @@ func Wrap(c net.Conn, p Profile) net.Conn {
 	if p.Unshaped() {
 		return c
 	}
-	s := &Conn{Conn: c, p: p, q: make(chan chunk, queueChunks), done: make(chan struct{}), shutdown: make(chan struct{})}
+	s := &Conn{Conn: c, p: p, q: make(chan chunk, queueChunks), done: make(chan struct{}), shutdown: make(chan struct{}), idle: make(chan struct{}, 1)}
 	go s.pump()
 	return s
 }
@@ -173,7 +178,7 @@ func (s *Conn) pump() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	for c := range s.q {
-		if !waitUntil(c.due, t, s.shutdown) {
+		if !s.wait(c.due, t) {
 			return
 		}
 		if s.failed() != nil {
@@ -185,6 +190,36 @@ func (s *Conn) pump() {
 			s.errMu.Unlock()
 		}
 	}
+}
+
+// wait returns once due has passed, or false if the connection was shut
+// down. While a Write is still queueing chunks (a bulk transfer) it sleeps
+// on the timer, which may fire up to a millisecond late here: that delays
+// chunks in the middle of the transfer, which the receiver cannot tell
+// apart, but burns no CPU. Spinning there cost up to a core per shaped
+// link for the whole transfer, taken from the processes at both ends of
+// it on a small machine. Once the last Write has returned, the chunks
+// still queued (a message's tail, or a small message whole) are released
+// exactly, as waitUntil does, so a transfer ends and a round trip lasts
+// as long as the profile says.
+func (s *Conn) wait(due time.Time, tm *time.Timer) bool {
+	for s.writing.Load() {
+		d := time.Until(due)
+		if d <= 0 {
+			return true
+		}
+		tm.Reset(d)
+		select {
+		case <-tm.C:
+			return true
+		case <-s.idle: // a Write returned: look again
+			tm.Stop()
+		case <-s.shutdown:
+			tm.Stop()
+			return false
+		}
+	}
+	return waitUntil(due, tm, s.shutdown)
 }
 
 func (s *Conn) failed() error {
@@ -199,6 +234,14 @@ func (s *Conn) failed() error {
 func (s *Conn) Write(b []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.writing.Store(true)
+	defer func() {
+		s.writing.Store(false)
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}()
 	n := 0
 	for len(b) > 0 {
 		if err := s.failed(); err != nil {
