@@ -15,7 +15,6 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -139,27 +138,12 @@ func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap 
 		t.Fatal(err)
 	}
 	cfg.Party, cfg.Module, cfg.PeerPlaintext = 1, mod, true
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(append(daemon.ServerOptions(), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return serveSite(t, l, cfg, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
 			ss = wrap(ss)
 		}
 		return h(srv, ss)
-	}))...)
-	p.Register(srv, srv)
-	go srv.Serve(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	go p.Run(ctx)
-	app, err := client.Dial(l.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{party: p, app: app, addr: l.Addr().String(), srv: srv, cancel: cancel}
-	t.Cleanup(func() { cancel(); app.Close(); srv.Stop(); p.Close() })
-	return s
+	}))
 }
 
 // answers collects the last answer per id of one site's streams.

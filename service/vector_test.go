@@ -102,22 +102,8 @@ func TestVectorWeight(t *testing.T) {
 		t.Fatalf("10 keys of 11 elements under a bound of 100: %v", err)
 	}
 	vec := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	var got [2]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedVector(2, p, 10, vec))
-			if errs[b] == nil {
-				errs[b] = got[b].Err
-			}
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("10 keys of 10 elements under a bound of 100: %v %v", errs[0], errs[1])
+	if _, err := getBoth(context.Background(), s, func(int) *pb.KeyRequest { return client.DerivedVector(2, p, 10, vec) }); err != nil {
+		t.Fatalf("10 keys of 10 elements under a bound of 100: %v", err)
 	}
 }
 
@@ -173,21 +159,9 @@ func TestDrawnVectorRequests(t *testing.T) {
 	wg.Wait()
 	check("stream request 1", got[0][1], got[1][1], 5)
 	check("stream request 3", got[0][3], got[1][3], 9)
-	var reps [2]*client.Reply
-	var errs [2]error
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reps[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedDrawnVector(4, p, 2, g))
-			if errs[b] == nil {
-				errs[b] = reps[b].Err
-			}
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs[0], errs[1])
+	reps, err := getBoth(context.Background(), s, func(int) *pb.KeyRequest { return client.DerivedDrawnVector(4, p, 2, g) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	check("Get", reps[0], reps[1], 2)
 }
