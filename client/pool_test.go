@@ -362,21 +362,8 @@ func TestPoolStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := pool.Stream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	id, _ := client.PoolID(0, 9)
-	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := s.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := askPool(t, pool, id)
 	var re *client.ReplyError
 	if rep.ID != id || !rep.Abandoned || !errors.As(rep.Err, &re) || re.Class != pb.ClassSpent || !strings.Contains(re.Msg, "stalled") {
 		t.Fatalf("stalled request: %+v %v", rep, rep.Err)
@@ -438,18 +425,8 @@ func TestPoolPairUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, _ := pool.Stream(ctx)
-	defer s.Close()
 	id, _ := client.PoolID(1, 3)
-	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := s.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := askPool(t, pool, id)
 	var re *client.ReplyError
 	if rep.ID != id || rep.Pair != 1 || !rep.Abandoned || !errors.As(rep.Err, &re) || re.Class != pb.ClassSpent || !strings.Contains(re.Msg, "no stream opens") {
 		t.Fatalf("request to an unreachable pair: %+v %v", rep, rep.Err)
@@ -460,4 +437,25 @@ func TestPoolPairUnreachable(t *testing.T) {
 			t.Fatalf("the leader chose pair %d (%v) with pair 1 down", pair, err)
 		}
 	}
+}
+
+// askPool sends one DPF-8 bound request with id on a stream of pool and
+// returns its reply; the stream stays open until the test ends.
+func askPool(t *testing.T, pool *client.Pool, id uint64) client.PoolReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s, err := pool.Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
