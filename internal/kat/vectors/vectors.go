@@ -1,8 +1,10 @@
 // Package vectors holds kord-v1's known-answer vectors for DPF and DCF
 // keys (kord-v1-vectors.json, the file the spec ships beside
 // keyformat-v1.md), the one copy in the repository: embedded for the
-// binary's self-test (internal/kat) and read by the fss tests. It imports
-// nothing of kord, so that fss's own tests can use it.
+// binary's self-test (internal/kat) and read by the fss tests; and LLAMA's
+// DCF vectors (llama-dcf-vectors.json, the spec's llama/dcf-vectors.json),
+// read by the fss/llama and kord keygen tests. It imports nothing of kord,
+// so that fss's own tests can use it.
 package vectors
 
 import (
