@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kord-fss/kord/internal/kat/vectors"
@@ -31,18 +32,6 @@ func block(t testing.TB, h string) (b Block) {
 	}
 	copy(b[:], raw)
 	return b
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestVectors: from each vector's two roots, Gen reproduces both of LLAMA's
@@ -94,7 +83,7 @@ func TestVectors(t *testing.T) {
 			if err0 != nil || err1 != nil {
 				t.Fatalf("vector %d x=%d: %v %v", i, e.X, err0, err1)
 			}
-			if !equal(y0, e.Share0) || !equal(y1, e.Share1) {
+			if !slices.Equal(y0, e.Share0) || !slices.Equal(y1, e.Share1) {
 				t.Fatalf("vector %d x=%d:\n got %v %v\nwant %v %v", i, e.X, y0, y1, e.Share0, e.Share1)
 			}
 			for j := range y0 {
