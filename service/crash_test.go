@@ -32,29 +32,28 @@ type killable struct {
 
 var errKilled = errors.New("test: the party process was killed")
 
-func (k *killable) Provision(ctx context.Context, r *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
+// unlessKilled is f while the process lives, errKilled once it is killed.
+func unlessKilled[A, R any](k *killable, f func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
+	return func(ctx context.Context, a A) (R, error) {
+		if k.dead.Load() {
+			var zero R
+			return zero, errKilled
+		}
+		return f(ctx, a)
 	}
-	return k.Module.Provision(ctx, r)
+}
+
+func (k *killable) Provision(ctx context.Context, r *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	return unlessKilled(k, k.Module.Provision)(ctx, r)
 }
 func (k *killable) Submit(ctx context.Context, r *msg.SubmitRequest) (*msg.SubmitResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Submit(ctx, r)
+	return unlessKilled(k, k.Module.Submit)(ctx, r)
 }
 func (k *killable) Poll(ctx context.Context, r *msg.PollRequest) (*msg.PollResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Poll(ctx, r)
+	return unlessKilled(k, k.Module.Poll)(ctx, r)
 }
 func (k *killable) Collect(ctx context.Context, r *msg.CollectRequest) (*msg.CollectResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Collect(ctx, r)
+	return unlessKilled(k, k.Module.Collect)(ctx, r)
 }
 func (k *killable) Challenge(ctx context.Context) ([]byte, error) {
 	if k.dead.Load() {
@@ -63,16 +62,10 @@ func (k *killable) Challenge(ctx context.Context) ([]byte, error) {
 	return k.Module.Challenge(ctx)
 }
 func (k *killable) Witness(ctx context.Context, c []byte) ([]byte, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Witness(ctx, c)
+	return unlessKilled(k, k.Module.Witness)(ctx, c)
 }
 func (k *killable) Reconcile(ctx context.Context, w []byte) (*module.Reconciled, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Reconcile(ctx, w)
+	return unlessKilled(k, k.Module.Reconcile)(ctx, w)
 }
 func (k *killable) Do(ctx context.Context, calls []socket.Call, stop bool) ([]socket.Result, error) {
 	if k.dead.Load() {
