@@ -3,12 +3,12 @@ package service
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -58,16 +58,7 @@ func TestVectorRequests(t *testing.T) {
 				}
 			}
 		}
-		var got [2]map[uint64]*client.Reply
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				got[b] = recvAll(t, s[b], reqs[b])
-			}()
-		}
-		wg.Wait()
+		got := recvAllBoth(t, s, reqs)
 		for id, tr := range ts {
 			r0, r1 := got[0][id], got[1][id]
 			if r0 == nil || r1 == nil || len(r0.Shares) == 0 || len(r0.Shares) != len(r1.Shares) {
@@ -147,16 +138,7 @@ func TestDrawnVectorRequests(t *testing.T) {
 		reqs[b] = []*pb.KeyRequest{client.DerivedDrawnVector(1, p, 5, g), client.WithProfile(client.Derived(2, p, 20, 3, false), msg.Llama),
 			client.DerivedDrawnVector(3, p, 9, g)}
 	}
-	var got [2]map[uint64]*client.Reply
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[b] = recvAll(t, s[b], reqs[b])
-		}()
-	}
-	wg.Wait()
+	got := recvAllBoth(t, s, reqs)
 	check("stream request 1", got[0][1], got[1][1], 5)
 	check("stream request 3", got[0][3], got[1][3], 9)
 	reps, err := getBoth(context.Background(), s, func(int) *pb.KeyRequest { return client.DerivedDrawnVector(4, p, 2, g) })
@@ -164,4 +146,14 @@ func TestDrawnVectorRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Get", reps[0], reps[1], 2)
+}
+
+// recvAllBoth runs recvAll at both sites at once.
+func recvAllBoth(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest) [2]map[uint64]*client.Reply {
+	var got [2]map[uint64]*client.Reply
+	both.Each(func(b int) error {
+		got[b] = recvAll(t, s[b], reqs[b])
+		return nil
+	})
+	return got
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -292,21 +291,16 @@ func TestVectorMismatchFromParties(t *testing.T) {
 		{client.DerivedVector(91, p, 3, []uint64{1, 0}), client.WithProfile(client.Derived(91, p, 3, 1, false), msg.Llama)},
 	} {
 		var errs [2]error
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				defer cancel()
-				rep, err := cl[b].Get(cctx, rs[b])
-				if err == nil {
-					err = rep.Err
-				}
-				errs[b] = err
-			}()
-		}
-		wg.Wait()
+		both.Each(func(b int) error {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			rep, err := cl[b].Get(cctx, rs[b])
+			if err == nil {
+				err = rep.Err
+			}
+			errs[b] = err
+			return nil
+		})
 		if errs[0] == nil || errs[1] == nil {
 			t.Fatalf("case %d: sites with different payloads got keys: %v, %v", i, errs[0], errs[1])
 		}
@@ -340,46 +334,36 @@ func TestMixedBatchFromParties(t *testing.T) {
 		}
 		return rs
 	}
-	var reps [2][]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := client.Dial(addrs[b], nil)
+	reps, err := both.Pair(func(b int) ([]*client.Reply, error) {
+		cl, err := client.Dial(addrs[b], nil)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		st, err := cl.Stream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rs := build()
+		if err := st.SendBatch(rs); err != nil {
+			return nil, err
+		}
+		var reps []*client.Reply
+		for range rs {
+			rep, err := st.Recv()
+			if err == nil {
+				err = rep.Err
+			}
 			if err != nil {
-				errs[b] = err
-				return
+				return reps, err
 			}
-			defer cl.Close()
-			st, err := cl.Stream(ctx)
-			if err != nil {
-				errs[b] = err
-				return
-			}
-			rs := build()
-			if err := st.SendBatch(rs); err != nil {
-				errs[b] = err
-				return
-			}
-			for range rs {
-				rep, err := st.Recv()
-				if err == nil {
-					err = rep.Err
-				}
-				if err != nil {
-					errs[b] = err
-					return
-				}
-				reps[b] = append(reps[b], rep)
-			}
-			st.CloseSend()
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs[0], errs[1])
+			reps = append(reps, rep)
+		}
+		st.CloseSend()
+		return reps, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i, r := range build() {
 		r0, r1 := reps[0][i], reps[1][i]
