@@ -20,11 +20,8 @@ type Llama struct {
 	OutBits int      `json:"out_bits"`
 	Alpha   uint64   `json:"alpha"`
 	Payload []uint64 `json:"payload"`
-	Root0   string   `json:"root0"`
-	Root1   string   `json:"root1"`
-	Key0    string   `json:"key0"`
-	Key1    string   `json:"key1"`
-	Evals   []struct {
+	Pair
+	Evals []struct {
 		X      uint64   `json:"x"`
 		Share0 []uint64 `json:"share0"`
 		Share1 []uint64 `json:"share1"`

@@ -24,15 +24,21 @@ type Vector struct {
 	OutBits int    `json:"out_bits"`
 	Alpha   uint64 `json:"alpha"`
 	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
+	Pair
+	Evals []struct {
 		X  uint64 `json:"x"`
 		Y0 uint64 `json:"y0"`
 		Y1 uint64 `json:"y1"`
 	} `json:"evals"`
+}
+
+// Pair is what every vector holds, kord-v1's and LLAMA's: the two root
+// seeds and the two keys they make, in hex.
+type Pair struct {
+	Root0 string `json:"root0"`
+	Root1 string `json:"root1"`
+	Key0  string `json:"key0"`
+	Key1  string `json:"key1"`
 }
 
 // Load returns the vectors.
