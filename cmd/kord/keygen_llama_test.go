@@ -23,17 +23,9 @@ func TestKeygenLlamaVectors(t *testing.T) {
 		for _, b := range v.Payload {
 			beta = append(beta, strconv.FormatUint(b, 10))
 		}
-		out, errOut, code := runKord(t, "keygen", "--profile", "llama", "--type", "dcf",
+		keygenVector(t, i, v.Pair, "--profile", "llama", "--type", "dcf",
 			"--in-bits", strconv.Itoa(v.InBits), "--out-bits", strconv.Itoa(v.OutBits),
-			"--alpha", strconv.FormatUint(v.Alpha, 10), "--beta", strings.Join(beta, ","),
-			"--root0", v.Root0, "--root1", v.Root1)
-		if code != 0 {
-			t.Fatalf("vector %d: exit %d: %s", i, code, errOut)
-		}
-		lines := strings.Fields(out)
-		if len(lines) != 2 || lines[0] != v.Key0 || lines[1] != v.Key1 {
-			t.Fatalf("vector %d: keygen printed %q", i, out)
-		}
+			"--alpha", strconv.FormatUint(v.Alpha, 10), "--beta", strings.Join(beta, ","))
 	}
 }
 
