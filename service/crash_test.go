@@ -32,6 +32,17 @@ type killable struct {
 
 var errKilled = errors.New("test: the party process was killed")
 
+// killableModules opens both parties' durable modules in a fresh
+// directory, each behind a killable.
+func killableModules(t *testing.T) [2]*killable {
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
+	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
+	t.Cleanup(func() { st0.Close(); st1.Close() })
+	return [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+}
+
 // unlessKilled is f while the process lives, errKilled once it is killed.
 func unlessKilled[A, R any](k *killable, f func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
 	return func(ctx context.Context, a A) (R, error) {
@@ -219,12 +230,7 @@ func TestPartyCrashRecovery(t *testing.T) {
 func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
-	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
-	t.Cleanup(func() { st0.Close(); st1.Close() })
-	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+	mods := killableModules(t)
 	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second, oneShotReplies: unseen}
 
 	var s [2]*site
@@ -329,12 +335,7 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
-	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
-	t.Cleanup(func() { st0.Close(); st1.Close() })
-	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+	mods := killableModules(t)
 	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second}
 	var s [2]*site
 	armed := new(atomic.Bool)
