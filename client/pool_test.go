@@ -91,24 +91,8 @@ func collect(t *testing.T, s *client.PoolStream, n int) map[uint64]client.PoolRe
 func TestPoolSpreadsAndPairs(t *testing.T) {
 	const k, n = 3, 60
 	sites, _ := startGroup(t, k, nil)
-	var pools [2]*client.Pool
-	for b := range pools {
-		var err error
-		if pools[b], err = client.NewPool(b, sites[b], client.PoolOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, pools, streams := poolPair(t, sites, client.PoolOptions{})
 	r := rand.New(rand.NewPCG(24, 1))
-	var streams [2]*client.PoolStream
-	for b := range streams {
-		var err error
-		if streams[b], err = pools[b].Stream(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer streams[b].Close()
-	}
 	truth := map[uint64]poolTruth{}
 	routed := make([]int, k)
 	shapes := []fss.Params{{Type: fss.DPF, InBits: 32, OutBits: 32}, {Type: fss.DCF, InBits: 16, OutBits: 20}}
@@ -226,23 +210,7 @@ func TestPoolPairDies(t *testing.T) {
 	sites, stops := startGroup(t, 2, func(c *service.Config) {
 		c.MatchTimeout = []time.Duration{time.Minute, 300 * time.Millisecond}[c.Party]
 	})
-	var pools [2]*client.Pool
-	for b := range pools {
-		var err error
-		if pools[b], err = client.NewPool(b, sites[b], client.PoolOptions{Stall: 2 * time.Second, Hold: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var streams [2]*client.PoolStream
-	for b := range streams {
-		var err error
-		if streams[b], err = pools[b].Stream(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer streams[b].Close()
-	}
+	ctx, pools, streams := poolPair(t, sites, client.PoolOptions{Stall: 2 * time.Second, Hold: time.Minute})
 	r := rand.New(rand.NewPCG(24, 3))
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	truth := map[uint64]poolTruth{}
@@ -362,21 +330,8 @@ func TestPoolStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := pool.Stream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	id, _ := client.PoolID(0, 9)
-	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := s.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := askPool(t, pool, id)
 	var re *client.ReplyError
 	if rep.ID != id || !rep.Abandoned || !errors.As(rep.Err, &re) || re.Class != pb.ClassSpent || !strings.Contains(re.Msg, "stalled") {
 		t.Fatalf("stalled request: %+v %v", rep, rep.Err)
@@ -438,18 +393,8 @@ func TestPoolPairUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, _ := pool.Stream(ctx)
-	defer s.Close()
 	id, _ := client.PoolID(1, 3)
-	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := s.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := askPool(t, pool, id)
 	var re *client.ReplyError
 	if rep.ID != id || rep.Pair != 1 || !rep.Abandoned || !errors.As(rep.Err, &re) || re.Class != pb.ClassSpent || !strings.Contains(re.Msg, "no stream opens") {
 		t.Fatalf("request to an unreachable pair: %+v %v", rep, rep.Err)
@@ -460,4 +405,50 @@ func TestPoolPairUnreachable(t *testing.T) {
 			t.Fatalf("the leader chose pair %d (%v) with pair 1 down", pair, err)
 		}
 	}
+}
+
+// askPool sends one DPF-8 bound request with id on a stream of pool and
+// returns its reply; the stream stays open until the test ends.
+func askPool(t *testing.T, pool *client.Pool, id uint64) client.PoolReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s, err := pool.Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Send(client.Bound(id, 0, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// poolPair makes each site's pool over sites (with opts) and opens a
+// stream on each, under a one-minute context; the streams close and the
+// context ends with the test.
+func poolPair(t *testing.T, sites [2][]*client.Client, opts client.PoolOptions) (context.Context, [2]*client.Pool, [2]*client.PoolStream) {
+	t.Helper()
+	var pools [2]*client.Pool
+	for b := range pools {
+		var err error
+		if pools[b], err = client.NewPool(b, sites[b], opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	var streams [2]*client.PoolStream
+	for b := range streams {
+		var err error
+		if streams[b], err = pools[b].Stream(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { streams[b].Close() })
+	}
+	return ctx, pools, streams
 }

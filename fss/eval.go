@@ -22,15 +22,22 @@ func checkX(x uint64, inBits int) error {
 	return nil
 }
 
-// eval walks the single path of x. Only the child on x's side is hashed:
-// one AES call per level for a DPF, two for a DCF.
-func (k *Key) eval(x uint64) uint64 {
+// eval walks the single path of x on the key's own words.
+func (k *Key) eval(x uint64) uint64 { return evalPath(k, nil, x) }
+
+// evalPath walks the single path of x. Only the child on x's side is
+// hashed: one AES call per level for a DPF, two for a DCF. With raw nil
+// the per-level seed and value corrections are k's words; otherwise they
+// are read in place from raw, the serialized key (a KeyView's, for which
+// k holds only the header fields). The one walk serves both, so a view's
+// Eval is a parsed key's by construction.
+func evalPath(k *Key, raw []byte, x uint64) uint64 {
 	l, n := k.p.InBits, k.p.OutBits
 	mask := prg.Mask(n)
 	b := k.party
 	s := k.root
 	t := b
-	var v uint64
+	var acc uint64
 	var buf, vbuf [1]prg.Block
 	for j := 1; j <= l; j++ {
 		xj := uint8(x >> uint(l-j) & 1)
@@ -43,16 +50,28 @@ func (k *Key) eval(x uint64) uint64 {
 			prg.HashPair(seedLane, valLane, buf[:], vbuf[:], in[:])
 			c := prg.Convert(&vbuf[0], n)
 			if t == 1 {
-				c += k.valCW[j-1]
+				if raw == nil {
+					c += k.valCW[j-1]
+				} else {
+					_, valOff, vb := k.p.layout()
+					off := valOff + (j-1)*vb
+					c += readValue(raw[off : off+vb])
+				}
 			}
-			v += neg(b, c, mask)
+			acc += neg(b, c, mask)
 		} else {
 			prg.Hash(seedLane, buf[:], in[:])
 		}
 		child := buf[0]
 		tc := prg.SplitControl(&child)
 		if t == 1 {
-			cw := &k.seedCW[j-1]
+			var cw *prg.Block
+			if raw == nil {
+				cw = &k.seedCW[j-1]
+			} else {
+				off := headerSize + 16*j // sCW_j
+				cw = (*prg.Block)(raw[off : off+16])
+			}
 			for i := range child {
 				child[i] ^= cw[i]
 			}
@@ -64,7 +83,8 @@ func (k *Key) eval(x uint64) uint64 {
 	if t == 1 {
 		c += k.final
 	}
-	return (v + neg(b, c, mask)) & mask
+	buf[0], vbuf[0], s = prg.Block{}, prg.Block{}, prg.Block{}
+	return (acc + neg(b, c, mask)) & mask
 }
 
 // EvalAll evaluates the key at every x in [0, 2^ℓ) into out, which must have

@@ -203,50 +203,10 @@ func (v KeyView) Eval(x uint64) (uint64, error) {
 
 // eval is Key.eval reading the corrections from the serialized key.
 func (v *KeyView) eval(x uint64) uint64 {
-	l, n := v.p.InBits, v.p.OutBits
-	mask := prg.Mask(n)
-	dcf := v.p.Type == DCF
-	_, valOff, vb := v.p.layout()
-	b := v.party
-	s := *(*prg.Block)(v.b[headerSize : headerSize+16])
-	t := b
-	var acc uint64
-	var buf, vbuf [1]prg.Block
-	for j := 1; j <= l; j++ {
-		xj := uint8(x >> uint(l-j) & 1)
-		seedLane, valLane, tcw := prg.SeedLeft, prg.ValueLeft, v.tL
-		if xj == 1 {
-			seedLane, valLane, tcw = prg.SeedRight, prg.ValueRight, v.tR
-		}
-		in := [1]prg.Block{s}
-		if dcf {
-			prg.HashPair(seedLane, valLane, buf[:], vbuf[:], in[:])
-			c := prg.Convert(&vbuf[0], n)
-			if t == 1 {
-				off := valOff + (j-1)*vb
-				c += readValue(v.b[off : off+vb])
-			}
-			acc += neg(b, c, mask)
-		} else {
-			prg.Hash(seedLane, buf[:], in[:])
-		}
-		child := buf[0]
-		tc := prg.SplitControl(&child)
-		if t == 1 {
-			cw := v.seedCW(j - 1)
-			for i := range child {
-				child[i] ^= cw[i]
-			}
-			tc ^= uint8(tcw >> uint(j-1) & 1)
-		}
-		s, t = child, tc
-	}
-	c := prg.Convert(&s, n)
-	if t == 1 {
-		c += v.final
-	}
-	buf[0], vbuf[0], s = prg.Block{}, prg.Block{}, prg.Block{}
-	return (acc + neg(b, c, mask)) & mask
+	k := Key{p: v.p, party: v.party, root: *(*prg.Block)(v.b[headerSize : headerSize+16]), tL: v.tL, tR: v.tR, final: v.final}
+	y := evalPath(&k, v.b, x)
+	k.root = prg.Block{}
+	return y
 }
 
 // EvalAll is Key.EvalAll on the viewed key: out must have 2^ℓ entries.

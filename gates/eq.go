@@ -34,24 +34,13 @@ func (g EQ) Gen(src KeySource, _ io.Reader, ops int) ([2]Material, error) {
 }
 
 func (g EQ) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = (x[0] - x[1] + m[i].r[0]) & mask(g.Bits)
-	}
-	o, err := p.open([]int{g.Bits}, z)
+	m, o, err := openOne(g, p, mat, in, 1, g.Bits, func(x []uint64, r uint64) uint64 { return (x[0] - x[1] + r) & mask(g.Bits) })
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]uint64, len(in))
 	for i := range in {
-		out[i] = []uint64{ev(m[i].keys[0], o[0][i])}
+		out[i] = []uint64{ev(m[i].keys[0], o[i])}
 	}
 	return out, nil
 }

@@ -136,6 +136,13 @@ func checkParty(p *Party) error {
 // material (keys key shares and one mask per operation) and opens
 // x̂ = x + r mod 2^ℓ for every operation in one round.
 func openMasked(g Gate, p *Party, mat Material, in [][]uint64, keys int) (batch, []uint64, error) {
+	bits := g.InBits()
+	return openOne(g, p, mat, in, keys, bits, func(x []uint64, r uint64) uint64 { return (x[0] + r) & mask(bits) })
+}
+
+// openOne is openMasked for any one opened value per operation: z(x, r)
+// of width bits, from the operation's inputs x and its one mask r.
+func openOne(g Gate, p *Party, mat Material, in [][]uint64, keys, bits int, z func(x []uint64, r uint64) uint64) (batch, []uint64, error) {
 	if err := evalPre(g, p, mat, in); err != nil {
 		return nil, nil, err
 	}
@@ -143,12 +150,11 @@ func openMasked(g Gate, p *Party, mat Material, in [][]uint64, keys int) (batch,
 	if err != nil {
 		return nil, nil, err
 	}
-	bits := g.InBits()
-	z := make([]uint64, len(in))
+	zs := make([]uint64, len(in))
 	for i, x := range in {
-		z[i] = (x[0] + m[i].r[0]) & mask(bits)
+		zs[i] = z(x, m[i].r[0])
 	}
-	o, err := p.open([]int{bits}, z)
+	o, err := p.open([]int{bits}, zs)
 	if err != nil {
 		return nil, nil, err
 	}

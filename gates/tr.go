@@ -47,24 +47,13 @@ func trFinish(k *fss.Key, b int, x uint64, s, out int, uhat uint64) uint64 {
 }
 
 func (g TR) Eval(p *Party, mat Material, in [][]uint64) ([][]uint64, error) {
-	if err := evalPre(g, p, mat, in); err != nil {
-		return nil, err
-	}
-	m, err := asBatch(mat, len(in), 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	z := make([]uint64, len(in))
-	for i, x := range in {
-		z[i] = trPrep(x[0]&mask(g.Bits), g.Shift, m[i].r[0])
-	}
-	o, err := p.open([]int{g.Shift + 1}, z)
+	m, o, err := openOne(g, p, mat, in, 1, g.Shift+1, func(x []uint64, r uint64) uint64 { return trPrep(x[0]&mask(g.Bits), g.Shift, r) })
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]uint64, len(in))
 	for i, x := range in {
-		out[i] = []uint64{trFinish(m[i].keys[0], p.B, x[0]&mask(g.Bits), g.Shift, g.Bits-g.Shift, o[0][i])}
+		out[i] = []uint64{trFinish(m[i].keys[0], p.B, x[0]&mask(g.Bits), g.Shift, g.Bits-g.Shift, o[i])}
 	}
 	return out, nil
 }

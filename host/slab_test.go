@@ -87,13 +87,7 @@ func TestSlabTamperedSpent(t *testing.T) {
 	if !errors.Is(err, ErrTampered) || AlphaReusable(err) || s[0] != nil || s[1] != nil {
 		t.Fatalf("got %v (reusable %v), want a spent ErrTampered and no slab", err, AlphaReusable(err))
 	}
-	for b := range 2 {
-		devs[b].mu.Lock()
-		if devs[b].mismatches < 1 {
-			t.Fatalf("module %d got no abandon with Mismatch", b)
-		}
-		devs[b].mu.Unlock()
-	}
+	checkMismatchAbandons(t, devs)
 	alphas, betas, as, bs := sharesOf(rng, p, 4)
 	s, err = lp.BoundSlab(ctx, msg.Keystream, p, as, bs)
 	if err != nil {

@@ -70,6 +70,20 @@ func (l *tamperTap) set(on bool) {
 	l.mu.Unlock()
 }
 
+// checkMismatchAbandons checks that both modules got an abandon with
+// Mismatch.
+func checkMismatchAbandons(t *testing.T, devs [2]*countingDevice) {
+	t.Helper()
+	for b := range devs {
+		devs[b].mu.Lock()
+		n := devs[b].mismatches
+		devs[b].mu.Unlock()
+		if n < 1 {
+			t.Fatalf("module %d got no abandon with Mismatch", b)
+		}
+	}
+}
+
 // tamperedPair is a LocalPair whose modules count their submissions and
 // whose party 0's batches pass through a tamperTap.
 func tamperedPair(t *testing.T, inFlight int, flip func([]byte)) (*LocalPair, [2]*countingDevice, *tamperTap) {
@@ -124,11 +138,9 @@ func TestTamperedKeystreamSpent(t *testing.T) {
 	if len(keys[0]) != 0 || len(keys[1]) != 0 {
 		t.Fatal("keys were handed out from a batch that does not pair")
 	}
+	checkMismatchAbandons(t, devs)
 	for b := 0; b < 2; b++ {
 		devs[b].mu.Lock()
-		if devs[b].mismatches < 1 {
-			t.Fatalf("module %d got no abandon with Mismatch", b)
-		}
 		for i := range as[b] {
 			if k := devs[b].subs[[2]uint64{as[b][i], bs[b][i]}]; k < 1 {
 				t.Fatalf("module %d never got request %d's shares", b, i)

@@ -161,10 +161,7 @@ func TestRefInteropEncrypt(t *testing.T) {
 		t.Run(set.Name(), func(t *testing.T) {
 			pub, priv := refKeys(t, set)
 			for _, l := range []int{0, 1, 100, set.MaxMessageLen()} {
-				msg := make([]byte, l)
-				for i := range msg {
-					msg[i] = byte(r.Uint64())
-				}
+				msg := randomMsg(r, l)
 				ct, err := pub.Encrypt(r, msg)
 				if err != nil {
 					t.Fatalf("len %d: %v", l, err)

@@ -209,7 +209,7 @@ func kronLeaf(out, a, s []uint64, sMax uint64, scratch []uint64) {
 //
 // Output word k sums the low halves of the products a_i·s_(k−i) and the
 // high halves of a_i·s_(k−1−i). One product's slots stay below
-// 4·2047·sMax < 2^16 (see the dot functions for the accumulation).
+// 4·2047·sMax < 2^16 (see dot for the accumulation).
 func convKron(out, a, s []uint64, sMax uint64, scratch []uint64) {
 	l := len(a)
 	s = s[:l]
@@ -224,30 +224,21 @@ func convKron(out, a, s []uint64, sMax uint64, scratch []uint64) {
 		cnt := min(k, l-1) - i0 + 1
 		j0 := l - 1 - k + i0 // sr[j0+x] = s[k−i0−x]
 		aa, ss := a[i0:i0+cnt], sr[j0:j0+cnt]
-		var lo, hi uint64
-		switch {
-		case sMax <= 2:
-			lo, hi = dot3(aa, ss)
-		case sMax <= 4:
-			lo, hi = dot1(aa, ss)
-		default:
-			lo, hi = dot0(aa, ss)
-		}
+		lo, hi := dot(aa, ss, sMax)
 		out[k] = (lo + carry) & lanes11
 		carry = hi
 	}
 	out[2*l-1] = carry & lanes11
 }
 
-// The dot functions return the lane sums mod q of the low and of the high
-// halves of the products a_x·s_x. Products are summed in groups small
-// enough not to carry out of a lane, each group masked to 11 bits before it
-// joins the accumulator, which is masked once per four products (at most
-// 2047 + 4·2047 < 2^16 per lane).
-
-// dot3 serves sMax ≤ 2: a product's slots are below 4·2047·2 = 16376, so
-// four of them make a group.
-func dot3(a, s []uint64) (lo, hi uint64) {
+// dot returns the lane sums mod q of the low and of the high halves of
+// the products a_x·s_x. Products are summed in groups small enough not to
+// carry out of a lane, each group masked to 11 bits before it joins the
+// accumulator, which is masked once per four products (at most 2047 +
+// 4·2047 < 2^16 per lane). A group is four products for sMax ≤ 2 (a
+// product's slots below 4·2047·2 = 16376), two for sMax ≤ 4 (below
+// 32752) and one for sMax ≤ 8 (below 65504).
+func dot(a, s []uint64, sMax uint64) (lo, hi uint64) {
 	s = s[:len(a)]
 	x := 0
 	for ; x+4 <= len(a); x += 4 {
@@ -256,48 +247,20 @@ func dot3(a, s []uint64) (lo, hi uint64) {
 		h1, l1 := bits.Mul64(av[1], sv[1])
 		h2, l2 := bits.Mul64(av[2], sv[2])
 		h3, l3 := bits.Mul64(av[3], sv[3])
-		lo = (lo + (l0+l1+l2+l3)&lanes11) & lanes11
-		hi = (hi + (h0+h1+h2+h3)&lanes11) & lanes11
+		switch {
+		case sMax <= 2:
+			lo = (lo + (l0+l1+l2+l3)&lanes11) & lanes11
+			hi = (hi + (h0+h1+h2+h3)&lanes11) & lanes11
+		case sMax <= 4:
+			lo = (lo + (l0+l1)&lanes11 + (l2+l3)&lanes11) & lanes11
+			hi = (hi + (h0+h1)&lanes11 + (h2+h3)&lanes11) & lanes11
+		default:
+			lo = (lo + l0&lanes11 + l1&lanes11 + l2&lanes11 + l3&lanes11) & lanes11
+			hi = (hi + h0&lanes11 + h1&lanes11 + h2&lanes11 + h3&lanes11) & lanes11
+		}
 	}
-	return dotTail(lo, hi, a[x:], s[x:])
-}
-
-// dot1 serves sMax ≤ 4: slots below 32752, groups of two.
-func dot1(a, s []uint64) (lo, hi uint64) {
-	s = s[:len(a)]
-	x := 0
-	for ; x+4 <= len(a); x += 4 {
-		av, sv := (*[4]uint64)(a[x:x+4]), (*[4]uint64)(s[x:x+4])
-		h0, l0 := bits.Mul64(av[0], sv[0])
-		h1, l1 := bits.Mul64(av[1], sv[1])
-		h2, l2 := bits.Mul64(av[2], sv[2])
-		h3, l3 := bits.Mul64(av[3], sv[3])
-		lo = (lo + (l0+l1)&lanes11 + (l2+l3)&lanes11) & lanes11
-		hi = (hi + (h0+h1)&lanes11 + (h2+h3)&lanes11) & lanes11
-	}
-	return dotTail(lo, hi, a[x:], s[x:])
-}
-
-// dot0 serves sMax ≤ 8: slots below 65504, groups of one.
-func dot0(a, s []uint64) (lo, hi uint64) {
-	s = s[:len(a)]
-	x := 0
-	for ; x+4 <= len(a); x += 4 {
-		av, sv := (*[4]uint64)(a[x:x+4]), (*[4]uint64)(s[x:x+4])
-		h0, l0 := bits.Mul64(av[0], sv[0])
-		h1, l1 := bits.Mul64(av[1], sv[1])
-		h2, l2 := bits.Mul64(av[2], sv[2])
-		h3, l3 := bits.Mul64(av[3], sv[3])
-		lo = (lo + l0&lanes11 + l1&lanes11 + l2&lanes11 + l3&lanes11) & lanes11
-		hi = (hi + h0&lanes11 + h1&lanes11 + h2&lanes11 + h3&lanes11) & lanes11
-	}
-	return dotTail(lo, hi, a[x:], s[x:])
-}
-
-// dotTail adds the last products (fewer than four) one group each.
-func dotTail(lo, hi uint64, a, s []uint64) (uint64, uint64) {
-	s = s[:len(a)]
-	for x := range a {
+	// The last products (fewer than four), one group each.
+	for ; x < len(a); x++ {
 		h, l := bits.Mul64(a[x], s[x])
 		lo = (lo + l&lanes11) & lanes11
 		hi = (hi + h&lanes11) & lanes11

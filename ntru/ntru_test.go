@@ -16,6 +16,15 @@ func detRand(seed uint64) *mrand.ChaCha8 {
 	return mrand.NewChaCha8(s)
 }
 
+// randomMsg draws a message of l bytes from r, one Uint64 a byte.
+func randomMsg(r *mrand.ChaCha8, l int) []byte {
+	msg := make([]byte, l)
+	for i := range msg {
+		msg[i] = byte(r.Uint64())
+	}
+	return msg
+}
+
 // naiveMul is the schoolbook reference for the products under test.
 func naiveMul(a []uint16, t []uint8) []uint16 {
 	n := len(a)
@@ -113,10 +122,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			pub := key.Public()
 			for _, l := range []int{0, 1, 32, set.MaxMessageLen() - 1, set.MaxMessageLen()} {
-				msg := make([]byte, l)
-				for i := range msg {
-					msg[i] = byte(r.Uint64())
-				}
+				msg := randomMsg(r, l)
 				ct, err := pub.Encrypt(r, msg)
 				if err != nil {
 					t.Fatalf("len %d: %v", l, err)

@@ -81,22 +81,33 @@ func (r *Request) MarshalBinary() ([]byte, error) {
 	return b, nil
 }
 
+// parseHead checks the header both messages start with — at least header
+// bytes, the magic, the database hash (into hash) and the record size,
+// which it returns — naming the message what in errors.
+func parseHead(b []byte, what string, header int, magic [4]byte, hash *[32]byte) (uint32, error) {
+	if len(b) < header {
+		return 0, fmt.Errorf("%w: %s of %d bytes is shorter than its %d-byte header", ErrMessage, what, len(b), header)
+	}
+	if [4]byte(b[:4]) != magic {
+		return 0, fmt.Errorf("%w: %s magic %q", ErrMessage, what, b[:4])
+	}
+	copy(hash[:], b[4:36])
+	rs := binary.LittleEndian.Uint32(b[36:])
+	if rs < MinRecordSize || rs > MaxRecordSize {
+		return 0, fmt.Errorf("%w: %d", ErrRecordSize, rs)
+	}
+	return rs, nil
+}
+
 // ParseRequest decodes a request strictly; each key must parse as a type
 // 0x03 key. It never panics.
 func ParseRequest(b []byte) (*Request, error) {
-	if len(b) < reqHeader {
-		return nil, fmt.Errorf("%w: request of %d bytes is shorter than its %d-byte header", ErrMessage, len(b), reqHeader)
-	}
-	if [4]byte(b[:4]) != reqMagic {
-		return nil, fmt.Errorf("%w: request magic %q", ErrMessage, b[:4])
-	}
 	r := &Request{}
-	copy(r.Hash[:], b[4:36])
-	rs := binary.LittleEndian.Uint32(b[36:])
-	cnt := binary.LittleEndian.Uint64(b[40:])
-	if rs < MinRecordSize || rs > MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d", ErrRecordSize, rs)
+	rs, err := parseHead(b, "request", reqHeader, reqMagic, &r.Hash)
+	if err != nil {
+		return nil, err
 	}
+	cnt := binary.LittleEndian.Uint64(b[40:])
 	if cnt < 1 || cnt > MaxRecords {
 		return nil, fmt.Errorf("%w: %d", ErrCount, cnt)
 	}
@@ -149,19 +160,12 @@ func (r *Response) MarshalBinary() ([]byte, error) {
 
 // ParseResponse decodes a response strictly. It never panics.
 func ParseResponse(b []byte) (*Response, error) {
-	if len(b) < respHeader {
-		return nil, fmt.Errorf("%w: response of %d bytes is shorter than its %d-byte header", ErrMessage, len(b), respHeader)
-	}
-	if [4]byte(b[:4]) != respMagic {
-		return nil, fmt.Errorf("%w: response magic %q", ErrMessage, b[:4])
-	}
 	r := &Response{}
-	copy(r.Hash[:], b[4:36])
-	rs := binary.LittleEndian.Uint32(b[36:])
-	n := binary.LittleEndian.Uint32(b[40:])
-	if rs < MinRecordSize || rs > MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d", ErrRecordSize, rs)
+	rs, err := parseHead(b, "response", respHeader, respMagic, &r.Hash)
+	if err != nil {
+		return nil, err
 	}
+	n := binary.LittleEndian.Uint32(b[40:])
 	if n > MaxKeysPerRequest || uint64(len(b)-respHeader) != uint64(n)*uint64(rs) {
 		return nil, fmt.Errorf("%w: %d bytes of answers for %d answers of %d bytes", ErrMessage, len(b)-respHeader, n, rs)
 	}

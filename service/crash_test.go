@@ -15,7 +15,6 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -33,29 +32,39 @@ type killable struct {
 
 var errKilled = errors.New("test: the party process was killed")
 
-func (k *killable) Provision(ctx context.Context, r *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
+// killableModules opens both parties' durable modules in a fresh
+// directory, each behind a killable.
+func killableModules(t *testing.T) [2]*killable {
+	dir := t.TempDir()
+	secret := []byte("provisioning secret for tests!!")
+	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
+	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
+	t.Cleanup(func() { st0.Close(); st1.Close() })
+	return [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+}
+
+// unlessKilled is f while the process lives, errKilled once it is killed.
+func unlessKilled[A, R any](k *killable, f func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
+	return func(ctx context.Context, a A) (R, error) {
+		if k.dead.Load() {
+			var zero R
+			return zero, errKilled
+		}
+		return f(ctx, a)
 	}
-	return k.Module.Provision(ctx, r)
+}
+
+func (k *killable) Provision(ctx context.Context, r *msg.ProvisionRequest) (*msg.ProvisionResponse, error) {
+	return unlessKilled(k, k.Module.Provision)(ctx, r)
 }
 func (k *killable) Submit(ctx context.Context, r *msg.SubmitRequest) (*msg.SubmitResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Submit(ctx, r)
+	return unlessKilled(k, k.Module.Submit)(ctx, r)
 }
 func (k *killable) Poll(ctx context.Context, r *msg.PollRequest) (*msg.PollResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Poll(ctx, r)
+	return unlessKilled(k, k.Module.Poll)(ctx, r)
 }
 func (k *killable) Collect(ctx context.Context, r *msg.CollectRequest) (*msg.CollectResponse, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Collect(ctx, r)
+	return unlessKilled(k, k.Module.Collect)(ctx, r)
 }
 func (k *killable) Challenge(ctx context.Context) ([]byte, error) {
 	if k.dead.Load() {
@@ -64,16 +73,10 @@ func (k *killable) Challenge(ctx context.Context) ([]byte, error) {
 	return k.Module.Challenge(ctx)
 }
 func (k *killable) Witness(ctx context.Context, c []byte) ([]byte, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Witness(ctx, c)
+	return unlessKilled(k, k.Module.Witness)(ctx, c)
 }
 func (k *killable) Reconcile(ctx context.Context, w []byte) (*module.Reconciled, error) {
-	if k.dead.Load() {
-		return nil, errKilled
-	}
-	return k.Module.Reconcile(ctx, w)
+	return unlessKilled(k, k.Module.Reconcile)(ctx, w)
 }
 func (k *killable) Do(ctx context.Context, calls []socket.Call, stop bool) ([]socket.Result, error) {
 	if k.dead.Load() {
@@ -139,27 +142,12 @@ func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap 
 		t.Fatal(err)
 	}
 	cfg.Party, cfg.Module, cfg.PeerPlaintext = 1, mod, true
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(append(daemon.ServerOptions(), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return serveSite(t, l, cfg, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
 			ss = wrap(ss)
 		}
 		return h(srv, ss)
-	}))...)
-	p.Register(srv, srv)
-	go srv.Serve(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	go p.Run(ctx)
-	app, err := client.Dial(l.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{party: p, app: app, addr: l.Addr().String(), srv: srv, cancel: cancel}
-	t.Cleanup(func() { cancel(); app.Close(); srv.Stop(); p.Close() })
-	return s
+	}))
 }
 
 // answers collects the last answer per id of one site's streams.
@@ -242,12 +230,7 @@ func TestPartyCrashRecovery(t *testing.T) {
 func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
-	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
-	t.Cleanup(func() { st0.Close(); st1.Close() })
-	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+	mods := killableModules(t)
 	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second, oneShotReplies: unseen}
 
 	var s [2]*site
@@ -352,12 +335,7 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	secret := []byte("provisioning secret for tests!!")
-	d1, st1 := openModule(t, 1, dir+"/m1.db", secret)
-	d0, st0 := openModule(t, 0, dir+"/m0.db", secret)
-	t.Cleanup(func() { st0.Close(); st1.Close() })
-	mods := [2]*killable{{Module: socket.Local(d0)}, {Module: socket.Local(d1)}}
+	mods := killableModules(t)
 	cfg := Config{Batch: 8, InFlight: 4, MatchTimeout: 10 * time.Minute, PeerTimeout: 5 * time.Second}
 	var s [2]*site
 	armed := new(atomic.Bool)

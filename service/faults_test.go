@@ -290,6 +290,12 @@ func checkSpentBoth(t testing.TB, r0, r1 *client.Reply) {
 // replies, in order.
 func streamBoth(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest) [2][]*client.Reply {
 	t.Helper()
+	return streamBothBy(t, s, reqs, 16)
+}
+
+// streamBothBy is streamBoth with per requests a message.
+func streamBothBy(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest, per int) [2][]*client.Reply {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := len(reqs[0])
@@ -300,27 +306,17 @@ func streamBoth(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest) [2][]*client
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(2)
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < n; i += 16 {
-				if err := st.SendBatch(reqs[b][i:min(i+16, n)]); err != nil {
+			for i := 0; i < n; i += per {
+				if err := st.SendBatch(reqs[b][i:min(i+per, n)]); err != nil {
 					t.Error(err)
 					return
 				}
 			}
 		}()
-		go func() {
-			defer wg.Done()
-			for range n {
-				r, err := st.Recv()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				reps[b] = append(reps[b], r)
-			}
-		}()
+		goRecv(t, &wg, st, n, &reps[b])
 	}
 	wg.Wait()
 	if t.Failed() {

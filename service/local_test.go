@@ -3,13 +3,13 @@ package service
 import (
 	"bytes"
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -33,19 +33,16 @@ func requestBoth(t *testing.T, lp *LocalPair, reqs [2][]*pb.KeyRequest) [2][]Ans
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out [2][]Answer
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[b], errs[b] = lp.Request(ctx, b, &pb.KeyRequests{Requests: reqs[b]})
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("request: %v / %v", errs[0], errs[1])
+	return answerBoth(t, func(b int) ([]Answer, error) { return lp.Request(ctx, b, &pb.KeyRequests{Requests: reqs[b]}) })
+}
+
+// answerBoth runs ask(b) for both parties at once and returns their
+// answers; an error fails t.
+func answerBoth(t *testing.T, ask func(b int) ([]Answer, error)) [2][]Answer {
+	t.Helper()
+	out, err := both.Pair(ask)
+	if err != nil {
+		t.Fatalf("request: %v", err)
 	}
 	return out
 }
@@ -236,22 +233,8 @@ func TestRequestBulk(t *testing.T) {
 	defer cancel()
 	p := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12}
 	const n = 40
-	both := func(rs [2][]BoundBulk) [2][]Answer {
-		var out [2][]Answer
-		var errs [2]error
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[b], errs[b] = lp.RequestBulk(ctx, b, rs[b])
-			}()
-		}
-		wg.Wait()
-		if errs[0] != nil || errs[1] != nil {
-			t.Fatal(errs[0], errs[1])
-		}
-		return out
+	bulkBoth := func(rs [2][]BoundBulk) [2][]Answer {
+		return answerBoth(t, func(b int) ([]Answer, error) { return lp.RequestBulk(ctx, b, rs[b]) })
 	}
 	id := uint64(1)
 	for _, tier := range []msg.Tier{msg.Keystream, msg.MAC, msg.BatchMAC} {
@@ -267,7 +250,7 @@ func TestRequestBulk(t *testing.T) {
 			rs[1][0].BetaShares[i] = (beta[i] - rs[0][0].BetaShares[i]) & 0xfff
 		}
 		id++
-		ans := both(rs)
+		ans := bulkBoth(rs)
 		for b := range 2 {
 			if ans[b][0].ErrorClass != "" || len(ans[b][0].Outputs) != n {
 				t.Fatalf("%v: party %d: %s %s, %d outputs", tier, b, ans[b][0].ErrorClass, ans[b][0].Error, len(ans[b][0].Outputs))
@@ -312,7 +295,7 @@ func TestRequestBulk(t *testing.T) {
 		bad[i].ID = id + uint64(i)
 	}
 	rs[0], rs[1] = bad, bad
-	ans := both(rs)
+	ans := bulkBoth(rs)
 	for b := range 2 {
 		for i, a := range ans[b] {
 			if a.ErrorClass != ErrClassBadRequest || a.Outputs != nil {

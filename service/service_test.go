@@ -20,6 +20,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
@@ -60,11 +61,18 @@ func startSite(t testing.TB, party int, mod socket.Module, peerAddr string, c Co
 	if testing.Verbose() {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	return serveSite(t, l, c, opts...)
+}
+
+// serveSite runs a party of config c on l, with the daemons' server
+// options (kord's codec, windows, buffers) and opts, and dials its
+// application API; the test's cleanup stops it all.
+func serveSite(t testing.TB, l net.Listener, c Config, opts ...grpc.ServerOption) *site {
+	t.Helper()
 	p, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The daemons' server options: kord's codec, windows, buffers.
 	srv := grpc.NewServer(append(daemon.ServerOptions(), opts...)...)
 	p.Register(srv, srv)
 	go srv.Serve(l)
@@ -177,24 +185,42 @@ func streamBound(t *testing.T, s [2]*site, base uint64, n int, tier string, p fs
 func recvBoth(t testing.TB, streams [2]*client.Stream, n int) (reps [2][]*client.Reply) {
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				r, err := streams[b].Recv()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				reps[b] = append(reps[b], r)
-			}
-		}()
+		goRecv(t, &wg, streams[b], n, &reps[b])
 	}
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
 	return reps
+}
+
+// getBoth sends req(b) to site b, both at once, and returns the replies
+// and the calls' and the replies' errors, joined.
+func getBoth(ctx context.Context, s [2]*site, req func(b int) *pb.KeyRequest) ([2]*client.Reply, error) {
+	return both.Pair(func(b int) (*client.Reply, error) {
+		r, err := s[b].app.Get(ctx, req(b))
+		if err == nil {
+			err = r.Err
+		}
+		return r, err
+	})
+}
+
+// goRecv reads n replies from st into *reps on a goroutine counted in
+// wg; a stream error fails t (the caller checks after wg.Wait).
+func goRecv(t testing.TB, wg *sync.WaitGroup, st *client.Stream, n int, reps *[]*client.Reply) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range n {
+			r, err := st.Recv()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			*reps = append(*reps, r)
+		}
+	}()
 }
 
 // checkBoundReplies checks that reply i of both sites answers request
@@ -307,17 +333,9 @@ func TestMismatchedRequestsRefused(t *testing.T) {
 	s := pairOfSites(t, Config{Batch: 8, MatchTimeout: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var reps [2]*client.Reply
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := fss.Params{Type: fss.DPF, InBits: 8 + b, OutBits: 8}
-			reps[b], _ = s[b].app.Get(ctx, client.Bound(77, msg.MAC, p, 0, 0))
-		}()
-	}
-	wg.Wait()
+	reps, _ := getBoth(ctx, s, func(b int) *pb.KeyRequest {
+		return client.Bound(77, msg.MAC, fss.Params{Type: fss.DPF, InBits: 8 + b, OutBits: 8}, 0, 0)
+	})
 	for b := 0; b < 2; b++ {
 		var re *client.ReplyError
 		if reps[b] == nil || !errors.As(reps[b].Err, &re) || re.Class != ErrClassMismatch {
@@ -568,37 +586,8 @@ func TestPackedRequestsMalformed(t *testing.T) {
 // streamBoundBatched is streamBound with SendBatch (packed requests).
 func streamBoundBatched(t *testing.T, s [2]*site, base uint64, n int, tier string, p fss.Params) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	ws, reqs := boundRequests(p, base, n, tier)
-	var reps [2][]*client.Reply
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ {
-		st, err := s[b].app.Stream(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := st.SendBatch(reqs[b]); err != nil {
-				t.Error(err)
-				return
-			}
-			for range n {
-				r, err := st.Recv()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				reps[b] = append(reps[b], r)
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	reps := streamBothBy(t, s, reqs, n) // all n in one message
 	for i := range n {
 		r0, r1 := reps[0][i], reps[1][i]
 		if r0.Err != nil || r1.Err != nil || r0.ID != base+uint64(i) || r1.ID != r0.ID {

@@ -3,12 +3,12 @@ package service
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -58,16 +58,7 @@ func TestVectorRequests(t *testing.T) {
 				}
 			}
 		}
-		var got [2]map[uint64]*client.Reply
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				got[b] = recvAll(t, s[b], reqs[b])
-			}()
-		}
-		wg.Wait()
+		got := recvAllBoth(t, s, reqs)
 		for id, tr := range ts {
 			r0, r1 := got[0][id], got[1][id]
 			if r0 == nil || r1 == nil || len(r0.Shares) == 0 || len(r0.Shares) != len(r1.Shares) {
@@ -102,22 +93,8 @@ func TestVectorWeight(t *testing.T) {
 		t.Fatalf("10 keys of 11 elements under a bound of 100: %v", err)
 	}
 	vec := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	var got [2]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedVector(2, p, 10, vec))
-			if errs[b] == nil {
-				errs[b] = got[b].Err
-			}
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("10 keys of 10 elements under a bound of 100: %v %v", errs[0], errs[1])
+	if _, err := getBoth(context.Background(), s, func(int) *pb.KeyRequest { return client.DerivedVector(2, p, 10, vec) }); err != nil {
+		t.Fatalf("10 keys of 10 elements under a bound of 100: %v", err)
 	}
 }
 
@@ -161,33 +138,22 @@ func TestDrawnVectorRequests(t *testing.T) {
 		reqs[b] = []*pb.KeyRequest{client.DerivedDrawnVector(1, p, 5, g), client.WithProfile(client.Derived(2, p, 20, 3, false), msg.Llama),
 			client.DerivedDrawnVector(3, p, 9, g)}
 	}
-	var got [2]map[uint64]*client.Reply
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[b] = recvAll(t, s[b], reqs[b])
-		}()
-	}
-	wg.Wait()
+	got := recvAllBoth(t, s, reqs)
 	check("stream request 1", got[0][1], got[1][1], 5)
 	check("stream request 3", got[0][3], got[1][3], 9)
-	var reps [2]*client.Reply
-	var errs [2]error
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reps[b], errs[b] = s[b].app.Get(context.Background(), client.DerivedDrawnVector(4, p, 2, g))
-			if errs[b] == nil {
-				errs[b] = reps[b].Err
-			}
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs[0], errs[1])
+	reps, err := getBoth(context.Background(), s, func(int) *pb.KeyRequest { return client.DerivedDrawnVector(4, p, 2, g) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	check("Get", reps[0], reps[1], 2)
+}
+
+// recvAllBoth runs recvAll at both sites at once.
+func recvAllBoth(t *testing.T, s [2]*site, reqs [2][]*pb.KeyRequest) [2]map[uint64]*client.Reply {
+	var got [2]map[uint64]*client.Reply
+	both.Each(func(b int) error {
+		got[b] = recvAll(t, s[b], reqs[b])
+		return nil
+	})
+	return got
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,9 +74,7 @@ their published formulas; DCF bits are unpublished (-).`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rows); err != nil {
+				if err := writeIndented(out, rows); err != nil {
 					return err
 				}
 			} else {

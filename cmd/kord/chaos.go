@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -79,9 +78,7 @@ Exit status 1 if any check fails.`,
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(rep); err != nil {
+			if err := writeIndented(cmd.OutOrStdout(), rep); err != nil {
 				return err
 			}
 			if !rep.OK {

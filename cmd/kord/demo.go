@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -99,9 +98,7 @@ func demoCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeIndented(w, rep); err != nil {
 					return err
 				}
 			} else {

@@ -4,9 +4,7 @@ package main
 // internal/fabricrun) from the command line.
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -31,13 +29,6 @@ func init() {
 	rootCmd.AddCommand(fabricCmd)
 }
 
-// writeIndented prints v as indented JSON, as kord fabric does.
-func writeIndented(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newFabricSweepCmd() *cobra.Command {
 	var (
 		asJSON bool
@@ -59,11 +50,7 @@ func newFabricSweepCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeIndented(cmd.OutOrStdout(), rep)
-			}
-			rep.WriteText(cmd.OutOrStdout())
-			return nil
+			return writeReport(cmd.OutOrStdout(), asJSON, rep)
 		},
 	}
 	f := cmd.Flags()
@@ -112,11 +99,7 @@ func newFabricSimulateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeIndented(cmd.OutOrStdout(), rep)
-			}
-			rep.WriteText(cmd.OutOrStdout())
-			return nil
+			return writeReport(cmd.OutOrStdout(), asJSON, rep)
 		},
 	}
 	f := cmd.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -16,13 +15,7 @@ import (
 // ready (503, naming the module) while party 0's module is killed, ready
 // again once it is back.
 func TestPartyProbes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, Batch: 16, PeerPlaintext: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := startCluster(t, t.TempDir(), cluster.Options{Batch: 16, PeerPlaintext: true})
 	probe := func(b int, path string) (int, map[string]any) {
 		resp, err := http.Get("http://" + c.Party(b).Ready["metrics"] + path)
 		if err != nil {
@@ -73,13 +66,7 @@ func TestPartyProbes(t *testing.T) {
 // --skip-paired succeeds without pairing again (a pairing Job that runs
 // again after an upgrade).
 func TestPairSkipPaired(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, Batch: 16, PeerPlaintext: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := startCluster(t, t.TempDir(), cluster.Options{Batch: 16, PeerPlaintext: true})
 	app := c.Party(0).Ready["app"]
 	if out, errOut, code := runKord(t, "pair", "--app", app, "--timeout", "10s"); code == 0 {
 		t.Fatalf("pairing a paired pair again succeeded: %s %s", out, errOut)

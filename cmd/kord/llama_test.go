@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/llamaexport"
@@ -18,13 +16,7 @@ import (
 // verify` agrees, for one payload element and for a payload vector; a
 // truncated .dat is refused with a clear error.
 func TestLlamaExportDaemons(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, t.TempDir(), cluster.Options{Bin: kordBin, PeerPlaintext: true, InProcessModules: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := startCluster(t, t.TempDir(), cluster.Options{PeerPlaintext: true, InProcessModules: true})
 	dir := filepath.Join(t.TempDir(), "out")
 	_, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "600", "--in-bits", "32", "--out-bits", "32", "--beta", "5",
 		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"])

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/internal/cluster"
 )
 
 // kordBin is the kord binary built once for the CLI tests in this package;
@@ -49,4 +53,19 @@ func runKord(t testing.TB, args ...string) (stdout, stderr string, code int) {
 		t.Fatalf("running kord %v: %v", args, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// startCluster starts the two sites' kord processes (kordBin) in dir under
+// a two-minute context; the test's end stops them.
+func startCluster(t *testing.T, dir string, o cluster.Options) (context.Context, *cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	o.Bin = kordBin
+	c, err := cluster.Start(ctx, dir, o)
+	if err != nil {
+		t.Fatalf("cluster %+v: %v", o, err)
+	}
+	t.Cleanup(c.Close)
+	return ctx, c
 }

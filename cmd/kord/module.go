@@ -53,12 +53,9 @@ pairing. --secret (the secret on the command line, visible in ps) is no
 longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			common, err := daemon.ReadCommon(cmd.Flags())
+			common, err := readPartyDaemon(cmd, party)
 			if err != nil {
 				return err
-			}
-			if party != 0 && party != 1 {
-				return badInput("--party %d: want 0 or 1", party)
 			}
 			if sock == "" || state == "" {
 				return badInput("--socket and --state are required")

@@ -163,14 +163,8 @@ func TestModuleRefusesOtherUIDs(t *testing.T) {
 // serve with the provisioning secret file deleted (it is never read
 // again), and keys still verify.
 func TestModulePairedWithoutSecret(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
-	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := startCluster(t, dir, cluster.Options{Batch: 16})
 	rng := mrand.New(mrand.NewPCG(3, 4))
 	k := loadgen.Class{Mode: msg.Bound, Tier: msg.MAC, Type: fss.DPF, InBits: 16, OutBits: 16}
 	stream := func(base uint64) {

@@ -81,18 +81,9 @@ func runNtruKeygen(cmd *cobra.Command, _ []string) error {
 }
 
 func runNtruEncrypt(cmd *cobra.Command, _ []string) error {
-	keyPath, inPath, outPath := ntruPaths(cmd)
-	blob, err := os.ReadFile(keyPath)
+	pub, msg, outPath, err := ntruInputs(cmd, "public key", ntru.ParsePublicKey)
 	if err != nil {
-		return badInput("reading public key: %v", err)
-	}
-	pub, err := ntru.ParsePublicKey(blob)
-	if err != nil {
-		return badInput("public key %s: %v", keyPath, err)
-	}
-	msg, err := os.ReadFile(inPath)
-	if err != nil {
-		return badInput("reading input: %v", err)
+		return err
 	}
 	ct, err := pub.Encrypt(rand.Reader, msg)
 	if errors.Is(err, ntru.ErrMessageTooLong) {
@@ -108,18 +99,9 @@ func runNtruEncrypt(cmd *cobra.Command, _ []string) error {
 }
 
 func runNtruDecrypt(cmd *cobra.Command, _ []string) error {
-	keyPath, inPath, outPath := ntruPaths(cmd)
-	blob, err := os.ReadFile(keyPath)
+	key, ct, outPath, err := ntruInputs(cmd, "private key", ntru.ParsePrivateKey)
 	if err != nil {
-		return badInput("reading private key: %v", err)
-	}
-	key, err := ntru.ParsePrivateKey(blob)
-	if err != nil {
-		return badInput("private key %s: %v", keyPath, err)
-	}
-	ct, err := os.ReadFile(inPath)
-	if err != nil {
-		return badInput("reading input: %v", err)
+		return err
 	}
 	msg, err := key.Decrypt(ct)
 	if err != nil {
@@ -131,9 +113,21 @@ func runNtruDecrypt(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func ntruPaths(cmd *cobra.Command) (key, in, out string) {
-	key, _ = cmd.Flags().GetString("key")
-	in, _ = cmd.Flags().GetString("in")
-	out, _ = cmd.Flags().GetString("out")
-	return key, in, out
+// ntruInputs reads and parses --key (what: "public key" or "private key")
+// and reads --in; it returns them with --out.
+func ntruInputs[K any](cmd *cobra.Command, what string, parse func([]byte) (K, error)) (key K, in []byte, outPath string, err error) {
+	keyPath, _ := cmd.Flags().GetString("key")
+	inPath, _ := cmd.Flags().GetString("in")
+	outPath, _ = cmd.Flags().GetString("out")
+	blob, err := os.ReadFile(keyPath)
+	if err != nil {
+		return key, nil, "", badInput("reading %s: %v", what, err)
+	}
+	if key, err = parse(blob); err != nil {
+		return key, nil, "", badInput("%s %s: %v", what, keyPath, err)
+	}
+	if in, err = os.ReadFile(inPath); err != nil {
+		return key, nil, "", badInput("reading input: %v", err)
+	}
+	return key, in, outPath, nil
 }

@@ -61,12 +61,9 @@ too: docs/threat-model.md, "The module inside the party". The separate
 module process stays the default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			common, err := daemon.ReadCommon(cmd.Flags())
+			common, err := readPartyDaemon(cmd, party)
 			if err != nil {
 				return err
-			}
-			if party != 0 && party != 1 {
-				return badInput("--party %d: want 0 or 1", party)
 			}
 			if modSock == "" || listen == "" {
 				return badInput("--module and --listen are required")

@@ -27,6 +27,20 @@ func addPartyModuleFlags(cmd *cobra.Command, m *daemon.ModuleFiles) {
 	f.Uint64Var(&m.Window, "window", store.DefaultWindow, "--module in-process: counters reserved per state-file commit, as kord module --window")
 }
 
+// readPartyDaemon reads the flags every daemon shares (daemon.ReadCommon)
+// and checks --party, for the two daemons of a site: kord module and kord
+// party.
+func readPartyDaemon(cmd *cobra.Command, party int) (daemon.Common, error) {
+	common, err := daemon.ReadCommon(cmd.Flags())
+	if err != nil {
+		return common, err
+	}
+	if party != 0 && party != 1 {
+		return common, badInput("--party %d: want 0 or 1", party)
+	}
+	return common, nil
+}
+
 // checkPartyModule checks --module and the module flags that go with it.
 func checkPartyModule(cmd *cobra.Command, modArg string, m daemon.ModuleFiles) error {
 	if modArg != moduleInProcess {

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/cluster"
@@ -19,14 +17,8 @@ import (
 // the party processes (kord party --module in-process), pairs them through
 // the parties and checks keys of every tier and derived mode by evaluation.
 func TestPartyModuleInProcess(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
-	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 16, InProcessModules: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := startCluster(t, dir, cluster.Options{Batch: 16, InProcessModules: true})
 	if c.Started() != 2 || c.Module(0) != nil || c.Module(1) != nil {
 		t.Fatalf("%d processes started, modules %v %v: want the two parties only", c.Started(), c.Module(0), c.Module(1))
 	}

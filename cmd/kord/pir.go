@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,9 +82,7 @@ func benchDORAMCmd() *cobra.Command {
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(all)
+				return writeIndented(cmd.OutOrStdout(), all)
 			}
 			return nil
 		},
@@ -277,9 +274,7 @@ func pirInfoCmd() *cobra.Command {
 			}
 			defer db.Close()
 			s := pir.NewServer(db, 1, 1, nil)
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(s.Info())
+			return writeIndented(cmd.OutOrStdout(), s.Info())
 		},
 	}
 	cmd.Flags().BoolVar(&noVerify, "no-verify", false, "skip the content-hash check")
@@ -323,9 +318,7 @@ multi-threaded streaming read of a 512 MiB buffer.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := writeIndented(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
 			} else {

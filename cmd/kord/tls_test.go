@@ -62,14 +62,8 @@ func TestPartyNeedsPeerTLS(t *testing.T) {
 // modules and deliver verified keys; party 1's peer port speaks TLS 1.3
 // as kord-party-1 and refuses a client without a certificate.
 func TestPeerLinkTLS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
-	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: kordBin, Batch: 32})
-	if err != nil {
-		t.Fatalf("TLS cluster: %v", err)
-	}
-	defer c.Close()
+	ctx, c := startCluster(t, dir, cluster.Options{Batch: 32})
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	for _, k := range []loadgen.Class{{Mode: msg.Bound, Tier: msg.Keystream, Type: fss.DPF, InBits: 16, OutBits: 16}, {Mode: msg.Bound, Tier: msg.MAC, Type: fss.DCF, InBits: 32, OutBits: 32}} {
 		reqs, truth := loadgen.Requests(k, uint64(1+len(k.Tier.String())*1000), 100, rng)

@@ -40,16 +40,7 @@ func TestBatchMatchesGen(t *testing.T) {
 			p.Group = 17 // the AES-stream side of convert
 		}
 		n := BatchKeys + 1 + r.IntN(2*BatchKeys)
-		alpha := make([]uint64, n)
-		beta := make([]uint64, n*p.Group)
-		r0, r1 := make([]Block, n), make([]Block, n)
-		for j := range alpha {
-			alpha[j] = r.Uint64() & mask(p.InBits)
-			r0[j], r1[j] = randomRoots(r)
-		}
-		for j := range beta {
-			beta[j] = r.Uint64() & mask(p.OutBits)
-		}
+		alpha, beta, r0, r1 := batchInputs(r, p, n)
 		size := p.KeySize()
 		out0, out1 := make([]byte, n*size), make([]byte, n*size)
 		if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
@@ -169,13 +160,7 @@ func TestBatchAllocs(t *testing.T) {
 	}
 	p := Params{32, 32, 1}
 	allocs := func(n int) float64 {
-		r := rand.New(rand.NewPCG(5, 23))
-		alpha, beta := make([]uint64, n), make([]uint64, n)
-		r0, r1 := make([]Block, n), make([]Block, n)
-		for j := range alpha {
-			alpha[j], beta[j] = uint64(r.Uint32()), uint64(r.Uint32())
-			r0[j], r1[j] = randomRoots(r)
-		}
+		alpha, beta, r0, r1 := batchInputs(rand.New(rand.NewPCG(5, 23)), p, n)
 		out0, out1 := make([]byte, n*p.KeySize()), make([]byte, n*p.KeySize())
 		return testing.AllocsPerRun(5, func() {
 			if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
@@ -197,15 +182,7 @@ func TestGenBatchParty(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, p := range []Params{{InBits: 1, OutBits: 1, Group: 1}, {InBits: 32, OutBits: 32, Group: 1}, {InBits: 13, OutBits: 64, Group: 3}} {
 		const n = 70 // more than BatchKeys: two batches
-		alpha, beta := make([]uint64, n), make([]uint64, n*p.Group)
-		r0, r1 := make([]Block, n), make([]Block, n)
-		for j := range n {
-			alpha[j] = r.Uint64() & mask(p.InBits)
-			r0[j], r1[j] = randomRoots(r)
-		}
-		for i := range beta {
-			beta[i] = r.Uint64() & mask(p.OutBits)
-		}
+		alpha, beta, r0, r1 := batchInputs(r, p, n)
 		size := p.KeySize()
 		out0, out1 := make([]byte, n*size), make([]byte, n*size)
 		if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
@@ -248,4 +225,19 @@ func TestCheckPairFails(t *testing.T) {
 	if CheckPair(p, k0, k1, 101, []uint64{7}) == nil || CheckPair(p, k0, k1, 100, []uint64{8}) == nil || CheckPair(p, k1, k0, 100, []uint64{7}) == nil {
 		t.Fatal("CheckPair accepted a pair for another α, β or with the parties swapped")
 	}
+}
+
+// batchInputs draws the inputs of n keys of shape p: each α below 2^ℓ,
+// n·Group payload elements below 2^n, and two roots per key.
+func batchInputs(r *rand.Rand, p Params, n int) (alpha, beta []uint64, r0, r1 []Block) {
+	alpha, beta = make([]uint64, n), make([]uint64, n*p.Group)
+	r0, r1 = make([]Block, n), make([]Block, n)
+	for j := range alpha {
+		alpha[j] = r.Uint64() & mask(p.InBits)
+		r0[j], r1[j] = randomRoots(r)
+	}
+	for j := range beta {
+		beta[j] = r.Uint64() & mask(p.OutBits)
+	}
+	return alpha, beta, r0, r1
 }

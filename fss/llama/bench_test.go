@@ -16,12 +16,7 @@ func BenchmarkBatchGen(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	b.Run("llama-dcf-32", func(b *testing.B) {
 		p := Params{32, 32, 1}
-		alpha, beta := make([]uint64, n), make([]uint64, n)
-		r0, r1 := make([]Block, n), make([]Block, n)
-		for j := range alpha {
-			alpha[j], beta[j] = uint64(r.Uint32()), uint64(r.Uint32())
-			r0[j], r1[j] = randomRoots(r)
-		}
+		alpha, beta, r0, r1 := batchInputs(r, p, n)
 		out0, out1 := make([]byte, n*p.KeySize()), make([]byte, n*p.KeySize())
 		for b.Loop() {
 			if err := GenBatch(p, alpha, beta, r0, r1, out0, out1); err != nil {
@@ -32,12 +27,7 @@ func BenchmarkBatchGen(b *testing.B) {
 	})
 	b.Run("kord-v1-dcf-32", func(b *testing.B) {
 		p := fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}
-		alpha, beta := make([]uint64, n), make([]uint64, n)
-		r0, r1 := make([]fss.Block, n), make([]fss.Block, n)
-		for j := range alpha {
-			alpha[j], beta[j] = uint64(r.Uint32()), uint64(r.Uint32())
-			r0[j], r1[j] = randomRoots(r)
-		}
+		alpha, beta, r0, r1 := batchInputs(r, Params{32, 32, 1}, n) // the same inputs' shape
 		out0, out1 := make([]byte, n*p.KeySize()), make([]byte, n*p.KeySize())
 		g, err := fss.NewBatchGen(p, fss.BatchOptions{Workers: 1})
 		if err != nil {
@@ -58,7 +48,7 @@ func BenchmarkBatchGen(b *testing.B) {
 // crypto/aes.NewCipher's schedule alone) against kord-v1's fixed-key MMO
 // (four lanes, nothing to expand), all per node.
 func BenchmarkNode(b *testing.B) {
-	b.Run("llama-rekeyed", func(b *testing.B) {
+	rekeyed := func(b *testing.B) {
 		seeds := make([]Block, 1024)
 		ex := make([][4]Block, len(seeds))
 		for i := range seeds {
@@ -70,23 +60,14 @@ func BenchmarkNode(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(len(seeds)*b.N)/b.Elapsed().Seconds(), "nodes/s")
-	})
+	}
+	b.Run("llama-rekeyed", rekeyed)
 	b.Run("llama-rekeyed-aesni", func(b *testing.B) {
 		// The AES-NI kernel alone (two nodes interleaved), as on CPUs
 		// without AVX-512 VAES.
 		setKernelVariant(false)
 		defer setKernelVariant(true)
-		seeds := make([]Block, 1024)
-		ex := make([][4]Block, len(seeds))
-		for i := range seeds {
-			seeds[i][0], seeds[i][5] = byte(i), byte(i>>8)
-		}
-		for b.Loop() {
-			if err := expandNodes(ex, seeds); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(len(seeds)*b.N)/b.Elapsed().Seconds(), "nodes/s")
+		rekeyed(b)
 	})
 	b.Run("crypto-aes-newcipher", func(b *testing.B) {
 		var k Block

@@ -3,46 +3,23 @@ package llama
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/kat/vectors"
 )
 
-const vectorFile = "testdata/dcf-vectors.json"
-
-// vector is one entry of shared/spec/llama/dcf-vectors.json: a key pair
-// made by LLAMA's keyGenDCF and Peer::send_dcf_keypack, with LLAMA's
-// evalDCF shares at boundary points.
-type vector struct {
-	InBits  int      `json:"in_bits"`
-	OutBits int      `json:"out_bits"`
-	Alpha   uint64   `json:"alpha"`
-	Payload []uint64 `json:"payload"`
-	Root0   string   `json:"root0"`
-	Root1   string   `json:"root1"`
-	Key0    string   `json:"key0"`
-	Key1    string   `json:"key1"`
-	Evals   []struct {
-		X      uint64   `json:"x"`
-		Share0 []uint64 `json:"share0"`
-		Share1 []uint64 `json:"share1"`
-	} `json:"evals"`
-}
+// vector is one of LLAMA's DCF vectors (internal/kat/vectors, the spec's
+// shared/spec/llama/dcf-vectors.json).
+type vector = vectors.Llama
 
 func loadVectors(t testing.TB) []vector {
 	t.Helper()
-	raw, err := os.ReadFile(vectorFile)
+	vs, err := vectors.LoadLlama()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(raw, &vs); err != nil {
-		t.Fatalf("%s: %v", vectorFile, err)
-	}
-	if len(vs) != 14 {
-		t.Fatalf("%s: %d vectors, want 14", vectorFile, len(vs))
 	}
 	return vs
 }
@@ -55,38 +32,6 @@ func block(t testing.TB, h string) (b Block) {
 	}
 	copy(b[:], raw)
 	return b
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// TestVectorsMatchSpec: the copy in testdata is the spec's file byte for
-// byte, wherever the shared spec is checked out beside the repository.
-func TestVectorsMatchSpec(t *testing.T) {
-	local, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{"../../../shared/spec", "../../../../shared/spec", "../../../../../shared/spec"} {
-		spec, err := os.ReadFile(dir + "/llama/dcf-vectors.json")
-		if err != nil {
-			continue
-		}
-		if !bytes.Equal(spec, local) {
-			t.Fatalf("%s differs from %s/llama/dcf-vectors.json", vectorFile, dir)
-		}
-		return
-	}
-	t.Skip("no shared/spec in or beside the repository")
 }
 
 // TestVectors: from each vector's two roots, Gen reproduces both of LLAMA's
@@ -138,7 +83,7 @@ func TestVectors(t *testing.T) {
 			if err0 != nil || err1 != nil {
 				t.Fatalf("vector %d x=%d: %v %v", i, e.X, err0, err1)
 			}
-			if !equal(y0, e.Share0) || !equal(y1, e.Share1) {
+			if !slices.Equal(y0, e.Share0) || !slices.Equal(y1, e.Share1) {
 				t.Fatalf("vector %d x=%d:\n got %v %v\nwant %v %v", i, e.X, y0, y1, e.Share0, e.Share1)
 			}
 			for j := range y0 {

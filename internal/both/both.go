@@ -38,3 +38,16 @@ func Each(fn func(b int) error) error {
 	wg.Wait()
 	return errors.Join(errs[0], errs[1])
 }
+
+// Pair is Each for work that yields a value per party: it calls fn(0) and
+// fn(1) at once and returns the two values (each as fn returned it, error
+// or not) and the two errors joined.
+func Pair[T any](fn func(b int) (T, error)) ([2]T, error) {
+	var out [2]T
+	err := Each(func(b int) error {
+		var err error
+		out[b], err = fn(b)
+		return err
+	})
+	return out, err
+}

@@ -38,3 +38,21 @@ func TestEachRunsBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPairKeepsValuesAndErrors: each party's value lands at its index,
+// also the failing party's, and the error is that party's.
+func TestPairKeepsValuesAndErrors(t *testing.T) {
+	boom := errors.New("boom")
+	out, err := Pair(func(b int) (int, error) {
+		if b == 1 {
+			return 11, boom
+		}
+		return 10, nil
+	})
+	if out != [2]int{10, 11} || !errors.Is(err, boom) {
+		t.Fatalf("got %v, %v; want [10 11] and boom", out, err)
+	}
+	if _, err := Pair(func(int) (int, error) { return 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+}

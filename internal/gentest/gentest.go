@@ -5,6 +5,7 @@ package gentest
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,4 +37,31 @@ func Current(t testing.TB, gen, file string) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from what %s writes: run go generate in this package", file, gen)
 	}
+}
+
+// WriteJSON writes v to path as indented JSON with a final newline: a
+// known-answer file written afresh (a test's -update flag).
+func WriteJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadJSON reads the known-answer file at path into a T.
+func ReadJSON[T any](t testing.TB, path string) T {
+	t.Helper()
+	var v T
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

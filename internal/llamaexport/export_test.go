@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -24,14 +24,7 @@ import (
 // every pair evaluates to β·[x < α] with α the sum of the two shares.
 func TestExportInProcess(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := Export(context.Background(), Config{Dir: dir, Keys: 300, InBits: 32, OutBits: 32, Beta: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, e := exportRead(t, context.Background(), Config{Dir: dir, Keys: 300, InBits: 32, OutBits: 32, Beta: 1})
 	if e.Params != (Params{Profile: "llama", Type: "dcf", InBits: 32, OutBits: 32, Group: 1, Keys: 300}) {
 		t.Fatalf("params %+v", e.Params)
 	}
@@ -137,13 +130,7 @@ func TestExportFromParties(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	const n = perRequest + 100
-	if _, err := Export(ctx, Config{Dir: dir, Keys: n, InBits: 20, OutBits: 16, Beta: 7, Party0: addrs[0], Party1: addrs[1]}); err != nil {
-		t.Fatal(err)
-	}
-	e, err := Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, e := exportRead(t, ctx, Config{Dir: dir, Keys: n, InBits: 20, OutBits: 16, Beta: 7, Party0: addrs[0], Party1: addrs[1]})
 	if err := e.Verify(7); err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +147,7 @@ func TestExportVector(t *testing.T) {
 	for j := range betas {
 		betas[j] = uint64(j*13+1) & 0xff
 	}
-	rep, err := Export(context.Background(), Config{Dir: dir, Keys: 70, InBits: 16, OutBits: 8, Betas: betas})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, e := exportRead(t, context.Background(), Config{Dir: dir, Keys: 70, InBits: 16, OutBits: 8, Betas: betas})
 	if e.Params != (Params{Profile: "llama", Type: "dcf", InBits: 16, OutBits: 8, Group: 19, Keys: 70}) {
 		t.Fatalf("params %+v", e.Params)
 	}
@@ -209,13 +189,7 @@ func TestExportVectorFromParties(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	betas := []uint64{1, 0xffff, 0, 0x1234, 7}
-	if _, err := Export(ctx, Config{Dir: dir, Keys: 300, InBits: 20, OutBits: 16, Betas: betas, Party0: addrs[0], Party1: addrs[1]}); err != nil {
-		t.Fatal(err)
-	}
-	e, err := Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, e := exportRead(t, ctx, Config{Dir: dir, Keys: 300, InBits: 20, OutBits: 16, Betas: betas, Party0: addrs[0], Party1: addrs[1]})
 	if e.Params.Group != 5 {
 		t.Fatalf("params %+v", e.Params)
 	}
@@ -247,26 +221,21 @@ func TestBoundVectorFromParties(t *testing.T) {
 		bs[0], bs[1] = append(bs[0], s0), append(bs[1], (beta[j]-s0)&prg.Mask(20))
 	}
 	as := [2]uint64{12345, (alpha - 12345) & prg.Mask(24)}
-	var keys [2][]byte
-	var wg sync.WaitGroup
-	var errs [2]error
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := cl[b].Get(ctx, client.BoundVector(77, msg.MAC, p, as[b], bs[b]))
-			if err == nil {
-				err = rep.Err
-			}
-			if err == nil && len(rep.Shares) == 1 {
-				keys[b] = rep.Shares[0].Raw
-			}
-			errs[b] = err
-		}()
+	reps, err := both.Pair(func(b int) (*client.Reply, error) {
+		rep, err := cl[b].Get(ctx, client.BoundVector(77, msg.MAC, p, as[b], bs[b]))
+		if err == nil {
+			err = rep.Err
+		}
+		return rep, err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs[0], errs[1])
+	var keys [2][]byte
+	for b, rep := range reps {
+		if len(rep.Shares) == 1 {
+			keys[b] = rep.Shares[0].Raw
+		}
 	}
 	lp := msg.LlamaParamsG(p, g)
 	if len(keys[0]) != lp.KeySize() {
@@ -322,21 +291,16 @@ func TestVectorMismatchFromParties(t *testing.T) {
 		{client.DerivedVector(91, p, 3, []uint64{1, 0}), client.WithProfile(client.Derived(91, p, 3, 1, false), msg.Llama)},
 	} {
 		var errs [2]error
-		var wg sync.WaitGroup
-		for b := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				defer cancel()
-				rep, err := cl[b].Get(cctx, rs[b])
-				if err == nil {
-					err = rep.Err
-				}
-				errs[b] = err
-			}()
-		}
-		wg.Wait()
+		both.Each(func(b int) error {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			rep, err := cl[b].Get(cctx, rs[b])
+			if err == nil {
+				err = rep.Err
+			}
+			errs[b] = err
+			return nil
+		})
 		if errs[0] == nil || errs[1] == nil {
 			t.Fatalf("case %d: sites with different payloads got keys: %v, %v", i, errs[0], errs[1])
 		}
@@ -370,46 +334,36 @@ func TestMixedBatchFromParties(t *testing.T) {
 		}
 		return rs
 	}
-	var reps [2][]*client.Reply
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := client.Dial(addrs[b], nil)
+	reps, err := both.Pair(func(b int) ([]*client.Reply, error) {
+		cl, err := client.Dial(addrs[b], nil)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		st, err := cl.Stream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rs := build()
+		if err := st.SendBatch(rs); err != nil {
+			return nil, err
+		}
+		var reps []*client.Reply
+		for range rs {
+			rep, err := st.Recv()
+			if err == nil {
+				err = rep.Err
+			}
 			if err != nil {
-				errs[b] = err
-				return
+				return reps, err
 			}
-			defer cl.Close()
-			st, err := cl.Stream(ctx)
-			if err != nil {
-				errs[b] = err
-				return
-			}
-			rs := build()
-			if err := st.SendBatch(rs); err != nil {
-				errs[b] = err
-				return
-			}
-			for range rs {
-				rep, err := st.Recv()
-				if err == nil {
-					err = rep.Err
-				}
-				if err != nil {
-					errs[b] = err
-					return
-				}
-				reps[b] = append(reps[b], rep)
-			}
-			st.CloseSend()
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs[0], errs[1])
+			reps = append(reps, rep)
+		}
+		st.CloseSend()
+		return reps, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i, r := range build() {
 		r0, r1 := reps[0][i], reps[1][i]
@@ -431,4 +385,18 @@ func TestMixedBatchFromParties(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exportRead exports c and reads the export back from c.Dir.
+func exportRead(t *testing.T, ctx context.Context, c Config) (*Report, *Files) {
+	t.Helper()
+	rep, err := Export(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Read(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, e
 }

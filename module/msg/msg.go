@@ -12,6 +12,7 @@ package msg
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/fss/llama"
@@ -33,26 +34,38 @@ const (
 	Consume Mode = 3
 )
 
-func (m Mode) String() string {
-	switch m {
-	case Bound:
-		return "bound"
-	case Derived:
-		return "derived"
-	case Consume:
-		return "consume"
-	}
-	return fmt.Sprintf("mode(%d)", uint8(m))
-}
+var modes = enum[Mode]{"mode", []Mode{Bound, Derived, Consume}, []string{"bound", "derived", "consume"}}
+
+func (m Mode) String() string { return modes.name(m) }
 
 // ParseMode maps a mode name to its Mode.
-func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{Bound, Derived, Consume} {
-		if m.String() == s {
-			return m, nil
+func ParseMode(s string) (Mode, error) { return modes.parse(s) }
+
+// enum names the values of a small enumeration (Mode, Tier): String and
+// Parse read the one table, so a name and its parse cannot drift apart.
+type enum[T ~uint8] struct {
+	kind  string // the noun of an unknown value ("mode(9)") and of the parse error
+	vals  []T
+	names []string // names[i] is vals[i]'s
+}
+
+func (e enum[T]) name(v T) string {
+	for i, x := range e.vals {
+		if x == v {
+			return e.names[i]
 		}
 	}
-	return 0, fmt.Errorf("msg: unknown mode %q (want bound, derived or consume)", s)
+	return fmt.Sprintf("%s(%d)", e.kind, uint8(v))
+}
+
+func (e enum[T]) parse(s string) (T, error) {
+	for i, n := range e.names {
+		if n == s {
+			return e.vals[i], nil
+		}
+	}
+	last := len(e.names) - 1
+	return 0, fmt.Errorf("msg: unknown %s %q (want %s or %s)", e.kind, s, strings.Join(e.names[:last], ", "), e.names[last])
 }
 
 // Profile is the key format a request asks for; it is part of the key's
@@ -183,27 +196,12 @@ const (
 	BatchMAC Tier = 3
 )
 
-func (t Tier) String() string {
-	switch t {
-	case Keystream:
-		return "otp"
-	case MAC:
-		return "mac"
-	case BatchMAC:
-		return "batchmac"
-	}
-	return fmt.Sprintf("tier(%d)", uint8(t))
-}
+var tiers = enum[Tier]{"tier", []Tier{Keystream, MAC, BatchMAC}, []string{"otp", "mac", "batchmac"}}
+
+func (t Tier) String() string { return tiers.name(t) }
 
 // ParseTier maps a tier name (otp, mac, batchmac) to its Tier.
-func ParseTier(s string) (Tier, error) {
-	for _, t := range []Tier{Keystream, MAC, BatchMAC} {
-		if t.String() == s {
-			return t, nil
-		}
-	}
-	return 0, fmt.Errorf("msg: unknown tier %q (want otp, mac or batchmac)", s)
-}
+func ParseTier(s string) (Tier, error) { return tiers.parse(s) }
 
 // ProvisionRequest drives pairing. The host relays Message between the two
 // modules verbatim; it is public (ephemeral public keys, KEM ciphertexts,

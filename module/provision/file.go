@@ -60,15 +60,19 @@ func CreatePrivate(path string) (*os.File, error) {
 }
 
 // ReadSecretFile reads and parses a provisioning secret file.
-func ReadSecretFile(path string) ([]byte, error) {
-	b, err := ReadPrivate("--secret-file", path)
+func ReadSecretFile(path string) ([]byte, error) { return ReadParsed("--secret-file", path, Parse) }
+
+// ReadParsed reads the private file at path (ReadPrivate; flag names it
+// in errors) and returns what parse makes of its bytes, which it wipes.
+func ReadParsed(flag, path string, parse func([]byte) ([]byte, error)) ([]byte, error) {
+	b, err := ReadPrivate(flag, path)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(b)
-	s, err := Parse(b)
+	s, err := parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("--secret-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return s, nil
 }

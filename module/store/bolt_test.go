@@ -10,11 +10,7 @@ import (
 )
 
 func TestBoltRefusesOpenPermissions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	b, err := OpenBolt(path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := openTemp(t, 1)
 	b.Close()
 	st, _ := os.Stat(path)
 	if st.Mode().Perm() != 0o600 {
@@ -32,11 +28,7 @@ func TestBoltRefusesOpenPermissions(t *testing.T) {
 // was saved, with exact marks at window 1 and reserved marks otherwise.
 func TestBoltCountersSurviveReopen(t *testing.T) {
 	for _, window := range []uint64{1, 16} {
-		path := filepath.Join(t.TempDir(), "state.db")
-		b, err := OpenBolt(path, window)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, path := openTemp(t, window)
 		for next := uint64(1); next <= 40; next++ {
 			if err := b.Save(Counters{Next: next, PeerFloor: next / 2, Generated: next}); err != nil {
 				t.Fatal(err)
@@ -49,7 +41,7 @@ func TestBoltCountersSurviveReopen(t *testing.T) {
 			t.Fatal("a rollback of PeerFloor was accepted")
 		}
 		b.Close()
-		b, err = OpenBolt(path, window)
+		b, err := OpenBolt(path, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,11 +60,7 @@ func TestBoltCountersSurviveReopen(t *testing.T) {
 }
 
 func TestBoltPairing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	b, err := OpenBolt(path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := openTemp(t, 1)
 	if p, err := b.LoadPairing(); p != nil || err != nil {
 		t.Fatalf("fresh store has a pairing: %v %v", p, err)
 	}
@@ -123,11 +111,7 @@ func TestBoltRefusesSymlink(t *testing.T) {
 // witness needs a lower bound) — and is never lowered by a Save.
 func TestBoltAccepted(t *testing.T) {
 	for _, window := range []uint64{1, 16} {
-		path := filepath.Join(t.TempDir(), "state.db")
-		b, err := OpenBolt(path, window)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, path := openTemp(t, window)
 		for next := uint64(1); next <= 40; next++ {
 			if err := b.Save(Counters{Next: next, PeerFloor: next, Accepted: next}); err != nil {
 				t.Fatal(err)
@@ -137,7 +121,7 @@ func TestBoltAccepted(t *testing.T) {
 			t.Fatal("a rollback of Accepted was accepted")
 		}
 		b.Close()
-		b, err = OpenBolt(path, window)
+		b, err := OpenBolt(path, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +140,7 @@ func TestBoltAccepted(t *testing.T) {
 // 24-byte counters record) opens, with Accepted 0, and the next commit
 // writes the 32-byte record.
 func TestBoltOldCountersRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	b, err := OpenBolt(path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := openTemp(t, 1)
 	b.Close()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -190,4 +170,15 @@ func TestBoltOldCountersRecord(t *testing.T) {
 	if c, _ := b.Load(); c != (Counters{Next: 71, PeerFloor: 67, Generated: 101, Accepted: 67}) {
 		t.Fatalf("after a commit: %+v", c)
 	}
+}
+
+// openTemp opens a fresh state file in the test's temporary directory.
+func openTemp(t *testing.T, window uint64) (*Bolt, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	b, err := OpenBolt(path, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, path
 }

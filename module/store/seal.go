@@ -78,16 +78,7 @@ func ParseSealKey(raw []byte) ([]byte, error) {
 // ReadSealKeyFile reads a seal key from a private file (mode 0600 or
 // 0400, owned by this user, not a symbolic link).
 func ReadSealKeyFile(path string) ([]byte, error) {
-	raw, err := provision.ReadPrivate("--seal-key-file", path)
-	if err != nil {
-		return nil, err
-	}
-	defer clear(raw)
-	k, err := ParseSealKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("--seal-key-file %s: %w", path, err)
-	}
-	return k, nil
+	return provision.ReadParsed("--seal-key-file", path, ParseSealKey)
 }
 
 func sealKeyCopy(k []byte) ([]byte, error) {

@@ -1,8 +1,10 @@
 // Package vectors holds kord-v1's known-answer vectors for DPF and DCF
 // keys (kord-v1-vectors.json, the file the spec ships beside
 // keyformat-v1.md), the one copy in the repository: embedded for the
-// binary's self-test (internal/kat) and read by the fss tests. It imports
-// nothing of kord, so that fss's own tests can use it.
+// binary's self-test (internal/kat) and read by the fss tests; and LLAMA's
+// DCF vectors (llama-dcf-vectors.json, the spec's llama/dcf-vectors.json),
+// read by the fss/llama and kord keygen tests. It imports nothing of kord,
+// so that fss's own tests can use it.
 package vectors
 
 import (
@@ -22,15 +24,21 @@ type Vector struct {
 	OutBits int    `json:"out_bits"`
 	Alpha   uint64 `json:"alpha"`
 	Beta    uint64 `json:"beta"`
-	Root0   string `json:"root0"`
-	Root1   string `json:"root1"`
-	Key0    string `json:"key0"`
-	Key1    string `json:"key1"`
-	Evals   []struct {
+	Pair
+	Evals []struct {
 		X  uint64 `json:"x"`
 		Y0 uint64 `json:"y0"`
 		Y1 uint64 `json:"y1"`
 	} `json:"evals"`
+}
+
+// Pair is what every vector holds, kord-v1's and LLAMA's: the two root
+// seeds and the two keys they make, in hex.
+type Pair struct {
+	Root0 string `json:"root0"`
+	Root1 string `json:"root1"`
+	Key0  string `json:"key0"`
+	Key1  string `json:"key1"`
 }
 
 // Load returns the vectors.

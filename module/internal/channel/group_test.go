@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/kord-fss/kord/internal/prg"
@@ -36,7 +37,7 @@ func TestGroupFrames(t *testing.T) {
 		if err := c1.OpenKeystreamBulk(100, d, f, ga, gb); err != nil {
 			t.Fatal(err)
 		}
-		if !equal(ga, a) || !equal(gb, b) {
+		if !slices.Equal(ga, a) || !slices.Equal(gb, b) {
 			t.Fatalf("%+v: keystream frame opened to other shares", d)
 		}
 		// mac tier: one envelope over the packed vectors
@@ -59,7 +60,7 @@ func TestGroupFrames(t *testing.T) {
 				t.Fatalf("%+v: UnpackVec: %v", d, err)
 			}
 		}
-		if !equal(gb, b) {
+		if !slices.Equal(gb, b) {
 			t.Fatalf("%+v: UnpackVec read other elements", d)
 		}
 	}
@@ -94,18 +95,6 @@ func TestGroupFrames(t *testing.T) {
 	if _, err := UnpackVec(bad, Desc{1, 0x12, 8, 12, 2}, make([]uint64, 2)); err != ErrRange {
 		t.Fatalf("an element over Bout unpacked: %v", err)
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzUnpackVec: any bytes either unpack to in-range shares that pack

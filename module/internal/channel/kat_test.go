@@ -5,11 +5,10 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
-	"os"
 	"testing"
 
+	"github.com/kord-fss/kord/internal/gentest"
 	"github.com/kord-fss/kord/module/internal/kdf"
 )
 
@@ -92,19 +91,9 @@ func TestFramesKnownAnswers(t *testing.T) {
 				katFrame{Party: party, Tier: TierBatchMAC, Counter: 9, Descs: []Desc{dpf16, dcf32}, Shares: [][2]uint64{{0x1234, 0x5678}, {0x9abcdef0, 0x42}}},
 			)
 		}
-		b, _ := json.MarshalIndent(f, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		gentest.WriteJSON(t, path, f)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f katFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := gentest.ReadJSON[katFile](t, path)
 	unhex := func(s string) []byte {
 		b, err := hex.DecodeString(s)
 		if err != nil {
@@ -185,9 +174,6 @@ func TestFramesKnownAnswers(t *testing.T) {
 		}
 	}
 	if *updateFrames {
-		b, _ := json.MarshalIndent(f, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		gentest.WriteJSON(t, path, f)
 	}
 }

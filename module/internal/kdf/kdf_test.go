@@ -9,10 +9,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
-	"os"
 	"testing"
+
+	"github.com/kord-fss/kord/internal/gentest"
 )
 
 var updateRoots = flag.Bool("update-roots", false, "write testdata/roots.json afresh")
@@ -273,19 +273,9 @@ func TestRootsKnownAnswers(t *testing.T) {
 			v.Root0, v.Root1 = hex.EncodeToString(r0[:]), hex.EncodeToString(r1[:])
 			f.Vectors = append(f.Vectors, v)
 		}
-		b, _ := json.MarshalIndent(f, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		gentest.WriteJSON(t, path, f)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := gentest.ReadJSON[file](t, path)
 	krb, err := hex.DecodeString(f.KR)
 	if err != nil || len(krb) != 32 || len(f.Vectors) == 0 {
 		t.Fatalf("%s: bad kr or no vectors", path)
