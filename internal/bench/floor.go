@@ -67,6 +67,20 @@ func transportFloor(keys, size, batch int, appUnix bool) (float64, error) {
 	msg := batch * size
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
+	// A failed hop closes every connection, so that no other goroutine
+	// waits for bytes that will not come.
+	var once sync.Once
+	fail := func(i int, err error) {
+		errs[i] = err
+		once.Do(func() {
+			for _, h := range hs {
+				for _, c := range [][2]net.Conn{h.src, h.mid} {
+					c[0].Close()
+					c[1].Close()
+				}
+			}
+		})
+	}
 	start := time.Now()
 	for b := range hs {
 		h := hs[b]
@@ -77,7 +91,7 @@ func transportFloor(keys, size, batch int, appUnix bool) (float64, error) {
 			for left := total; left > 0; {
 				n := min(int64(len(buf)), left)
 				if _, err := h.src[0].Write(buf[:n]); err != nil {
-					errs[3*b] = err
+					fail(3*b, err)
 					return
 				}
 				left -= n
@@ -86,8 +100,9 @@ func transportFloor(keys, size, batch int, appUnix bool) (float64, error) {
 		go func() { // the party: relays what it reads
 			defer wg.Done()
 			buf := make([]byte, msg)
-			_, err := io.CopyBuffer(struct{ io.Writer }{h.mid[0]}, io.LimitReader(h.src[1], total), buf)
-			errs[3*b+1] = err
+			if _, err := io.CopyBuffer(struct{ io.Writer }{h.mid[0]}, io.LimitReader(h.src[1], total), buf); err != nil {
+				fail(3*b+1, err)
+			}
 		}()
 		go func() { // the application: reads it all
 			defer wg.Done()
@@ -96,7 +111,9 @@ func transportFloor(keys, size, batch int, appUnix bool) (float64, error) {
 			if err == nil && n != total {
 				err = fmt.Errorf("received %d of %d bytes", n, total)
 			}
-			errs[3*b+2] = err
+			if err != nil {
+				fail(3*b+2, err)
+			}
 		}()
 	}
 	wg.Wait()
