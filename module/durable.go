@@ -112,6 +112,13 @@ func (m *Durable) CollectSlab(_ context.Context, first uint64, count int, emit f
 	return m.d.CollectSlab(first, count, nil, emit)
 }
 
+// CollectSlabPinned is CollectSlab with the slab valid after the call,
+// until release (exactly once): emit may keep a view of it, e.g. a socket
+// that writes the keys out after the module's lock is released.
+func (m *Durable) CollectSlabPinned(_ context.Context, first uint64, count int, emit func(*msg.Slab)) (release func(), err error) {
+	return m.d.CollectSlabPinned(first, count, emit)
+}
+
 // Recycle takes back a slab this module's Collect handed out (see
 // Recycler).
 func (m *Durable) Recycle(s *msg.Slab) { m.d.Recycle(s) }

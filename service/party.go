@@ -706,7 +706,12 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					if !ok {
 						break more
 					}
-					if !j2.answered() {
+					if !j2.answered() || keys >= minLentKeys && rb.breaks(j2) {
+						// Not ready; or its keys are not the next ones of the
+						// slab the message's keys are a stretch of, which
+						// adding it would copy out of the slab (and out of
+						// the codec's no-copy path): it opens the next
+						// message instead.
 						next = j2
 						break more
 					}

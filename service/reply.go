@@ -63,6 +63,23 @@ func (rb *replyBuf) add(j *job) {
 	}
 }
 
+// minLentKeys is the fewest keys a message whose keys are a stretch of a
+// slab has before a job whose keys are elsewhere goes into the next
+// message rather than this one (replyBuf.breaks): below it, copying the
+// keys costs less than a message of its own.
+const minLentKeys = 64
+
+// breaks reports whether adding j would copy the message's keys out of
+// the slab they are a stretch of (unalias): j's keys are not the next
+// ones of that slab.
+func (rb *replyBuf) breaks(j *job) bool {
+	if !rb.aliased || len(rb.pk.Keys) == 0 {
+		return false
+	}
+	kv := j.keyViews()
+	return kv == nil || len(rb.buf) == 0 || len(j.keyBuf) == 0 || &rb.buf[0] != &j.keyBuf[0] || rb.end != j.keyOff
+}
+
 // unalias copies the keys out of the slab into the builder's buffer.
 func (rb *replyBuf) unalias() {
 	if !rb.aliased {

@@ -38,7 +38,14 @@ derived mode, measure in one run:
              for all rows: requests of --batch keys each (bound: one bound
              bulk request, client.BoundBulk; derived: count), key pairs
              received by the application as client batches (key views over
-             the received messages).
+             the received messages);
+  floor      the transport floor: the row's key-share bytes (--keys keys
+             per party, --batch keys a write) pushed for both parties at
+             once over the sockets of the processes path, a Unix socket
+             hop and an application hop (loopback TCP, or a Unix socket
+             with --app-link unix) each, relayed and read in this process
+             with nothing else done (JSON: floor_pairs_per_sec, and
+             floor_ratio to raw Gen).
 
 Both delivered paths first deliver one untimed chunk of every row (warm-up:
 heap growth, first page faults, connections), then hand out --chunk keys at

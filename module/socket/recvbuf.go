@@ -2,6 +2,7 @@ package socket
 
 import (
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -118,23 +119,38 @@ func getRecv(n int) []byte {
 	}
 	if best >= 0 {
 		b := recvPool.free[best]
-		last := len(recvPool.free) - 1
-		recvPool.free[best], recvPool.free[last] = recvPool.free[last], nil
-		recvPool.free = recvPool.free[:last]
+		// In order: free stays oldest first (putRecv drops from the front).
+		recvPool.free = slices.Delete(recvPool.free, best, best+1)
 		recvPool.bytes -= cap(b)
 		recvPool.Unlock()
 		return b[:n]
 	}
 	recvPool.Unlock()
-	return make([]byte, n)
+	// Room to spare: the responses of one shape differ by a few bytes
+	// (varint lengths, error strings), and a buffer made exactly for one
+	// would not take the next one a byte longer.
+	return make([]byte, n, recvCap(n))
 }
 
-// putRecv pools b, which the caller has wiped.
+// recvCap is the capacity of a fresh buffer for n bytes: n and 1/32 more,
+// rounded up to a multiple of 4 KiB.
+func recvCap(n int) int { return (n + n/32 + 4095) &^ 4095 }
+
+// putRecv pools b, which the caller has wiped. A full pool drops its
+// oldest buffer for b, so that it follows the shapes in use: a pool full
+// of one shape's buffers would otherwise refuse every buffer of a larger
+// shape, each of whose responses then allocated (and zeroed) a fresh one.
 func putRecv(b []byte) {
 	recvPool.Lock()
 	defer recvPool.Unlock()
-	if len(recvPool.free) >= maxRecvFree || recvPool.bytes+cap(b) > maxRecvFreeBytes {
+	if cap(b) > maxRecvFreeBytes {
 		return
+	}
+	for len(recvPool.free) > 0 && (len(recvPool.free) >= maxRecvFree || recvPool.bytes+cap(b) > maxRecvFreeBytes) {
+		recvPool.bytes -= cap(recvPool.free[0])
+		n := copy(recvPool.free, recvPool.free[1:])
+		recvPool.free[n] = nil
+		recvPool.free = recvPool.free[:n]
 	}
 	recvPool.free = append(recvPool.free, b)
 	recvPool.bytes += cap(b)

@@ -2,6 +2,7 @@ package socket
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/module"
@@ -147,20 +149,47 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			return
 		}
-		var out []byte
-		wbuf, out, err = s.handleAppend(ctx, rbuf, wbuf[:0])
+		var out net.Buffers
+		var release func()
+		wbuf, out, release, err = s.handleParts(ctx, rbuf, wbuf[:0])
 		clear(rbuf) // own shares
 		if err != nil {
 			clear(wbuf)
+			release()
 			s.log.Error("socket: encoding response", "err", err)
 			return
 		}
-		_, err = c.Write(out)
+		// One writev: a slab's keys go from the module's memory to the
+		// socket, not through wbuf (handleParts).
+		if len(out) == 1 {
+			_, err = c.Write(out[0])
+		} else {
+			_, err = out.WriteTo(c)
+		}
+		release()   // the module's slab: wiped by the module, not here
 		clear(wbuf) // own key shares
 		if err != nil {
 			return
 		}
 	}
+}
+
+// handleParts is handleAppend with the response as parts to write in
+// order (their concatenation is handleAppend's message): all of them in
+// buf but, for a slab from a module that pins it (slabPinner), the slab's
+// keys, which stay in the module's memory until release. Call release
+// (never nil) once the parts are written or dropped.
+func (s *Server) handleParts(ctx context.Context, b, dst []byte) (buf []byte, out net.Buffers, release func(), err error) {
+	req, bad := parseRequest(b)
+	if bad == nil {
+		if c := req.Calls[len(req.Calls)-1].GetCollect(); c.GetCount() > 0 && len(c.GetPoints()) == 0 {
+			if sp, ok := s.dev.(slabPinner); ok {
+				return s.slabParts(ctx, req, sp, c, dst)
+			}
+		}
+	}
+	buf, o, err := s.appendParsed(ctx, req, bad, dst)
+	return buf, net.Buffers{o}, func() {}, err
 }
 
 // Handle decodes one request and runs its calls. Malformed input yields a
@@ -192,6 +221,12 @@ func parseRequest(b []byte) (*pb.ModuleRequest, *pb.ModuleResponse) {
 // marshalled — in the bytes proto.Marshal would write.
 func (s *Server) handleAppend(ctx context.Context, b, dst []byte) (buf, out []byte, err error) {
 	req, bad := parseRequest(b)
+	return s.appendParsed(ctx, req, bad, dst)
+}
+
+// appendParsed is handleAppend for a parsed request (parseRequest's
+// results).
+func (s *Server) appendParsed(ctx context.Context, req *pb.ModuleRequest, bad *pb.ModuleResponse, dst []byte) (buf, out []byte, err error) {
 	if bad != nil {
 		buf, err = appendMsg(dst, bad)
 		return buf, buf, err
@@ -279,6 +314,110 @@ func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabC
 		return dst[:0], nil, err
 	}
 	return buf, buf, nil
+}
+
+// slabPinner is a slabCollector whose slab stays valid after the call
+// until release (module.Durable): the server writes its keys to the socket
+// from there, outside the module's lock, with no copy at all.
+type slabPinner interface {
+	CollectSlabPinned(ctx context.Context, first uint64, count int, emit func(*msg.Slab)) (release func(), err error)
+}
+
+// slabParts is appendSlab for a slabPinner: the message is buf[start:mid],
+// the slab's keys, buf[mid:] — the bytes appendSlab writes, fields in
+// proto.Marshal's order, the keys not copied.
+func (s *Server) slabParts(ctx context.Context, req *pb.ModuleRequest, sp slabPinner, c *pb.CollectRequest, dst []byte) (buf []byte, out net.Buffers, release func(), err error) {
+	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
+	defer wipeResults(head)
+	failed := false
+	for _, r := range head.Results {
+		failed = failed || r.ErrorClass != ClassOK
+	}
+	if failed && req.StopOnError {
+		head.Results = append(head.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+		buf, err = appendMsg(dst, head)
+		return buf, net.Buffers{buf}, func() {}, err
+	}
+	start := len(dst)
+	emitted := false
+	release, cerr := sp.CollectSlabPinned(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
+		emitted = true
+		buf, out, err = appendSlabParts(dst, head, sl)
+	})
+	if !emitted {
+		release()
+		if cerr == nil {
+			cerr = errors.New("socket: the module emitted no slab")
+		}
+		head.Results = append(head.Results, fail(cerr))
+		buf, err = appendMsg(dst, head)
+		out = net.Buffers{buf[start:]}
+		release = func() {}
+	}
+	if err != nil {
+		release()
+		clear(buf)
+		return dst[:0], nil, func() {}, err
+	}
+	return buf, out, release, nil
+}
+
+// appendSlabParts appends to dst the response of head's results and a
+// collect answered with sl, as appendMsg would encode it, but for sl's
+// keys: out is the message as dst[start:mid], sl.Keys, dst[mid:].
+func appendSlabParts(dst []byte, head *pb.ModuleResponse, sl *msg.Slab) (buf []byte, out net.Buffers, err error) {
+	full := slabToPB(sl)
+	// The slab's fields before keys (1–7) and after (9–13).
+	pre := &pb.Slab{First: full.First, N: full.N, Mode: full.Mode, Type: full.Type, InBits: full.InBits, OutBits: full.OutBits, Stride: full.Stride}
+	post := &pb.Slab{AlphaShares: full.AlphaShares, BetaShares: full.BetaShares, PairTags: full.PairTags, Profile: full.Profile, Group: full.Group}
+	cr := &pb.CollectResponse{Counter: sl.First, Mode: uint32(sl.Mode)}
+	keys := len(sl.Keys)
+	keysHdr := 0
+	if keys > 0 {
+		keysHdr = protowire.SizeTag(8) + protowire.SizeVarint(uint64(keys))
+	}
+	mo := proto.MarshalOptions{UseCachedSize: true}
+	slabLen := proto.Size(pre) + keysHdr + keys + proto.Size(post)
+	crLen := proto.Size(cr) + protowire.SizeTag(8) + protowire.SizeBytes(slabLen)
+	resLen := protowire.SizeTag(6) + protowire.SizeBytes(crLen)
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	if dst, err = (proto.MarshalOptions{}).MarshalAppend(dst, head); err != nil {
+		return dst, nil, err
+	}
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(resLen))
+	dst = protowire.AppendTag(dst, 6, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(crLen))
+	if dst, err = mo.MarshalAppend(dst, cr); err != nil {
+		return dst, nil, err
+	}
+	dst = protowire.AppendTag(dst, 8, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(slabLen))
+	if dst, err = mo.MarshalAppend(dst, pre); err != nil {
+		return dst, nil, err
+	}
+	if keys > 0 {
+		dst = protowire.AppendTag(dst, 8, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(keys))
+	}
+	mid := len(dst)
+	if dst, err = mo.MarshalAppend(dst, post); err != nil {
+		return dst, nil, err
+	}
+	n := len(dst) - start - 4 + keys
+	if n > MaxMessage {
+		return dst, nil, ErrTooLarge
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(n))
+	out = net.Buffers{dst[start:mid]}
+	if keys > 0 {
+		out = append(out, sl.Keys)
+	}
+	if len(dst) > mid {
+		out = append(out, dst[mid:])
+	}
+	return dst, out, nil
 }
 
 // wipeResults clears the key shares a response's collect results hold:

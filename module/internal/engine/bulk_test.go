@@ -384,3 +384,62 @@ func TestBulkRecycle(t *testing.T) {
 		old = s0
 	}
 }
+
+// TestBulkPinned: a slab pinned by CollectSlabPinned stays whole while
+// later collects push it out of the re-collect window (unpinned ones are
+// recycled meanwhile), and its release wipes it then; releasing twice
+// does nothing more.
+func TestBulkPinned(t *testing.T) {
+	d := durablePair(t)
+	unlock(t, d)
+	b := msg.Bulk{Mode: msg.Derived, Type: fss.DPF, InBits: 10, OutBits: 10, N: 1000, DeriveBeta: true}
+	submit := func() uint64 {
+		r, err := d[0].Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitBulk, Bulk: &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.FirstCounter
+	}
+	var pinned *msg.Slab
+	var want []byte
+	release, err := d[0].CollectSlabPinned(submit(), 1000, func(s *msg.Slab) { pinned, want = s, bytes.Clone(s.Keys) })
+	if err != nil || pinned == nil {
+		t.Fatal(err)
+	}
+	for range 12 { // both fall out of the window
+		f := submit()
+		if err := d[0].CollectSlab(f, 1000, nil, func(*msg.Slab) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(pinned.Keys, want) {
+		t.Fatal("a pinned slab changed before its release")
+	}
+	keys := pinned.Keys
+	release()
+	if slices.ContainsFunc(keys, func(x byte) bool { return x != 0 }) {
+		t.Fatal("a released slab out of the window was not wiped")
+	}
+	release()
+	if len(d[0].pins) != 0 || len(d[0].unpinned) != 0 {
+		t.Fatalf("pins left: %d, %d", len(d[0].pins), len(d[0].unpinned))
+	}
+	// A release within the window leaves the slab remembered, whole.
+	f := submit()
+	release, err = d[0].CollectSlabPinned(f, 1000, func(s *msg.Slab) { want = bytes.Clone(s.Keys) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := d[0].CollectSlab(f, 1000, nil, func(s *msg.Slab) {
+		if !bytes.Equal(s.Keys, want) {
+			t.Fatal("a released slab in the window changed")
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A failed collect pins nothing.
+	if _, err := d[0].CollectSlabPinned(1<<40, 1000, func(*msg.Slab) { t.Fatal("emitted") }); err == nil {
+		t.Fatal("collect of no bulk succeeded")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/kord-fss/kord/module/internal/channel"
 	"github.com/kord-fss/kord/module/internal/kdf"
@@ -72,6 +73,12 @@ type Durable struct {
 	// copy (see keepCollected).
 	slabs    []*msg.Slab
 	slabKeys int
+	// pins counts, per slab, the holders of CollectSlabPinned that have
+	// not released it yet (a socket writing it out after the lock); a
+	// pinned slab that falls out of slabs is recycled — wiped — by its
+	// last release instead (unpinned marks those).
+	pins     map[*msg.Slab]int
+	unpinned map[*msg.Slab]bool
 	// noRing (Config.NoRecollect): no re-collect window; each output is
 	// handed out once, as by Engine (a slab is the caller's, not a copy).
 	noRing bool
@@ -349,6 +356,53 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 	d.keepCollected(s)
 	emit(s)
 	return nil
+}
+
+// CollectSlabPinned is CollectSlab with the slab kept valid after the
+// call, until release: emit may keep a view of the slab's keys (a socket
+// writes them out after the module's lock is released, with no copy). The
+// slab stays the module's: release (call it exactly once, whatever emit
+// did) wipes it if it fell out of the re-collect window meanwhile.
+func (d *Durable) CollectSlabPinned(first uint64, count int, emit func(*msg.Slab)) (release func(), err error) {
+	var got *msg.Slab
+	err = d.CollectSlab(first, count, nil, func(s *msg.Slab) {
+		// Under d.mu: pinned before anyone can recycle it.
+		if d.pins == nil {
+			d.pins, d.unpinned = map[*msg.Slab]int{}, map[*msg.Slab]bool{}
+		}
+		d.pins[s]++
+		got = s
+		emit(s)
+	})
+	if got == nil {
+		return func() {}, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { d.unpin(got) }) }, err
+}
+
+// unpin drops one pin of s, recycling it if it was dropped while pinned.
+func (d *Durable) unpin(s *msg.Slab) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pins[s]--; d.pins[s] > 0 {
+		return
+	}
+	delete(d.pins, s)
+	if d.unpinned[s] {
+		delete(d.unpinned, s)
+		d.Engine.recycleLocked(s)
+	}
+}
+
+// recycleLocked recycles a slab the module no longer remembers, or, while
+// it is pinned, leaves that to its last release; d.mu held.
+func (d *Durable) recycleLocked(s *msg.Slab) {
+	if d.pins[s] > 0 {
+		d.unpinned[s] = true
+		return
+	}
+	d.Engine.recycleLocked(s)
 }
 
 // keepCollected remembers a slab handed out, for repeats. It keeps at
