@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/gates"
 )
 
@@ -26,6 +27,18 @@ type ResNetDemoConfig struct {
 	// Log, when set, gets a line per phase (the progress lines go to
 	// Stream.Progress).
 	Log io.Writer
+	// Daemons, when both are set, are clients of the two sites' paired
+	// party daemons: every key and correlation of every step is asked of
+	// both (DaemonSource, request ids from FirstID) and nothing is
+	// generated in this process. Otherwise both modules run in this
+	// process (gates.NewModuleSource).
+	Daemons [2]*client.Client
+	FirstID uint64
+	// PerRequest is DaemonSource.PerRequest (0: 4096 keys a request).
+	PerRequest int
+	// InterSite, with Daemons, reads the bytes that have crossed between
+	// the sites so far (a counting proxy on the daemons' peer link).
+	InterSite func() int64
 }
 
 // ResNetDemoReport carries the MNIST demo's JSON fields (DemoReport) for
@@ -50,27 +63,35 @@ type ResNetDemoReport struct {
 	OfflineBytesPerPartyPerImage int64   `json:"offline_bytes_per_party_per_image"`
 	// 0: every key and correlation derived (in process: no link exists
 	// between the two modules of a host.LocalPair beyond pairing).
-	OfflineInterSiteBytesPerImage float64        `json:"offline_inter_site_bytes_per_image"`
-	KeySupplyMsPerImage           float64        `json:"key_supply_ms_per_image"`
-	KeySupplyShare                float64        `json:"key_supply_share"`
-	KeySupplyPath                 string         `json:"key_supply_path"`
-	DealerKeySupplyMsPerImage     float64        `json:"dealer_key_supply_ms_per_image"`
-	DealerKeySupplyShare          float64        `json:"dealer_key_supply_share"`
-	DealerBytesPerPartyPerImage   int64          `json:"dealer_bytes_per_party_per_image"`
-	DealerPath                    string         `json:"dealer_path"`
-	SessionOfflineMs              float64        `json:"session_offline_ms"`
-	SessionOnlineMs               float64        `json:"session_online_ms"`
-	SessionBytesPerParty          int64          `json:"session_online_bytes_per_party"`
-	WallMsPerImage                float64        `json:"wall_ms_per_image"`
-	RefMsPerImage                 float64        `json:"cleartext_ms_per_image"`
-	Overflow                      int            `json:"overflow_values"`
-	MaxAbsWire                    int64          `json:"max_abs_wire"`
-	Overlap                       bool           `json:"overlap"`
-	Chunk                         int            `json:"chunk"`
-	Steps                         int            `json:"steps"`
-	PeakRSSBytes                  int64          `json:"peak_rss_bytes"`
-	MaxStepMaterialBytes          int64          `json:"max_step_material_bytes_per_party"`
-	Keys                          map[string]int `json:"keys"`
+	OfflineInterSiteBytesPerImage float64 `json:"offline_inter_site_bytes_per_image"`
+	KeySupplyMsPerImage           float64 `json:"key_supply_ms_per_image"`
+	KeySupplyShare                float64 `json:"key_supply_share"`
+	KeySupplyPath                 string  `json:"key_supply_path"`
+	DealerKeySupplyMsPerImage     float64 `json:"dealer_key_supply_ms_per_image"`
+	DealerKeySupplyShare          float64 `json:"dealer_key_supply_share"`
+	DealerBytesPerPartyPerImage   int64   `json:"dealer_bytes_per_party_per_image"`
+	DealerPath                    string  `json:"dealer_path"`
+	SessionOfflineMs              float64 `json:"session_offline_ms"`
+	SessionOnlineMs               float64 `json:"session_online_ms"`
+	SessionBytesPerParty          int64   `json:"session_online_bytes_per_party"`
+	WallMsPerImage                float64 `json:"wall_ms_per_image"`
+	RefMsPerImage                 float64 `json:"cleartext_ms_per_image"`
+	Overflow                      int     `json:"overflow_values"`
+	MaxAbsWire                    int64   `json:"max_abs_wire"`
+	Overlap                       bool    `json:"overlap"`
+	Chunk                         int     `json:"chunk"`
+	Steps                         int     `json:"steps"`
+	PeakRSSBytes                  int64   `json:"peak_rss_bytes"`
+	// PeakRSSByProcess: each process's peak resident set, "client" for
+	// this one (both online parties; the modules too when in process),
+	// module0, module1, party0 and party1 for the daemons (filled by the
+	// caller that started them).
+	PeakRSSByProcess map[string]int64 `json:"peak_rss_bytes_by_process"`
+	// DaemonRequestsPerImage: the requests sent to each site per image
+	// (with Daemons).
+	DaemonRequestsPerImage int64          `json:"daemon_requests_per_image,omitempty"`
+	MaxStepMaterialBytes   int64          `json:"max_step_material_bytes_per_party"`
+	Keys                   map[string]int `json:"keys"`
 	// With CompareOverlap: the same images overlapped, same run.
 	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
 	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
@@ -78,8 +99,9 @@ type ResNetDemoReport struct {
 
 // Paths of the ResNet demo's two key supplies.
 const (
-	ResNetSupplyPath = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
-	ResNetDealerPath = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
+	ResNetDaemonSupplyPath = "party daemons: this process runs both online parties and asks each site's party daemon (kord party, in front of its own kord module) for every step's keys and correlations as the step comes, the same request (same id, at most 4096 keys) to both sites at once, each party taking its own site's half; every key and correlation derived inside the paired modules, only batch headers between the sites"
+	ResNetSupplyPath       = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
+	ResNetDealerPath       = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
 )
 
 // ResNetDemo runs cfg.Images seeded images through RunStream with module
@@ -96,16 +118,40 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
-	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: "loopback",
+	link := cfg.Stream.Link.Name
+	if link == "" {
+		link = "loopback"
+	}
+	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: link,
 		Source:        "module pair (derived keys and derived correlations), streamed",
 		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
-	ms, err := gates.NewModuleSource(ctx)
-	if err != nil {
-		return nil, err
+	var src Sources
+	var interSite func() int64
+	var ds *DaemonSource
+	if cfg.Daemons[0] != nil || cfg.Daemons[1] != nil {
+		var err error
+		if ds, err = NewDaemonSource(ctx, cfg.Daemons, cfg.FirstID); err != nil {
+			return nil, err
+		}
+		defer ds.Close()
+		ds.PerRequest = cfg.PerRequest
+		src = Sources{Keys: ds, Corr: ds}
+		interSite = cfg.InterSite
+		rep.Source = "party daemons (derived keys and derived correlations), streamed"
+		rep.KeySupplyPath = ResNetDaemonSupplyPath
+	} else {
+		ms, err := gates.NewModuleSource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer ms.Close()
+		src = Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
+		interSite = func() int64 { s := ms.SentBytes(); return int64(s[0] + s[1]) }
 	}
-	defer ms.Close()
-	src := Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
-	linkStart := ms.SentBytes()
+	if interSite == nil {
+		interSite = func() int64 { return 0 }
+	}
+	linkStart := interSite()
 	var online, supply, dealer, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := ResNetImage(m, ResNetSeed+uint64(i))
@@ -185,14 +231,18 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	if dealer > 0 {
 		rep.DealerKeySupplyShare = float64(dealer) / float64(dealer+online)
 	}
-	end := ms.SentBytes()
-	rep.OfflineInterSiteBytesPerImage = float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / n
+	rep.OfflineInterSiteBytesPerImage = float64(interSite()-linkStart) / n
+	if ds != nil {
+		r, _, _ := ds.Counts()
+		rep.DaemonRequestsPerImage = r / int64(cfg.Images)
+	}
 	inv, err := m.KeyInventory(cfg.Stream.Chunk)
 	if err != nil {
 		return nil, err
 	}
 	rep.OfflineBytesPerPartyPerImage = inv.MaterialBytes
 	rep.PeakRSSBytes = peakRSS()
+	rep.PeakRSSByProcess = map[string]int64{"client": rep.PeakRSSBytes}
 	return rep, nil
 }
 

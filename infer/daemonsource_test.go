@@ -1,0 +1,141 @@
+package infer
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/service/servicetest"
+)
+
+// tinyResNet is a ResNet-18 small enough to run through real party
+// daemons in a unit test: the whole topology on a 16×16 input, 2 channels
+// in stage 1.
+const tinyResNet = "resnet18-s32-w4-c10"
+
+// TestResNetThroughDaemons: a reduced ResNet-18 with every key and
+// correlation asked of two real party daemons (each with its module
+// behind a module socket, paired over their peer link) through
+// DaemonSource, streamed in small chunks so keys split into several
+// requests per step, in both modes: the client's logits equal the
+// cleartext model bit for bit and the keys and correlations are exactly
+// the inventory's; the daemons delivered every key, the source generated
+// none.
+func TestResNetThroughDaemons(t *testing.T) {
+	m, err := ResNetModel(tinyResNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ResNetImage(m, ResNetSeed)
+	want, _, err := m.Ref(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 200
+	inv, err := m.KeyInventory(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := servicetest.StartWith(t, servicetest.Options{Batch: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ds, err := NewDaemonSource(ctx, p.Apps, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ds.PerRequest = 64 // a step of up to 200 ReLUs: up to four requests per key kind
+	for _, overlap := range []bool{false, true} {
+		r0, k0, c0 := ds.Counts()
+		got, rep, err := RunStream(ctx, m, x, Sources{Keys: ds, Corr: ds}, StreamConfig{Chunk: chunk, Overlap: overlap})
+		if err != nil {
+			t.Fatalf("overlap %v: %v", overlap, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("overlap %v: secure %v, cleartext %v", overlap, got, want)
+		}
+		r1, k1, c1 := ds.Counts()
+		if rep.KeysTotal != inv.KeyTotal || int(k1-k0) != inv.KeyTotal || rep.Correlations != inv.Correlations ||
+			int(c1-c0) != 2*inv.Correlations || rep.CorrWords != inv.CorrWords {
+			t.Fatalf("overlap %v: %d keys (%d asked), %d correlations (%d asked with the weight masks); inventory %d keys, %d correlations",
+				overlap, rep.KeysTotal, k1-k0, rep.Correlations, c1-c0, inv.KeyTotal, inv.Correlations)
+		}
+		t.Logf("overlap %v: %d keys, %d correlations, %d requests, %d steps", overlap, k1-k0, c1-c0, r1-r0, rep.Steps)
+		// each non-linear step is two key batches; split, more requests
+		if keyReqs, nonLinear := (r1-r0)-(c1-c0), rep.Steps-rep.Correlations; keyReqs <= 2*int64(nonLinear) {
+			t.Fatalf("overlap %v: %d key requests for %d non-linear steps: the keys were not split", overlap, keyReqs, nonLinear)
+		}
+	}
+	var total uint64
+	for b := 0; b < 2; b++ {
+		st, err := p.Apps[b].Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.KeysDelivered
+	}
+	if _, keys, _ := ds.Counts(); total < 2*uint64(keys) {
+		t.Fatalf("the daemons delivered %d keys, the source handed out %d pairs", total, keys)
+	}
+}
+
+// TestDaemonSourceDies: a party daemon that stops in the middle of a run
+// ends it with an error naming the layer and the request, at once, not a
+// hang; the source then refuses further requests with the same error.
+func TestDaemonSourceDies(t *testing.T) {
+	m, err := ResNetModel(tinyResNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ResNetImage(m, ResNetSeed)
+	for _, overlap := range []bool{false, true} {
+		p := servicetest.StartWith(t, servicetest.Options{Batch: 1024})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ds, err := NewDaemonSource(ctx, p.Apps, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds.Timeout = 30 * time.Second
+		// party 1's daemon stops once some keys have been asked for
+		stopAfter := &stopping{DaemonSource: ds, after: 3, stop: p.Stop[1]}
+		t0 := time.Now()
+		_, _, err = RunStream(ctx, m, x, Sources{Keys: stopAfter, Corr: ds}, StreamConfig{Chunk: 1000, Overlap: overlap})
+		took := time.Since(t0)
+		if err == nil {
+			t.Fatalf("overlap %v: the run went through with a daemon stopped", overlap)
+		}
+		if took > 20*time.Second {
+			t.Fatalf("overlap %v: the error took %v", overlap, took)
+		}
+		t.Logf("overlap %v: after %v: %v", overlap, took, err)
+		for _, want := range []string{"layer", "request", "site 1"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("overlap %v: the error does not name the %s: %v", overlap, want, err)
+			}
+		}
+		if _, _, _, err2 := ds.DerivedBatch(fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}, 1, false); err2 == nil {
+			t.Fatalf("overlap %v: the source still answers after a site failed", overlap)
+		}
+		ds.Close()
+		cancel()
+	}
+}
+
+// stopping stops a daemon before the after-th key request.
+type stopping struct {
+	*DaemonSource
+	after int
+	stop  func()
+	n     int
+}
+
+func (s *stopping) DerivedBatch(p fss.Params, n int, wantBeta bool) ([2][]*fss.Key, [2][]uint64, [2][]uint64, error) {
+	s.n++
+	if s.n == s.after {
+		s.stop()
+	}
+	return s.DaemonSource.DerivedBatch(p, n, wantBeta)
+}
