@@ -161,7 +161,7 @@ Links (each round trip split evenly between the directions):
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isResNet(model) {
-				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, rn)
+				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, inProcess, rn)
 			}
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")

@@ -1,16 +1,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // The ResNet-18 forms of `kord infer inventory` and `kord infer demo`
@@ -49,10 +52,16 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 	f.BoolVar(&r.compare, "compare-overlap", false, "ResNet: run every image sequentially (the reported split) and then overlapped, in the same run")
 }
 
-// resnetDemo is `kord infer demo --model resnet18…`.
-func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, link string, dealer bool, r resnetFlags) error {
-	if link != "loopback" {
-		return badInput("--link: a ResNet runs on loopback only for now")
+// resnetDemo is `kord infer demo --model resnet18…`: by default the four
+// daemons of two sites (internal/cluster: 2 modules, 2 party daemons, the
+// sites' peer link through a counting proxy shaped by --link) start as
+// children of this process, which runs both online parties and takes
+// every step's keys and correlations from the daemons (infer.DaemonSource);
+// with --in-process, from a module pair in this process.
+func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, linkName string, dealer, inProcess bool, r resnetFlags) error {
+	link, err := netshape.Preset(linkName)
+	if err != nil {
+		return badInput("--link must be one of loopback, lan, 1gbps, wan")
 	}
 	if dealer {
 		return badInput("--dealer: a ResNet's online phase runs on the modules' material (the dealer's supply is timed beside it; --no-dealer skips it)")
@@ -71,14 +80,46 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
 	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare,
-		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap}}
+		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, Link: link}}
 	if !r.quiet {
-		cfg.Stream.Progress = os.Stderr
-		cfg.Log = os.Stderr
+		cfg.Stream.Progress = cmd.ErrOrStderr()
+		cfg.Log = cmd.ErrOrStderr()
 	}
-	rep, err := infer.ResNetDemo(context.Background(), cfg)
+	// Ctrl-C stops the run and the daemons.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cl *cluster.Cluster
+	if !inProcess {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
+		}
+		var proxy *netshape.Proxy
+		cl, err = cluster.StartResNet(ctx, "", cluster.Options{PeerVia: func(addr string) (string, error) {
+			px, err := netshape.NewProxy(addr, link)
+			if err != nil {
+				return "", err
+			}
+			proxy = px
+			return px.Addr(), nil
+		}})
+		if proxy != nil {
+			defer proxy.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("starting the daemons: %w", err)
+		}
+		defer cl.Remove()
+		if cfg.Log != nil {
+			fmt.Fprintln(cfg.Log, "paired.")
+		}
+		cfg.Daemons, cfg.InterSite = cl.Apps(), proxy.Bytes
+	}
+	rep, err := infer.ResNetDemo(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if cl != nil {
+		rep.PeakRSSByProcess = cl.PeakRSS()
 	}
 	if asJSON {
 		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(rep); err != nil {
@@ -86,15 +127,20 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		}
 	} else {
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s: %d images, %d bit-exact, %d mismatches (overlap %v, chunk %d, %d steps)\n"+
-			"per image: online %.1f s, %d bytes/party, %d rounds; key supply %.1f s (share %.3f); %d keys + %d correlations\n"+
+		fmt.Fprintf(w, "%s: %d images, %d bit-exact, %d mismatches, link %s (overlap %v, chunk %d, %d steps)\n"+
+			"per image: online %.1f s, %d bytes/party, %d rounds; key supply %.1f s (share %.3f, %.0f bytes between the sites); %d keys + %d correlations\n"+
 			"trusted dealer's supply of the same material: %.1f s (share %.3f), %d bytes/party\n"+
 			"session: %.1f s offline, %.1f s online, %d bytes/party; peak RSS %d MiB\n",
-			rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Overlap, rep.Chunk, rep.Steps,
-			rep.OnlineMsPerImage/1000, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.KeySupplyMsPerImage/1000, rep.KeySupplyShare,
+			rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Link, rep.Overlap, rep.Chunk, rep.Steps,
+			rep.OnlineMsPerImage/1000, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.KeySupplyMsPerImage/1000, rep.KeySupplyShare, rep.OfflineInterSiteBytesPerImage,
 			rep.OfflineKeysPerImage, rep.OfflineCorrPerImage,
 			rep.DealerKeySupplyMsPerImage/1000, rep.DealerKeySupplyShare, rep.DealerBytesPerPartyPerImage,
 			rep.SessionOfflineMs/1000, rep.SessionOnlineMs/1000, rep.SessionBytesPerParty, rep.PeakRSSBytes>>20)
+		if cl != nil {
+			fmt.Fprintf(w, "peak RSS (MiB): client %d, party0 %d, party1 %d, module0 %d, module1 %d\n", rep.PeakRSSByProcess["client"]>>20,
+				rep.PeakRSSByProcess["party0"]>>20, rep.PeakRSSByProcess["party1"]>>20, rep.PeakRSSByProcess["module0"]>>20, rep.PeakRSSByProcess["module1"]>>20)
+		}
+		fmt.Fprintf(w, "key supply: %s\n", rep.KeySupplyPath)
 		if rep.OverlapWallMsPerImage > 0 {
 			fmt.Fprintf(w, "same images overlapped: wall %.1f s per image against %.1f s sequential (%.2f×)\n",
 				rep.OverlapWallMsPerImage/1000, rep.WallMsPerImage/1000, rep.OverlapSpeedup)
