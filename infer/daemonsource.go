@@ -53,6 +53,7 @@ type DaemonSource struct {
 	cancel  context.CancelFunc
 	mu      sync.Mutex
 	streams [2]*client.Stream
+	bufs    [2][]byte // each site's key bytes on their way to fss.ParseKeys
 	nextID  uint64
 	err     error // sticky
 	// counts, for reports
@@ -236,8 +237,8 @@ func (d *DaemonSource) site(b int, reqs []*pb.KeyRequest) ([]siteReply, error) {
 		return nil, fmt.Errorf("sending %s and %d more: %w", describe(reqs[0]), len(reqs)-1, err)
 	}
 	out := make([]siteReply, 0, len(reqs))
-	var buf []byte
-	defer func() { clear(buf) }()
+	buf := d.bufs[b] // kept across exchanges: a step's keys go through it
+	defer func() { clear(buf); d.bufs[b] = buf[:0] }()
 	for len(out) < len(reqs) {
 		bt, err := st.RecvBatch()
 		if err != nil {
@@ -284,7 +285,7 @@ func takeReplies(bt client.Batch, reqs []*pb.KeyRequest, out *[]siteReply, buf [
 			return buf, fmt.Errorf("%s: %d keys in the reply", describe(rq), rep.N)
 		}
 		stride := bt.Key(rep.First).Params().KeySize()
-		buf = buf[:0]
+		buf = slices.Grow(buf[:0], rep.N*stride)
 		sr := siteReply{as: make([]uint64, rep.N), bs: make([]uint64, rep.N), counters: make([]uint64, rep.N)}
 		for i := 0; i < rep.N; i++ {
 			v := bt.Key(rep.First + i)

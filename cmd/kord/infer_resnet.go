@@ -13,6 +13,7 @@ import (
 
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
@@ -114,7 +115,11 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		}
 		cfg.Daemons, cfg.InterSite = cl.Apps(), proxy.Bytes
 	}
+	// KORD_CPUPROFILE_DIR profiles this process (both online parties and
+	// the supplier) as the daemons profile themselves.
+	stopProfile := daemon.Profile("infer-resnet")
 	rep, err := infer.ResNetDemo(ctx, cfg)
+	stopProfile()
 	if err != nil {
 		return err
 	}
