@@ -29,7 +29,7 @@ import (
 // correlations together, nothing is generated in this process and nothing
 // but the daemons' batch headers crosses between the sites.
 //
-// A key count over PerRequest goes as several requests, all sent before
+// A key count over PerRequest (1024) goes as several requests, all sent before
 // any reply is read. The two halves are checked to pair (the same counters
 // per key, the same counter and pair tag per correlation). An error names
 // the request and the site; it also ends the source (both streams are
@@ -42,8 +42,9 @@ import (
 // DaemonSource satisfies gates.BatchSource and CorrSource.
 type DaemonSource struct {
 	apps [2]*client.Client
-	// PerRequest is the most keys of one request (0: 4096, the daemon's
-	// limit, service.MaxCount).
+	// PerRequest is the most keys of one request (0:
+	// DefaultDaemonPerRequest; at most 4096, the daemons' limit,
+	// service.MaxCount).
 	PerRequest int
 	// Timeout bounds one exchange (all requests of one call, sent and
 	// answered); 0: DefaultDaemonTimeout.
@@ -60,8 +61,14 @@ type DaemonSource struct {
 	requests, keys, corrs atomic.Int64
 }
 
-// DefaultDaemonTimeout is DaemonSource's default bound on one exchange.
-const DefaultDaemonTimeout = 2 * time.Minute
+// DaemonSource's defaults: the bound on one exchange, and the keys per
+// request (the party daemons' default batch: each request one batch of
+// the daemons, and the first replies come back while later ones are still
+// being generated).
+const (
+	DefaultDaemonTimeout    = 2 * time.Minute
+	DefaultDaemonPerRequest = 1024
+)
 
 var (
 	_ gates.BatchSource = (*DaemonSource)(nil)
@@ -307,7 +314,10 @@ func takeReplies(bt client.Batch, reqs []*pb.KeyRequest, out *[]siteReply, buf [
 }
 
 func (d *DaemonSource) perRequest() int {
-	if d.PerRequest <= 0 || d.PerRequest > maxKeysPerRequest {
+	if d.PerRequest <= 0 {
+		return DefaultDaemonPerRequest
+	}
+	if d.PerRequest > maxKeysPerRequest {
 		return maxKeysPerRequest
 	}
 	return d.PerRequest

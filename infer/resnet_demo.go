@@ -34,7 +34,7 @@ type ResNetDemoConfig struct {
 	// process (gates.NewModuleSource).
 	Daemons [2]*client.Client
 	FirstID uint64
-	// PerRequest is DaemonSource.PerRequest (0: 4096 keys a request).
+	// PerRequest is DaemonSource.PerRequest (0: DefaultDaemonPerRequest).
 	PerRequest int
 	// InterSite, with Daemons, reads the bytes that have crossed between
 	// the sites so far (a counting proxy on the daemons' peer link).
@@ -99,7 +99,8 @@ type ResNetDemoReport struct {
 
 // Paths of the ResNet demo's two key supplies.
 const (
-	ResNetDaemonSupplyPath = "party daemons: this process runs both online parties and asks each site's party daemon (kord party, in front of its own kord module) for every step's keys and correlations as the step comes, the same request (same id, at most 4096 keys) to both sites at once, each party taking its own site's half; every key and correlation derived inside the paired modules, only batch headers between the sites"
+	// ResNetDaemonSupplyPath takes the keys per request.
+	ResNetDaemonSupplyPath = "party daemons: this process runs both online parties and asks each site's party daemon (kord party, in front of its own kord module) for every step's keys and correlations as the step comes, the same requests (same ids, at most %d keys each) to both sites at once, each party taking its own site's half; every key and correlation derived inside the paired modules, only batch headers between the sites"
 	ResNetSupplyPath       = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
 	ResNetDealerPath       = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
 )
@@ -138,7 +139,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		src = Sources{Keys: ds, Corr: ds}
 		interSite = cfg.InterSite
 		rep.Source = "party daemons (derived keys and derived correlations), streamed"
-		rep.KeySupplyPath = ResNetDaemonSupplyPath
+		rep.KeySupplyPath = fmt.Sprintf(ResNetDaemonSupplyPath, ds.perRequest())
 	} else {
 		ms, err := gates.NewModuleSource(ctx)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
+	"github.com/kord-fss/kord/service"
 )
 
 // The ResNet-18 forms of `kord infer inventory` and `kord infer demo`
@@ -43,6 +44,7 @@ type resnetFlags struct {
 	noDealer bool
 	quiet    bool
 	compare  bool
+	perReq   int
 }
 
 func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
@@ -51,6 +53,7 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 	f.BoolVar(&r.noDealer, "no-dealer", false, "ResNet: skip the trusted dealer's key supply of the same inventory")
 	f.BoolVar(&r.quiet, "quiet", false, "ResNet: no per-layer progress lines on stderr")
 	f.BoolVar(&r.compare, "compare-overlap", false, "ResNet: run every image sequentially (the reported split) and then overlapped, in the same run")
+	f.IntVar(&r.perReq, "per-request", infer.DefaultDaemonPerRequest, "ResNet through the daemons: most keys per request (1..4096; a step's keys go as several requests, all sent at once)")
 }
 
 // resnetDemo is `kord infer demo --model resnet18…`: by default the four
@@ -73,6 +76,9 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.chunk < 1 || r.chunk > 1<<22 {
 		return badInput("--chunk must be in 1..4194304")
 	}
+	if r.perReq < 1 || r.perReq > service.MaxCount {
+		return badInput("--per-request must be in 1..%d", service.MaxCount)
+	}
 	m, err := resnetModel(model, file)
 	if err != nil {
 		return err
@@ -80,7 +86,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.compare && r.overlap {
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
-	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare,
+	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
 		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, Link: link}}
 	if !r.quiet {
 		cfg.Stream.Progress = cmd.ErrOrStderr()
