@@ -46,18 +46,26 @@ type ResNetDemoConfig struct {
 // seeded, not labelled: accuracy is the fraction of images whose secure
 // top-1 class equals the cleartext model's.
 type ResNetDemoReport struct {
-	Model                        string  `json:"model"`
-	Images                       int     `json:"images"`
-	Link                         string  `json:"link"`
-	Source                       string  `json:"source"`
-	BitExact                     int     `json:"bit_exact"`
-	Mismatches                   int     `json:"mismatches"`
-	Accuracy                     float64 `json:"accuracy"`
-	OnlineMsPerImage             float64 `json:"online_ms_per_image"`
-	OnlineBytesPerPartyPerImage  int64   `json:"online_bytes_per_party_per_image"`
-	OnlineRounds                 int64   `json:"online_rounds"`
-	OfflineItemsPerImage         int     `json:"offline_items_per_image"`
-	OfflineKeysPerImage          int     `json:"offline_keys_per_image"`
+	Model string `json:"model"`
+	// Start is 0: the images are ResNetImage(Model, ResNetSeed+i).
+	Start      int     `json:"start"`
+	Images     int     `json:"images"`
+	Link       string  `json:"link"`
+	Source     string  `json:"source"`
+	BitExact   int     `json:"bit_exact"`
+	Mismatches int     `json:"mismatches"`
+	Accuracy   float64 `json:"accuracy"`
+	// RefAccuracy is 1: the seeded images have no labels; the cleartext
+	// model's top-1 class is the reference Accuracy is taken against.
+	RefAccuracy                 float64 `json:"ref_accuracy"`
+	OnlineMsPerImage            float64 `json:"online_ms_per_image"`
+	OnlineBytesPerPartyPerImage int64   `json:"online_bytes_per_party_per_image"`
+	OnlineRounds                int64   `json:"online_rounds"`
+	OfflineItemsPerImage        int     `json:"offline_items_per_image"`
+	OfflineKeysPerImage         int     `json:"offline_keys_per_image"`
+	OfflineDerivedKeysPerImage  int     `json:"offline_derived_keys_per_image"` // all of them
+	// OfflineMsPerImage is KeySupplyMsPerImage (as in the MNIST demo).
+	OfflineMsPerImage            float64 `json:"offline_ms_per_image"`
 	OfflineCorrPerImage          int     `json:"offline_correlations_per_image"`
 	OfflineCorrWordsPerImage     int     `json:"offline_correlation_words_per_image"`
 	OfflineBytesPerPartyPerImage int64   `json:"offline_bytes_per_party_per_image"`
@@ -74,14 +82,20 @@ type ResNetDemoReport struct {
 	SessionOfflineMs              float64 `json:"session_offline_ms"`
 	SessionOnlineMs               float64 `json:"session_online_ms"`
 	SessionBytesPerParty          int64   `json:"session_online_bytes_per_party"`
-	WallMsPerImage                float64 `json:"wall_ms_per_image"`
-	RefMsPerImage                 float64 `json:"cleartext_ms_per_image"`
-	Overflow                      int     `json:"overflow_values"`
-	MaxAbsWire                    int64   `json:"max_abs_wire"`
-	Overlap                       bool    `json:"overlap"`
-	Chunk                         int     `json:"chunk"`
-	Steps                         int     `json:"steps"`
-	PeakRSSBytes                  int64   `json:"peak_rss_bytes"`
+	SessionWeightMaskWords        int     `json:"session_weight_mask_words_per_party"`
+	// The trusted dealer's session: drawing the weight masks (part of
+	// DealerKeySupplyMsPerImage, which predates it: the dealer draws a
+	// session per image), and what it would ship each party of them.
+	DealerSessionMs            float64 `json:"dealer_session_ms"`
+	DealerSessionBytesPerParty int64   `json:"dealer_session_bytes_per_party"`
+	WallMsPerImage             float64 `json:"wall_ms_per_image"`
+	RefMsPerImage              float64 `json:"cleartext_ms_per_image"`
+	Overflow                   int     `json:"overflow_values"`
+	MaxAbsWire                 int64   `json:"max_abs_wire"`
+	Overlap                    bool    `json:"overlap"`
+	Chunk                      int     `json:"chunk"`
+	Steps                      int     `json:"steps"`
+	PeakRSSBytes               int64   `json:"peak_rss_bytes"`
 	// PeakRSSByProcess: each process's peak resident set, "client" for
 	// this one (both online parties; the modules too when in process),
 	// module0, module1, party0 and party1 for the daemons (filled by the
@@ -153,7 +167,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		interSite = func() int64 { return 0 }
 	}
 	linkStart := interSite()
-	var online, supply, dealer, wall, owall, ref time.Duration
+	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := ResNetImage(m, ResNetSeed+uint64(i))
 		t0 := time.Now()
@@ -202,15 +216,17 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		rep.SessionOfflineMs += sr.SessionOfflineMs
 		rep.SessionOnlineMs += sr.SessionOnlineMs
 		rep.SessionBytesPerParty = sr.SessionBytes
+		rep.SessionWeightMaskWords = sr.WeightMaskWords
 		rep.Chunk, rep.Steps, rep.Keys = sr.Chunk, sr.Steps, sr.Keys
 		rep.MaxStepMaterialBytes = max(rep.MaxStepMaterialBytes, sr.MaterialStepBytes)
 		if !cfg.NoDealer {
 			t1 := time.Now()
-			b, err := SupplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
+			b, ds, err := supplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
 			if err != nil {
 				return nil, fmt.Errorf("image %d, dealer: %w", i, err)
 			}
 			dealer += time.Since(t1)
+			dealerSession += ds
 			rep.DealerBytesPerPartyPerImage = b
 			logf("image %d: trusted dealer's supply %.1f s", i, time.Since(t1).Seconds())
 		}
@@ -220,6 +236,13 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.Accuracy /= n
 	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
 	rep.DealerKeySupplyMsPerImage = per(dealer)
+	rep.DealerSessionMs = per(dealerSession)
+	if dealer > 0 {
+		rep.DealerSessionBytesPerParty = int64(rep.SessionWeightMaskWords) * int64((m.Ring+7)/8)
+	}
+	rep.OfflineMsPerImage = rep.KeySupplyMsPerImage
+	rep.OfflineDerivedKeysPerImage = rep.OfflineKeysPerImage
+	rep.RefAccuracy = 1
 	if owall > 0 {
 		rep.OverlapWallMsPerImage = per(owall)
 		rep.OverlapSpeedup = float64(wall) / float64(owall)
@@ -251,21 +274,30 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 // from src step by step, as RunStream's supplier does, and wipes each
 // step at once (no online phase). It returns each party's material bytes.
 func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
+	b, _, err := supplyOnly(model, src, chunk)
+	return b, err
+}
+
+// supplyOnly is SupplyOnly, also returning the time the session's weight
+// masks took (NewSupply).
+func supplyOnly(model *Model, src Sources, chunk int) (int64, time.Duration, error) {
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
 	low, err := Lower(model)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	arch := low.Arch()
 	shapes, err := arch.Shapes()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	t0 := time.Now()
 	sp, sess, err := NewSupply(arch, src)
+	session := time.Since(t0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	sess[0].Wipe()
 	sess[1].Wipe()
@@ -274,11 +306,11 @@ func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
 	for _, st := range plan(arch, shapes, chunk) {
 		m, _, err := sp.genStep(st, keys)
 		if err != nil {
-			return 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
+			return 0, 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
 		}
 		total += m[0].bytes(arch.Ring)
 		m[0].wipe()
 		m[1].wipe()
 	}
-	return total, nil
+	return total, session, nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kord-fss/kord/infer"
 )
 
 // TestInferResNetInventory: `kord infer inventory --model resnet18 --json`
@@ -81,18 +84,24 @@ func TestInferResNetDemoInProcess(t *testing.T) {
 	}
 }
 
-// resnetDemoFields checks a ResNet demo's JSON: the MNIST demo's fields
-// are there, the image is bit-exact and material was counted.
+// resnetDemoFields checks a ResNet demo's JSON: every field of the MNIST
+// demo's report (infer.DemoReport) is there, the image is bit-exact and
+// material was counted.
 func resnetDemoFields(t *testing.T, out string) map[string]any {
 	t.Helper()
 	var r map[string]any
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for _, f := range []string{"model", "images", "link", "bit_exact", "mismatches", "accuracy", "online_ms_per_image",
-		"online_bytes_per_party_per_image", "online_rounds", "offline_items_per_image", "offline_bytes_per_party_per_image",
-		"offline_inter_site_bytes_per_image", "key_supply_ms_per_image", "key_supply_share", "key_supply_path",
-		"dealer_key_supply_ms_per_image", "dealer_key_supply_share", "peak_rss_bytes", "peak_rss_bytes_by_process"} {
+	// every field of the MNIST demo's report, and the streamed run's own
+	fields := []string{"peak_rss_bytes", "peak_rss_bytes_by_process", "max_step_material_bytes_per_party", "keys", "steps", "chunk"}
+	rt := reflect.TypeOf(infer.DemoReport{})
+	for i := 0; i < rt.NumField(); i++ {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			fields = append(fields, name)
+		}
+	}
+	for _, f := range fields {
 		if _, ok := r[f]; !ok {
 			t.Fatalf("output lacks %q: %s", f, out)
 		}
