@@ -73,6 +73,7 @@ const (
 var (
 	_ gates.BatchSource = (*DaemonSource)(nil)
 	_ CorrSource        = (*DaemonSource)(nil)
+	_ multiSource       = (*DaemonSource)(nil)
 )
 
 // NewDaemonSource returns a source over the clients of party 0's and
@@ -326,46 +327,76 @@ func (d *DaemonSource) perRequest() int {
 // DerivedBatch asks both daemons for n derived key pairs of shape p (β = 1
 // unless wantBeta), as requests of at most PerRequest keys.
 func (d *DaemonSource) DerivedBatch(p fss.Params, n int, wantBeta bool) (keys [2][]*fss.Key, as, bs [2][]uint64, err error) {
-	if n <= 0 {
-		return keys, as, bs, nil
+	out, err := d.derivedBatches([]derivedAsk{{p, n, wantBeta}})
+	if err != nil {
+		return keys, as, bs, err
 	}
+	return out[0].k, out[0].as, out[0].bs, nil
+}
+
+// derivedBatches asks both daemons for several batches of derived keys in
+// one exchange (a step's two kinds of keys: one round trip, not two).
+func (d *DaemonSource) derivedBatches(asks []derivedAsk) ([]derivedKeys, error) {
+	out := make([]derivedKeys, len(asks))
 	per := d.perRequest()
-	nreq := (n + per - 1) / per
-	what := fmt.Sprintf("%d derived %s keys", n, keyKind(p))
-	reqs, out, err := d.exchange(what, nreq, func(ids []uint64) []*pb.KeyRequest {
-		rs := make([]*pb.KeyRequest, len(ids))
-		beta := uint64(1)
-		if wantBeta {
-			beta = 0
+	nreq, total := 0, 0
+	var what []string
+	for _, a := range asks {
+		if a.n > 0 {
+			nreq += (a.n + per - 1) / per
+			total += a.n
+			beta := "β = 1"
+			if a.wantBeta {
+				beta = "β drawn"
+			}
+			what = append(what, fmt.Sprintf("%d derived %s keys (%s)", a.n, keyKind(a.p), beta))
 		}
-		for i, id := range ids {
-			rs[i] = client.Derived(id, p, min(per, n-i*per), beta, wantBeta)
+	}
+	if nreq == 0 {
+		return out, nil
+	}
+	desc := strings.Join(what, " and ")
+	reqs, got, err := d.exchange(desc, nreq, func(ids []uint64) []*pb.KeyRequest {
+		rs := make([]*pb.KeyRequest, 0, len(ids))
+		for _, a := range asks {
+			beta := uint64(1)
+			if a.wantBeta {
+				beta = 0
+			}
+			for lo := 0; lo < a.n; lo += per {
+				rs = append(rs, client.Derived(ids[len(rs)], a.p, min(per, a.n-lo), beta, a.wantBeta))
+			}
 		}
 		return rs
 	})
 	if err != nil {
-		return keys, as, bs, err
+		return nil, err
 	}
 	for b := 0; b < 2; b++ {
-		keys[b], as[b], bs[b] = make([]*fss.Key, 0, n), make([]uint64, 0, n), make([]uint64, 0, n)
-		for i := range reqs {
-			r := &out[b][i]
-			for _, k := range r.keys {
-				if k.Params() != p {
-					wipeReplies(out[0])
-					wipeReplies(out[1])
-					return [2][]*fss.Key{}, as, bs, fmt.Errorf("infer: %s: %s: a key of shape %v", what, describe(reqs[i]), k.Params())
+		r := 0 // the next request's reply
+		for i, a := range asks {
+			o := &out[i]
+			o.k[b], o.as[b], o.bs[b] = make([]*fss.Key, 0, a.n), make([]uint64, 0, a.n), make([]uint64, 0, a.n)
+			for lo := 0; lo < a.n; lo += per {
+				sr := &got[b][r]
+				for _, k := range sr.keys {
+					if k.Params() != a.p {
+						wipeReplies(got[0])
+						wipeReplies(got[1])
+						return nil, fmt.Errorf("infer: %s: %s: a key of shape %v", desc, describe(reqs[r]), k.Params())
+					}
 				}
+				o.k[b] = append(o.k[b], sr.keys...)
+				o.as[b] = append(o.as[b], sr.as...)
+				o.bs[b] = append(o.bs[b], sr.bs...)
+				clear(sr.as)
+				clear(sr.bs)
+				r++
 			}
-			keys[b] = append(keys[b], r.keys...)
-			as[b] = append(as[b], r.as...)
-			bs[b] = append(bs[b], r.bs...)
-			clear(r.as)
-			clear(r.bs)
 		}
 	}
-	d.keys.Add(int64(n))
-	return keys, as, bs, nil
+	d.keys.Add(int64(total))
+	return out, nil
 }
 
 // Derived is DerivedBatch of one key.

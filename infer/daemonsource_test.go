@@ -124,7 +124,7 @@ func TestDaemonSourceDies(t *testing.T) {
 	}
 }
 
-// stopping stops a daemon before the after-th key request.
+// stopping stops a daemon before the after-th key exchange.
 type stopping struct {
 	*DaemonSource
 	after int
@@ -132,10 +132,10 @@ type stopping struct {
 	n     int
 }
 
-func (s *stopping) DerivedBatch(p fss.Params, n int, wantBeta bool) ([2][]*fss.Key, [2][]uint64, [2][]uint64, error) {
+func (s *stopping) derivedBatches(asks []derivedAsk) ([]derivedKeys, error) {
 	s.n++
 	if s.n == s.after {
 		s.stop()
 	}
-	return s.DaemonSource.DerivedBatch(p, n, wantBeta)
+	return s.DaemonSource.derivedBatches(asks)
 }
