@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +30,10 @@ import (
 // correlations together, nothing is generated in this process and nothing
 // but the daemons' batch headers crosses between the sites.
 //
-// A key count over PerRequest (1024) goes as several requests, all sent before
-// any reply is read. The two halves are checked to pair (the same counters
+// A key count over PerRequest (default 1024) goes as several requests, and
+// a step's two kinds of keys (reluGen's, truncGen's) go together: one
+// exchange per step, all its requests sent before any reply is read. The
+// two halves are checked to pair (the same counters
 // per key, the same counter and pair tag per correlation). An error names
 // the request and the site; it also ends the source (both streams are
 // cancelled and every later call fails with the same error), since the two
@@ -207,7 +210,7 @@ func (d *DaemonSource) exchange(what string, n int, mk func(ids []uint64) []*pb.
 	timer.Stop()
 	d.requests.Add(int64(len(reqs)))
 	if timedOut.Load() {
-		return fail(fmt.Errorf("infer: %s: %s…: no reply within %v from both party daemons", what, describe(reqs[0]), timeout))
+		return fail(fmt.Errorf("infer: %s: %s…: not answered by both party daemons within %v", what, describe(reqs[0]), timeout))
 	}
 	// the site whose error is not the other's cancellation is the cause
 	for b := 0; b < 2; b++ {
@@ -242,6 +245,13 @@ func (d *DaemonSource) exchange(what string, n int, mk func(ids []uint64) []*pb.
 func (d *DaemonSource) site(b int, reqs []*pb.KeyRequest) ([]siteReply, error) {
 	st := d.streams[b]
 	if err := st.SendBatch(reqs); err != nil {
+		if errors.Is(err, io.EOF) { // the stream broke: its status says why
+			if bt, rerr := st.RecvBatch(); rerr != nil {
+				err = rerr
+			} else {
+				bt.Release()
+			}
+		}
 		return nil, fmt.Errorf("sending %s and %d more: %w", describe(reqs[0]), len(reqs)-1, err)
 	}
 	out := make([]siteReply, 0, len(reqs))

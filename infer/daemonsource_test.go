@@ -2,8 +2,10 @@ package infer
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +140,121 @@ func (s *stopping) derivedBatches(asks []derivedAsk) ([]derivedKeys, error) {
 		s.stop()
 	}
 	return s.DaemonSource.derivedBatches(asks)
+}
+
+// TestDaemonSourceStuck: the sites' peer link stops carrying anything (a
+// daemon alive but stuck, as far as the supplier can tell): the run ends
+// with an error naming the layer and the request within the source's
+// Timeout (or the daemons' own timeouts, if sooner), not a hang.
+func TestDaemonSourceStuck(t *testing.T) {
+	m, err := ResNetModel(tinyResNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ResNetImage(m, ResNetSeed)
+	var fp *freezeProxy
+	p := servicetest.StartWith(t, servicetest.Options{Batch: 1024, Via: func(addr string) (string, error) {
+		var err error
+		fp, err = newFreezeProxy(addr)
+		return fp.addr(), err
+	}})
+	t.Cleanup(fp.close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ds, err := NewDaemonSource(ctx, p.Apps, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ds.Timeout = 3 * time.Second
+	src := &freezing{DaemonSource: ds, after: 3, freeze: fp.freeze}
+	t0 := time.Now()
+	_, _, err = RunStream(ctx, m, x, Sources{Keys: src, Corr: ds}, StreamConfig{Chunk: 1000})
+	took := time.Since(t0)
+	t.Logf("after %v: %v", took, err)
+	if err == nil {
+		t.Fatal("the run went through with the peer link frozen")
+	}
+	if took > 30*time.Second {
+		t.Fatalf("the error took %v", took)
+	}
+	for _, want := range []string{"layer", "request"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("the error does not name the %s: %v", want, err)
+		}
+	}
+}
+
+// freezing freezes the peer link before the after-th key exchange.
+type freezing struct {
+	*DaemonSource
+	after  int
+	freeze func()
+	n      int
+}
+
+func (s *freezing) derivedBatches(asks []derivedAsk) ([]derivedKeys, error) {
+	s.n++
+	if s.n == s.after {
+		s.freeze()
+	}
+	return s.DaemonSource.derivedBatches(asks)
+}
+
+// freezeProxy forwards TCP connections to a target until frozen; then it
+// holds every byte (the connections stay open).
+type freezeProxy struct {
+	l      net.Listener
+	target string
+	frozen chan struct{}
+	once   sync.Once
+}
+
+func newFreezeProxy(target string) (*freezeProxy, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	fp := &freezeProxy{l: l, target: target, frozen: make(chan struct{})}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go fp.pipe(u, c)
+			go fp.pipe(c, u)
+		}
+	}()
+	return fp, nil
+}
+
+func (fp *freezeProxy) addr() string { return fp.l.Addr().String() }
+func (fp *freezeProxy) freeze()      { fp.once.Do(func() { close(fp.frozen) }) }
+func (fp *freezeProxy) close()       { fp.l.Close() }
+
+func (fp *freezeProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-fp.frozen:
+			return // held: nothing more goes through
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
 }
