@@ -69,8 +69,11 @@ type ResNetDemoReport struct {
 	OfflineCorrPerImage          int     `json:"offline_correlations_per_image"`
 	OfflineCorrWordsPerImage     int     `json:"offline_correlation_words_per_image"`
 	OfflineBytesPerPartyPerImage int64   `json:"offline_bytes_per_party_per_image"`
-	// 0: every key and correlation derived (in process: no link exists
-	// between the two modules of a host.LocalPair beyond pairing).
+	// Through the daemons: the bytes on the sites' peer link (InterSite),
+	// the batch headers only, every key and correlation being derived. In
+	// process: what the pair's modules sent each other (0 beyond
+	// pairing). With CompareOverlap both runs of each image count, as in
+	// DaemonRequestsPerImage.
 	OfflineInterSiteBytesPerImage float64 `json:"offline_inter_site_bytes_per_image"`
 	KeySupplyMsPerImage           float64 `json:"key_supply_ms_per_image"`
 	KeySupplyShare                float64 `json:"key_supply_share"`
