@@ -123,9 +123,10 @@ const (
 )
 
 // ResNetDemo runs cfg.Images seeded images through RunStream with module
-// keys, each in a session of its own, checks every output against
-// Model.Ref, and (unless NoDealer) times the trusted dealer's supply of
-// the same material.
+// keys — from the party daemons (cfg.Daemons, one DaemonSource for the
+// whole run) or from a module pair in this process —, each image in a
+// session of its own, checks every output against Model.Ref, and (unless
+// NoDealer) times the trusted dealer's supply of the same material.
 func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, error) {
 	m := cfg.Model
 	if m == nil || cfg.Images < 1 {
