@@ -37,9 +37,10 @@ import (
 // per key, the same counter and pair tag per correlation). An error names
 // the request and the site; it also ends the source (both streams are
 // cancelled and every later call fails with the same error), since the two
-// sites' streams may then disagree on what was answered. Each exchange
-// must be answered within Timeout, so a daemon that is alive but stuck
-// gives an error too, not a hang.
+// sites' streams may then disagree on what was answered. An exchange
+// whose replies stop coming for Timeout fails too, so a daemon that is
+// alive but stuck (its module gone, the sites' link down) gives an error,
+// not a hang.
 //
 // Calls are serialised (the supplier makes one at a time anyway).
 // DaemonSource satisfies gates.BatchSource and CorrSource.
@@ -49,8 +50,8 @@ type DaemonSource struct {
 	// DefaultDaemonPerRequest; at most 4096, the daemons' limit,
 	// service.MaxCount).
 	PerRequest int
-	// Timeout bounds one exchange (all requests of one call, sent and
-	// answered); 0: DefaultDaemonTimeout.
+	// Timeout bounds the wait for the next reply while an exchange has
+	// replies due, at either site (0: DefaultDaemonTimeout).
 	Timeout time.Duration
 
 	ctx     context.Context
@@ -64,12 +65,14 @@ type DaemonSource struct {
 	requests, keys, corrs atomic.Int64
 }
 
-// DaemonSource's defaults: the bound on one exchange, and the keys per
-// request (the party daemons' default batch: each request one batch of
-// the daemons, and the first replies come back while later ones are still
-// being generated).
+// DaemonSource's defaults: the longest wait for a reply (the slowest a
+// healthy exchange waits is one correlation's computation or one batch of
+// keys, about a second at ResNet-18's size on a loaded 2-core machine),
+// and the keys per request (the party daemons' default batch: each request
+// one batch of the daemons, and the first replies come back while later
+// ones are still being generated).
 const (
-	DefaultDaemonTimeout    = 2 * time.Minute
+	DefaultDaemonTimeout    = 30 * time.Second
 	DefaultDaemonPerRequest = 1024
 )
 
@@ -192,25 +195,50 @@ func (d *DaemonSource) exchange(what string, n int, mk func(ids []uint64) []*pb.
 	if timeout <= 0 {
 		timeout = DefaultDaemonTimeout
 	}
+	// the watchdog: a reply at either site is progress
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); d.cancel() })
+	var last atomic.Int64
+	var answered [2]atomic.Int64 // replies received, per site
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(max(timeout/8, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if now.Sub(time.Unix(0, last.Load())) > timeout {
+					timedOut.Store(true)
+					d.cancel()
+					return
+				}
+			}
+		}
+	}()
 	var errs [2]error
 	var wg sync.WaitGroup
 	for b := 0; b < 2; b++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[b], errs[b] = d.site(b, reqs)
+			out[b], errs[b] = d.site(b, reqs, &last, &answered[b])
 			if errs[b] != nil {
 				d.cancel() // no use waiting for the other site
 			}
 		}()
 	}
 	wg.Wait()
-	timer.Stop()
+	close(done)
 	d.requests.Add(int64(len(reqs)))
 	if timedOut.Load() {
-		return fail(fmt.Errorf("infer: %s: %s…: not answered by both party daemons within %v", what, describe(reqs[0]), timeout))
+		b := 0 // the site further behind
+		if answered[1].Load() < answered[0].Load() {
+			b = 1
+		}
+		waiting := describe(reqs[min(int(answered[b].Load()), len(reqs)-1)])
+		return fail(fmt.Errorf("infer: %s: site %d: waiting for %s: no reply from the party daemons for %v", what, b, waiting, timeout))
 	}
 	// the site whose error is not the other's cancellation is the cause
 	for b := 0; b < 2; b++ {
@@ -241,8 +269,9 @@ func (d *DaemonSource) exchange(what string, n int, mk func(ids []uint64) []*pb.
 	return reqs, out, nil
 }
 
-// site sends reqs on site b's stream and reads their replies.
-func (d *DaemonSource) site(b int, reqs []*pb.KeyRequest) ([]siteReply, error) {
+// site sends reqs on site b's stream and reads their replies, noting the
+// time of each received batch in last and the replies taken in answered.
+func (d *DaemonSource) site(b int, reqs []*pb.KeyRequest, last, answered *atomic.Int64) ([]siteReply, error) {
 	st := d.streams[b]
 	if err := st.SendBatch(reqs); err != nil {
 		if errors.Is(err, io.EOF) { // the stream broke: its status says why
@@ -263,8 +292,10 @@ func (d *DaemonSource) site(b int, reqs []*pb.KeyRequest) ([]siteReply, error) {
 			wipeReplies(out)
 			return nil, fmt.Errorf("waiting for %s: %w", describe(reqs[len(out)]), err)
 		}
+		last.Store(time.Now().UnixNano())
 		buf, err = takeReplies(bt, reqs, &out, buf)
 		bt.Release()
+		answered.Store(int64(len(out)))
 		if err != nil {
 			wipeReplies(out)
 			return nil, err
