@@ -100,8 +100,13 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
 		}
+		dir, err := os.MkdirTemp("", "kord-resnet")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir) // after the daemons stop, even if they did not start
 		var proxy *netshape.Proxy
-		cl, err = cluster.StartResNet(ctx, "", cluster.Options{PeerVia: func(addr string) (string, error) {
+		cl, err = cluster.StartResNet(ctx, dir, cluster.Options{PeerVia: func(addr string) (string, error) {
 			px, err := netshape.NewProxy(addr, link)
 			if err != nil {
 				return "", err
@@ -115,7 +120,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		if err != nil {
 			return fmt.Errorf("starting the daemons: %w", err)
 		}
-		defer cl.Remove()
+		defer cl.Close()
 		if cfg.Log != nil {
 			fmt.Fprintln(cfg.Log, "paired.")
 		}
