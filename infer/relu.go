@@ -70,18 +70,71 @@ func derivedN(src gates.KeySource, p fss.Params, n int, wantBeta bool) (k [2][]*
 	return k, as, bs, nil
 }
 
+// derivedAsk is one batch of a derivedMany call: n derived key pairs of
+// shape p (β drawn when wantBeta, else 1).
+type derivedAsk struct {
+	p        fss.Params
+	n        int
+	wantBeta bool
+}
+
+// derivedKeys is the answer to one derivedAsk: both parties' keys and
+// their α and β shares.
+type derivedKeys struct {
+	k      [2][]*fss.Key
+	as, bs [2][]uint64
+}
+
+func (d *derivedKeys) wipe() {
+	for b := 0; b < 2; b++ {
+		for _, k := range d.k[b] {
+			if k != nil {
+				k.Wipe()
+			}
+		}
+		clear(d.as[b])
+		clear(d.bs[b])
+	}
+}
+
+// multiSource is a key source that answers several derived batches in one
+// exchange (DaemonSource: one round trip to the daemons for both of a
+// step's kinds of keys instead of one each).
+type multiSource interface {
+	derivedBatches(asks []derivedAsk) ([]derivedKeys, error)
+}
+
+// derivedMany asks the source for the batches asks, in that order: in one
+// exchange when it can, else one derivedN each. On an error the batches
+// already drawn are wiped.
+func derivedMany(src gates.KeySource, asks ...derivedAsk) ([]derivedKeys, error) {
+	if m, ok := src.(multiSource); ok {
+		return m.derivedBatches(asks)
+	}
+	out := make([]derivedKeys, len(asks))
+	for i, a := range asks {
+		k, as, bs, err := derivedN(src, a.p, a.n, a.wantBeta)
+		if err != nil {
+			for j := range out[:i] {
+				out[j].wipe()
+			}
+			return nil, err
+		}
+		out[i] = derivedKeys{k, as, bs}
+	}
+	return out, nil
+}
+
 // reluGen makes both parties' material for n ReLUs over Z_{2^ring}.
 func reluGen(src gates.KeySource, ring, n int) ([2]*reluMat, error) {
 	var out [2]*reluMat
 	p := fss.Params{Type: fss.DCF, InBits: ring, OutBits: ring}
-	fk, fa, _, err := derivedN(src, p, n, false)
+	ks, err := derivedMany(src, derivedAsk{p, n, false}, derivedAsk{p, n, true})
 	if err != nil {
 		return out, err
 	}
-	gk, ga, gb, err := derivedN(src, p, n, true)
-	if err != nil {
-		return out, err
-	}
+	fk, fa := ks[0].k, ks[0].as
+	gk, ga, gb := ks[1].k, ks[1].as, ks[1].bs
 	for b := 0; b < 2; b++ {
 		if len(fk[b]) != n || len(gk[b]) != n {
 			return out, errors.New("key source returned the wrong number of keys")

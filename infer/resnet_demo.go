@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/gates"
 )
 
@@ -26,6 +27,18 @@ type ResNetDemoConfig struct {
 	// Log, when set, gets a line per phase (the progress lines go to
 	// Stream.Progress).
 	Log io.Writer
+	// Daemons, when both are set, are clients of the two sites' paired
+	// party daemons: every key and correlation of every step is asked of
+	// both (DaemonSource, request ids from FirstID) and nothing is
+	// generated in this process. Otherwise both modules run in this
+	// process (gates.NewModuleSource).
+	Daemons [2]*client.Client
+	FirstID uint64
+	// PerRequest is DaemonSource.PerRequest (0: DefaultDaemonPerRequest).
+	PerRequest int
+	// InterSite, with Daemons, reads the bytes that have crossed between
+	// the sites so far (a counting proxy on the daemons' peer link).
+	InterSite func() int64
 }
 
 // ResNetDemoReport carries the MNIST demo's JSON fields (DemoReport) for
@@ -33,44 +46,69 @@ type ResNetDemoConfig struct {
 // seeded, not labelled: accuracy is the fraction of images whose secure
 // top-1 class equals the cleartext model's.
 type ResNetDemoReport struct {
-	Model                        string  `json:"model"`
-	Images                       int     `json:"images"`
-	Link                         string  `json:"link"`
-	Source                       string  `json:"source"`
-	BitExact                     int     `json:"bit_exact"`
-	Mismatches                   int     `json:"mismatches"`
-	Accuracy                     float64 `json:"accuracy"`
-	OnlineMsPerImage             float64 `json:"online_ms_per_image"`
-	OnlineBytesPerPartyPerImage  int64   `json:"online_bytes_per_party_per_image"`
-	OnlineRounds                 int64   `json:"online_rounds"`
-	OfflineItemsPerImage         int     `json:"offline_items_per_image"`
-	OfflineKeysPerImage          int     `json:"offline_keys_per_image"`
+	Model string `json:"model"`
+	// Start is 0: the images are ResNetImage(Model, ResNetSeed+i).
+	Start      int     `json:"start"`
+	Images     int     `json:"images"`
+	Link       string  `json:"link"`
+	Source     string  `json:"source"`
+	BitExact   int     `json:"bit_exact"`
+	Mismatches int     `json:"mismatches"`
+	Accuracy   float64 `json:"accuracy"`
+	// RefAccuracy is 1: the seeded images have no labels; the cleartext
+	// model's top-1 class is the reference Accuracy is taken against.
+	RefAccuracy                 float64 `json:"ref_accuracy"`
+	OnlineMsPerImage            float64 `json:"online_ms_per_image"`
+	OnlineBytesPerPartyPerImage int64   `json:"online_bytes_per_party_per_image"`
+	OnlineRounds                int64   `json:"online_rounds"`
+	OfflineItemsPerImage        int     `json:"offline_items_per_image"`
+	OfflineKeysPerImage         int     `json:"offline_keys_per_image"`
+	OfflineDerivedKeysPerImage  int     `json:"offline_derived_keys_per_image"` // all of them
+	// OfflineMsPerImage is KeySupplyMsPerImage (as in the MNIST demo).
+	OfflineMsPerImage            float64 `json:"offline_ms_per_image"`
 	OfflineCorrPerImage          int     `json:"offline_correlations_per_image"`
 	OfflineCorrWordsPerImage     int     `json:"offline_correlation_words_per_image"`
 	OfflineBytesPerPartyPerImage int64   `json:"offline_bytes_per_party_per_image"`
-	// 0: every key and correlation derived (in process: no link exists
-	// between the two modules of a host.LocalPair beyond pairing).
-	OfflineInterSiteBytesPerImage float64        `json:"offline_inter_site_bytes_per_image"`
-	KeySupplyMsPerImage           float64        `json:"key_supply_ms_per_image"`
-	KeySupplyShare                float64        `json:"key_supply_share"`
-	KeySupplyPath                 string         `json:"key_supply_path"`
-	DealerKeySupplyMsPerImage     float64        `json:"dealer_key_supply_ms_per_image"`
-	DealerKeySupplyShare          float64        `json:"dealer_key_supply_share"`
-	DealerBytesPerPartyPerImage   int64          `json:"dealer_bytes_per_party_per_image"`
-	DealerPath                    string         `json:"dealer_path"`
-	SessionOfflineMs              float64        `json:"session_offline_ms"`
-	SessionOnlineMs               float64        `json:"session_online_ms"`
-	SessionBytesPerParty          int64          `json:"session_online_bytes_per_party"`
-	WallMsPerImage                float64        `json:"wall_ms_per_image"`
-	RefMsPerImage                 float64        `json:"cleartext_ms_per_image"`
-	Overflow                      int            `json:"overflow_values"`
-	MaxAbsWire                    int64          `json:"max_abs_wire"`
-	Overlap                       bool           `json:"overlap"`
-	Chunk                         int            `json:"chunk"`
-	Steps                         int            `json:"steps"`
-	PeakRSSBytes                  int64          `json:"peak_rss_bytes"`
-	MaxStepMaterialBytes          int64          `json:"max_step_material_bytes_per_party"`
-	Keys                          map[string]int `json:"keys"`
+	// Through the daemons: the bytes on the sites' peer link (InterSite),
+	// the batch headers only, every key and correlation being derived. In
+	// process: what the pair's modules sent each other (0 beyond
+	// pairing). With CompareOverlap both runs of each image count, as in
+	// DaemonRequestsPerImage.
+	OfflineInterSiteBytesPerImage float64 `json:"offline_inter_site_bytes_per_image"`
+	KeySupplyMsPerImage           float64 `json:"key_supply_ms_per_image"`
+	KeySupplyShare                float64 `json:"key_supply_share"`
+	KeySupplyPath                 string  `json:"key_supply_path"`
+	DealerKeySupplyMsPerImage     float64 `json:"dealer_key_supply_ms_per_image"`
+	DealerKeySupplyShare          float64 `json:"dealer_key_supply_share"`
+	DealerBytesPerPartyPerImage   int64   `json:"dealer_bytes_per_party_per_image"`
+	DealerPath                    string  `json:"dealer_path"`
+	SessionOfflineMs              float64 `json:"session_offline_ms"`
+	SessionOnlineMs               float64 `json:"session_online_ms"`
+	SessionBytesPerParty          int64   `json:"session_online_bytes_per_party"`
+	SessionWeightMaskWords        int     `json:"session_weight_mask_words_per_party"`
+	// The trusted dealer's session: drawing the weight masks (part of
+	// DealerKeySupplyMsPerImage, which predates it: the dealer draws a
+	// session per image), and what it would ship each party of them.
+	DealerSessionMs            float64 `json:"dealer_session_ms"`
+	DealerSessionBytesPerParty int64   `json:"dealer_session_bytes_per_party"`
+	WallMsPerImage             float64 `json:"wall_ms_per_image"`
+	RefMsPerImage              float64 `json:"cleartext_ms_per_image"`
+	Overflow                   int     `json:"overflow_values"`
+	MaxAbsWire                 int64   `json:"max_abs_wire"`
+	Overlap                    bool    `json:"overlap"`
+	Chunk                      int     `json:"chunk"`
+	Steps                      int     `json:"steps"`
+	PeakRSSBytes               int64   `json:"peak_rss_bytes"`
+	// PeakRSSByProcess: each process's peak resident set, "client" for
+	// this one (both online parties; the modules too when in process),
+	// module0, module1, party0 and party1 for the daemons (filled by the
+	// caller that started them).
+	PeakRSSByProcess map[string]int64 `json:"peak_rss_bytes_by_process"`
+	// DaemonRequestsPerImage: the requests sent to each site per image
+	// (with Daemons).
+	DaemonRequestsPerImage int64          `json:"daemon_requests_per_image,omitempty"`
+	MaxStepMaterialBytes   int64          `json:"max_step_material_bytes_per_party"`
+	Keys                   map[string]int `json:"keys"`
 	// With CompareOverlap: the same images overlapped, same run.
 	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
 	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
@@ -78,14 +116,17 @@ type ResNetDemoReport struct {
 
 // Paths of the ResNet demo's two key supplies.
 const (
-	ResNetSupplyPath = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
-	ResNetDealerPath = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
+	// ResNetDaemonSupplyPath takes the keys per request.
+	ResNetDaemonSupplyPath = "party daemons: this process runs both online parties and asks each site's party daemon (kord party, in front of its own kord module) for every step's keys and correlations as the step comes, the same requests (same ids, at most %d keys each) to both sites at once, each party taking its own site's half; every key and correlation derived inside the paired modules, only batch headers between the sites"
+	ResNetSupplyPath       = "in process: both modules of a paired host.LocalPair in this process, streamed step by step, every key and correlation derived inside the modules"
+	ResNetDealerPath       = "in process: the trusted dealer (BatchDealer: fss.BatchGen on every core; DealerCorr) generating the same steps in this process, nothing shipped (dealer_bytes_per_party_per_image is what it would ship to each party)"
 )
 
 // ResNetDemo runs cfg.Images seeded images through RunStream with module
-// keys, each in a session of its own, checks every output against
-// Model.Ref, and (unless NoDealer) times the trusted dealer's supply of
-// the same material.
+// keys — from the party daemons (cfg.Daemons, one DaemonSource for the
+// whole run) or from a module pair in this process —, each image in a
+// session of its own, checks every output against Model.Ref, and (unless
+// NoDealer) times the trusted dealer's supply of the same material.
 func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, error) {
 	m := cfg.Model
 	if m == nil || cfg.Images < 1 {
@@ -96,17 +137,41 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
-	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: "loopback",
+	link := cfg.Stream.Link.Name
+	if link == "" {
+		link = "loopback"
+	}
+	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: link,
 		Source:        "module pair (derived keys and derived correlations), streamed",
 		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
-	ms, err := gates.NewModuleSource(ctx)
-	if err != nil {
-		return nil, err
+	var src Sources
+	var interSite func() int64
+	var ds *DaemonSource
+	if cfg.Daemons[0] != nil || cfg.Daemons[1] != nil {
+		var err error
+		if ds, err = NewDaemonSource(ctx, cfg.Daemons, cfg.FirstID); err != nil {
+			return nil, err
+		}
+		defer ds.Close()
+		ds.PerRequest = cfg.PerRequest
+		src = Sources{Keys: ds, Corr: ds}
+		interSite = cfg.InterSite
+		rep.Source = "party daemons (derived keys and derived correlations), streamed"
+		rep.KeySupplyPath = fmt.Sprintf(ResNetDaemonSupplyPath, ds.perRequest())
+	} else {
+		ms, err := gates.NewModuleSource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer ms.Close()
+		src = Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
+		interSite = func() int64 { s := ms.SentBytes(); return int64(s[0] + s[1]) }
 	}
-	defer ms.Close()
-	src := Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
-	linkStart := ms.SentBytes()
-	var online, supply, dealer, wall, owall, ref time.Duration
+	if interSite == nil {
+		interSite = func() int64 { return 0 }
+	}
+	linkStart := interSite()
+	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := ResNetImage(m, ResNetSeed+uint64(i))
 		t0 := time.Now()
@@ -155,15 +220,17 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		rep.SessionOfflineMs += sr.SessionOfflineMs
 		rep.SessionOnlineMs += sr.SessionOnlineMs
 		rep.SessionBytesPerParty = sr.SessionBytes
+		rep.SessionWeightMaskWords = sr.WeightMaskWords
 		rep.Chunk, rep.Steps, rep.Keys = sr.Chunk, sr.Steps, sr.Keys
 		rep.MaxStepMaterialBytes = max(rep.MaxStepMaterialBytes, sr.MaterialStepBytes)
 		if !cfg.NoDealer {
 			t1 := time.Now()
-			b, err := SupplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
+			b, ds, err := supplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
 			if err != nil {
 				return nil, fmt.Errorf("image %d, dealer: %w", i, err)
 			}
 			dealer += time.Since(t1)
+			dealerSession += ds
 			rep.DealerBytesPerPartyPerImage = b
 			logf("image %d: trusted dealer's supply %.1f s", i, time.Since(t1).Seconds())
 		}
@@ -173,6 +240,13 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.Accuracy /= n
 	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
 	rep.DealerKeySupplyMsPerImage = per(dealer)
+	rep.DealerSessionMs = per(dealerSession)
+	if dealer > 0 {
+		rep.DealerSessionBytesPerParty = int64(rep.SessionWeightMaskWords) * int64((m.Ring+7)/8)
+	}
+	rep.OfflineMsPerImage = rep.KeySupplyMsPerImage
+	rep.OfflineDerivedKeysPerImage = rep.OfflineKeysPerImage
+	rep.RefAccuracy = 1
 	if owall > 0 {
 		rep.OverlapWallMsPerImage = per(owall)
 		rep.OverlapSpeedup = float64(wall) / float64(owall)
@@ -185,14 +259,18 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	if dealer > 0 {
 		rep.DealerKeySupplyShare = float64(dealer) / float64(dealer+online)
 	}
-	end := ms.SentBytes()
-	rep.OfflineInterSiteBytesPerImage = float64(end[0]-linkStart[0]+end[1]-linkStart[1]) / n
+	rep.OfflineInterSiteBytesPerImage = float64(interSite()-linkStart) / n
+	if ds != nil {
+		r, _, _ := ds.Counts()
+		rep.DaemonRequestsPerImage = r / int64(cfg.Images)
+	}
 	inv, err := m.KeyInventory(cfg.Stream.Chunk)
 	if err != nil {
 		return nil, err
 	}
 	rep.OfflineBytesPerPartyPerImage = inv.MaterialBytes
 	rep.PeakRSSBytes = peakRSS()
+	rep.PeakRSSByProcess = map[string]int64{"client": rep.PeakRSSBytes}
 	return rep, nil
 }
 
@@ -200,21 +278,30 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 // from src step by step, as RunStream's supplier does, and wipes each
 // step at once (no online phase). It returns each party's material bytes.
 func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
+	b, _, err := supplyOnly(model, src, chunk)
+	return b, err
+}
+
+// supplyOnly is SupplyOnly, also returning the time the session's weight
+// masks took (NewSupply).
+func supplyOnly(model *Model, src Sources, chunk int) (int64, time.Duration, error) {
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
 	low, err := Lower(model)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	arch := low.Arch()
 	shapes, err := arch.Shapes()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	t0 := time.Now()
 	sp, sess, err := NewSupply(arch, src)
+	session := time.Since(t0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	sess[0].Wipe()
 	sess[1].Wipe()
@@ -223,11 +310,11 @@ func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
 	for _, st := range plan(arch, shapes, chunk) {
 		m, _, err := sp.genStep(st, keys)
 		if err != nil {
-			return 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
+			return 0, 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
 		}
 		total += m[0].bytes(arch.Ring)
 		m[0].wipe()
 		m[1].wipe()
 	}
-	return total, nil
+	return total, session, nil
 }

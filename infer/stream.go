@@ -13,6 +13,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // Streamed evaluation, for models whose material does not fit in memory
@@ -46,6 +47,9 @@ type StreamConfig struct {
 	// Progress, when set, receives one line per layer that has material
 	// (values, keys, supply and online time and rate, elapsed).
 	Progress io.Writer
+	// Link shapes the online parties' loopback connection (the zero
+	// Profile: unshaped).
+	Link netshape.Profile
 }
 
 // StreamReport is the cost of one streamed evaluation.
@@ -348,9 +352,9 @@ func poolStream(p *gates.Party, ring int, ly *Layer, in, o Shape, take func() (*
 
 // RunStream is one complete secure evaluation of model (the owner's, with
 // weights; any kinds, lowered here) on image, both parties in this
-// process over a loopback TCP connection, material streamed from src as
-// described above, in a session of its own (weight masks drawn and the
-// weights opened once, timed apart). It returns the client's output.
+// process over a loopback TCP connection (shaped by cfg.Link), material
+// streamed from src as described above, in a session of its own (weight
+// masks drawn and the weights opened once, timed apart). It returns the client's output.
 func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cfg StreamConfig) ([]int64, *StreamReport, error) {
 	if cfg.Chunk <= 0 {
 		cfg.Chunk = DefaultChunk
@@ -391,10 +395,11 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 			rep.WeightMaskWords += len(sess[0].a[i])
 		}
 	}
-	c0, c1, err := gates.TCPPair()
+	a0, a1, err := netshape.TCPPair(cfg.Link)
 	if err != nil {
 		return nil, nil, err
 	}
+	c0, c1 := gates.NewConn(a0), gates.NewConn(a1)
 	defer c0.Close()
 	defer c1.Close()
 	conns := [2]*gates.Conn{c0, c1}

@@ -51,14 +51,13 @@ func truncGen(src gates.KeySource, ring, s, n int) ([2]*truncMat, error) {
 	if ring > 63 || s < 1 || s >= ring-1 {
 		return out, fmt.Errorf("truncation by %d needs 1 ≤ s < ℓ−1 and ℓ ≤ 63 (ℓ = %d)", s, ring)
 	}
-	ck, ca, _, err := derivedN(src, fss.Params{Type: fss.DCF, InBits: s + 1, OutBits: ring}, n, false)
+	ks, err := derivedMany(src, derivedAsk{fss.Params{Type: fss.DCF, InBits: s + 1, OutBits: ring}, n, false},
+		derivedAsk{fss.Params{Type: fss.DCF, InBits: ring + 1, OutBits: s}, n, false})
 	if err != nil {
 		return out, err
 	}
-	wk, wa, _, err := derivedN(src, fss.Params{Type: fss.DCF, InBits: ring + 1, OutBits: s}, n, false)
-	if err != nil {
-		return out, err
-	}
+	ck, ca := ks[0].k, ks[0].as
+	wk, wa := ks[1].k, ks[1].as
 	for b := 0; b < 2; b++ {
 		if len(ck[b]) != n || len(wk[b]) != n {
 			return out, errors.New("key source returned the wrong number of keys")

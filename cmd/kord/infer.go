@@ -125,7 +125,7 @@ func inferDemoCmd() *cobra.Command {
 		rn          resnetFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--model mlp|cnn] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--in-process [--dealer]]",
+		Use:   "demo [--model mlp|cnn|resnet18] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--in-process [--dealer]]",
 		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
 		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
 image) in one session: each linear layer's weight mask is drawn once and
@@ -153,6 +153,16 @@ The online phase runs on kord's material.
 process, keys from an in-process module pair (host.LocalPair); with
 --dealer its online phase runs on the dealer's material.
 
+--model resnet18 (or resnet18-s<side>-w<width>-c<classes>) streams the
+material step by step (--chunk values per non-linear step, --overlap to
+supply ahead of and during the online phase): by default from two module
+and two party daemons started as children (the sites' peer link through a
+counting proxy shaped by --link), both online parties in this process
+asking both daemons for each step's keys and correlations as it comes
+(--per-request keys per request); --in-process takes them from a module
+pair in this process. The trusted dealer's supply of the same material is
+timed in process (--no-dealer skips it).
+
 Links (each round trip split evenly between the directions):
   loopback  unshaped
   lan       10 Gbit/s, 0.05 ms round trip
@@ -161,7 +171,7 @@ Links (each round trip split evenly between the directions):
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isResNet(model) {
-				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, rn)
+				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, inProcess, rn)
 			}
 			if model != "mlp" && model != "cnn" {
 				return badInput("--model must be mlp or cnn")
@@ -235,8 +245,8 @@ Links (each round trip split evenly between the directions):
 	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&dealer, "dealer", false, "with --in-process: run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
-	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes")
-	f.StringVar(&linkName, "link", "loopback", "shape the online link and the dealer's two links: loopback, lan, 1gbps or wan")
+	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes (ResNet: instead of the daemons)")
+	f.StringVar(&linkName, "link", "loopback", "shape the online link, the sites' peer link and the dealer's two links (ResNet: the first two): loopback, lan, 1gbps or wan")
 	addResNetFlags(f, &rn)
 	return cmd
 }

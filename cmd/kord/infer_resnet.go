@@ -1,16 +1,21 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/internal/daemon"
+	"github.com/kord-fss/kord/internal/netshape"
+	"github.com/kord-fss/kord/service"
 )
 
 // The ResNet-18 forms of `kord infer inventory` and `kord infer demo`
@@ -39,6 +44,7 @@ type resnetFlags struct {
 	noDealer bool
 	quiet    bool
 	compare  bool
+	perReq   int
 }
 
 func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
@@ -47,12 +53,19 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 	f.BoolVar(&r.noDealer, "no-dealer", false, "ResNet: skip the trusted dealer's key supply of the same inventory")
 	f.BoolVar(&r.quiet, "quiet", false, "ResNet: no per-layer progress lines on stderr")
 	f.BoolVar(&r.compare, "compare-overlap", false, "ResNet: run every image sequentially (the reported split) and then overlapped, in the same run")
+	f.IntVar(&r.perReq, "per-request", infer.DefaultDaemonPerRequest, "ResNet through the daemons: most keys per request (1..4096; a step's keys go as several requests, all sent at once)")
 }
 
-// resnetDemo is `kord infer demo --model resnet18…`.
-func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, link string, dealer bool, r resnetFlags) error {
-	if link != "loopback" {
-		return badInput("--link: a ResNet runs on loopback only for now")
+// resnetDemo is `kord infer demo --model resnet18…`: by default the four
+// daemons of two sites (internal/cluster: 2 modules, 2 party daemons, the
+// sites' peer link through a counting proxy shaped by --link) start as
+// children of this process, which runs both online parties and takes
+// every step's keys and correlations from the daemons (infer.DaemonSource);
+// with --in-process, from a module pair in this process.
+func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, linkName string, dealer, inProcess bool, r resnetFlags) error {
+	link, err := netshape.Preset(linkName)
+	if err != nil {
+		return badInput("--link must be one of loopback, lan, 1gbps, wan")
 	}
 	if dealer {
 		return badInput("--dealer: a ResNet's online phase runs on the modules' material (the dealer's supply is timed beside it; --no-dealer skips it)")
@@ -63,6 +76,9 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.chunk < 1 || r.chunk > 1<<22 {
 		return badInput("--chunk must be in 1..4194304")
 	}
+	if r.perReq < 1 || r.perReq > service.MaxCount {
+		return badInput("--per-request must be in 1..%d", service.MaxCount)
+	}
 	m, err := resnetModel(model, file)
 	if err != nil {
 		return err
@@ -70,15 +86,56 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.compare && r.overlap {
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
-	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare,
-		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap}}
+	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
+		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, Link: link}}
 	if !r.quiet {
-		cfg.Stream.Progress = os.Stderr
-		cfg.Log = os.Stderr
+		cfg.Stream.Progress = cmd.ErrOrStderr()
+		cfg.Log = cmd.ErrOrStderr()
 	}
-	rep, err := infer.ResNetDemo(context.Background(), cfg)
+	// Ctrl-C stops the run and the daemons.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cl *cluster.Cluster
+	if !inProcess {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
+		}
+		dir, err := os.MkdirTemp("", "kord-resnet")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir) // after the daemons stop, even if they did not start
+		var proxy *netshape.Proxy
+		cl, err = cluster.StartResNet(ctx, dir, cluster.Options{PeerVia: func(addr string) (string, error) {
+			px, err := netshape.NewProxy(addr, link)
+			if err != nil {
+				return "", err
+			}
+			proxy = px
+			return px.Addr(), nil
+		}})
+		if proxy != nil {
+			defer proxy.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("starting the daemons: %w", err)
+		}
+		defer cl.Close()
+		if cfg.Log != nil {
+			fmt.Fprintln(cfg.Log, "paired.")
+		}
+		cfg.Daemons, cfg.InterSite = cl.Apps(), proxy.Bytes
+	}
+	// KORD_CPUPROFILE_DIR profiles this process (both online parties and
+	// the supplier) as the daemons profile themselves.
+	stopProfile := daemon.Profile("infer-resnet")
+	rep, err := infer.ResNetDemo(ctx, cfg)
+	stopProfile()
 	if err != nil {
 		return err
+	}
+	if cl != nil {
+		rep.PeakRSSByProcess = cl.PeakRSS()
 	}
 	if asJSON {
 		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(rep); err != nil {
@@ -86,15 +143,20 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		}
 	} else {
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s: %d images, %d bit-exact, %d mismatches (overlap %v, chunk %d, %d steps)\n"+
-			"per image: online %.1f s, %d bytes/party, %d rounds; key supply %.1f s (share %.3f); %d keys + %d correlations\n"+
+		fmt.Fprintf(w, "%s: %d images, %d bit-exact, %d mismatches, link %s (overlap %v, chunk %d, %d steps)\n"+
+			"per image: online %.1f s, %d bytes/party, %d rounds; key supply %.1f s (share %.3f, %.0f bytes between the sites); %d keys + %d correlations\n"+
 			"trusted dealer's supply of the same material: %.1f s (share %.3f), %d bytes/party\n"+
 			"session: %.1f s offline, %.1f s online, %d bytes/party; peak RSS %d MiB\n",
-			rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Overlap, rep.Chunk, rep.Steps,
-			rep.OnlineMsPerImage/1000, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.KeySupplyMsPerImage/1000, rep.KeySupplyShare,
+			rep.Model, rep.Images, rep.BitExact, rep.Mismatches, rep.Link, rep.Overlap, rep.Chunk, rep.Steps,
+			rep.OnlineMsPerImage/1000, rep.OnlineBytesPerPartyPerImage, rep.OnlineRounds, rep.KeySupplyMsPerImage/1000, rep.KeySupplyShare, rep.OfflineInterSiteBytesPerImage,
 			rep.OfflineKeysPerImage, rep.OfflineCorrPerImage,
 			rep.DealerKeySupplyMsPerImage/1000, rep.DealerKeySupplyShare, rep.DealerBytesPerPartyPerImage,
 			rep.SessionOfflineMs/1000, rep.SessionOnlineMs/1000, rep.SessionBytesPerParty, rep.PeakRSSBytes>>20)
+		if cl != nil {
+			fmt.Fprintf(w, "peak RSS (MiB): client %d, party0 %d, party1 %d, module0 %d, module1 %d\n", rep.PeakRSSByProcess["client"]>>20,
+				rep.PeakRSSByProcess["party0"]>>20, rep.PeakRSSByProcess["party1"]>>20, rep.PeakRSSByProcess["module0"]>>20, rep.PeakRSSByProcess["module1"]>>20)
+		}
+		fmt.Fprintf(w, "key supply: %s\n", rep.KeySupplyPath)
 		if rep.OverlapWallMsPerImage > 0 {
 			fmt.Fprintf(w, "same images overlapped: wall %.1f s per image against %.1f s sequential (%.2f×)\n",
 				rep.OverlapWallMsPerImage/1000, rep.WallMsPerImage/1000, rep.OverlapSpeedup)

@@ -188,11 +188,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 		}
 		return n
 	}(), len(groups))
-	// A correlation counts its words against the parties' --max-pending
-	// (stage 4's weight mask is 2,097,152 words): raise it above the
-	// largest correlation of the model.
-	pending := []string{"--max-pending", "8388608"}
-	cl, err := cluster.Start(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, PartyArgs: [2][]string{pending, pending}})
+	cl, err := cluster.StartResNet(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
