@@ -328,6 +328,26 @@ func (l *leader) receiver(ctx context.Context) {
 	}
 }
 
+// confirmLinger bounds linger.
+const confirmLinger = 2 * time.Second
+
+// linger, after a refusing confirmation, lets it reach party 1 before the
+// session is torn down: ending the session cancels the link's stream,
+// which can drop a message the transport has queued but not yet written,
+// and party 1 would then settle the batch at the next handshake as spent
+// (never confirmed) where party 0 failed it tampered. Party 1 ends the
+// session on reading the refusal, so this reads (and drops) what it still
+// sends until its side closes, for at most confirmLinger.
+func (l *leader) linger() {
+	t := time.AfterFunc(confirmLinger, l.cancel)
+	defer t.Stop()
+	for {
+		if _, err := l.link.Recv(); err != nil {
+			return
+		}
+	}
+}
+
 // reply handles party 1's reply to the oldest batch in flight: it has the
 // module open party 1's frames and collect, compares the pair digests and
 // delivers and confirms the batch, or fails it. A nil error lets the
@@ -418,7 +438,9 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 			why = fmt.Sprintf("batch %d not delivered: %v", fl.seq, err)
 		}
 		p.back(fl.jobs, class, why)
-		l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}})
+		if l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}}) == nil {
+			l.linger()
+		}
 		return err
 	}
 	l.drop()
