@@ -540,34 +540,44 @@ func (rep *DeliverReport) Write(w io.Writer, asJSON bool) error {
 	return nil
 }
 
-// Draw draws, per row, raw Gen and the two delivered rates as grouped
-// bars (millions of keys/s) to a PNG file.
+// Draw draws, per row, raw Gen, the two delivered rates and the transport
+// floor (when measured) as grouped bars (millions of keys/s) to a PNG file.
 func (rep *DeliverReport) Draw(file string) error {
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("kord bench deliver: verified key pairs delivered vs raw BatchGen (1 worker), %d CPUs", rep.CPUs)
 	pl.Y.Label.Text = "keys/s (millions)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
-	var raw, ip, pr plotter.Values
+	var raw, ip, pr, fl plotter.Values
 	names := make([]string, len(rep.Rows))
+	floor := false
 	for i, r := range rep.Rows {
 		raw = append(raw, r.RawKeysPerSec/1e6)
 		ip = append(ip, r.InProcKeysPerSec/1e6)
 		pr = append(pr, r.ProcKeysPerSec/1e6)
+		fl = append(fl, r.FloorKeysPerSec/1e6)
+		floor = floor || r.FloorKeysPerSec > 0
 		names[i] = fmt.Sprintf("%s-%d\n%s", r.Type, r.InBits, r.Tier)
 	}
-	w := vg.Points(14)
-	for i, s := range []struct {
+	series := []struct {
 		v     plotter.Values
 		label string
-	}{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes (kord demo)"}} {
+	}{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes (kord demo)"}}
+	if floor {
+		series = append(series, struct {
+			v     plotter.Values
+			label string
+		}{fl, "transport floor (the key bytes over the same sockets)"})
+	}
+	w := vg.Points(12)
+	for i, s := range series {
 		bars, err := plotter.NewBarChart(s.v, w)
 		if err != nil {
 			return err
 		}
 		bars.LineStyle.Width = 0
 		bars.Color = PlotColor(i + 1)
-		bars.Offset = vg.Length(i-1) * w
+		bars.Offset = vg.Length(float64(i)-float64(len(series)-1)/2) * w
 		pl.Add(bars)
 		pl.Legend.Add(s.label, bars)
 	}
