@@ -12,8 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/daemon"
+	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/kord-fss/kord/service"
 )
@@ -56,12 +55,9 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 	f.IntVar(&r.perReq, "per-request", infer.DefaultDaemonPerRequest, "ResNet through the daemons: most keys per request (1..4096; a step's keys go as several requests, all sent at once)")
 }
 
-// resnetDemo is `kord infer demo --model resnet18…`: by default the four
-// daemons of two sites (internal/cluster: 2 modules, 2 party daemons, the
-// sites' peer link through a counting proxy shaped by --link) start as
-// children of this process, which runs both online parties and takes
-// every step's keys and correlations from the daemons (infer.DaemonSource);
-// with --in-process, from a module pair in this process.
+// resnetDemo is `kord infer demo --model resnet18…`: flags to
+// inferdemo.ResNet (the daemons of two sites, or with --in-process a
+// module pair in this process) and its report printed.
 func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, linkName string, dealer, inProcess bool, r resnetFlags) error {
 	link, err := netshape.Preset(linkName)
 	if err != nil {
@@ -95,47 +91,9 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	// Ctrl-C stops the run and the daemons.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var cl *cluster.Cluster
-	if !inProcess {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
-		}
-		dir, err := os.MkdirTemp("", "kord-resnet")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir) // after the daemons stop, even if they did not start
-		var proxy *netshape.Proxy
-		cl, err = cluster.StartResNet(ctx, dir, cluster.Options{PeerVia: func(addr string) (string, error) {
-			px, err := netshape.NewProxy(addr, link)
-			if err != nil {
-				return "", err
-			}
-			proxy = px
-			return px.Addr(), nil
-		}})
-		if proxy != nil {
-			defer proxy.Close()
-		}
-		if err != nil {
-			return fmt.Errorf("starting the daemons: %w", err)
-		}
-		defer cl.Close()
-		if cfg.Log != nil {
-			fmt.Fprintln(cfg.Log, "paired.")
-		}
-		cfg.Daemons, cfg.InterSite = cl.Apps(), proxy.Bytes
-	}
-	// KORD_CPUPROFILE_DIR profiles this process (both online parties and
-	// the supplier) as the daemons profile themselves.
-	stopProfile := daemon.Profile("infer-resnet")
-	rep, err := infer.ResNetDemo(ctx, cfg)
-	stopProfile()
+	rep, err := inferdemo.ResNet(ctx, cfg, inProcess)
 	if err != nil {
 		return err
-	}
-	if cl != nil {
-		rep.PeakRSSByProcess = cl.PeakRSS()
 	}
 	if asJSON {
 		if err := json.NewEncoder(cmd.OutOrStdout()).Encode(rep); err != nil {
@@ -152,7 +110,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 			rep.OfflineKeysPerImage, rep.OfflineCorrPerImage,
 			rep.DealerKeySupplyMsPerImage/1000, rep.DealerKeySupplyShare, rep.DealerBytesPerPartyPerImage,
 			rep.SessionOfflineMs/1000, rep.SessionOnlineMs/1000, rep.SessionBytesPerParty, rep.PeakRSSBytes>>20)
-		if cl != nil {
+		if rep.PeakRSSByProcess != nil {
 			fmt.Fprintf(w, "peak RSS (MiB): client %d, party0 %d, party1 %d, module0 %d, module1 %d\n", rep.PeakRSSByProcess["client"]>>20,
 				rep.PeakRSSByProcess["party0"]>>20, rep.PeakRSSByProcess["party1"]>>20, rep.PeakRSSByProcess["module0"]>>20, rep.PeakRSSByProcess["module1"]>>20)
 		}

@@ -189,18 +189,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 	defer cancel()
 
 	say("starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
-	var proxy *netshape.Proxy
-	c, err := cluster.Start(ctx, filepath.Join(dir), cluster.Options{Batch: 4096, PeerVia: func(addr string) (string, error) {
-		px, err := netshape.NewProxy(addr, link)
-		if err != nil {
-			return "", err
-		}
-		proxy = px
-		return px.Addr(), nil
-	}})
-	if proxy != nil {
-		defer proxy.Close()
-	}
+	c, err := startSites(ctx, dir, link, false, cluster.Options{Batch: 4096})
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +239,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 		}
 		sess[b] = l.Session
 	}
-	startBytes := proxy.Bytes()
+	startBytes := c.crossed()
 	for b := 0; b < 2; b++ {
 		if _, err := io.WriteString(ps[b].in, "go\n"); err != nil {
 			return nil, fmt.Errorf("party %d: %w", b, err)
@@ -286,7 +275,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
-	crossed := proxy.Bytes() - startBytes
+	crossed := c.crossed() - startBytes
 	fill(rep, m, set, cfg, sess, imgs, crossed)
 	return rep, nil
 }
