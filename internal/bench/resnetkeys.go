@@ -16,12 +16,12 @@ import (
 	mrand "math/rand/v2"
 	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
@@ -395,28 +395,20 @@ func (rep *ResNetKeysReport) Write(w io.Writer, asJSON bool) error {
 // both parties' shares and counters.
 func corrBoth(ctx context.Context, apps [2]*client.Client, id uint64, c msg.Correlation) ([2]*msg.CorrShares, [2]uint64, error) {
 	var sh [2]*msg.CorrShares
-	var ctr [2]uint64
-	var errs [2]error
-	var wg sync.WaitGroup
-	for b := 0; b < 2; b++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := apps[b].Get(ctx, client.Correlation(id, c))
-			switch {
-			case err != nil:
-				errs[b] = err
-			case r.Err != nil:
-				errs[b] = r.Err
-			case len(r.Shares) != 1 || r.Shares[0].Corr == nil:
-				errs[b] = errors.New("the reply holds no correlation")
-			default:
-				sh[b], ctr[b] = r.Shares[0].Corr, r.Shares[0].Counter
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	ctr, err := both.Pair(func(b int) (uint64, error) {
+		r, err := apps[b].Get(ctx, client.Correlation(id, c))
+		switch {
+		case err != nil:
+			return 0, err
+		case r.Err != nil:
+			return 0, r.Err
+		case len(r.Shares) != 1 || r.Shares[0].Corr == nil:
+			return 0, errors.New("the reply holds no correlation")
+		}
+		sh[b] = r.Shares[0].Corr
+		return r.Shares[0].Counter, nil
+	})
+	if err != nil {
 		sh[0].Wipe()
 		sh[1].Wipe()
 		return [2]*msg.CorrShares{}, ctr, fmt.Errorf("correlation request %d: %w", id, err)
