@@ -24,6 +24,32 @@ func moduleSources(t testing.TB) Sources {
 	return Sources{Keys: ks, Corr: &ModuleCorr{Pair: ks.Pair}}
 }
 
+// dealerGen draws the session and one evaluation's material of m from
+// the trusted dealer (the tests' quick source).
+func dealerGen(t testing.TB, m *Model) ([2]*Session, [2]*Material) {
+	t.Helper()
+	sp, sess, err := NewSupply(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat, err := sp.Gen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, mat
+}
+
+// connPair is a loopback TCP pair of gates.Conn, closed at the test's end.
+func connPair(t testing.TB) (c0, c1 *gates.Conn) {
+	t.Helper()
+	c0, c1, err := gates.TCPPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	return c0, c1
+}
+
 func randVals(r *rand.Rand, n int, lim int64) []int64 {
 	out := make([]int64, n)
 	for i := range out {
@@ -153,20 +179,8 @@ func TestDealerKeys(t *testing.T) {
 // anything is sent; a session opens its weights once.
 func TestMaterialSingleUse(t *testing.T) {
 	m := &Model{Ring: 16, Frac: 2, Input: Shape{4, 1, 1}, Layers: []Layer{{Kind: ReLU}}}
-	sp, sess, err := NewSupply(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mat, err := sp.Gen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, c1, err := gates.TCPPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
-	defer c1.Close()
+	sess, mat := dealerGen(t, m)
+	c0, c1 := connPair(t)
 	if _, err := Online([2]*gates.Conn{c0, c1}, m, sess, mat, []int64{1, -2, 3, 0}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,16 +200,8 @@ func TestMaterialSingleUse(t *testing.T) {
 // error before anything is sent, not a panic.
 func TestOwnerWithoutWeights(t *testing.T) {
 	m := &Model{Ring: 16, Frac: 2, Input: Shape{3, 1, 1}, Layers: []Layer{{Kind: FC, In: 3, Out: 2}}}
-	_, sess, err := NewSupply(m, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, c1, err := gates.TCPPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
-	defer c1.Close()
+	sess, _ := dealerGen(t, m)
+	c0, _ := connPair(t)
 	if err := sess[0].Open(&gates.Party{B: 0, Conn: c0}, m); err == nil || c0.Sent() != 0 {
 		t.Fatalf("owner without weights: %v, %d bytes sent", err, c0.Sent())
 	}

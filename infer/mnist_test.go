@@ -113,19 +113,8 @@ func TestBadImage(t *testing.T) {
 // is consumed from the material (a reuse is refused).
 func TestPeerDisconnect(t *testing.T) {
 	m := loadModel(t, "cnn")
-	sp, sess, err := NewSupply(m.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mat, err := sp.Gen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, c1, err := gates.TCPPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
+	sess, mat := dealerGen(t, m.Arch())
+	c0, c1 := connPair(t)
 	// The client opens the weights and runs only the first layer by hand,
 	// then hangs up.
 	done := make(chan error, 1)
@@ -146,7 +135,7 @@ func TestPeerDisconnect(t *testing.T) {
 		c1.Close()
 		done <- err
 	}()
-	_, err = Eval(&gates.Party{B: 0, Conn: c0}, m, sess[0], mat[0], nil)
+	_, err := Eval(&gates.Party{B: 0, Conn: c0}, m, sess[0], mat[0], nil)
 	if cerr := <-done; cerr != nil {
 		t.Fatal(cerr)
 	}

@@ -17,14 +17,7 @@ import (
 func TestMaterialWire(t *testing.T) {
 	set := testSet(t)
 	m := loadModel(t, "mlp")
-	sp, sess, err := NewSupply(m.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mat, err := sp.Gen()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess, mat := dealerGen(t, m.Arch())
 	var got [2]*Material
 	var gs [2]*Session
 	var raw0 []byte
@@ -47,12 +40,7 @@ func TestMaterialWire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c0, c1, err := gates.TCPPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
-	defer c1.Close()
+	c0, c1 := connPair(t)
 	x := QuantizeImage(set.Images[0], m.Frac)
 	want, _, err := m.Ref(x)
 	if err != nil {
@@ -118,14 +106,7 @@ func TestDemoShapedLink(t *testing.T) {
 func FuzzParseMaterial(f *testing.F) {
 	arch := &Model{Name: "f", Ring: 16, Frac: 4, Input: Shape{C: 1, H: 1, W: 4},
 		Layers: []Layer{{Kind: FC, In: 4, Out: 3}, {Kind: ReLU}, {Kind: Trunc, S: 4}}}
-	sp, sess, err := NewSupply(arch, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	mat, err := sp.Gen()
-	if err != nil {
-		f.Fatal(err)
-	}
+	sess, mat := dealerGen(f, arch)
 	for b := 0; b < 2; b++ {
 		raw, err := mat[b].MarshalBinary(arch.Ring)
 		if err != nil {
