@@ -30,14 +30,7 @@ func BenchmarkSupplyCNN(b *testing.B) {
 		}
 		defer sess[0].Wipe()
 		defer sess[1].Wipe()
-		for b.Loop() {
-			mat, err := sp.Gen()
-			if err != nil {
-				b.Fatal(err)
-			}
-			mat[0].Wipe()
-			mat[1].Wipe()
-		}
+		loopGen(b, sp)
 	})
 	b.Run("daemons", func(b *testing.B) {
 		d := startDaemons(b)
