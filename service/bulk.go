@@ -194,7 +194,7 @@ func perKeySegments(jobs []*job) []segment {
 	s := segment{}
 	for i, j := range jobs {
 		if j.corr == nil && j.group < 2 {
-			s.n += len(j.shares)
+			s.n += j.keys()
 			s.j1 = i + 1
 			continue
 		}
@@ -224,6 +224,12 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 		if !s.bulk {
 			sh := make([]msg.Share, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
+				if j.derived > 0 {
+					for range j.derived {
+						sh = append(sh, j.shares[0])
+					}
+					continue
+				}
 				sh = append(sh, j.shares...)
 			}
 			shares = append(shares, sh)
@@ -362,7 +368,7 @@ func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []
 		if consume {
 			r.Points = make([][]uint64, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
-				for range j.shares {
+				for range j.keys() {
 					r.Points = append(r.Points, j.points)
 				}
 			}
@@ -437,7 +443,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				if r.Buf == nil {
 					j.slab = sl
 				}
-				off += len(j.shares) * sl.Stride
+				off += j.keys() * sl.Stride
 			}
 			if r.Buf != nil && off == len(sl.Keys) {
 				// Each job holds the pooled buffer until its part of
@@ -447,7 +453,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				off = 0
 				for ji := s.j0; ji < s.j1; ji++ {
 					j := jobs[ji]
-					n := len(j.shares) * sl.Stride
+					n := j.keys() * sl.Stride
 					r.Buf.Hold()
 					j.keyRef, j.keyRegion = r.Buf, sl.Keys[off:off+n:off+n]
 					off += n
@@ -476,7 +482,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		}
 		k := k0
 		for ji := s.j0; ji < s.j1; ji++ {
-			m := len(jobs[ji].shares)
+			m := jobs[ji].keys()
 			if jobs[ji].corr != nil {
 				m = 1
 			}

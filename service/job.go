@@ -64,8 +64,12 @@ type job struct {
 	id     uint64
 	item   *pb.BatchItem
 	tier   msg.Tier
-	shares []msg.Share // one per key
-	points []uint64
+	shares []msg.Share // one per key; a derived job's: its one shape (derived)
+	// derived (a derived job): its key count; shares is then its one
+	// shape, shared by every key (a derived key carries no share of
+	// its own), not a record per key.
+	derived int
+	points  []uint64
 
 	// answered: set once the job has its answer (reply or outs). done is
 	// made only when someone has to block for the answer (most jobs are
@@ -141,6 +145,9 @@ type job struct {
 func (j *job) keys() int {
 	if j.corr != nil {
 		return j.blocks
+	}
+	if j.derived > 0 {
+		return j.derived
 	}
 	return len(j.shares)
 }
@@ -527,10 +534,8 @@ func (j *job) init(r *pb.KeyRequest) error {
 		}
 		base.DeriveBeta, base.Beta = r.DeriveBeta, r.Beta
 		j.item.Count, j.item.DeriveBeta, j.item.Beta = n, r.DeriveBeta, r.Beta
-		j.shares = make([]msg.Share, n)
-		for i := range j.shares {
-			j.shares[i] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 		return nil
 	}
 	j.tier = DefaultTier
@@ -637,10 +642,8 @@ func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss
 		if !r.DeriveBeta {
 			j.itemv.Betas = append([]uint64(nil), r.Betas...)
 		}
-		j.shares = make([]msg.Share, n)
-		for i := range j.shares {
-			j.shares[i] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 		return nil
 	}
 	j.tier = DefaultTier
@@ -1274,10 +1277,8 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 		n := max(count, 1)
 		base.DeriveBeta, base.Beta = db == 1, beta
 		j.itemv.Count, j.itemv.DeriveBeta, j.itemv.Beta = n, db == 1, beta
-		j.shares = make([]msg.Share, n)
-		for k := range j.shares {
-			j.shares[k] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 	default:
 		return false
 	}
