@@ -388,9 +388,16 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 	if len(res) != len(segs) {
 		return nil, fmt.Errorf("%w: %d results for %d collects", errDesync, len(res), len(segs))
 	}
+	// A bulk segment of one-element keys is read in place (the jobs'
+	// views of its slab): only the other segments' outputs are records.
 	n := 0
 	for _, s := range segs {
-		n += s.n
+		if !s.bulk || jobs[s.j0].group > 1 {
+			n += s.n
+		}
+	}
+	for _, j := range jobs {
+		j.clearView()
 	}
 	all := make([]msg.CollectResponse, 0, n)
 	out := make([][]msg.CollectResponse, len(jobs))
@@ -406,6 +413,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			break
 		}
 		k0 := len(all)
+		viewed := false
 		switch {
 		case s.corr:
 			allPooled = false
@@ -434,7 +442,21 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				err = fmt.Errorf("%w: collect: the module answered with another slab than counters %d+%d", errDesync, c, s.n)
 				break
 			}
-			all = appendSlab(all, sl)
+			if viewed = viewable(sl); viewed {
+				k := 0
+				for ji := s.j0; ji < s.j1; ji++ {
+					j := jobs[ji]
+					m := j.keys()
+					j.vn, j.vFirst, j.vMode, j.vStride = m, sl.First+uint64(k), sl.Mode, sl.Stride
+					j.vTags = sl.PairTags[k*msg.PairTagSize : (k+m)*msg.PairTagSize : (k+m)*msg.PairTagSize]
+					if len(sl.AlphaShares) == sl.N {
+						j.vAlpha, j.vBeta = sl.AlphaShares[k:k+m:k+m], sl.BetaShares[k:k+m:k+m]
+					}
+					k += m
+				}
+			} else {
+				all = appendSlab(all, sl)
+			}
 			h.Write(sl.PairTags)
 			off := 0
 			for ji := s.j0; ji < s.j1; ji++ {
@@ -480,6 +502,10 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		if err != nil {
 			break
 		}
+		if viewed {
+			c += uint64(s.n)
+			continue
+		}
 		k := k0
 		for ji := s.j0; ji < s.j1; ji++ {
 			m := jobs[ji].keys()
@@ -496,6 +522,9 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		// the garbage collector, wiped here.
 		wipeOutputs(all)
 		wipeResults(res)
+		for _, j := range jobs {
+			j.clearView() // the slabs' parts, wiped with the results
+		}
 		return nil, err
 	}
 	if allPooled {
@@ -523,6 +552,15 @@ func wipeResults(res []socket.Result) {
 		}
 		wipeOutputs(r.Range)
 	}
+}
+
+// viewable reports whether a slab's outputs can be read in place (job
+// views, collected): one-element keys, pair tags for each, and this
+// site's mask shares for each key or none.
+func viewable(sl *msg.Slab) bool {
+	a, b := len(sl.AlphaShares), len(sl.BetaShares)
+	return sl.Group <= 1 && len(sl.PairTags) == sl.N*msg.PairTagSize && len(sl.Keys) == sl.N*sl.Stride &&
+		(a == 0 && b == 0 || a == sl.N && b == sl.N)
 }
 
 // appendSlab appends a slab's outputs to dst, keys as views of the slab,
@@ -625,10 +663,17 @@ func markOpenedSegs(jobs []*job, segs []segment, tier msg.Tier, accepted int) {
 // keyViews returns j's keys as one slice of its slab (nil when they are
 // not in one), for a reply that aliases them.
 func (j *job) keyViews() []byte {
-	if j.keyBuf == nil || len(j.outs) == 0 {
+	var n int
+	switch {
+	case j.keyBuf == nil:
 		return nil
+	case j.vn > 0:
+		n = j.vn * j.vStride
+	case len(j.outs) == 0:
+		return nil
+	default:
+		n = len(j.outs) * len(j.outs[0].Key)
 	}
-	n := len(j.outs) * len(j.outs[0].Key)
 	if j.keyOff+n > len(j.keyBuf) {
 		return nil
 	}
