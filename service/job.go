@@ -374,37 +374,45 @@ func (j *job) packLists(pk *pb.PackedReplies, keys bool) {
 // packView is packLists for a job whose outputs are a view of its slab
 // (the same lists, read from the slab's parts).
 func (j *job) packView(pk *pb.PackedReplies, keys bool) {
-	pk.Counts = append(pk.Counts, uint32(j.vn))
+	n := j.vn
+	pk.Counts = append(pk.Counts, uint32(n))
 	at := len(pk.Counters) // keys before the job's
-	pk.Counters = slices.Grow(pk.Counters, j.vn)
-	pk.KeyLens = slices.Grow(pk.KeyLens, j.vn)
-	for k := range j.vn {
-		pk.Counters = append(pk.Counters, j.vFirst+uint64(k))
-		pk.KeyLens = append(pk.KeyLens, uint32(j.vStride))
+	pk.Counters = slices.Grow(pk.Counters, n)[:at+n]
+	for k := range pk.Counters[at:] {
+		pk.Counters[at+k] = j.vFirst + uint64(k)
+	}
+	l := len(pk.KeyLens)
+	pk.KeyLens = slices.Grow(pk.KeyLens, n)[:l+n]
+	for k := range pk.KeyLens[l:] {
+		pk.KeyLens[l+k] = uint32(j.vStride)
 	}
 	if keys {
 		pk.Keys = append(pk.Keys, j.keyViews()...)
 	}
-	// The share list starts (zero-padded for the keys before) at the
-	// first key that has any, as packLists's.
-	if j.vAlpha != nil {
-		for k := range j.vn {
-			a, b := j.vAlpha[k], j.vBeta[k]
-			if len(pk.AlphaShares) > 0 || a != 0 || b != 0 {
-				if len(pk.AlphaShares) == 0 {
-					pk.AlphaShares = append(pk.AlphaShares, make([]uint64, at+k)...)
-					pk.BetaShares = append(pk.BetaShares, make([]uint64, at+k)...)
-				}
-				pk.AlphaShares = append(pk.AlphaShares, a)
-				pk.BetaShares = append(pk.BetaShares, b)
+	// The share lists start (zero-padded for the keys before) at the
+	// first key that has any, as packLists's: from there on, every key's.
+	switch {
+	case j.vAlpha != nil:
+		k0 := 0
+		if len(pk.AlphaShares) == 0 {
+			for k0 < n && j.vAlpha[k0] == 0 && j.vBeta[k0] == 0 {
+				k0++
+			}
+			if k0 < n {
+				pk.AlphaShares = append(pk.AlphaShares, make([]uint64, at+k0)...)
+				pk.BetaShares = append(pk.BetaShares, make([]uint64, at+k0)...)
 			}
 		}
-	} else if len(pk.AlphaShares) > 0 {
-		pk.AlphaShares = append(pk.AlphaShares, make([]uint64, j.vn)...)
-		pk.BetaShares = append(pk.BetaShares, make([]uint64, j.vn)...)
+		if k0 < n {
+			pk.AlphaShares = append(pk.AlphaShares, j.vAlpha[k0:]...)
+			pk.BetaShares = append(pk.BetaShares, j.vBeta[k0:]...)
+		}
+	case len(pk.AlphaShares) > 0:
+		pk.AlphaShares = append(pk.AlphaShares, make([]uint64, n)...)
+		pk.BetaShares = append(pk.BetaShares, make([]uint64, n)...)
 	}
 	if len(pk.EvalLens) > 0 {
-		pk.EvalLens = append(pk.EvalLens, make([]uint32, j.vn)...)
+		pk.EvalLens = append(pk.EvalLens, make([]uint32, n)...)
 	}
 }
 
