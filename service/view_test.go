@@ -1,8 +1,11 @@
 package service
 
 import (
+	"bytes"
+	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -86,5 +89,83 @@ func TestPackViewMatchesRecords(t *testing.T) {
 				t.Fatalf("case %d, views %b: packed\n%+v\nwant\n%+v", ci, mask, &got, &want)
 			}
 		}
+	}
+}
+
+// viewJob makes j's outputs a view of a fresh slab part: n keys from
+// counter first, keys of stride bytes, tags and shares derived from first.
+func viewJob(j *job, first uint64, n, stride int) {
+	keys := make([]byte, n*stride)
+	tags := make([]byte, n*msg.PairTagSize)
+	alpha, beta := make([]uint64, n), make([]uint64, n)
+	for i := range keys {
+		keys[i] = byte(i + 1)
+	}
+	for i := range tags {
+		tags[i] = byte(int(first) + i)
+	}
+	for k := range n {
+		alpha[k], beta[k] = first+uint64(k)+1, first+uint64(k)+2
+	}
+	j.keyBuf, j.keyOff, j.slabFirst, j.slabN = keys, 0, first, n
+	j.vn, j.vFirst, j.vMode, j.vStride, j.vTags, j.vAlpha, j.vBeta = n, first, msg.Derived, stride, tags, alpha, beta
+}
+
+// TestHeldViews: party 1's held batches whose jobs are views of their
+// slabs name the same counters and digest as records would (heldItems),
+// are wiped when requeued (settleHeld), and when delivered move the
+// next-counter gauge and leave their pair tags for recovery (record).
+func TestHeldViews(t *testing.T) {
+	p := unconnectedParty1(t)
+	held := func(seq, id, first uint64, n int) *heldBatch {
+		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: uint32(n)})
+		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		if len(js) != 1 {
+			t.Fatalf("request %d not claimed", id)
+		}
+		viewJob(js[0], first, n, 4)
+		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{nil}}
+	}
+	a, b := held(1, 10, 40, 3), held(2, 11, 43, 2)
+	// heldItems: as records of the same outputs.
+	got := heldItems([]*heldBatch{a})
+	recs := make([]msg.CollectResponse, 3)
+	for k := range recs {
+		recs[k] = a.jobs[0].viewOut(k)
+	}
+	if len(got) != 1 || got[0].FirstCounter != 40 || !bytes.Equal(got[0].Digest, outputsDigest(recs)) || got[0].BulkFirst != 40 || got[0].BulkN != 3 {
+		t.Fatalf("heldItems of a view: %+v", got)
+	}
+	bj := b.jobs[0]
+	bKeys, bAlpha, bBeta := bj.keyViews(), bj.vAlpha, bj.vBeta
+	p.held, p.heldRun = []*heldBatch{a, b}, 5
+	p.settleHeld(5, 1) // same run, party 0 delivered through batch 1
+	if !a.jobs[0].answered() || a.jobs[0].nOut() != 3 {
+		t.Fatalf("batch 1 not delivered with its 3 keys: answered %v", a.jobs[0].answered())
+	}
+	if g := gauge(t, p); g != 43 {
+		t.Fatalf("gauge %v after a view of counters 40..42, want 43", g)
+	}
+	items := p.recentItems()
+	if len(items) != 1 || items[0].FirstCounter != 40 || !bytes.Equal(items[0].Digest, outputsDigest(recs)) {
+		t.Fatalf("recent items after a delivered view: %+v", items)
+	}
+	if bj.answered() || p.pend.size() != 1 || bj.vn != 0 {
+		t.Fatalf("batch 2 should be pending again without its view: answered %v, %d pending, view %d", bj.answered(), p.pend.size(), bj.vn)
+	}
+	for _, v := range append(append([]uint64(nil), bAlpha...), bBeta...) {
+		if v != 0 {
+			t.Fatalf("requeued view's shares not wiped: %v %v", bAlpha, bBeta)
+		}
+	}
+	if !bytes.Equal(bKeys, make([]byte, len(bKeys))) {
+		t.Fatalf("requeued view's keys not wiped: %v", bKeys)
+	}
+	// The delivered job's reply wipes its view (its keys, not lent).
+	aj := a.jobs[0]
+	aKeys, aAlpha := aj.keyViews(), aj.vAlpha
+	aj.wipeOutputs(false)
+	if !bytes.Equal(aKeys, make([]byte, len(aKeys))) || aAlpha[0] != 0 || aj.vn != 0 {
+		t.Fatalf("wipeOutputs left a view: keys %v alpha %v vn %d", aKeys, aAlpha, aj.vn)
 	}
 }
