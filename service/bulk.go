@@ -382,8 +382,11 @@ func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []
 // collected gathers each job's outputs from the collect results of
 // finishCalls (one per segment) and writes their pair tags, in counter
 // order, to h. A slab's keys stay where the socket read them: each job's
-// outputs are views of it (job.keyBuf), and the slab's mask shares are
-// wiped once copied into the outputs.
+// outputs are views of it (job.keyBuf). A slab of one-element keys makes
+// no record per key: each job's outputs are its view of the slab
+// (job.vn..., its entry in the result nil), whose mask shares the job
+// wipes once replied; a payload vector's slab's mask shares are wiped once
+// copied into its records.
 func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h hash.Hash) ([][]msg.CollectResponse, error) {
 	if len(res) != len(segs) {
 		return nil, fmt.Errorf("%w: %d results for %d collects", errDesync, len(res), len(segs))
