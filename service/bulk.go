@@ -404,6 +404,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 	}
 	all := make([]msg.CollectResponse, 0, n)
 	out := make([][]msg.CollectResponse, len(jobs))
+	var starts [][2]int // the segments with records: index, first record
 	var err error
 	// allPooled: every segment is a slab whose jobs hold the response
 	// buffer, so the results' own reference can go.
@@ -505,20 +506,25 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		if err != nil {
 			break
 		}
-		if viewed {
-			c += uint64(s.n)
-			continue
-		}
-		k := k0
-		for ji := s.j0; ji < s.j1; ji++ {
-			m := jobs[ji].keys()
-			if jobs[ji].corr != nil {
-				m = 1
-			}
-			out[ji] = all[k : k+m : k+m]
-			k += m
+		if !viewed {
+			starts = append(starts, [2]int{si, k0})
 		}
 		c += uint64(s.n)
+	}
+	if err == nil {
+		// The records' slices are taken once all is whole (an append
+		// past its capacity moves it, and only all is wiped on error).
+		for _, st := range starts {
+			s, k := segs[st[0]], st[1]
+			for ji := s.j0; ji < s.j1; ji++ {
+				m := jobs[ji].keys()
+				if jobs[ji].corr != nil {
+					m = 1
+				}
+				out[ji] = all[k : k+m : k+m]
+				k += m
+			}
+		}
 	}
 	if err != nil {
 		// The jobs' references, if any, stay taken: the buffer goes to
