@@ -194,7 +194,7 @@ func perKeySegments(jobs []*job) []segment {
 	s := segment{}
 	for i, j := range jobs {
 		if j.corr == nil && j.group < 2 {
-			s.n += len(j.shares)
+			s.n += j.keys()
 			s.j1 = i + 1
 			continue
 		}
@@ -224,6 +224,12 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 		if !s.bulk {
 			sh := make([]msg.Share, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
+				if j.derived > 0 {
+					for range j.derived {
+						sh = append(sh, j.shares[0])
+					}
+					continue
+				}
 				sh = append(sh, j.shares...)
 			}
 			shares = append(shares, sh)
@@ -362,7 +368,7 @@ func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []
 		if consume {
 			r.Points = make([][]uint64, 0, s.n)
 			for _, j := range jobs[s.j0:s.j1] {
-				for range j.shares {
+				for range j.keys() {
 					r.Points = append(r.Points, j.points)
 				}
 			}
@@ -376,18 +382,29 @@ func finishCalls(calls []socket.Call, frames socket.Frames, jobs []*job, segs []
 // collected gathers each job's outputs from the collect results of
 // finishCalls (one per segment) and writes their pair tags, in counter
 // order, to h. A slab's keys stay where the socket read them: each job's
-// outputs are views of it (job.keyBuf), and the slab's mask shares are
-// wiped once copied into the outputs.
+// outputs are views of it (job.keyBuf). A slab of one-element keys makes
+// no record per key: each job's outputs are its view of the slab
+// (job.vn..., its entry in the result nil), whose mask shares the job
+// wipes once replied; a payload vector's slab's mask shares are wiped once
+// copied into its records.
 func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h hash.Hash) ([][]msg.CollectResponse, error) {
 	if len(res) != len(segs) {
 		return nil, fmt.Errorf("%w: %d results for %d collects", errDesync, len(res), len(segs))
 	}
+	// A bulk segment of one-element keys is read in place (the jobs'
+	// views of its slab): only the other segments' outputs are records.
 	n := 0
 	for _, s := range segs {
-		n += s.n
+		if !s.bulk || jobs[s.j0].group > 1 {
+			n += s.n
+		}
+	}
+	for _, j := range jobs {
+		j.clearView()
 	}
 	all := make([]msg.CollectResponse, 0, n)
 	out := make([][]msg.CollectResponse, len(jobs))
+	var starts [][2]int // the segments with records: index, first record
 	var err error
 	// allPooled: every segment is a slab whose jobs hold the response
 	// buffer, so the results' own reference can go.
@@ -400,6 +417,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 			break
 		}
 		k0 := len(all)
+		viewed := false
 		switch {
 		case s.corr:
 			allPooled = false
@@ -428,7 +446,21 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				err = fmt.Errorf("%w: collect: the module answered with another slab than counters %d+%d", errDesync, c, s.n)
 				break
 			}
-			all = appendSlab(all, sl)
+			if viewed = viewable(sl); viewed {
+				k := 0
+				for ji := s.j0; ji < s.j1; ji++ {
+					j := jobs[ji]
+					m := j.keys()
+					j.vn, j.vFirst, j.vMode, j.vStride = m, sl.First+uint64(k), sl.Mode, sl.Stride
+					j.vTags = sl.PairTags[k*msg.PairTagSize : (k+m)*msg.PairTagSize : (k+m)*msg.PairTagSize]
+					if len(sl.AlphaShares) == sl.N {
+						j.vAlpha, j.vBeta = sl.AlphaShares[k:k+m:k+m], sl.BetaShares[k:k+m:k+m]
+					}
+					k += m
+				}
+			} else {
+				all = appendSlab(all, sl)
+			}
 			h.Write(sl.PairTags)
 			off := 0
 			for ji := s.j0; ji < s.j1; ji++ {
@@ -437,7 +469,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				if r.Buf == nil {
 					j.slab = sl
 				}
-				off += len(j.shares) * sl.Stride
+				off += j.keys() * sl.Stride
 			}
 			if r.Buf != nil && off == len(sl.Keys) {
 				// Each job holds the pooled buffer until its part of
@@ -447,7 +479,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				off = 0
 				for ji := s.j0; ji < s.j1; ji++ {
 					j := jobs[ji]
-					n := len(j.shares) * sl.Stride
+					n := j.keys() * sl.Stride
 					r.Buf.Hold()
 					j.keyRef, j.keyRegion = r.Buf, sl.Keys[off:off+n:off+n]
 					off += n
@@ -474,22 +506,34 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		if err != nil {
 			break
 		}
-		k := k0
-		for ji := s.j0; ji < s.j1; ji++ {
-			m := len(jobs[ji].shares)
-			if jobs[ji].corr != nil {
-				m = 1
-			}
-			out[ji] = all[k : k+m : k+m]
-			k += m
+		if !viewed {
+			starts = append(starts, [2]int{si, k0})
 		}
 		c += uint64(s.n)
+	}
+	if err == nil {
+		// The records' slices are taken once all is whole (an append
+		// past its capacity moves it, and only all is wiped on error).
+		for _, st := range starts {
+			s, k := segs[st[0]], st[1]
+			for ji := s.j0; ji < s.j1; ji++ {
+				m := jobs[ji].keys()
+				if jobs[ji].corr != nil {
+					m = 1
+				}
+				out[ji] = all[k : k+m : k+m]
+				k += m
+			}
+		}
 	}
 	if err != nil {
 		// The jobs' references, if any, stay taken: the buffer goes to
 		// the garbage collector, wiped here.
 		wipeOutputs(all)
 		wipeResults(res)
+		for _, j := range jobs {
+			j.clearView() // the slabs' parts, wiped with the results
+		}
 		return nil, err
 	}
 	if allPooled {
@@ -517,6 +561,15 @@ func wipeResults(res []socket.Result) {
 		}
 		wipeOutputs(r.Range)
 	}
+}
+
+// viewable reports whether a slab's outputs can be read in place (job
+// views, collected): one-element keys, pair tags for each, and this
+// site's mask shares for each key or none.
+func viewable(sl *msg.Slab) bool {
+	a, b := len(sl.AlphaShares), len(sl.BetaShares)
+	return sl.Group <= 1 && len(sl.PairTags) == sl.N*msg.PairTagSize && len(sl.Keys) == sl.N*sl.Stride &&
+		(a == 0 && b == 0 || a == sl.N && b == sl.N)
 }
 
 // appendSlab appends a slab's outputs to dst, keys as views of the slab,
@@ -619,10 +672,17 @@ func markOpenedSegs(jobs []*job, segs []segment, tier msg.Tier, accepted int) {
 // keyViews returns j's keys as one slice of its slab (nil when they are
 // not in one), for a reply that aliases them.
 func (j *job) keyViews() []byte {
-	if j.keyBuf == nil || len(j.outs) == 0 {
+	var n int
+	switch {
+	case j.keyBuf == nil:
 		return nil
+	case j.vn > 0:
+		n = j.vn * j.vStride
+	case len(j.outs) == 0:
+		return nil
+	default:
+		n = len(j.outs) * len(j.outs[0].Key)
 	}
-	n := len(j.outs) * len(j.outs[0].Key)
 	if j.keyOff+n > len(j.keyBuf) {
 		return nil
 	}

@@ -217,7 +217,7 @@ func (f *follower) confirm(c *pb.Confirm) error {
 		return fmt.Errorf("%w: confirmation for an unknown batch", errDesync)
 	}
 	if !c.Ok {
-		wipeReplies(h.replies)
+		wipeJobReplies(h.jobs, h.replies)
 		class := ErrClassTampered // also a party 0 that predates error_class
 		if c.ErrorClass == ErrClassSpent {
 			class = ErrClassSpent

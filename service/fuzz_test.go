@@ -51,8 +51,8 @@ func FuzzAppRequests(f *testing.F) {
 				}
 				return true
 			}
-			if len(j.shares) < 1 || len(j.shares) > MaxCount || len(j.points) > MaxPoints {
-				t.Fatalf("accepted request with %d keys, %d points", len(j.shares), len(j.points))
+			if j.keys() < 1 || j.keys() > MaxCount || len(j.points) > MaxPoints {
+				t.Fatalf("accepted request with %d keys, %d points", j.keys(), len(j.points))
 			}
 			for _, s := range j.shares {
 				if s.InBits < 1 || s.InBits > 64 || s.OutBits < 1 || s.OutBits > 64 {
@@ -67,7 +67,7 @@ func FuzzAppRequests(f *testing.F) {
 				ks := msg.KeySizeG(s.Profile, s.Params(), g)
 				if g != j.group || g > msg.MaxGroup || s.Profile != msg.Llama || s.Mode == msg.Consume ||
 					(s.Mode == msg.Bound && len(j.betaVec) != g) || (s.Mode == msg.Derived && len(j.item.Betas) != g && !(j.item.DeriveBeta && len(j.item.Betas) == 0)) ||
-					len(j.shares)*ks > msg.MaxSlabBytes {
+					j.keys()*ks > msg.MaxSlabBytes {
 					t.Fatalf("accepted vector request %+v", r)
 				}
 				for _, v := range append(append([]uint64(nil), j.betaVec...), j.item.Betas...) {

@@ -64,8 +64,12 @@ type job struct {
 	id     uint64
 	item   *pb.BatchItem
 	tier   msg.Tier
-	shares []msg.Share // one per key
-	points []uint64
+	shares []msg.Share // one per key; a derived job's: its one shape (derived)
+	// derived (a derived job): its key count; shares is then its one
+	// shape, shared by every key (a derived key carries no share of
+	// its own), not a record per key.
+	derived int
+	points  []uint64
 
 	// answered: set once the job has its answer (reply or outs). done is
 	// made only when someone has to block for the answer (most jobs are
@@ -121,6 +125,19 @@ type job struct {
 	// which TakeSlab can hand over whole; nil otherwise.
 	slab *msg.Slab
 
+	// A bulk job's outputs read in place (collected, a slab of
+	// one-element keys): vn keys from counter vFirst, their bytes
+	// keyViews (vStride each), their pair tags vTags and, when the slab
+	// has them, this site's mask shares vAlpha, vBeta — all parts of the
+	// collected slab, no record per key (outs is then nil). vn 0: the
+	// outputs are outs.
+	vn            int
+	vFirst        uint64
+	vMode         msg.Mode
+	vStride       int
+	vTags         []byte
+	vAlpha, vBeta []uint64
+
 	// corr (a correlation request): its shape, and the counters it takes
 	// (shares is then empty; keys counts the counters).
 	corr   *msg.Correlation
@@ -141,6 +158,9 @@ type job struct {
 func (j *job) keys() int {
 	if j.corr != nil {
 		return j.blocks
+	}
+	if j.derived > 0 {
+		return j.derived
 	}
 	return len(j.shares)
 }
@@ -178,6 +198,7 @@ func (j *job) done1() {
 }
 
 func (j *job) fail(class, format string, args ...any) {
+	j.wipeView() // outputs collected for it, if any, are not delivered
 	j.reply = &pb.KeyReply{Id: j.id, Error: fmt.Sprintf(format, args...), ErrorClass: class}
 	j.done1()
 }
@@ -225,8 +246,14 @@ func (j *job) wipeOutputs(lent bool) {
 			j.outs[i].AlphaShare, j.outs[i].BetaShare = 0, 0
 			clear(j.outs[i].BetaShares)
 		}
+		clear(j.vAlpha)
+		clear(j.vBeta)
+		j.clearView()
 		return
 	}
+	clear(j.vAlpha)
+	clear(j.vBeta)
+	j.clearView()
 	for i := range j.outs {
 		o := &j.outs[i]
 		clear(o.Key)
@@ -281,9 +308,16 @@ func (j *job) pbReply() *pb.KeyReply {
 	if j.reply != nil {
 		return j.reply
 	}
-	rep := &pb.KeyReply{Id: j.id, Keys: make([]*pb.KeyShare, len(j.outs))}
-	shares := make([]pb.KeyShare, len(j.outs))
-	for i := range j.outs {
+	n := j.nOut()
+	rep := &pb.KeyReply{Id: j.id, Keys: make([]*pb.KeyShare, n)}
+	shares := make([]pb.KeyShare, n)
+	for i := range n {
+		if j.vn > 0 {
+			c := j.viewOut(i)
+			shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare}
+			rep.Keys[i] = &shares[i]
+			continue
+		}
 		c := &j.outs[i]
 		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
 		if j.vecShares() {
@@ -305,6 +339,10 @@ func (j *job) packLists(pk *pb.PackedReplies, keys bool) {
 		pk.AlphaShares, pk.BetaShares, pk.EvalLens = pk.AlphaShares[:0], pk.BetaShares[:0], pk.EvalLens[:0]
 	}
 	pk.Ids = append(pk.Ids, j.id)
+	if j.vn > 0 {
+		j.packView(pk, keys)
+		return
+	}
 	pk.Counts = append(pk.Counts, uint32(len(j.outs)))
 	for i := range j.outs {
 		c := &j.outs[i]
@@ -330,6 +368,120 @@ func (j *job) packLists(pk *pb.PackedReplies, keys bool) {
 			pk.Evals = append(pk.Evals, c.Evals...)
 			pk.EvalLens = append(pk.EvalLens, uint32(len(c.Evals)))
 		}
+	}
+}
+
+// packView is packLists for a job whose outputs are a view of its slab
+// (the same lists, read from the slab's parts).
+func (j *job) packView(pk *pb.PackedReplies, keys bool) {
+	n := j.vn
+	pk.Counts = append(pk.Counts, uint32(n))
+	at := len(pk.Counters) // keys before the job's
+	pk.Counters = slices.Grow(pk.Counters, n)[:at+n]
+	for k := range pk.Counters[at:] {
+		pk.Counters[at+k] = j.vFirst + uint64(k)
+	}
+	l := len(pk.KeyLens)
+	pk.KeyLens = slices.Grow(pk.KeyLens, n)[:l+n]
+	for k := range pk.KeyLens[l:] {
+		pk.KeyLens[l+k] = uint32(j.vStride)
+	}
+	if keys {
+		pk.Keys = append(pk.Keys, j.keyViews()...)
+	}
+	// The share lists start (zero-padded for the keys before) at the
+	// first key that has any, as packLists's: from there on, every key's.
+	switch {
+	case j.vAlpha != nil:
+		k0 := 0
+		if len(pk.AlphaShares) == 0 {
+			for k0 < n && j.vAlpha[k0] == 0 && j.vBeta[k0] == 0 {
+				k0++
+			}
+			if k0 < n {
+				pk.AlphaShares = append(pk.AlphaShares, make([]uint64, at+k0)...)
+				pk.BetaShares = append(pk.BetaShares, make([]uint64, at+k0)...)
+			}
+		}
+		if k0 < n {
+			pk.AlphaShares = append(pk.AlphaShares, j.vAlpha[k0:]...)
+			pk.BetaShares = append(pk.BetaShares, j.vBeta[k0:]...)
+		}
+	case len(pk.AlphaShares) > 0:
+		pk.AlphaShares = append(pk.AlphaShares, make([]uint64, n)...)
+		pk.BetaShares = append(pk.BetaShares, make([]uint64, n)...)
+	}
+	if len(pk.EvalLens) > 0 {
+		pk.EvalLens = append(pk.EvalLens, make([]uint32, n)...)
+	}
+}
+
+// nOut is the number of the job's outputs (its view's or outs).
+func (j *job) nOut() int {
+	if j.vn > 0 {
+		return j.vn
+	}
+	return len(j.outs)
+}
+
+// viewOut is output k of the job's view as a record (its key a view).
+func (j *job) viewOut(k int) msg.CollectResponse {
+	o := msg.CollectResponse{Counter: j.vFirst + uint64(k), Mode: j.vMode,
+		Key:     j.keyBuf[j.keyOff+k*j.vStride : j.keyOff+(k+1)*j.vStride : j.keyOff+(k+1)*j.vStride],
+		PairTag: [msg.PairTagSize]byte(j.vTags[k*msg.PairTagSize:])}
+	if j.vAlpha != nil {
+		o.AlphaShare, o.BetaShare = j.vAlpha[k], j.vBeta[k]
+	}
+	return o
+}
+
+// tagAt is the pair tag of the job's output k (a view's).
+func (j *job) tagAt(k int) [msg.PairTagSize]byte {
+	return [msg.PairTagSize]byte(j.vTags[k*msg.PairTagSize:])
+}
+
+// materialize turns the job's view into records (outs), for callers
+// that take outputs as records (in-process answers); the view's mask
+// shares move into the records.
+func (j *job) materialize() {
+	if j.vn == 0 {
+		return
+	}
+	outs := make([]msg.CollectResponse, j.vn)
+	for k := range outs {
+		outs[k] = j.viewOut(k)
+	}
+	clear(j.vAlpha)
+	clear(j.vBeta)
+	j.outs = outs
+	j.clearView()
+}
+
+// clearView drops the job's view (not its key bytes: keyBuf).
+func (j *job) clearView() {
+	j.vn, j.vFirst, j.vStride, j.vTags, j.vAlpha, j.vBeta = 0, 0, 0, nil, nil, nil
+}
+
+// wipeView clears the key bytes and mask shares of the job's view, outputs
+// that will not be delivered, and drops it.
+func (j *job) wipeView() {
+	if j.vn == 0 {
+		return
+	}
+	if kv := j.keyViews(); kv != nil {
+		clear(kv)
+	}
+	clear(j.vAlpha)
+	clear(j.vBeta)
+	j.clearView()
+}
+
+// wipeJobReplies clears the outputs of jobs (reps: their records; a
+// view's are in the job) that will not be delivered.
+func wipeJobReplies(jobs []*job, reps [][]msg.CollectResponse) {
+	wipeReplies(reps)
+	for _, j := range jobs {
+		j.wipeView()
 	}
 }
 
@@ -527,10 +679,8 @@ func (j *job) init(r *pb.KeyRequest) error {
 		}
 		base.DeriveBeta, base.Beta = r.DeriveBeta, r.Beta
 		j.item.Count, j.item.DeriveBeta, j.item.Beta = n, r.DeriveBeta, r.Beta
-		j.shares = make([]msg.Share, n)
-		for i := range j.shares {
-			j.shares[i] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 		return nil
 	}
 	j.tier = DefaultTier
@@ -637,10 +787,8 @@ func (j *job) initVec(r *pb.KeyRequest, mode msg.Mode, prof msg.Profile, typ fss
 		if !r.DeriveBeta {
 			j.itemv.Betas = append([]uint64(nil), r.Betas...)
 		}
-		j.shares = make([]msg.Share, n)
-		for i := range j.shares {
-			j.shares[i] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 		return nil
 	}
 	j.tier = DefaultTier
@@ -1274,10 +1422,8 @@ func (j *job) initPacked(pk *pb.PackedRequests, i int) bool {
 		n := max(count, 1)
 		base.DeriveBeta, base.Beta = db == 1, beta
 		j.itemv.Count, j.itemv.DeriveBeta, j.itemv.Beta = n, db == 1, beta
-		j.shares = make([]msg.Share, n)
-		for k := range j.shares {
-			j.shares[k] = base
-		}
+		j.one[0], j.derived = base, int(n)
+		j.shares = j.one[:]
 	default:
 		return false
 	}

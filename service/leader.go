@@ -409,11 +409,11 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		br2, rerr := l.recvDigest(fl.seq)
 		p.peerVoid(br2.GetVoidIds())
 		if rerr != nil {
-			wipeReplies(reps)
+			wipeJobReplies(fl.jobs, reps)
 			return rerr
 		}
 		if br2.Error != "" {
-			wipeReplies(reps)
+			wipeJobReplies(fl.jobs, reps)
 			l.drop()
 			p.m.rejects.WithLabelValues(peerClass(br2.ErrorClass)).Inc()
 			p.failBatch(fl.jobs, br2)
@@ -431,7 +431,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		p.mismatch(fl.seq, fl.first, batchLast(fl.first, fl.jobs), fl.jobs)
 	}
 	if err != nil {
-		wipeReplies(reps)
+		wipeJobReplies(fl.jobs, reps)
 		l.drop()
 		why := fmt.Sprintf("batch %d not delivered: the two modules' frames or keys disagreed", fl.seq)
 		if class == ErrClassSpent {

@@ -132,7 +132,7 @@ func (lp *LocalPair) Close() {
 		p.held = nil
 		p.heldMu.Unlock()
 		for _, h := range held {
-			wipeReplies(h.replies)
+			wipeJobReplies(h.jobs, h.replies)
 			p.back(h.jobs, ErrClassSpent, "the party stopped before party 0 confirmed the batch")
 			for _, j := range h.jobs {
 				if !j.answered() {
@@ -299,6 +299,7 @@ func (lp *LocalPair) await(ctx context.Context, p *Party, js []*job) ([]Answer, 
 			out[i].j = nil
 			continue
 		}
+		j.materialize() // answers carry records
 		out[i].Outputs = j.outs
 	}
 	return out, nil

@@ -408,6 +408,9 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 		for k := range reps[i] {
 			next = max(next, reps[i][k].Counter+1)
 		}
+		if j.vn > 0 {
+			next = max(next, j.vFirst+uint64(j.vn))
+		}
 		j.finish(reps[i])
 	}
 	// The module is at least past the batch's counters.
@@ -663,7 +666,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			inMsg = append(inMsg, j)
 			replies++
-			keys += len(j.outs)
+			keys += j.nOut()
 			return nil
 		}
 		// next is a job taken from order that was not answered yet: the

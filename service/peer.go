@@ -78,7 +78,7 @@ func (p *Party) settleHeld(run, through uint64) {
 			p.deliverHeld(h)
 		} else {
 			// Opened and never confirmed: spent (spent.go).
-			wipeReplies(h.replies)
+			wipeJobReplies(h.jobs, h.replies)
 			p.back(h.jobs, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 		}
 	}
@@ -110,20 +110,22 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 			case okSet[j.id]:
 				dj, dr = append(dj, j), append(dr, h.replies[i])
 			case voidSet[j.id]:
-				wipeReplies(h.replies[i : i+1])
+				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
 			default:
-				wipeReplies(h.replies[i : i+1])
+				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				rest = append(rest, j)
 			}
 		}
 		if len(dj) > 0 {
-			p.deliver(dj, dr)
-			for _, r := range dr {
-				p.recoveredKeys.Add(uint64(len(r)))
-				p.m.recovered.Add(float64(len(r)))
+			n := 0
+			for i, r := range dr {
+				n += len(r) + dj[i].vn
 			}
+			p.deliver(dj, dr)
+			p.recoveredKeys.Add(uint64(n))
+			p.m.recovered.Add(float64(n))
 		}
 		p.back(rest, ErrClassSpent, fmt.Sprintf("the peer session ended before party 0 confirmed batch %d", h.seq))
 	}

@@ -131,7 +131,19 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 	for i, j := range jobs {
 		// A correlation is handed out once by its module and cannot be
 		// re-collected: a restarted peer finds no record and fails it.
-		if len(reps[i]) == 0 || j.corr != nil {
+		if len(reps[i]) == 0 && j.vn == 0 || j.corr != nil {
+			continue
+		}
+		if j.vn > 0 {
+			// A view of its slab: counters vFirst on, tags in the slab.
+			p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: j.vFirst, n: j.vn, notice: j.notice,
+				slabFirst: j.slabFirst, slabN: j.slabN}
+			p.recentNext = (p.recentNext + 1) % recentKeys
+			for k := range j.vn {
+				c := j.vFirst + uint64(k)
+				p.tags[c%recentKeys] = j.tagAt(k)
+				p.tagCtr[c%recentKeys] = c
+			}
 			continue
 		}
 		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
@@ -191,6 +203,12 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 	var out []*pb.RecentItem
 	for _, h := range held {
 		for i, j := range h.jobs {
+			if j.vn > 0 {
+				out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: j.vFirst,
+					Digest: recoverDigest(func(k int) ([16]byte, bool) { return j.tagAt(k), true }, j.vn),
+					Seq:    h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
+				continue
+			}
 			if len(h.replies[i]) == 0 {
 				continue
 			}
@@ -336,6 +354,7 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 	}
 	j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, r.slabFirst, r.slabN, nil
 	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
+	j.clearView()
 	return outs, nil
 }
 

@@ -51,6 +51,15 @@ func (rb *replyBuf) add(j *job) {
 		rb.unalias()
 		j.packLists(pk, true)
 	}
+	if j.vn > 0 {
+		switch l := j.vStride; {
+		case rb.stride == 0:
+			rb.stride = l
+		case rb.stride != l:
+			rb.stride = -1
+		}
+		return
+	}
 	for i := range j.outs {
 		switch l := len(j.outs[i].Key); {
 		case l == 0:
