@@ -25,6 +25,9 @@ type wireStream struct {
 	msgs [][]byte
 	i    int
 	loop bool // start over after the last message instead of io.EOF
+	// frame: hand each message over in buffers of this many bytes, as
+	// gRPC hands over a message's HTTP/2 data frames (0: one buffer).
+	frame int
 }
 
 func (w *wireStream) RecvMsg(m any) error {
@@ -36,7 +39,16 @@ func (w *wireStream) RecvMsg(m any) error {
 	}
 	b := w.msgs[w.i]
 	w.i++
-	return pb.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
+	if w.frame <= 0 {
+		return pb.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
+	}
+	var data mem.BufferSlice
+	for len(b) > 0 {
+		n := min(w.frame, len(b))
+		data = append(data, mem.SliceBuffer(b[:n:n]))
+		b = b[n:]
+	}
+	return pb.Codec().Unmarshal(data, m)
 }
 
 func newWireStream(msgs [][]byte, loop bool) *Stream {

@@ -101,12 +101,12 @@ func ViewKeys(dst []KeyView, buf []byte, stride int) (int, error) {
 			dst[i] = v
 			continue
 		}
-		v := KeyView{b: b, p: first.p, party: b[3]}
+		v := &dst[i] // filled in place: a KeyView is 80 bytes
+		*v = KeyView{b: b, p: first.p, party: b[3]}
 		if err := v.scanAt(&sl, true); err != nil {
 			clear(dst)
 			return i, err
 		}
-		dst[i] = v
 	}
 	return 0, nil
 }
@@ -154,12 +154,28 @@ func (p Params) scanLayout() scanLayout {
 func (v *KeyView) scanAt(sl *scanLayout, check bool) error {
 	ctrl := v.b[sl.ctrlOff:sl.valOff]
 	nc := len(ctrl)
-	// The control bits interleave tLCW_j (even) and tRCW_j (odd).
-	var w [16]byte
-	copy(w[:], ctrl)
-	lo, hi := binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:])
-	tL := (evenBits(lo) | evenBits(hi)<<32) & sl.ctrlMask
-	tR := (evenBits(lo>>1) | evenBits(hi>>1)<<32) & sl.ctrlMask
+	// The control bits interleave tLCW_j (even) and tRCW_j (odd): bytes
+	// 0-7 hold levels 1-32, bytes 8-15 (ℓ > 32) the rest.
+	var lo, hi uint64
+	if nc >= 8 {
+		lo = binary.LittleEndian.Uint64(ctrl)
+		if nc > 8 {
+			var w [8]byte
+			copy(w[:], ctrl[8:])
+			hi = binary.LittleEndian.Uint64(w[:])
+		}
+	} else {
+		var w [8]byte
+		copy(w[:], ctrl)
+		lo = binary.LittleEndian.Uint64(w[:])
+	}
+	tL, tR := evenBits(lo), evenBits(lo>>1)
+	if hi != 0 {
+		tL |= evenBits(hi) << 32
+		tR |= evenBits(hi>>1) << 32
+	}
+	tL &= sl.ctrlMask
+	tR &= sl.ctrlMask
 	if check && sl.padShift != 0 && ctrl[nc-1]>>sl.padShift != 0 {
 		return fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
 	}
