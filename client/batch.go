@@ -401,6 +401,31 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies, isRaw func(id uint64) bool)
 	for r, id := range pk.Ids {
 		rep := BatchReply{ID: id, First: k, N: int(pk.Counts[r])}
 		raw := isRaw(id)
+		if st := int(pk.KeyStride); st != 0 && !raw && rep.N > 0 {
+			// Keys of one stride: validated in one pass (fss.ViewKeys),
+			// with ViewKey's checks and errors.
+			if bad, err := fss.ViewKeys(m.views[k:k+rep.N], pk.Keys[ko:ko+rep.N*st:ko+rep.N*st], st); err != nil {
+				rep.Err = fmt.Errorf("client: key at counter %d: %w", pk.Counters[k+bad], err)
+			}
+			for i := k; i < k+rep.N; i++ {
+				m.koff[i] = ko
+				ko += st
+			}
+			if len(pk.EvalLens) > 0 {
+				for i := k; i < k+rep.N; i++ {
+					if l := int(pk.EvalLens[i]); l > 0 {
+						m.evals[i] = pk.Evals[eo : eo+l : eo+l]
+					}
+					eo += int(pk.EvalLens[i])
+				}
+			}
+			if rep.Err != nil {
+				clear(m.views[k : k+rep.N])
+			}
+			k += rep.N
+			m.reps = append(m.reps, rep)
+			continue
+		}
 		for i := k; i < k+rep.N; i++ {
 			m.koff[i] = ko
 			l := keyLen(pk, i)

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -24,6 +25,9 @@ type wireStream struct {
 	msgs [][]byte
 	i    int
 	loop bool // start over after the last message instead of io.EOF
+	// frame: hand each message over in buffers of this many bytes, as
+	// gRPC hands over a message's HTTP/2 data frames (0: one buffer).
+	frame int
 }
 
 func (w *wireStream) RecvMsg(m any) error {
@@ -35,7 +39,16 @@ func (w *wireStream) RecvMsg(m any) error {
 	}
 	b := w.msgs[w.i]
 	w.i++
-	return pb.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
+	if w.frame <= 0 {
+		return pb.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
+	}
+	var data mem.BufferSlice
+	for len(b) > 0 {
+		n := min(w.frame, len(b))
+		data = append(data, mem.SliceBuffer(b[:n:n]))
+		b = b[n:]
+	}
+	return pb.Codec().Unmarshal(data, m)
 }
 
 func newWireStream(msgs [][]byte, loop bool) *Stream {
@@ -635,5 +648,55 @@ func TestStrideFormSameReplies(t *testing.T) {
 		if _, err := newWireStream([][]byte{b}, false).RecvBatch(); err == nil {
 			t.Fatalf("a malformed stride message was read: %v", m.Packed.KeyStride)
 		}
+	}
+}
+
+// TestBatchBadKeyStride: in a message with keys at key_stride, a bad key
+// fails its reply with the error ViewKey gives it, named by counter, the
+// reply's views zero, and no other reply — wherever in the reply it is.
+func TestBatchBadKeyStride(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := fss.Params{Type: fss.DCF, InBits: 8, OutBits: 5}
+	msgs, _ := packedMessages(t, r, p, [][]int{{2, 3, 2}}, 1)
+	ks := p.KeySize()
+	for _, c := range []struct {
+		key, off int
+		val      byte
+	}{{2, 0, 0x4c}, {3, 0, 0x4c}, {4, 3, 2}, {3, 2, 2}, {4, ks - 1, 0xff}, {2, 5, 6}, {3, 3, 1}} {
+		var m pb.KeyReplies
+		if err := proto.Unmarshal(msgs[0][0], &m); err != nil {
+			t.Fatal(err)
+		}
+		want, werr := fss.ViewKey(func() []byte {
+			k := append([]byte(nil), m.Packed.Keys[c.key*ks:(c.key+1)*ks]...)
+			k[c.off] = c.val
+			return k
+		}())
+		m.Packed.Keys[c.key*ks+c.off] = c.val
+		raw, _ := proto.Marshal(&m)
+		s := newWireStream(strideForm(t, [][]byte{raw}), false)
+		b, err := s.RecvBatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() != 7 || b.Replies() != 3 {
+			t.Fatalf("%d keys, %d replies", b.Len(), b.Replies())
+		}
+		for rr := range 3 {
+			rep := b.Reply(rr)
+			bad := rr == 1 && werr != nil
+			if bad && (rep.Err == nil || rep.Err.Error() != fmt.Sprintf("client: key at counter %d: %v", 1000+c.key, werr)) || !bad && rep.Err != nil {
+				t.Fatalf("key %d byte %d = %#x: reply %d: %v (ViewKey: %v)", c.key, c.off, c.val, rr, rep.Err, werr)
+			}
+			for i := rep.First; i < rep.First+rep.N; i++ {
+				if b.Key(i).IsZero() != bad {
+					t.Fatalf("reply %d key %d: zero view %v", rr, i, b.Key(i).IsZero())
+				}
+			}
+		}
+		if werr == nil && b.Key(c.key).Party() != want.Party() {
+			t.Fatalf("key %d: party %d, want %d", c.key, b.Key(c.key).Party(), want.Party())
+		}
+		b.Release()
 	}
 }

@@ -334,3 +334,42 @@ func BenchmarkEvalAll20(b *testing.B) {
 		b.ReportMetric(perSec*BlocksPerEvalAll(p)/kb, "ratio")
 	})
 }
+
+// TestBatchGenOverwritesOutput: BatchGen writes every byte of its output,
+// so keys generated into buffers full of old bytes equal keys generated
+// into zeroed ones (runGroup does not clear the output first).
+func TestBatchGenOverwritesOutput(t *testing.T) {
+	prgtest.Run(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for _, typ := range []Type{DPF, DCF} {
+			for _, l := range []int{1, 3, 8, 17, 32, 64} {
+				for _, n := range []int{1, 7, 8, 12, 32, 64} {
+					p := Params{typ, l, n}
+					for _, k := range []int{1, 5, 2*GroupKeys + 3} {
+						alpha, beta, root0, root1 := batchInputs(r, p, k)
+						g, err := NewBatchGen(p, BatchOptions{Workers: 2})
+						if err != nil {
+							t.Fatal(err)
+						}
+						size := k * p.KeySize()
+						z0, z1 := make([]byte, size), make([]byte, size)
+						d0, d1 := bytes.Repeat([]byte{0xff}, size), bytes.Repeat([]byte{0xa5}, size)
+						d := bytes.Repeat([]byte{0x5a}, size)
+						if err := g.GenWithRoots(alpha, beta, root0, root1, z0, z1); err != nil {
+							t.Fatal(err)
+						}
+						if err := g.GenWithRoots(alpha, beta, root0, root1, d0, d1); err != nil {
+							t.Fatal(err)
+						}
+						if err := g.GenPartyWithRoots(1, alpha, beta, root0, root1, d); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(z0, d0) || !bytes.Equal(z1, d1) || !bytes.Equal(z1, d) {
+							t.Fatalf("%v, %d keys: old bytes of the output survive Gen", p, k)
+						}
+					}
+				}
+			}
+		}
+	})
+}

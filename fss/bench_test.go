@@ -110,6 +110,14 @@ func BenchmarkParseVsView(b *testing.B) {
 				}
 			}
 		})
+		views := make([]KeyView, n)
+		run("ViewKeys", func(i int) { // per key: one pass over n keys per n ops
+			if i%n == 0 {
+				if _, err := ViewKeys(views, slab, ks); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		run("ParseKey+Eval", func(i int) {
 			k, err := ParseKey(key(i))
 			if err != nil {

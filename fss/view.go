@@ -62,6 +62,55 @@ func ViewKey(data []byte) (KeyView, error) {
 	return v, nil
 }
 
+// ViewKeys validates buf as len(dst) keys laid end to end at stride bytes
+// each, as ViewKey validates each of them, and writes their views to dst.
+// A key with the header of the first (the party byte aside) is not
+// re-derived: its shape and length are the first's, so only its control
+// bits and value fields are checked, in one pass over the keys. On a bad
+// key it returns the key's index and ViewKey's error for it, and zeroes
+// dst. It allocates only on error.
+func ViewKeys(dst []KeyView, buf []byte, stride int) (int, error) {
+	n := len(dst)
+	if n == 0 && len(buf) == 0 {
+		return 0, nil
+	}
+	if stride < 1 || n < 1 || len(buf)/stride != n || len(buf)%stride != 0 {
+		return 0, fmt.Errorf("%w: %d keys of %d bytes, got %d bytes", ErrLength, n, stride, len(buf))
+	}
+	first, err := ViewKey(buf[:stride:stride])
+	if err != nil {
+		return 0, err
+	}
+	dst[0] = first
+	if n == 1 {
+		return 0, nil
+	}
+	// A valid key is longer than 8 bytes; bytes 0-2 and 4-5 are the
+	// header less the party byte.
+	const hdrMask = 0x0000ffff00ffffff
+	want := binary.LittleEndian.Uint64(buf) & hdrMask
+	sl := first.p.scanLayout()
+	for i := 1; i < n; i++ {
+		b := buf[i*stride : (i+1)*stride : (i+1)*stride]
+		if binary.LittleEndian.Uint64(b)&hdrMask != want || b[3] > 1 {
+			v, err := ViewKey(b) // the error for this key (or another shape of this size)
+			if err != nil {
+				clear(dst)
+				return i, err
+			}
+			dst[i] = v
+			continue
+		}
+		v := &dst[i] // filled in place: a KeyView is 80 bytes
+		*v = KeyView{b: b, p: first.p, party: b[3]}
+		if err := v.scanAt(&sl, true); err != nil {
+			clear(dst)
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
 // layout returns the offsets of a key's control bits and value fields and
 // the width of a value field.
 func (p Params) layout() (ctrlOff, valOff, vb int) {
@@ -74,38 +123,76 @@ func (p Params) layout() (ctrlOff, valOff, vb int) {
 // are checked) into v; with check it refuses set padding bits and value
 // fields with bits above n, in ParseKey's order and with its errors.
 func (v *KeyView) scan(check bool) error {
-	l, n := v.p.InBits, v.p.OutBits
-	ctrlOff, valOff, vb := v.p.layout()
-	nc := valOff - ctrlOff
-	ctrl := v.b[ctrlOff:valOff]
-	// The control bits interleave tLCW_j (even) and tRCW_j (odd).
-	var w [16]byte
-	copy(w[:], ctrl)
-	lo, hi := binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:])
-	m := prg.Mask(l)
-	tL := (evenBits(lo) | evenBits(hi)<<32) & m
-	tR := (evenBits(lo>>1) | evenBits(hi>>1)<<32) & m
-	if used := 2 * l; check && used%8 != 0 && ctrl[nc-1]>>uint(used%8) != 0 {
+	sl := v.p.scanLayout()
+	return v.scanAt(&sl, check)
+}
+
+// scanLayout is what scan needs of a key's shape, worked out once for a
+// run of keys of that shape (ViewKeys).
+type scanLayout struct {
+	l                 int
+	ctrlOff, valOff   int
+	vb, finalOff      int
+	padShift          uint // used bits of the last control byte (0: all)
+	valShift          uint // n mod 8, DCF only (0: no value field checks)
+	ctrlMask, valMask uint64
+}
+
+func (p Params) scanLayout() scanLayout {
+	l, n := p.InBits, p.OutBits
+	ctrlOff, valOff, vb := p.layout()
+	sl := scanLayout{l: l, ctrlOff: ctrlOff, valOff: valOff, vb: vb, finalOff: valOff,
+		padShift: uint(2 * l % 8), ctrlMask: prg.Mask(l), valMask: prg.Mask(n)}
+	if p.Type == DCF {
+		sl.finalOff += l * vb
+		sl.valShift = uint(n % 8)
+	}
+	return sl
+}
+
+// scanAt is scan with the shape's layout sl.
+func (v *KeyView) scanAt(sl *scanLayout, check bool) error {
+	ctrl := v.b[sl.ctrlOff:sl.valOff]
+	nc := len(ctrl)
+	// The control bits interleave tLCW_j (even) and tRCW_j (odd): bytes
+	// 0-7 hold levels 1-32, bytes 8-15 (ℓ > 32) the rest.
+	var lo, hi uint64
+	if nc >= 8 {
+		lo = binary.LittleEndian.Uint64(ctrl)
+		if nc > 8 {
+			var w [8]byte
+			copy(w[:], ctrl[8:])
+			hi = binary.LittleEndian.Uint64(w[:])
+		}
+	} else {
+		var w [8]byte
+		copy(w[:], ctrl)
+		lo = binary.LittleEndian.Uint64(w[:])
+	}
+	tL, tR := evenBits(lo), evenBits(lo>>1)
+	if hi != 0 {
+		tL |= evenBits(hi) << 32
+		tR |= evenBits(hi>>1) << 32
+	}
+	tL &= sl.ctrlMask
+	tR &= sl.ctrlMask
+	if check && sl.padShift != 0 && ctrl[nc-1]>>sl.padShift != 0 {
 		return fmt.Errorf("%w: last control byte %#02x", ErrControlBits, ctrl[nc-1])
 	}
-	mask := prg.Mask(n)
-	off := valOff
-	if v.p.Type == DCF {
-		// A value field has bits above n only in its last byte, above bit
-		// n mod 8 (none when n fills its bytes).
-		if r := uint(n % 8); check && r != 0 {
-			for j := 1; j <= l; j++ {
-				if v.b[off+vb-1]>>r != 0 {
-					return fmt.Errorf("%w: VCW_%d", ErrValueBits, j)
-				}
-				off += vb
+	vb := sl.vb
+	if r := sl.valShift; check && r != 0 {
+		// A DCF's value field has bits above n only in its last byte,
+		// above bit n mod 8 (none when n fills its bytes).
+		off := sl.valOff
+		for j := 1; j <= sl.l; j++ {
+			if v.b[off+vb-1]>>r != 0 {
+				return fmt.Errorf("%w: VCW_%d", ErrValueBits, j)
 			}
-		} else {
-			off += l * vb
+			off += vb
 		}
 	}
-	final := readValue(v.b[off : off+vb])
-	if check && final&^mask != 0 {
+	final := readValue(v.b[sl.finalOff : sl.finalOff+vb])
+	if check && final&^sl.valMask != 0 {
 		return fmt.Errorf("%w: CW_last", ErrValueBits)
 	}
 	v.tL, v.tR, v.final = tL, tR, final

@@ -420,3 +420,101 @@ func TestKeyViewKeyRefusesChangedValues(t *testing.T) {
 		}
 	}
 }
+
+// TestViewKeysLikeViewKey: ViewKeys over keys laid end to end gives each
+// key ViewKey's view, and for a slab with a bad key the first bad key's
+// index and ViewKey's error for it, with dst zeroed.
+func TestViewKeysLikeViewKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	shapes := []Params{{DPF, 1, 1}, {DPF, 3, 7}, {DCF, 3, 7}, {DPF, 4, 8}, {DCF, 5, 9}, {DCF, 32, 32}, {DPF, 64, 64}, {DCF, 63, 1}, {DCF, 7, 63}}
+	for _, p := range shapes {
+		ks := p.KeySize()
+		const n = 4
+		var good []byte
+		for i := range n / 2 {
+			k0, k1, err := GenWithRoots(p, r.Uint64()&prg.Mask(p.InBits), r.Uint64()&prg.Mask(p.OutBits), randRoot(r), randRoot(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b0, _ := k0.MarshalBinary()
+			b1, _ := k1.MarshalBinary()
+			if i == 0 {
+				good = append(good, b0...)
+				good = append(good, b1...)
+			} else {
+				good = append(good, b1...)
+				good = append(good, b0...)
+			}
+		}
+		check := func(buf []byte) {
+			t.Helper()
+			dst := make([]KeyView, n)
+			bad, err := ViewKeys(dst, buf, ks)
+			for i := 0; i < n; i++ {
+				want, werr := ViewKey(buf[i*ks : (i+1)*ks])
+				if werr != nil {
+					if err == nil || bad != i || err.Error() != werr.Error() {
+						t.Fatalf("%v: key %d refused by ViewKey (%v), ViewKeys: %d, %v", p, i, werr, bad, err)
+					}
+					for _, v := range dst {
+						if !v.IsZero() {
+							t.Fatalf("%v: dst not zeroed on error", p)
+						}
+					}
+					return
+				}
+				if g := dst[i]; err == nil && (g.p != want.p || g.party != want.party || g.tL != want.tL || g.tR != want.tR ||
+					g.final != want.final || &g.b[0] != &want.b[0] || len(g.b) != len(want.b) || cap(g.b) != cap(want.b)) {
+					t.Fatalf("%v: key %d: ViewKeys %+v, ViewKey %+v", p, i, dst[i], want)
+				}
+			}
+			if err != nil {
+				t.Fatalf("%v: ViewKeys refused good keys: %d, %v", p, bad, err)
+			}
+		}
+		check(good)
+		ctrlOff, valOff, vb := p.layout()
+		for j := range n {
+			edges := []int{0, 1, 2, 3, 4, 5, 6, 7, ctrlOff - 1, ctrlOff, valOff - 1, valOff, valOff + vb - 1, ks - 1}
+			for range 4 {
+				edges = append(edges, r.IntN(ks))
+			}
+			for _, i := range edges {
+				for _, val := range []byte{0, 1, 2, 3, 0x40, 0x4b, 0x80, 0xff, byte(r.Uint32())} {
+					b := append([]byte(nil), good...)
+					b[j*ks+i] = val
+					check(b)
+					b[j*ks+4], b[j*ks+5] = byte(p.InBits+1), byte(p.OutBits)
+					check(b)
+				}
+			}
+		}
+		if _, err := ViewKeys(make([]KeyView, n), good[:len(good)-1], ks); !errors.Is(err, ErrLength) {
+			t.Fatalf("%v: short buffer: %v", p, err)
+		}
+		if _, err := ViewKeys(make([]KeyView, n+1), good, ks); !errors.Is(err, ErrLength) {
+			t.Fatalf("%v: n+1 keys: %v", p, err)
+		}
+	}
+	// Keys of two shapes of one size: each viewed as its own shape.
+	a, b := Params{DPF, 1, 16}, Params{DCF, 1, 8}
+	if a.KeySize() != b.KeySize() {
+		t.Fatalf("%v is %d bytes, %v %d", a, a.KeySize(), b, b.KeySize())
+	}
+	{
+		ka, _, err := GenWithRoots(a, 1, 5, randRoot(r), randRoot(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _, err := GenWithRoots(b, 0, 5, randRoot(r), randRoot(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ba, _ := ka.MarshalBinary()
+		bb, _ := kb.MarshalBinary()
+		dst := make([]KeyView, 2)
+		if _, err := ViewKeys(dst, append(ba, bb...), a.KeySize()); err != nil || dst[0].Params() != a || dst[1].Params() != b {
+			t.Fatalf("mixed shapes: %v, %v %v", err, dst[0].Params(), dst[1].Params())
+		}
+	}
+}

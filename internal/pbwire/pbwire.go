@@ -4,14 +4,21 @@
 package pbwire
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// varints counts the varints of a packed field (the bytes that end one).
+// varints counts the varints of a packed field (the bytes that end one),
+// eight bytes at a time.
 func varints(v []byte) int {
 	n := 0
+	for len(v) >= 8 {
+		n += 8 - bits.OnesCount64(binary.LittleEndian.Uint64(v)&0x8080808080808080)
+		v = v[8:]
+	}
 	for _, c := range v {
 		if c < 0x80 {
 			n++
@@ -41,16 +48,28 @@ func AppendPacked32(dst []uint32, v []byte) (out []uint32, ok bool) { return app
 // appendPacked appends the varints of a packed field to dst, each
 // truncated to T as proto.Unmarshal does.
 func appendPacked[T uint32 | uint64](dst []T, v []byte) ([]T, bool) {
-	dst = slices.Grow(dst, varints(v))
+	k := varints(v)
+	dst = slices.Grow(dst, k)
+	// Every varint but a truncated last one ends in a byte varints
+	// counted, so the k slots hold them all; they are written by index.
+	out := dst[len(dst) : len(dst)+k]
+	i := 0
 	for len(v) > 0 {
-		x, n := protowire.ConsumeVarint(v)
-		if n < 0 {
-			return dst, false
+		var x uint64
+		n := 1
+		if c := v[0]; c < 0x80 {
+			x = uint64(c)
+		} else if x, n = protowire.ConsumeVarint(v); n < 0 {
+			return dst[:len(dst)+i], false
 		}
-		dst = append(dst, T(x))
+		if i == len(out) {
+			return dst[:len(dst)+i], false // never: see above
+		}
+		out[i] = T(x)
+		i++
 		v = v[n:]
 	}
-	return dst, true
+	return dst[:len(dst)+i], true
 }
 
 // Packed32 reads the body of a packed repeated uint32 field, truncating
