@@ -102,4 +102,3 @@ func ResNet(ctx context.Context, cfg infer.ResNetDemoConfig, inProcess bool) (*i
 	}
 	return rep, nil
 }
-
