@@ -440,13 +440,20 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 		}
 		var sent uint64 // frame bytes sent for this batch
 		reply := func(r *pb.BatchReply) error {
-			sent += uint64(len(r.FrameData))
+			// Counted before the send: party 0 may finish the batch, and
+			// an application read the count, before this goroutine runs
+			// again.
+			n := uint64(len(r.FrameData))
+			p.frameBytes.Add(n)
 			r.VoidIds = p.takeVoid()
 			err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 			if err != nil {
+				p.frameBytes.Add(^(n - 1)) // not sent after all
 				p.restoreVoid(r.VoidIds)
+				return err
 			}
-			return err
+			sent += n
+			return nil
 		}
 		rep, serr := pr.rep, error(nil)
 		if pr.soft {
@@ -469,7 +476,6 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 			p.m.rejects.WithLabelValues(rep.ErrorClass).Inc()
 		}
 		if sent > 0 {
-			p.frameBytes.Add(sent)
 			p.m.frameBytes.WithLabelValues(msg.Tier(pr.b.Tier).String()).Add(float64(sent))
 		}
 		switch {

@@ -279,15 +279,19 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	p.inFlight.Add(1)
 	p.m.inFlight.Inc()
 	void := p.takeVoid()
+	// Counted before the send, as party 1 counts its reply's: the batch
+	// may be answered and finished before this goroutine runs again.
+	n := frameBytes(packed)
+	p.frameBytes.Add(n)
 	err = l.send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
 		Items: items, PackedItems: pk, Transcript: l.transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
 		VoidIds: void, Runs: runs}}})
 	if err != nil {
+		p.frameBytes.Add(^(n - 1)) // not sent after all
 		p.restoreVoid(void)
 		return fmt.Errorf("peer: %w", err)
 	}
-	if n := frameBytes(packed); n > 0 {
-		p.frameBytes.Add(n)
+	if n > 0 {
 		p.m.frameBytes.WithLabelValues(tier.String()).Add(float64(n))
 	}
 	return nil
