@@ -398,6 +398,16 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies, isRaw func(id uint64) bool)
 		m.evals = append(m.evals[:0], make([][]uint64, n)...)
 	}
 	k, ko, eo := 0, 0, 0
+	// setEval points key i's evaluations into pk.Evals (consume mode).
+	setEval := func(i int) {
+		if len(pk.EvalLens) == 0 {
+			return
+		}
+		if l := int(pk.EvalLens[i]); l > 0 {
+			m.evals[i] = pk.Evals[eo : eo+l : eo+l]
+		}
+		eo += int(pk.EvalLens[i])
+	}
 	for r, id := range pk.Ids {
 		rep := BatchReply{ID: id, First: k, N: int(pk.Counts[r])}
 		raw := isRaw(id)
@@ -411,13 +421,8 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies, isRaw func(id uint64) bool)
 				m.koff[i] = ko
 				ko += st
 			}
-			if len(pk.EvalLens) > 0 {
-				for i := k; i < k+rep.N; i++ {
-					if l := int(pk.EvalLens[i]); l > 0 {
-						m.evals[i] = pk.Evals[eo : eo+l : eo+l]
-					}
-					eo += int(pk.EvalLens[i])
-				}
+			for i := k; i < k+rep.N; i++ {
+				setEval(i)
 			}
 			if rep.Err != nil {
 				clear(m.views[k : k+rep.N])
@@ -439,12 +444,7 @@ func (m *batchMem) buildPacked(pk *pb.PackedReplies, isRaw func(id uint64) bool)
 				m.views[i] = v
 			}
 			ko += l
-			if len(pk.EvalLens) > 0 {
-				if l := int(pk.EvalLens[i]); l > 0 {
-					m.evals[i] = pk.Evals[eo : eo+l : eo+l]
-				}
-				eo += int(pk.EvalLens[i])
-			}
+			setEval(i)
 		}
 		if rep.Err != nil {
 			clear(m.views[k : k+rep.N])

@@ -278,19 +278,30 @@ type slabCollector interface {
 	CollectSlab(ctx context.Context, first uint64, count int, emit func(*msg.Slab)) error
 }
 
-// appendSlab is handleAppend for a request that ends with a range collect
-// (a bulk's slab) from a slabCollector: the response is encoded while the
-// module holds the slab, so each key is copied once, from the module's
-// memory into buf.
-func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabCollector, c *pb.CollectRequest, dst []byte) (buf, out []byte, err error) {
-	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
-	defer wipeResults(head)
+// slabHead runs the calls of req before its final collect. skipped: one
+// failed and req stops on error, so the collect is not run (head then
+// ends with its skip result).
+func (s *Server) slabHead(ctx context.Context, req *pb.ModuleRequest) (head *pb.ModuleResponse, skipped bool) {
+	head = s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
 	failed := false
 	for _, r := range head.Results {
 		failed = failed || r.ErrorClass != ClassOK
 	}
 	if failed && req.StopOnError {
 		head.Results = append(head.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+		return head, true
+	}
+	return head, false
+}
+
+// appendSlab is handleAppend for a request that ends with a range collect
+// (a bulk's slab) from a slabCollector: the response is encoded while the
+// module holds the slab, so each key is copied once, from the module's
+// memory into buf.
+func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabCollector, c *pb.CollectRequest, dst []byte) (buf, out []byte, err error) {
+	head, skipped := s.slabHead(ctx, req)
+	defer wipeResults(head)
+	if skipped {
 		buf, err = appendMsg(dst, head)
 		return buf, buf, err
 	}
@@ -327,14 +338,9 @@ type slabPinner interface {
 // the slab's keys, buf[mid:] — the bytes appendSlab writes, fields in
 // proto.Marshal's order, the keys not copied.
 func (s *Server) slabParts(ctx context.Context, req *pb.ModuleRequest, sp slabPinner, c *pb.CollectRequest, dst []byte) (buf []byte, out net.Buffers, release func(), err error) {
-	head := s.handle(ctx, req, req.Calls[:len(req.Calls)-1])
+	head, skipped := s.slabHead(ctx, req)
 	defer wipeResults(head)
-	failed := false
-	for _, r := range head.Results {
-		failed = failed || r.ErrorClass != ClassOK
-	}
-	if failed && req.StopOnError {
-		head.Results = append(head.Results, &pb.Result{ErrorClass: ClassBadRequest, Error: "socket: skipped after an earlier error"})
+	if skipped {
 		buf, err = appendMsg(dst, head)
 		return buf, net.Buffers{buf}, func() {}, err
 	}
