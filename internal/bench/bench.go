@@ -239,8 +239,11 @@ func KernelBlocksPerSec(w int, d time.Duration) float64 {
 			for i := range in {
 				in[i][0] = byte(i)
 			}
+			// At least one round per worker: a goroutine that starts after d
+			// has passed (a loaded machine, a tiny --time) still measures
+			// something, so the rate is never zero.
 			done := 0
-			for time.Since(start) < d {
+			for done == 0 || time.Since(start) < d {
 				for range 64 {
 					prg.ExpandSeeds(l, r, in)
 				}
