@@ -112,6 +112,12 @@ type ResNetDemoReport struct {
 	// With CompareOverlap: the same images overlapped, same run.
 	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
 	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
+	// OnlineKeyWaitMsPerImage: with Overlap or CompareOverlap, the time
+	// the online parties waited for material in the overlapped run;
+	// AheadSteps the steps the supplier could hold ready there
+	// (StreamConfig.PrefetchBytes).
+	OnlineKeyWaitMsPerImage float64 `json:"online_key_wait_ms_per_image"`
+	AheadSteps              int     `json:"ahead_steps,omitempty"`
 }
 
 // Paths of the ResNet demo's two key supplies.
@@ -171,7 +177,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		interSite = func() int64 { return 0 }
 	}
 	linkStart := interSite()
-	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
+	var online, supply, dealer, dealerSession, wall, owall, ref, wait time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := ResNetImage(m, ResNetSeed+uint64(i))
 		t0 := time.Now()
@@ -192,6 +198,8 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		online += time.Duration(sr.OnlineMs * 1e6)
 		supply += time.Duration(sr.SupplyMs * 1e6)
 		wall += time.Duration(sr.WallMs * 1e6)
+		wait += time.Duration(sr.KeyWaitMs * 1e6)
+		rep.AheadSteps = sr.Ahead
 		same := slices.Equal(got, want)
 		if cfg.CompareOverlap {
 			sc := cfg.Stream
@@ -202,6 +210,8 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			}
 			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
 			owall += time.Duration(sr2.WallMs * 1e6)
+			wait += time.Duration(sr2.KeyWaitMs * 1e6)
+			rep.AheadSteps = sr2.Ahead
 			same = same && slices.Equal(got2, want)
 		}
 		if same {
@@ -240,6 +250,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.Accuracy /= n
 	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
 	rep.DealerKeySupplyMsPerImage = per(dealer)
+	rep.OnlineKeyWaitMsPerImage = per(wait)
 	rep.DealerSessionMs = per(dealerSession)
 	if dealer > 0 {
 		rep.DealerSessionBytesPerParty = int64(rep.SessionWeightMaskWords) * int64((m.Ring+7)/8)
