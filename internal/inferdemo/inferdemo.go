@@ -351,7 +351,7 @@ func fill(rep *infer.DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, s
 	rep.SessionWeightMaskWords = sess[0].WeightMaskWords
 	rep.OfflineItemsPerImage = sess[0].Keys + sess[0].Corrs
 	rep.OfflineBytesPerPartyPerImage = max(sess[0].MaterialBytes, sess[1].MaterialBytes)
-	v := float64(crossed) / float64(n)
+	v := float64(crossed) / float64(len(imgs[0])) // both passes' evaluations
 	rep.OfflineInterSiteBytesPerImage = &v
 	rep.SessionOfflineMs = float64(max(sess[0].SessionOfflineNs, sess[1].SessionOfflineNs)) / 1e6
 	rep.SessionOnlineMs = float64(max(sess[0].SessionOnlineNs, sess[1].SessionOnlineNs)) / 1e6
