@@ -13,7 +13,7 @@ import (
 )
 
 // The online parties and the dealer as processes of their own (the
-// five-process demo, internal/inferdemo): RunParty is one online party —
+// five-process demo, cmd/kord/internal/inferdemo): RunParty is one online party —
 // its keys and correlations from its own party daemon (PartySupply), the
 // other party over a real TCP link — and RunDealer the trusted-dealer
 // baseline, which ships each party its material over that party's own

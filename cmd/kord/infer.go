@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/spf13/cobra"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/kord-fss/kord/service"
 )

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
-// sites are the four daemons of two sites (internal/cluster) with the
+// sites are the four daemons of two sites (cmd/kord/internal/cluster) with the
 // sites' peer link through a netshape.Proxy: shaped by the run's link
 // and counting every byte between the sites.
 type sites struct {

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/both"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"

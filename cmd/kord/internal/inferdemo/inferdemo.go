@@ -1,5 +1,5 @@
 // Package inferdemo is the five-process path of `kord infer demo`: two
-// key-generation modules and two party daemons (internal/cluster, as
+// key-generation modules and two party daemons (cmd/kord/internal/cluster, as
 // `kord demo` starts them), the two online parties as OS processes of
 // their own (`kord infer party`, PartyMain) and the trusted dealer of the
 // baseline (`kord infer dealer`, DealerMain), every inter-machine link
@@ -32,8 +32,8 @@ import (
 	"sync"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
