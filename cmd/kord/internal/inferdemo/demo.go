@@ -90,7 +90,7 @@ type DemoReport struct {
 // KeySupplyPathInProcess and DealerPathInProcess describe where today's
 // demo measures the two key supplies.
 const (
-	KeySupplyPathInProcess = "in process (--in-process): both modules of a paired host.LocalPair in this process, every key and correlation derived inside the modules, 0 bytes between the sites; the default run goes through the party daemons in five processes (internal/inferdemo)"
+	KeySupplyPathInProcess = "in process (--in-process): both modules of a paired host.LocalPair in this process, every key and correlation derived inside the modules, 0 bytes between the sites; the default run goes through the party daemons in five processes (cmd/kord/internal/inferdemo)"
 	DealerPathInProcess    = "in process: the dealer and both receiving parties are goroutines; each party's material crosses its own shaped loopback TCP link (netshape), both links used at once"
 )
 
