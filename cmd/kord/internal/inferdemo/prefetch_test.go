@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"context"
@@ -8,31 +8,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/netshape"
-	"github.com/kord-fss/kord/module/msg"
 )
 
 // planBytes is one party's material per evaluation of arch, as RunParty
-// counts it (PartySupply.PlanCounts), from a plan recorded without a
-// daemon (zero weight masks).
-func planBytes(t *testing.T, arch *Model) int64 {
+// counts it (PartySupply.PlanCounts), from a session opened on both
+// daemons with ids from 1; it returns the first id after that session.
+func planBytes(t *testing.T, ctx context.Context, apps [2]*client.Client, arch *infer.Model) (int64, uint64) {
 	t.Helper()
-	ps := &PartySupply{}
-	ps.src = &partySource{weights: func(c msg.Correlation) (*msg.CorrShares, uint64, error) {
-		a, _, _, err := c.Sizes()
-		return &msg.CorrShares{Corr: c, A: make([]uint64, a)}, 1, err
-	}}
-	sp, _, err := NewSupply(arch, Sources{Keys: ps.src, Corr: ps.src})
-	if err != nil {
+	var sup [2]*infer.PartySupply
+	var errs [2]error
+	var wg sync.WaitGroup
+	for b := 0; b < 2; b++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ps, sess, err := infer.NewPartySupply(ctx, b, apps[b], arch, 1)
+			if err == nil {
+				sess.Wipe()
+			}
+			sup[b], errs[b] = ps, err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatal(err)
 	}
-	ps.src.record = true
-	if _, err := sp.Gen(); err != nil {
-		t.Fatal(err)
-	}
-	ps.Plan = ps.src.plan
-	_, _, b := ps.PlanCounts(arch.Ring)
-	return b
+	_, _, bytes := sup[0].PlanCounts(arch.Ring)
+	return bytes, sup[0].NextID()
 }
 
 // TestPartiesOverlappedThroughDaemons runs both online parties with a
@@ -42,17 +47,17 @@ func planBytes(t *testing.T, arch *Model) int64 {
 // model's, the overlapped pass reports its waits, and the daemon never
 // hands a party more than the window ahead of the image it evaluates.
 func TestPartiesOverlappedThroughDaemons(t *testing.T) {
-	m := loadModel(t, "mlp")
+	m := testModel(t, "mlp")
 	set := testSet(t)
 	const n = 5
 	imgs := make([][]int64, n)
 	for i := range imgs {
-		imgs[i] = QuantizeImage(set.Images[i], m.Frac)
+		imgs[i] = infer.QuantizeImage(set.Images[i], m.Frac)
 	}
-	per := planBytes(t, m.Arch())
 	d := startDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	per, first := planBytes(t, ctx, d.apps, m.Arch())
 	on0, on1, err := netshape.TCPPair(netshape.Profile{Name: "loopback"})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +74,7 @@ func TestPartiesOverlappedThroughDaemons(t *testing.T) {
 		wg.Add(1)
 		go func(b int) {
 			defer wg.Done()
-			cfg := PartyConfig{B: b, Model: m, Count: n, App: d.apps[b], FirstID: 1, Peer: []net.Conn{on0, on1}[b],
+			cfg := PartyConfig{B: b, Model: m, Count: n, App: d.apps[b], FirstID: first, Peer: []net.Conn{on0, on1}[b],
 				PrefetchBytes: 2*per + per/2,
 				Ready: func(s PartySession) error {
 					windows[b], afterSession[b] = s.PrefetchWindow, delivered(t, d.apps[b])
