@@ -61,7 +61,7 @@ type Config struct {
 	// Progress, when not nil, gets a line per stage.
 	Progress io.Writer
 	// PrefetchBytes bounds each online party's material in the overlapped
-	// pass (infer.PartyConfig.PrefetchBytes; under two images' material:
+	// pass (PartyConfig.PrefetchBytes; under two images' material:
 	// no overlapped pass).
 	PrefetchBytes int64
 }
@@ -403,7 +403,7 @@ type PartyArgs struct {
 	// Online (party 0) is party 1's online address; OnlineListen (party
 	// 1) where to listen for party 0.
 	Online, OnlineListen string
-	// PrefetchBytes is infer.PartyConfig.PrefetchBytes.
+	// PrefetchBytes is PartyConfig.PrefetchBytes.
 	PrefetchBytes int64
 }
 
