@@ -72,7 +72,7 @@ func TestInferDemoLinkJSON(t *testing.T) {
 // pass (no window, no wait); a negative bound is bad input.
 func TestInferDemoNoPrefetch(t *testing.T) {
 	r := inferDemoJSON(t, "--prefetch-bytes", "0")
-	if _, ok := r["prefetch_window_images"]; ok || r["online_key_wait_ms_per_image"] != 0.0 {
+	if r["prefetch_window_images"] != 0.0 || r["online_key_wait_ms_per_image"] != 0.0 || r["overlap_online_ms_per_image"] != 0.0 {
 		t.Errorf("--prefetch-bytes 0: window %v, wait %v; want no overlapped pass", r["prefetch_window_images"], r["online_key_wait_ms_per_image"])
 	}
 	if _, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--images", "1", "--prefetch-bytes", "-1"); code != 2 || !strings.Contains(errOut, "--prefetch-bytes") {

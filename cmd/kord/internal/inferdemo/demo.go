@@ -92,13 +92,13 @@ type DemoReport struct {
 	// held at once (PrefetchBytes). OnlineKeyWaitMsPerImage is the time
 	// the online parties waited for material there (the slower party per
 	// image); KeySupplyMsPerImage stays the supply measured on its own,
-	// in the first pass. 0 and absent windows: no overlapped pass.
+	// in the first pass. All 0: no overlapped pass.
 	OnlineKeyWaitMsPerImage    float64 `json:"online_key_wait_ms_per_image"`
-	OverlapOnlineMsPerImage    float64 `json:"overlap_online_ms_per_image,omitempty"`
-	OverlapWallMsPerImage      float64 `json:"overlap_wall_ms_per_image,omitempty"`
-	OverlapKeySupplyMsPerImage float64 `json:"overlap_key_supply_ms_per_image,omitempty"`
-	PrefetchWindow             int     `json:"prefetch_window_images,omitempty"`
-	PrefetchBytes              int64   `json:"prefetch_bytes,omitempty"`
+	OverlapOnlineMsPerImage    float64 `json:"overlap_online_ms_per_image"`
+	OverlapWallMsPerImage      float64 `json:"overlap_wall_ms_per_image"`
+	OverlapKeySupplyMsPerImage float64 `json:"overlap_key_supply_ms_per_image"`
+	PrefetchWindow             int     `json:"prefetch_window_images"`
+	PrefetchBytes              int64   `json:"prefetch_bytes"`
 }
 
 // DefaultPrefetchBytes is the default memory bound of the material an
