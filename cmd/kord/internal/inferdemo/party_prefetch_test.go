@@ -11,6 +11,8 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/netshape"
+	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/servicetest"
 )
 
 // planBytes is one party's material per evaluation of arch, as RunParty
@@ -54,8 +56,11 @@ func TestPartiesOverlappedThroughDaemons(t *testing.T) {
 	for i := range imgs {
 		imgs[i] = infer.QuantizeImage(set.Images[i], m.Frac)
 	}
-	d := startDaemons(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// a long match timeout: on a loaded machine one party's session can
+	// lag the other's by more than the default 5 s
+	p := servicetest.StartWith(t, servicetest.Options{Batch: 4096, Tune: func(c *service.Config) { c.MatchTimeout = time.Minute }})
+	d := &daemonRun{apps: p.Apps}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	per, first := planBytes(t, ctx, d.apps, m.Arch())
 	on0, on1, err := netshape.TCPPair(netshape.Profile{Name: "loopback"})

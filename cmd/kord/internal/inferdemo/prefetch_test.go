@@ -39,8 +39,13 @@ func TestPrefetchOrderAndBound(t *testing.T) {
 			if err != nil || v != i {
 				t.Fatalf("window %d: result %d is %d (%v)", window, i, v, err)
 			}
-			time.Sleep(100 * time.Microsecond) // "evaluating": the drawing runs ahead
-			live.Add(-1)                       // wiped by the consumer
+			// "evaluating": with a window of 2 or more the next one is
+			// drawn meanwhile (waited for, so that a loaded machine does
+			// not make the check below fail)
+			for deadline := time.Now().Add(10 * time.Second); window > 1 && i < n-1 && live.Load() < 2 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Microsecond)
+			}
+			live.Add(-1) // wiped by the consumer
 			pf.release()
 		}
 		pf.stop()
