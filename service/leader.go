@@ -121,7 +121,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
-		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Confirms: p.keptConfirms()}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := l.link.Recv()
@@ -405,7 +405,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		markOpenedSegs(fl.jobs, fl.segs, fl.tier, framesOpened(res[0]))
 		refused = res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != frames.Count()
 	}
-	reps, digest, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
+	reps, digest, conf, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
 	if br.DigestFollows {
 		// Party 1 sent its frames ahead of its keys' digest, so both
 		// modules generated this batch at the same time; the digest (or
@@ -451,9 +451,10 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 	p.deliver(fl.jobs, reps)
 	p.batches.Add(1)
 	p.m.batches.Inc()
+	p.keepConfirm(fl.seq, conf)
 	p.delivered.Store(fl.seq)
 	<-l.slots
-	if err := l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true}}}); err != nil {
+	if err := l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true, Mac: conf}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	return nil

@@ -78,15 +78,27 @@ func TestSettleHeldWipesWhatItRequeues(t *testing.T) {
 			t.Fatalf("request %d not claimed", id)
 		}
 		rs := []msg.CollectResponse{{Counter: seq, Key: []byte{1, 2, 3}, AlphaShare: 7, BetaShare: 9}}
-		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{rs}}
+		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{rs}, confirm: bytes.Repeat([]byte{byte(seq)}, 32)}
 	}
-	a, b := held(1, 10), held(2, 11)
-	p.held, p.heldRun = []*heldBatch{a, b}, 5
-	p.settleHeld(5, 1) // same run, party 0 delivered through batch 1
+	a, b, c, d := held(1, 10), held(2, 11), held(3, 12), held(4, 13)
+	p.held, p.heldRun = []*heldBatch{a, b, c, d}, 5
+	// Same run, party 0 says it delivered through batch 4, but only
+	// batch 1's confirmation is right (c's is another batch's, d has
+	// none): batches 3 and 4 are not delivered on its word.
+	p.settleHeld(5, 4, []*pb.Confirm{{Seq: 1, Ok: true, Mac: a.confirm}, {Seq: 3, Ok: true, Mac: a.confirm}})
 	if !a.jobs[0].answered() {
 		t.Fatal("batch 1, delivered by party 0, was not delivered here")
 	}
-	if b.jobs[0].answered() || p.pend.size() != 1 {
+	if c.jobs[0].answered() || d.jobs[0].answered() {
+		t.Fatal("a held batch was delivered without its confirmation")
+	}
+	if r := c.replies[0][0]; !bytes.Equal(r.Key, []byte{0, 0, 0}) {
+		t.Fatal("an unconfirmed batch's outputs were not wiped")
+	}
+	b = held(2, 11)
+	p.held = []*heldBatch{b}
+	p.settleHeld(5, 1, []*pb.Confirm{{Seq: 2, Ok: true, Mac: b.confirm}}) // confirmed, but past through
+	if b.jobs[0].answered() || p.pend.size() != 3 {
 		t.Fatalf("batch 2 should be pending again: answered %v, %d pending", b.jobs[0].answered(), p.pend.size())
 	}
 	if r := b.replies[0][0]; !bytes.Equal(r.Key, []byte{0, 0, 0}) || r.AlphaShare != 0 || r.BetaShare != 0 {

@@ -64,9 +64,11 @@ func (p *Party) noteSync(next uint64, rolledBack bool) {
 	}
 }
 
-// settleHeld delivers the held batches party 0 has delivered and returns
+// settleHeld delivers the held batches party 0 has delivered and
+// confirmed (confirms: the hello's confirmations, confirm.go) and returns
 // the others' requests to the pending set.
-func (p *Party) settleHeld(run, through uint64) {
+func (p *Party) settleHeld(run, through uint64, confirms []*pb.Confirm) {
+	macs := confirmIndex(confirms)
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
@@ -74,7 +76,7 @@ func (p *Party) settleHeld(run, through uint64) {
 	p.heldRun = run
 	p.heldMu.Unlock()
 	for _, h := range held {
-		if same && h.seq <= through {
+		if same && h.seq <= through && h.confirmed(macs[h.seq]) {
 			p.deliverHeld(h)
 		} else {
 			// Opened and never confirmed: spent (spent.go).
