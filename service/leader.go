@@ -371,11 +371,16 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		actx, cancel := context.WithTimeout(ctx, p.cfg.PeerTimeout)
 		_, aerr := p.mod.Submit(actx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
 		cancel()
-		if aerr != nil {
-			return fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
-		}
+		// Dropped from the flights, the batch's requests are answered or
+		// requeued here whether or not the abandon worked (no module
+		// opened a frame of them), and its slot is released.
 		p.unmatched(fl.jobs, br.Missing)
 		<-l.slots
+		if aerr != nil {
+			// The module may hold the batch's outputs: the session ends
+			// and the resync moves both modules past them.
+			return fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
+		}
 		return nil
 	}
 	if br.Error != "" {
