@@ -64,3 +64,19 @@ func TestRoleNotName(t *testing.T) {
 		t.Fatalf("data arguments %v, want [mask]", got)
 	}
 }
+
+// FuzzCheck: any text is checked without a panic, and a function found is
+// reported as one.
+func FuzzCheck(f *testing.F) {
+	f.Add(head + "\tMOVBLZX (SI), CX\n\tMOVQ (DI)(CX*8), AX\n")
+	f.Add("TEXT ·g(SB), $0\nl:\n\tXCHGQ AX, (BX)(CX*2)\n\tCMPXCHGQ AX, BX\n\tJMP l\n\tCALL (AX)\n\tPOPQ\n\tCQO\n")
+	f.Add("TEXT x\n\t,\n\tJ\n\tMOVQ a+(FP), (FP)\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		rep := Check(src)
+		for _, v := range rep.Violations {
+			if !rep.Funcs[v.Func] {
+				t.Fatalf("finding in unknown function %q", v.Func)
+			}
+		}
+	})
+}

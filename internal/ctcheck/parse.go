@@ -84,8 +84,10 @@ func parse(src string) (funcs []*function, tables map[string]bool) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		op, rest, _ := strings.Cut(line, " ")
-		op = strings.TrimSpace(op)
+		op, rest := line, ""
+		if k := strings.IndexAny(line, " \t"); k >= 0 {
+			op, rest = line[:k], line[k+1:]
+		}
 		switch op {
 		case "DATA", "GLOBL":
 			if sym, _, ok := strings.Cut(strings.TrimSpace(rest), "("); ok {
