@@ -56,9 +56,7 @@ func (h *tagHashes) Write(b []byte) (int, error) {
 func (h *tagHashes) confirmation() []byte { return h.c.Sum(nil) }
 
 // confirmed reports whether mac is the confirmation of held batch h.
-func (h *heldBatch) confirmed(mac []byte) bool {
-	return len(h.confirm) == sha256.Size && subtle.ConstantTimeCompare(mac, h.confirm) == 1
-}
+func (h *heldBatch) confirmed(mac []byte) bool { return sameConfirm(h.confirm, mac) }
 
 // keepConfirm (party 0) keeps the confirmation of a delivered batch for
 // the next hello, dropping the oldest past maxConfirms.
@@ -87,4 +85,40 @@ func confirmIndex(cs []*pb.Confirm) map[uint64][]byte {
 		}
 	}
 	return m
+}
+
+// labelItemConfirm prefixes a held request's confirmation after party 0
+// restarted (Witness.held_ok_confirms).
+const labelItemConfirm = "kord/v1/confirm/item"
+
+// itemConfirm is SHA-256(labelItemConfirm ‖ first ‖ the n tags).
+func itemConfirm(first uint64, tag func(k int) [16]byte, n int) []byte {
+	h := sha256.New()
+	h.Write([]byte(labelItemConfirm))
+	h.Write(binary.LittleEndian.AppendUint64(nil, first))
+	for k := range n {
+		t := tag(k)
+		h.Write(t[:])
+	}
+	return h.Sum(nil)
+}
+
+// heldConfirm is itemConfirm over party 1's own outputs of held job i of
+// h (nil when it has none).
+func heldConfirm(h *heldBatch, i int) []byte {
+	j := h.jobs[i]
+	if j.vn > 0 {
+		return itemConfirm(j.vFirst, func(k int) [16]byte { return j.tagAt(k) }, j.vn)
+	}
+	rs := h.replies[i]
+	if len(rs) == 0 {
+		return nil
+	}
+	return itemConfirm(rs[0].Counter, func(k int) [16]byte { return rs[k].PairTag }, len(rs))
+}
+
+// sameConfirm compares two confirmations in constant time; an empty one
+// never matches.
+func sameConfirm(a, b []byte) bool {
+	return len(a) == sha256.Size && subtle.ConstantTimeCompare(a, b) == 1
 }

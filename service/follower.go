@@ -133,7 +133,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
 	}
 	if newRun {
-		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldOkConfirms)
 	}
 	if fresh && len(pw.Recent) > 0 {
 		p.keepRecovered(recsOf(pw.Recent))

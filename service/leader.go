@@ -151,7 +151,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		// This party restarted (recover.go): complete or void what party
 		// 1 holds, and keep what it delivered for resends.
 		var recs []*recoverRec
-		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
+		wm.HeldOk, wm.HeldVoid, wm.HeldOkConfirms, recs = p.settleHeldRemote(hr.Recent)
 		p.keepRecovered(recs)
 	}
 	doubt := p.settleDoubt(hr.Fresh)

@@ -105,3 +105,43 @@ func TestSettleHeldWipesWhatItRequeues(t *testing.T) {
 		t.Fatalf("requeued batch's outputs not wiped: %+v", r)
 	}
 }
+
+// TestResolveHeldNeedsConfirmation: after party 0 restarted, party 1
+// delivers a held request party 0 names complete only with the
+// confirmation of its own outputs; named without it (or with another
+// request's), it fails tampered with its outputs wiped.
+func TestResolveHeldNeedsConfirmation(t *testing.T) {
+	p := unconnectedParty1(t)
+	var jobs []*job
+	var reps [][]msg.CollectResponse
+	for id := uint64(20); id < 23; id++ {
+		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
+		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		if len(js) != 1 {
+			t.Fatalf("request %d not claimed", id)
+		}
+		jobs = append(jobs, js[0])
+		reps = append(reps, []msg.CollectResponse{{Counter: id, Key: []byte{1, 2, 3}, PairTag: [16]byte{byte(id)}}})
+	}
+	h := &heldBatch{seq: 1, jobs: jobs, replies: reps}
+	p.held, p.heldRun = []*heldBatch{h}, 5
+	good := heldConfirm(h, 0)
+	p.resolveHeld(6, []uint64{20, 21, 22}, nil, [][]byte{good, good, nil})
+	class := func(j *job) string {
+		if j.reply == nil {
+			return ""
+		}
+		return j.reply.ErrorClass
+	}
+	if !jobs[0].answered() || class(jobs[0]) != "" {
+		t.Fatalf("request 20, confirmed, not delivered (class %q)", class(jobs[0]))
+	}
+	for _, j := range jobs[1:] {
+		if !j.answered() || class(j) != ErrClassTampered {
+			t.Fatalf("request %d named complete without its confirmation: class %q, want tampered", j.id, class(j))
+		}
+	}
+	if !bytes.Equal(reps[1][0].Key, []byte{0, 0, 0}) {
+		t.Fatal("an unconfirmed held request's outputs were not wiped")
+	}
+}

@@ -1602,10 +1602,15 @@ type Witness struct {
 	// counters with the same digest: party 1 delivers) and those it could
 	// not (party 1 fails them void; so does party 0 if the application
 	// asks again).
-	HeldOk        []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
-	HeldVoid      []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HeldOk   []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
+	HeldVoid []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
+	// held_ok_confirms: one per held_ok id, in order: SHA-256(
+	// "kord/v1/confirm/item" ‖ first counter (8, LE) ‖ party 0's pair tags
+	// of that request's outputs). Party 1 delivers a held request only when
+	// it equals the same hash over its own module's tags (as Confirm.mac).
+	HeldOkConfirms [][]byte `protobuf:"bytes,5,rep,name=held_ok_confirms,json=heldOkConfirms,proto3" json:"held_ok_confirms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Witness) Reset() {
@@ -1662,6 +1667,13 @@ func (x *Witness) GetHeldOk() []uint64 {
 func (x *Witness) GetHeldVoid() []uint64 {
 	if x != nil {
 		return x.HeldVoid
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldOkConfirms() [][]byte {
+	if x != nil {
+		return x.HeldOkConfirms
 	}
 	return nil
 }
@@ -2427,12 +2439,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"errorClass\x12\x1d\n" +
 	"\n" +
 	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
-	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\x86\x01\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xb0\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
-	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
+	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12(\n" +
+	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\"-\n" +
 	"\bSyncDone\x12!\n" +
 	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
 	"\x05Batch\x12\x10\n" +
