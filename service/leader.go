@@ -58,6 +58,10 @@ type leader struct {
 
 	mu      sync.Mutex
 	flights []*flight // sent and not yet delivered, in order
+	// skipped: a batch party 1 skipped whose abandon failed (receiver
+	// only); its requests are settled by lost, once no stage can send.
+	skipped *flight
+	missing []uint64
 
 	sendMu sync.Mutex     // one Send at a time (sender and receiver both send)
 	slots  chan struct{}  // one per batch in flight
@@ -371,16 +375,17 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		actx, cancel := context.WithTimeout(ctx, p.cfg.PeerTimeout)
 		_, aerr := p.mod.Submit(actx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
 		cancel()
-		// Dropped from the flights, the batch's requests are answered or
-		// requeued here whether or not the abandon worked (no module
-		// opened a frame of them), and its slot is released.
-		p.unmatched(fl.jobs, br.Missing)
-		<-l.slots
 		if aerr != nil {
 			// The module may hold the batch's outputs: the session ends
-			// and the resync moves both modules past them.
+			// and the resync moves both modules past them. The batch's
+			// requests (no module opened a frame of them) are answered or
+			// batched again once the session has stopped (lost), not now,
+			// when a batch of this ending session could still take them.
+			l.skipped, l.missing = fl, br.Missing
 			return fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
 		}
+		p.unmatched(fl.jobs, br.Missing)
+		<-l.slots
 		return nil
 	}
 	if br.Error != "" {
@@ -502,9 +507,14 @@ func (l *leader) watchdog(ctx context.Context) {
 // lost returns the batches still in flight when the session ended (every
 // stage has stopped): the jobs this module opened frames for fail spent,
 // the others are batched again after the resync — unless party 1 turns
-// out to have restarted (settleDoubt).
+// out to have restarted (settleDoubt). The requests of a skipped batch
+// whose abandon failed are answered (unmatched) or batched again.
 func (l *leader) lost() {
 	p := l.p
+	if l.skipped != nil {
+		p.unmatched(l.skipped.jobs, l.missing)
+		l.skipped, l.missing = nil, nil
+	}
 	var back []*job
 	for _, fl := range l.flights {
 		back = append(back, fl.jobs...)
