@@ -26,6 +26,7 @@ type otherShapeModule struct {
 	mu    sync.Mutex
 	asked map[uint64]msg.Correlation // counter → the shape the host named
 	conf  []byte
+	words []uint64 // every word its module handed out for the other shape
 }
 
 func (m *otherShapeModule) Do(ctx context.Context, calls []socket.Call, stop bool) ([]socket.Result, error) {
@@ -48,6 +49,10 @@ func (m *otherShapeModule) Do(ctx context.Context, calls []socket.Call, stop boo
 		}
 		if r.Collect != nil && r.Collect.Corr != nil {
 			if c, ok := m.asked[r.Collect.Corr.Counter]; ok {
+				sh := r.Collect.Corr
+				for _, v := range [][]uint64{sh.A, sh.R, sh.Z} {
+					m.words = append(m.words, v...)
+				}
 				r.Collect.Corr.Corr = c
 				h := newTagHashes(r.Collect.Corr.Counter)
 				h.Write(r.Collect.Corr.PairTag[:])
@@ -58,9 +63,36 @@ func (m *otherShapeModule) Do(ctx context.Context, calls []socket.Call, stop boo
 	return res, err
 }
 
+// recordCorrs keeps a copy of every correlation word an honest party 1's
+// module hands out, so the test can compare the attacker's words with
+// party 1's masks, delivered or not.
+type recordCorrs struct {
+	socket.Module
+	mu    sync.Mutex
+	words map[uint64]bool
+}
+
+func (m *recordCorrs) Do(ctx context.Context, calls []socket.Call, stop bool) ([]socket.Result, error) {
+	res, err := m.Module.Do(ctx, calls, stop)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range res {
+		if r.Collect != nil && r.Collect.Corr != nil {
+			sh := r.Collect.Corr
+			for _, v := range [][]uint64{sh.A, sh.R, sh.Z} {
+				for _, w := range v {
+					m.words[w] = true
+				}
+			}
+		}
+	}
+	return res, err
+}
+
 // TestConfirmDespiteMismatchedTags is the confirmation attack of issue
 // 32: host 0 has its module draw another correlation shape at the
-// counters of party 1's, and confirms the batch anyway — with no
+// counters of party 1's (and gets no word of party 1's masks among its
+// shares), and confirms the batch anyway — with no
 // confirmation, with the confirmation of its own module's tags, or with
 // party 1's digest. Party 1 delivers nothing of the batch (it counts a
 // pair mismatch and requeues the request, as party 0 does); the session
@@ -98,7 +130,8 @@ func TestConfirmDespiteMismatchedTags(t *testing.T) {
 					digest.Store(&b)
 				}
 			}
-			lp, err := NewLocalPair([2]socket.Module{m0, socket.Local(d[1])}, Config{Batch: 4, InFlight: 1}, LocalLink{Tap: tap, Tap1: tap1})
+			m1 := &recordCorrs{Module: socket.Local(d[1]), words: map[uint64]bool{}}
+			lp, err := NewLocalPair([2]socket.Module{m0, m1}, Config{Batch: 4, InFlight: 1}, LocalLink{Tap: tap, Tap1: tap1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,6 +146,26 @@ func TestConfirmDespiteMismatchedTags(t *testing.T) {
 			if forged.Load() == 0 {
 				t.Fatal("party 0 never refused the batch: the shapes were not swapped")
 			}
+			m0.mu.Lock()
+			m1.mu.Lock()
+			if len(m0.words) == 0 {
+				t.Fatal("party 0's module handed out no word for the other shape")
+			}
+			// Neither a word nor a difference of two words (party 1's
+			// share is a drawn word minus party 0's drawn share) of the
+			// other shape is a word of party 1's shares.
+			for _, x := range m0.words {
+				if m1.words[x] {
+					t.Fatal("the other shape drawn at party 1's counters holds a word of party 1's masks")
+				}
+				for _, y := range m0.words {
+					if m1.words[x-y] {
+						t.Fatal("two words of the other shape give a word of party 1's masks")
+					}
+				}
+			}
+			m1.mu.Unlock()
+			m0.mu.Unlock()
 			if n := lp.Parties[1].pairMismatches.Load(); n == 0 {
 				t.Fatal("party 1 took the forged confirmation without counting a pair mismatch")
 			}
