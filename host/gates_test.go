@@ -10,28 +10,11 @@ import (
 	"github.com/kord-fss/kord/module/msg"
 )
 
-// GateRuns cuts both parties' answers to a LLAMA gates request into runs
-// of one gate each (ReLU, ARS, MaxPool), for llama.CheckGates and
-// llama.RedealGates.
 func gateRuns(t *testing.T, sh [2]*msg.CorrShares) []*llama.GateRun {
 	t.Helper()
-	c := sh[0].Corr
-	gates, counts := c.GateRuns()
-	var runs []*llama.GateRun
-	var off, ri, zi int
-	for i, g := range gates {
-		n := counts[i]
-		r := &llama.GateRun{G: g, N: n}
-		for b := range 2 {
-			r.Packs[b] = sh[b].Packs[off : off+n*g.PackSize()]
-			r.RIn[b] = sh[b].R[ri : ri+n*g.Masks()]
-			r.ROut[b] = sh[b].Z[zi : zi+n]
-		}
-		off, ri, zi = off+n*g.PackSize(), ri+n*g.Masks(), zi+n
-		runs = append(runs, r)
-	}
-	if off != len(sh[0].Packs) || ri != len(sh[0].R) || zi != len(sh[0].Z) {
-		t.Fatalf("answer has %d pack bytes, %d r_in and %d r_out shares; runs take %d, %d, %d", len(sh[0].Packs), len(sh[0].R), len(sh[0].Z), off, ri, zi)
+	runs, err := msg.SplitGates(sh)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return runs
 }

@@ -68,3 +68,43 @@ func (c *Correlation) gateSizes() (a, r, z int, err error) {
 	}
 	return 0, c.Relu + c.Ars + 2*c.MaxPool, c.Packs(), nil
 }
+
+// SplitGates cuts both parties' answers to one LLAMA gates request into
+// runs of one gate each (ReLU, ARS, MaxPool; empty runs left out), for
+// llama.CheckGates and llama.RedealGates. The runs hold slices of the
+// answers; it checks that both answer the same request and hold the
+// sizes it gives.
+func SplitGates(sh [2]*CorrShares) ([]*llama.GateRun, error) {
+	if sh[0] == nil || sh[1] == nil {
+		return nil, fmt.Errorf("msg: gates: an answer is missing")
+	}
+	c := sh[0].Corr
+	if c.Kind != CorrLlamaGates || sh[1].Corr != c {
+		return nil, fmt.Errorf("msg: gates: the answers are for %+v and %+v, not one gates request", c, sh[1].Corr)
+	}
+	if _, _, _, err := c.Sizes(); err != nil {
+		return nil, fmt.Errorf("msg: gates: %v", err)
+	}
+	gates, counts := c.GateRuns()
+	_, nr, nz, _ := c.Sizes()
+	for b := range 2 {
+		if len(sh[b].Packs) != c.PackBytes() || len(sh[b].R) != nr || len(sh[b].Z) != nz {
+			return nil, fmt.Errorf("msg: gates: party %d answered %d pack bytes, %d r_in and %d r_out shares, want %d, %d, %d",
+				b, len(sh[b].Packs), len(sh[b].R), len(sh[b].Z), c.PackBytes(), nr, nz)
+		}
+	}
+	var runs []*llama.GateRun
+	var off, ri, zi int
+	for i, g := range gates {
+		n := counts[i]
+		r := &llama.GateRun{G: g, N: n}
+		for b := range 2 {
+			r.Packs[b] = sh[b].Packs[off : off+n*g.PackSize()]
+			r.RIn[b] = sh[b].R[ri : ri+n*g.Masks()]
+			r.ROut[b] = sh[b].Z[zi : zi+n]
+		}
+		off, ri, zi = off+n*g.PackSize(), ri+n*g.Masks(), zi+n
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
