@@ -333,17 +333,24 @@ func site(ctx context.Context, addr string, p Params, reqs []request, krs []*pb.
 	if err != nil {
 		return err
 	}
-	const perMessage = 16
-	sendErr := make(chan error, 1)
-	go func() {
-		for lo := 0; lo < len(krs); lo += perMessage {
-			if err := st.SendBatch(krs[lo:min(len(krs), lo+perMessage)]); err != nil {
-				sendErr <- err
-				return
-			}
+	// At most window requests in flight: party 1 fails a request that
+	// party 0 has not claimed within its match timeout, and a party
+	// serves a stream's requests one batch at a time, so a long run sent
+	// at once would leave its tail waiting past that timeout.
+	const window = 3
+	sent := 0
+	send := func() error {
+		if sent == len(krs) {
+			return nil
 		}
-		sendErr <- nil
-	}()
+		sent++
+		return st.Send(krs[sent-1])
+	}
+	for range window {
+		if err := send(); err != nil {
+			return err
+		}
+	}
 	for i, r := range reqs {
 		rep, err := st.Recv()
 		if err != nil {
@@ -367,7 +374,9 @@ func site(ctx context.Context, addr string, p Params, reqs []request, krs []*pb.
 		if err != nil {
 			return err
 		}
+		if err := send(); err != nil {
+			return err
+		}
 	}
-	st.CloseSend()
-	return <-sendErr
+	return st.CloseSend()
 }
