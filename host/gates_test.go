@@ -27,7 +27,7 @@ func gateRuns(t *testing.T, sh [2]*msg.CorrShares) []*llama.GateRun {
 func TestLlamaGatesLocalPair(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lp, err := NewLocalPair(ctx, LocalOptions{})
+	lp, err := NewLocalPair(ctx, LocalOptions{Workers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,7 @@ func TestLlamaGatesLocalPair(t *testing.T) {
 		msg.LlamaGates(37, 1, 2, 12, 1),
 		msg.LlamaGates(64, 2, 2, 63, 2),
 		msg.LlamaGates(64, 0, 0, 0, 1),
+		msg.LlamaGates(24, 300, 200, 9, 150), // runs over llama.BatchKeys: the module's workers
 	} {
 		sh, err := lp.Correlation(ctx, c)
 		if err != nil {
@@ -54,7 +55,7 @@ func TestLlamaGatesLocalPair(t *testing.T) {
 			if err := llama.RedealGates(r); err != nil {
 				t.Fatal(err)
 			}
-			if err := llama.CheckGates(r, 24); err != nil {
+			if err := llama.CheckGates(r, max(2, 1200/r.N)); err != nil {
 				t.Fatal(err)
 			}
 			// Masks are fresh per pack and per request.

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/internal/prg"
@@ -150,7 +152,7 @@ func (e *Engine) makeGates(first uint64, c *msg.Correlation) (*msg.CorrShares, e
 			pos++
 		}
 		n := counts[i] * g.PackSize()
-		err := llama.GenGatesParty(g, e.party, sec, sh.Packs[off:off+n])
+		err := genGatesParty(e.party, e.workers, g, sec, sh.Packs[off:off+n])
 		for k := range sec {
 			sec[k].Wipe()
 		}
@@ -161,4 +163,23 @@ func (e *Engine) makeGates(first uint64, c *msg.Correlation) (*msg.CorrShares, e
 		off += n
 	}
 	return sh, nil
+}
+
+// genGatesParty is llama.GenGatesParty on up to workers goroutines
+// (contiguous runs of packs, each a multiple of llama.BatchKeys).
+func genGatesParty(party, workers int, g llama.Gate, sec []llama.GateSecrets, out []byte) error {
+	n, size := len(sec), g.PackSize()
+	per := (n + workers - 1) / max(workers, 1)
+	per = (per + llama.BatchKeys - 1) / llama.BatchKeys * llama.BatchKeys
+	if workers <= 1 || n <= llama.BatchKeys || per >= n {
+		return llama.GenGatesParty(g, party, sec, out)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, (n+per-1)/per)
+	for w, lo := 0, 0; lo < n; w, lo = w+1, lo+per {
+		hi := min(n, lo+per)
+		wg.Go(func() { errs[w] = llama.GenGatesParty(g, party, sec[lo:hi], out[lo*size:hi*size]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
