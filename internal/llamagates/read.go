@@ -103,6 +103,13 @@ func (f *Files) readMasks(path string, b int) error {
 	if err != nil {
 		return fmt.Errorf("llamagates: %w", err)
 	}
+	return f.parseMasks(path, b, js)
+}
+
+// parseMasks reads party b's masks file (its bytes js, named path in
+// errors): every list must hold exactly the shares params.json gives,
+// each a decimal below 2^bits.
+func (f *Files) parseMasks(path string, b int, js []byte) error {
 	var m Masks
 	if err := json.Unmarshal(js, &m); err != nil {
 		return bad("%s: %v", path, err)
