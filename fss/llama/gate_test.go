@@ -236,3 +236,53 @@ func FuzzParseGate(f *testing.F) {
 		}
 	})
 }
+
+// TestGatesEdgeMasksExhaustive: at 8 bits, masks at the edges of the ring
+// (0, ±1, ±2^7) and every input x (MaxPool: every pair with |x| + |y| <
+// 2^7 on a grid), every shift.
+func TestGatesEdgeMasksExhaustive(t *testing.T) {
+	const bw = 8
+	edges := []uint64{0, 1, 255, 128, 127, 129, 2}
+	gates := []Gate{{Kind: GateReLU, Bits: bw}, {Kind: GateMaxPool, Bits: bw}}
+	for s := 1; s < bw; s++ {
+		gates = append(gates, Gate{Kind: GateARS, Bits: bw, Shift: s})
+	}
+	for _, g := range gates {
+		for _, r1 := range edges {
+			for _, r2 := range []uint64{0, 255, 128} {
+				sec := randomSecrets(t, g)
+				sec.RIn[0] = r1
+				if g.Kind == GateMaxPool {
+					sec.RIn[1] = r2
+				} else if r2 != 0 {
+					continue
+				}
+				k0, k1 := make([]byte, g.PackSize()), make([]byte, g.PackSize())
+				if err := GenGates(g, []GateSecrets{sec}, k0, k1); err != nil {
+					t.Fatal(err)
+				}
+				p0, _ := ParseGate(g, k0)
+				p1, _ := ParseGate(g, k1)
+				check := func(x, y uint64) {
+					xh, yh := (x+sec.RIn[0])&255, (y+sec.RIn[1])&255
+					o0, _ := p0.Eval(0, xh, yh)
+					o1, _ := p1.Eval(1, xh, yh)
+					if got, want := (o0+o1-sec.ROut)&255, gateWant(g, x, y); got != want {
+						t.Fatalf("%v r_in=(%d,%d) x=%d y=%d: %d, want %d", g, sec.RIn[0], sec.RIn[1], signed(x, bw), signed(y, bw), got, want)
+					}
+				}
+				if g.Kind != GateMaxPool {
+					for x := uint64(0); x < 256; x++ {
+						check(x, 0)
+					}
+					continue
+				}
+				for x := int64(-63); x <= 63; x += 3 {
+					for y := int64(-63); y <= 63; y += 5 {
+						check(uint64(x)&255, uint64(y)&255)
+					}
+				}
+			}
+		}
+	}
+}
