@@ -32,6 +32,12 @@ const (
 	MaxCorrWordsHeld = 1 << 23
 )
 
+// corrTagMode is the pair-tag mode byte of a LLAMA gates request (its tag
+// is the key pair-tag MAC over its shape, gates.go); it differs from every
+// msg.Mode, so such a tag never equals a key's. Multiplication
+// correlations' tags are kdf.CorrTag.
+const corrTagMode = 0xC0
+
 // corrDesc is the description c's words are drawn under at counters
 // first… (blocks of them). Sizes has checked every dimension fits 32 bits.
 func corrDesc(c *msg.Correlation, first uint64, blocks int) kdf.CorrDesc {
