@@ -38,6 +38,7 @@ type req struct {
 	p           fss.Params
 	alpha, beta uint64 // bound: the pair's α and β; derived: β unless drawn
 	deriveBeta  bool
+	count       int // derived: keys (one bulk from 8 on)
 	corr        msg.Correlation
 	r           [2]*pb.KeyRequest
 }
@@ -52,12 +53,15 @@ func boundReq(rng *rand.Rand, id uint64, p fss.Params) *req {
 }
 
 func derivedReq(rng *rand.Rand, id uint64, p fss.Params) *req {
-	q := &req{id: id, kind: kDerived, p: p, deriveBeta: rng.IntN(2) == 0, beta: rng.Uint64()&prg.Mask(p.OutBits) | 1}
+	q := &req{id: id, kind: kDerived, p: p, deriveBeta: rng.IntN(2) == 0, beta: rng.Uint64()&prg.Mask(p.OutBits) | 1, count: 1}
 	if q.deriveBeta {
 		q.beta = 0
 	}
-	q.r[0] = client.Derived(id, p, 1, q.beta, q.deriveBeta)
-	q.r[1] = client.Derived(id, p, 1, q.beta, q.deriveBeta)
+	if rng.IntN(3) == 0 {
+		q.count = 8 + rng.IntN(5) // a bulk (bulk.go's minBulk)
+	}
+	q.r[0] = client.Derived(id, p, q.count, q.beta, q.deriveBeta)
+	q.r[1] = client.Derived(id, p, q.count, q.beta, q.deriveBeta)
 	return q
 }
 
@@ -93,6 +97,7 @@ type oracle struct {
 	ranges    map[uint64][]rng  // request id → counters of the batches it was in (honest view)
 	found     []string          // violations
 	unpaired  int               // outputs whose partner the adversary never collected
+	corrs     []*msg.CorrShares // the correlation shares delivered (copies)
 }
 
 type rng struct{ first, n uint64 }
@@ -244,11 +249,23 @@ func (o *oracle) check(q *req, rep *client.Reply, err error, took time.Duration)
 		o.violation("(ii) request %d: unreadable reply: %v", q.id, rep.Err)
 		return
 	}
-	if len(rep.Shares) != 1 {
-		o.violation("(ii) request %d: %d outputs for one key", q.id, len(rep.Shares))
+	want := 1
+	if q.kind == kDerived {
+		want = q.count
+	}
+	if len(rep.Shares) != want {
+		o.violation("(ii) request %d: %d outputs for %d keys", q.id, len(rep.Shares), want)
 		return
 	}
-	s := rep.Shares[0]
+	for _, s := range rep.Shares {
+		o.checkShare(q, s)
+	}
+}
+
+// checkShare checks one output of a reply to q: (i) its counters were
+// never delivered before, (ii) it pairs with the adversary module's
+// output at its counter as q's function.
+func (o *oracle) checkShare(q *req, s client.Share) {
 	n := uint64(1)
 	if q.kind == kCorr {
 		if s.Corr == nil {
@@ -259,15 +276,22 @@ func (o *oracle) check(q *req, rep *client.Reply, err error, took time.Duration)
 		n = uint64(b)
 	}
 	o.mu.Lock()
+	if s.Corr != nil {
+		c := *s.Corr
+		c.A, c.R, c.Z = append([]uint64(nil), c.A...), append([]uint64(nil), c.R...), append([]uint64(nil), c.Z...)
+		o.corrs = append(o.corrs, &c)
+	}
+	var again []uint64 // the request it was delivered for before
 	for c := s.Counter; c < s.Counter+n; c++ {
-		if prev, ok := o.delivered[c]; ok {
-			o.mu.Unlock()
-			o.violation("(i) the output at counter %d was delivered for request %d and again for request %d", c, prev, q.id)
-			return
+		if prev, ok := o.delivered[c]; ok && again == nil {
+			again = []uint64{c, prev}
 		}
 		o.delivered[c] = q.id
 	}
 	o.mu.Unlock()
+	if again != nil {
+		o.violation("(i) the output at counter %d was delivered for request %d and again for request %d", again[0], again[1], q.id)
+	}
 	part, ok := o.w.adv.out(s.Counter)
 	if !ok {
 		o.mu.Lock()
