@@ -230,10 +230,10 @@ func campaign(t *testing.T, honest int, seed uint64, steps int) {
 	}
 	// The campaign must have done something: pairs checked end to end.
 	o.mu.Lock()
-	n, un := len(o.delivered), o.unpaired
+	n, un, cl := len(o.delivered), o.unpaired, fmt.Sprint(o.classes)
 	o.mu.Unlock()
 	if n == 0 {
 		t.Fatalf("no output was delivered at the honest site in %d steps", steps)
 	}
-	t.Logf("%d outputs delivered at the honest site, %d without a partner output at the adversary's module", n, un)
+	t.Logf("%d outputs delivered at the honest site, %d without a partner output at the adversary's module; refusals by class %s", n, un, cl)
 }
