@@ -352,3 +352,34 @@ func otherShape(t *testing.T, s msg.Correlation) msg.Correlation {
 	t.Fatalf("no other shape takes %d counters", want)
 	return s
 }
+
+// TestWithheldHelloReply: party 1's host accepts party 0's session and
+// never answers its hello. Party 0 reads the hello reply with no
+// deadline, so it neither reconnects nor fails its requests: check (iv)
+// finds a request that does not end (here within 3·PeerTimeout, where a
+// silent peer in a running session costs party 0 one PeerTimeout).
+func TestWithheldHelloReply(t *testing.T) {
+	o := newOracle(t, stallOpen)
+	o.bound = 3 * peerTimeout
+	w := newWorld(t, 0, o)
+	var mu sync.Mutex
+	withheld := 0
+	w.px.setHook(func(_ *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
+		if m.GetHelloReply() != nil {
+			mu.Lock()
+			withheld++
+			mu.Unlock()
+			return nil, false
+		}
+		return []*pb.PeerMsg{m}, false
+	})
+	w.px.cut()
+	waitFor(t, endBound, "a withheld hello reply", func() bool { mu.Lock(); defer mu.Unlock(); return withheld > 0 })
+	r := rand.New(rand.NewPCG(3, 4))
+	o.ask([]*req{boundReq(r, 1, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8})})
+	total.steps.Add(1)
+	total.mutated.Add(1)
+	if f := o.findings(); len(f) > 0 && stallOpen {
+		t.Skipf("known open: %s — %d violations, e.g. %s", stallFinding, len(f), f[0])
+	}
+}

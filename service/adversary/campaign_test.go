@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	fmt.Printf("adversary: steps=%d mutated=%d checks=%d violations=%d\n",
 		total.steps.Load(), total.mutated.Load(), total.checks.Load(), total.violations.Load())
 	if k := total.known.Load(); k > 0 {
-		fmt.Printf("adversary: %d findings of attacks still open (knownOpen: see attacks_test.go)\n", k)
+		fmt.Printf("adversary: %d findings of attacks still open (knownOpen, stallOpen: see attacks_test.go)\n", k)
 	}
 	if total.violations.Load() > 0 && code == 0 {
 		code = 1

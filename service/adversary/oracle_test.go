@@ -100,6 +100,7 @@ type oracle struct {
 	unpaired  int               // outputs whose partner the adversary never collected
 	corrs     []*msg.CorrShares // the correlation shares delivered (copies)
 	classes   map[string]int    // the honest site's refusals, by class
+	bound     time.Duration     // check (iv)'s bound (0: endBound)
 }
 
 type rng struct{ first, n uint64 }
@@ -128,6 +129,13 @@ func (o *oracle) findings() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.found...)
+}
+
+func (o *oracle) endBound() time.Duration {
+	if o.bound > 0 {
+		return o.bound
+	}
+	return endBound
 }
 
 // sawBatch notes the counters of a batch as the honest site used it.
@@ -188,7 +196,7 @@ func (o *oracle) askHonest(qs []*req) {
 func (o *oracle) askAt(qs []*req, at [2]bool) {
 	var hw, aw sync.WaitGroup
 	h := o.w.honest
-	actx, acancel := context.WithTimeout(context.Background(), endBound)
+	actx, acancel := context.WithTimeout(context.Background(), o.endBound())
 	defer acancel()
 	for _, q := range qs {
 		for b := range 2 {
@@ -207,7 +215,7 @@ func (o *oracle) askAt(qs []*req, at [2]bool) {
 			hw.Add(1)
 			go func() {
 				defer hw.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), endBound)
+				ctx, cancel := context.WithTimeout(context.Background(), o.endBound())
 				defer cancel()
 				start := time.Now()
 				rep, err := app.Get(ctx, q.r[b])
@@ -233,14 +241,14 @@ func (o *oracle) check(q *req, rep *client.Reply, err error, took time.Duration)
 	total.checks.Add(1)
 	if err != nil {
 		if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-			o.violation("(iv) request %d did not end within %v", q.id, endBound)
+			o.violation("(iv) request %d did not end within %v", q.id, o.endBound())
 			return
 		}
 		o.t.Logf("request %d: %v", q.id, err)
 		return
 	}
-	if took > endBound {
-		o.violation("(iv) request %d took %v (bound %v)", q.id, took, endBound)
+	if took > o.endBound() {
+		o.violation("(iv) request %d took %v (bound %v)", q.id, took, o.endBound())
 	}
 	var re *client.ReplyError
 	if errors.As(rep.Err, &re) {
