@@ -69,6 +69,30 @@ func finish(t *testing.T, o *oracle, attack string) {
 	}
 }
 
+// deliver has both sites ask for a request until the honest site has
+// delivered one (a loaded machine may let one site's request arrive after
+// the match timeout), and returns it.
+func deliver(t *testing.T, o *oracle, mk func(id uint64) *req) *req {
+	t.Helper()
+	for id := uint64(100); id < 105; id++ {
+		q := mk(id)
+		o.ask([]*req{q})
+		o.mu.Lock()
+		n := 0
+		for _, d := range o.delivered {
+			if d == id {
+				n++
+			}
+		}
+		o.mu.Unlock()
+		if n > 0 {
+			return q
+		}
+	}
+	t.Fatal("the honest site delivered none of 5 requests")
+	return nil
+}
+
 // waitFor waits until cond holds, failing t after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -118,11 +142,7 @@ func TestForgedRecoveryRecords(t *testing.T) {
 			o := newOracle(t, knownOpen)
 			w := newWorld(t, c.honest, o)
 			p := fss.Params{Type: fss.DPF, InBits: 12, OutBits: 12}
-			y := boundReq(r, 100, p)
-			o.ask([]*req{y})
-			if len(o.delivered) != 1 {
-				t.Fatalf("the honest site delivered %d outputs for the first request", len(o.delivered))
-			}
+			y := deliver(t, o, func(id uint64) *req { return boundReq(r, id, p) })
 			target := uint64(200)
 			if c.target == "answered" {
 				target = y.id
@@ -209,11 +229,12 @@ func TestRecoveryRecordsIgnoredWithoutRestart(t *testing.T) {
 	o := newOracle(t, false)
 	w := newWorld(t, 1, o)
 	p := fss.Params{Type: fss.DCF, InBits: 10, OutBits: 10}
-	y := boundReq(r, 100, p)
-	o.ask([]*req{y})
+	y := deliver(t, o, func(id uint64) *req { return boundReq(r, id, p) })
 	var c uint64
-	for k := range o.delivered {
-		c = k
+	for k, id := range o.delivered {
+		if id == y.id {
+			c = k
+		}
 	}
 	part, ok := w.adv.out(c)
 	if !ok {
