@@ -155,8 +155,7 @@ func TestForgedRecoveryRecords(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var kept []*pb.RecentItem
-			forged := 0
-			forgedIn := 0
+			forged, forgedIn, keptIn := 0, 0, 0
 			w.px.setHook(func(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -173,10 +172,10 @@ func TestForgedRecoveryRecords(t *testing.T) {
 					recs = &m.GetWitness().Recent
 				}
 				if c.stale && kept == nil && len(*recs) > 0 {
-					kept, *recs = *recs, nil // keep them for a later handshake
+					kept, *recs, keptIn = *recs, nil, s.n // keep them for a later handshake
 					return []*pb.PeerMsg{m}, false
 				}
-				if c.stale && kept != nil && forged == 0 && s.n > forgedIn {
+				if c.stale && kept != nil && forged == 0 && s.n > keptIn {
 					*recs = kept
 				}
 				for _, it := range *recs {
@@ -195,7 +194,6 @@ func TestForgedRecoveryRecords(t *testing.T) {
 				go func() { defer queued.Done(); o.askHonest([]*req{x}) }()
 				time.Sleep(20 * time.Millisecond)
 			}
-			n := len(w.px.messages(func(seenMsg) bool { return true }))
 			switch {
 			case c.restart:
 				w.restart(c.honest)
@@ -207,8 +205,10 @@ func TestForgedRecoveryRecords(t *testing.T) {
 				w.px.cut()
 			}
 			waitFor(t, endBound, "a forged record", func() bool { mu.Lock(); defer mu.Unlock(); return forged > 0 })
-			last := w.px.messages(func(seenMsg) bool { return true })
-			waitFor(t, endBound, "the forged handshake", synced(w.px, last[max(n, len(last)-1)].sess-1))
+			mu.Lock()
+			in := forgedIn
+			mu.Unlock()
+			waitFor(t, endBound, "the forged handshake", synced(w.px, in-1))
 			if c.target == "queued" {
 				queued.Wait()
 			} else {
@@ -246,21 +246,23 @@ func TestRecoveryRecordsIgnoredWithoutRestart(t *testing.T) {
 	h.Write(part.tag[:])
 	x := boundReq(r, 200, p)
 	item := &pb.BatchItem{Id: x.id, Mode: 1, Type: uint32(p.Type), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits), Count: 1}
-	forged := 0
+	forgedIn := 0
 	var mu sync.Mutex
 	w.px.setHook(func(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
 		if wm := m.GetWitness(); wm != nil {
 			mu.Lock()
-			forged++
+			forgedIn = s.n
 			mu.Unlock()
 			wm.Recent = append(wm.Recent, &pb.RecentItem{Item: item, FirstCounter: c, Digest: h.Sum(nil)})
 		}
 		return []*pb.PeerMsg{m}, false
 	})
-	n := len(w.px.messages(func(seenMsg) bool { return true }))
 	w.px.cut()
-	waitFor(t, endBound, "a forged record", func() bool { mu.Lock(); defer mu.Unlock(); return forged > 0 })
-	waitFor(t, endBound, "the handshake", synced(w.px, w.px.messages(func(seenMsg) bool { return true })[n-1].sess))
+	waitFor(t, endBound, "a forged record", func() bool { mu.Lock(); defer mu.Unlock(); return forgedIn > 0 })
+	mu.Lock()
+	in := forgedIn
+	mu.Unlock()
+	waitFor(t, endBound, "the handshake", synced(w.px, in-1))
 	o.askHonest([]*req{x})
 	total.steps.Add(1)
 	total.mutated.Add(1)
