@@ -2,10 +2,14 @@ package adversary
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
@@ -52,6 +56,65 @@ func stalls(honest int, kind, typ string) bool {
 		return honest == 1
 	}
 	return false
+}
+
+// craftRecord writes the recovery record a host can make for id, a
+// request the honest site delivered: its batch item as the proxy saw it,
+// its counter, and the digest of the pair tag the host's own module
+// holds for that counter (the same at both modules).
+func craftRecord(w *world, o *oracle, id uint64) (*pb.RecentItem, error) {
+	var c uint64
+	found := false
+	o.mu.Lock()
+	for k, d := range o.delivered {
+		if d == id {
+			c, found = k, true
+		}
+	}
+	o.mu.Unlock()
+	part, ok := w.adv.out(c)
+	if !found || !ok {
+		return nil, fmt.Errorf("no delivered output of request %d to forge a record of", id)
+	}
+	h := sha256.New()
+	h.Write([]byte("kord/v1/recover"))
+	h.Write(part.tag[:])
+	it, err := batchItem(w.px, id)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RecentItem{Item: it, FirstCounter: c, Digest: h.Sum(nil)}, nil
+}
+
+// batchItem returns the batch item of id from the batches party 0 sent.
+func batchItem(x *proxy, id uint64) (*pb.BatchItem, error) {
+	for _, m := range x.messages(func(m seenMsg) bool { return m.dir == from0 && m.m.GetBatch() != nil }) {
+		b := m.m.GetBatch()
+		for _, it := range b.Items {
+			if it.GetId() == id {
+				return proto.Clone(it).(*pb.BatchItem), nil
+			}
+		}
+		pk := b.GetPackedItems()
+		for i, v := range pk.GetIds() {
+			if v != id || len(pk.Shapes) < 4*(i+1) {
+				continue
+			}
+			sh := pk.Shapes[4*i:]
+			it := &pb.BatchItem{Id: id, Mode: uint32(sh[0]), Type: uint32(sh[1]), InBits: uint32(sh[2]), OutBits: uint32(sh[3])}
+			if i < len(pk.Counts) {
+				it.Count = pk.Counts[i]
+			}
+			if i < len(pk.Betas) {
+				it.Beta = pk.Betas[i]
+			}
+			if i < len(pk.DeriveBeta) {
+				it.DeriveBeta = pk.DeriveBeta[i] == 1
+			}
+			return it, nil
+		}
+	}
+	return nil, fmt.Errorf("request %d was in no batch", id)
 }
 
 // finish ends a fixed case of an attack: while knownOpen its findings
@@ -127,14 +190,17 @@ func TestForgedRecoveryRecords(t *testing.T) {
 		restart bool
 		target  string // new: an id never seen; queued: one waiting at the honest site; answered: the id itself, asked again
 		stale   bool   // the records are replayed at a later handshake than the one they came in
+		crafted bool   // the host writes the record itself rather than rewrite its party's
 	}{
-		{"party0/new-id", 0, false, "new", false},
-		{"party0/queued-id", 0, false, "queued", false},
-		{"party0/answered-id", 0, false, "answered", false},
-		{"party0/answered-id/stale", 0, false, "answered", true},
-		{"party0/after-restart/new-id", 0, true, "new", false},
-		{"party1/after-restart/new-id", 1, true, "new", false},
-		{"party1/after-restart/answered-id", 1, true, "answered", false},
+		{"party0/new-id", 0, false, "new", false, false},
+		{"party0/new-id/crafted", 0, false, "new", false, true},
+		{"party0/queued-id", 0, false, "queued", false, false},
+		{"party0/answered-id", 0, false, "answered", false, false},
+		{"party0/answered-id/stale", 0, false, "answered", true, false},
+		{"party0/after-restart/new-id", 0, true, "new", false, false},
+		{"party1/after-restart/new-id", 1, true, "new", false, false},
+		{"party1/after-restart/new-id/crafted", 1, true, "new", false, true},
+		{"party1/after-restart/answered-id", 1, true, "answered", false, false},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,10 +225,10 @@ func TestForgedRecoveryRecords(t *testing.T) {
 			w.px.setHook(func(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
 				mu.Lock()
 				defer mu.Unlock()
-				if c.honest == 0 && !c.restart && dir == from0 && m.GetHello() != nil && forged == 0 && kept == nil {
+				if c.honest == 0 && !c.restart && !c.crafted && dir == from0 && m.GetHello() != nil && forged == 0 && kept == nil {
 					m.GetHello().Run ^= 0x5a5a // party 1 takes party 0 for restarted and lists its records
 				}
-				if dir != recDir || msgType(m) != recType {
+				if dir != recDir || msgType(m) != recType || forged > 0 {
 					return []*pb.PeerMsg{m}, false
 				}
 				var recs *[]*pb.RecentItem
@@ -171,20 +237,39 @@ func TestForgedRecoveryRecords(t *testing.T) {
 				} else {
 					recs = &m.GetWitness().Recent
 				}
-				if c.stale && kept == nil && len(*recs) > 0 {
-					kept, *recs, keptIn = *recs, nil, s.n // keep them for a later handshake
-					return []*pb.PeerMsg{m}, false
-				}
-				if c.stale && kept != nil && forged == 0 && s.n > keptIn {
-					*recs = kept
-				}
+				var mine []*pb.RecentItem
 				for _, it := range *recs {
-					if it.GetItem().GetId() == y.id {
-						it.Item.Id, it.Held = target, false
-						forged++
-						forgedIn = s.n
+					if it.GetItem().GetId() == y.id && !c.crafted {
+						mine = append(mine, it)
 					}
 				}
+				if len(mine) == 0 && kept == nil {
+					// No genuine record of y here: the host writes one
+					// (its own module's pair tag gives the digest).
+					rec, err := craftRecord(w, o, y.id)
+					if err != nil {
+						t.Error(err)
+						return []*pb.PeerMsg{m}, false
+					}
+					mine = []*pb.RecentItem{rec}
+					*recs = append(*recs, mine...)
+				}
+				if c.stale && kept == nil {
+					kept, keptIn = mine, s.n // kept for a later handshake
+					*recs = slices.DeleteFunc(*recs, func(it *pb.RecentItem) bool { return slices.Contains(mine, it) })
+					return []*pb.PeerMsg{m}, false
+				}
+				if c.stale {
+					if s.n <= keptIn {
+						return []*pb.PeerMsg{m}, false
+					}
+					mine = kept
+					*recs = append(*recs, kept...)
+				}
+				for _, it := range mine {
+					it.Item.Id, it.Held = target, false
+				}
+				forged, forgedIn = len(mine), s.n
 				return []*pb.PeerMsg{m}, false
 			})
 			x := boundReq(r, target, p) // a fresh α, the shape of y
@@ -230,22 +315,12 @@ func TestRecoveryRecordsIgnoredWithoutRestart(t *testing.T) {
 	w := newWorld(t, 1, o)
 	p := fss.Params{Type: fss.DCF, InBits: 10, OutBits: 10}
 	y := deliver(t, o, func(id uint64) *req { return boundReq(r, id, p) })
-	var c uint64
-	for k, id := range o.delivered {
-		if id == y.id {
-			c = k
-		}
-	}
-	part, ok := w.adv.out(c)
-	if !ok {
-		t.Fatal("the adversary's module has no output at the delivered counter")
-	}
-	// The digest a host computes from its own module's pair tag.
-	h := sha256.New()
-	h.Write([]byte("kord/v1/recover"))
-	h.Write(part.tag[:])
 	x := boundReq(r, 200, p)
-	item := &pb.BatchItem{Id: x.id, Mode: 1, Type: uint32(p.Type), InBits: uint32(p.InBits), OutBits: uint32(p.OutBits), Count: 1}
+	rec, err := craftRecord(w, o, y.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Item.Id = x.id
 	forgedIn := 0
 	var mu sync.Mutex
 	w.px.setHook(func(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
@@ -253,7 +328,7 @@ func TestRecoveryRecordsIgnoredWithoutRestart(t *testing.T) {
 			mu.Lock()
 			forgedIn = s.n
 			mu.Unlock()
-			wm.Recent = append(wm.Recent, &pb.RecentItem{Item: item, FirstCounter: c, Digest: h.Sum(nil)})
+			wm.Recent = append(wm.Recent, rec)
 		}
 		return []*pb.PeerMsg{m}, false
 	})
