@@ -351,41 +351,14 @@ func TestRecoveryRecordsIgnoredWithoutRestart(t *testing.T) {
 // request's.
 func TestConfirmDespiteMismatchedTags(t *testing.T) {
 	s := msg.Correlation{Kind: msg.CorrMatVec, Ring: 16, In: 4, Out: 2}
-	other := otherShape(t, s)
 	dp := fss.Params{Type: fss.DCF, InBits: 12, OutBits: 12}
 	for _, c := range []struct {
 		name string
 		reqs func(r *rand.Rand, id uint64) *req
 		draw func(*msg.SubmitRequest) bool // rewrites the module call; false: not this one
 	}{
-		{"correlation", func(_ *rand.Rand, id uint64) *req { return corrReq(id, s) }, func(sr *msg.SubmitRequest) bool {
-			if sr.Kind != msg.SubmitCorrelation || sr.Corr == nil || *sr.Corr != s {
-				return false
-			}
-			c := other
-			sr.Corr = &c
-			return true
-		}},
-		{"derived", func(r *rand.Rand, id uint64) *req {
-			q := derivedReq(r, id, dp)
-			return q
-		}, func(sr *msg.SubmitRequest) bool {
-			switch {
-			case sr.Kind == msg.SubmitBulk && sr.Bulk != nil && sr.Bulk.Mode == msg.Derived:
-				b := *sr.Bulk
-				b.OutBits++
-				sr.Bulk = &b
-			case sr.Kind == msg.SubmitShares && len(sr.Shares) > 0 && sr.Shares[0].Mode == msg.Derived:
-				sh := append([]msg.Share(nil), sr.Shares...)
-				for i := range sh {
-					sh[i].OutBits++
-				}
-				sr.Shares = sh
-			default:
-				return false
-			}
-			return true
-		}},
+		{"correlation", func(_ *rand.Rand, id uint64) *req { return corrReq(id, s) }, redrawCorr},
+		{"derived", func(r *rand.Rand, id uint64) *req { return derivedReq(r, id, dp) }, redrawDerived},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(11, 32))
@@ -429,26 +402,6 @@ func TestConfirmDespiteMismatchedTags(t *testing.T) {
 			finish(t, o, confirmAttack)
 		})
 	}
-}
-
-// otherShape returns a correlation of another shape that takes as many
-// counters as s.
-func otherShape(t *testing.T, s msg.Correlation) msg.Correlation {
-	want, err := s.Blocks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for in := 1; in <= 16; in++ {
-		for out := 1; out <= 16; out++ {
-			c := s
-			c.In, c.Out = in, out
-			if b, _ := c.Blocks(); b == want && c != s {
-				return c
-			}
-		}
-	}
-	t.Fatalf("no other shape takes %d counters", want)
-	return s
 }
 
 // TestWithheldHelloReply: party 1's host accepts party 0's session and

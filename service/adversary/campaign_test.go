@@ -75,6 +75,11 @@ type mutator struct {
 	armed bool
 	done  string         // what was applied ("" none)
 	held  [2]*pb.PeerMsg // reorder: the message held back, per direction
+	// composite mutations (composite_test.go)
+	record       *pb.RecentItem // a forged record for the next recovery list
+	recordIn     int            // the session it went out in
+	forgeConfirm bool           // turn refusing confirmations into ok
+	forged       int            // confirmations forged
 }
 
 func (x *mutator) arm(kind string, dir int, typ string, nth int) {
@@ -93,6 +98,7 @@ func (x *mutator) disarm() string {
 
 func (x *mutator) hook(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool) {
 	x.mu.Lock()
+	x.composite(s, dir, m)
 	if h := x.held[dir]; h != nil {
 		x.held[dir] = nil
 		x.mu.Unlock()
@@ -215,15 +221,40 @@ func campaign(t *testing.T, honest int, seed uint64, steps int) {
 			w.px.cut() // a handshake to act on
 			nth = 0
 		}
-		mx.arm(kind, dir, typ, nth)
+		next := func() uint64 { id++; return id - 1 }
+		var only []*req
+		var comp string
+		var undo func()
+		if c := composites[r.IntN(len(composites))]; r.IntN(8) == 0 && composeGate(c) == "" {
+			var ok bool
+			if only, comp, undo, ok = mx.compose(o, r, c, next); !ok {
+				comp, undo = "", nil
+			}
+		}
+		if comp == "" {
+			mx.arm(kind, dir, typ, nth)
+		}
 		qs := make([]*req, 1+r.IntN(4))
 		for i := range qs {
-			qs[i] = randomReq(r, id)
-			id++
+			qs[i] = randomReq(r, next())
 		}
 		start := time.Now()
+		if len(only) > 0 {
+			o.askHonest(only)
+		}
 		o.ask(qs)
-		if d := mx.disarm(); d != "" {
+		d := mx.disarm()
+		if undo != nil {
+			undo()
+			d = comp
+			mx.mu.Lock()
+			if mx.forged > 0 {
+				d += fmt.Sprintf(": %d confirmations forged", mx.forged)
+			}
+			mx.forged = 0
+			mx.mu.Unlock()
+		}
+		if d != "" {
 			total.mutated.Add(1)
 			t.Logf("step %d: %s (%v)", step, d, time.Since(start).Round(time.Millisecond))
 		}

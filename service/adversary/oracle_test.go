@@ -101,6 +101,7 @@ type oracle struct {
 	corrs     []*msg.CorrShares // the correlation shares delivered (copies)
 	classes   map[string]int    // the honest site's refusals, by class
 	bound     time.Duration     // check (iv)'s bound (0: endBound)
+	okBound   []*req            // bound requests delivered (one key each)
 }
 
 type rng struct{ first, n uint64 }
@@ -278,6 +279,22 @@ func (o *oracle) check(q *req, rep *client.Reply, err error, took time.Duration)
 	for _, s := range rep.Shares {
 		o.checkShare(q, s)
 	}
+	if q.kind == kBound {
+		o.mu.Lock()
+		o.okBound = append(o.okBound, q)
+		o.mu.Unlock()
+	}
+}
+
+// deliveredBound returns a bound request the honest site delivered, at
+// random (nil: none yet).
+func (o *oracle) deliveredBound(r *rand.Rand) *req {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.okBound) == 0 {
+		return nil
+	}
+	return o.okBound[r.IntN(len(o.okBound))]
 }
 
 // checkShare checks one output of a reply to q: (i) its counters were
