@@ -22,8 +22,9 @@ import (
 // the peer's word, issue 32 item 2). While true, their fixed cases below
 // skip with the attack's description when they find violations (as they
 // should until the fixes land), and the random campaign leaves out the
-// mutation classes that act through them (mutate.go's gate). Set it to
-// false once branches recovery and corrbind are merged.
+// mutation classes that act through them (gate in mutate_test.go,
+// composeGate in composite_test.go). Set it to false once branches
+// recovery and corrbind are merged.
 const knownOpen = true
 
 const (
