@@ -65,16 +65,17 @@ func msgType(m *pb.PeerMsg) string {
 // mutator is the campaign's hook: it applies one armed mutation to the
 // nth message of one type in one direction.
 type mutator struct {
-	w     *world
-	mu    sync.Mutex
-	r     *rand.Rand
-	kind  string
-	dir   int
-	typ   string
-	nth   int
-	armed bool
-	done  string         // what was applied ("" none)
-	held  [2]*pb.PeerMsg // reorder: the message held back, per direction
+	w      *world
+	mu     sync.Mutex
+	r      *rand.Rand
+	kind   string
+	dir    int
+	typ    string
+	nth    int
+	armed  bool
+	done   string         // what was applied ("" none)
+	held   [2]*pb.PeerMsg // reorder: the message held back, per direction
+	heldIn [2]int         // the session it was held in (lost with it)
 	// composite mutations (composite_test.go)
 	record       *pb.RecentItem // a forged record for the next recovery list
 	recordIn     int            // the session it went out in
@@ -101,8 +102,10 @@ func (x *mutator) hook(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool)
 	x.composite(s, dir, m)
 	if h := x.held[dir]; h != nil {
 		x.held[dir] = nil
-		x.mu.Unlock()
-		return []*pb.PeerMsg{m, h}, false // the reorder: m overtakes h
+		if x.heldIn[dir] == s.n {
+			x.mu.Unlock()
+			return []*pb.PeerMsg{m, h}, false // the reorder: m overtakes h
+		}
 	}
 	if !x.armed || dir != x.dir || msgType(m) != x.typ {
 		x.mu.Unlock()
@@ -123,7 +126,7 @@ func (x *mutator) hook(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool)
 	case "dup":
 		out = append(out, proto.Clone(m).(*pb.PeerMsg))
 	case "reorder":
-		x.held[dir], out = m, nil
+		x.held[dir], x.heldIn[dir], out = m, s.n, nil
 	case "delay":
 		d := time.Duration(20+r.IntN(400)) * time.Millisecond
 		desc += fmt.Sprintf(" by %v", d)
@@ -135,8 +138,9 @@ func (x *mutator) hook(s *session, dir int, m *pb.PeerMsg) ([]*pb.PeerMsg, bool)
 		p := rewrite(r, m, func(path string) bool { return gate(h, path) == "" })
 		if p == "" {
 			desc = ""
+		} else {
+			desc += " " + p
 		}
-		desc += " " + p
 	case "cut":
 		if r.IntN(2) == 0 {
 			out = nil
