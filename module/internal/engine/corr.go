@@ -31,6 +31,9 @@ const corrTagMode = 0xC0
 
 func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
 	c := req.Corr
+	if c != nil && c.Kind == msg.CorrLlamaGates {
+		return e.submitGates(req) // gates.go
+	}
 	na, nr, nz, err := c.Sizes()
 	if err != nil {
 		return nil, bad("%v", err)
@@ -46,7 +49,7 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 	held := 0
 	for _, sh := range e.corrs {
-		held += len(sh.A) + len(sh.R) + len(sh.Z)
+		held += len(sh.A) + len(sh.R) + len(sh.Z) + len(sh.Packs)/8
 	}
 	if held+na+nr+nz > MaxCorrWordsHeld {
 		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
