@@ -11,7 +11,7 @@ import (
 
 // A correlation's collect makes one record, however many counters
 // (blocks) it took: the records of a batch with a ResNet-18 layer's
-// correlation (about 2^18 blocks) once took tens of MB per request, which
+// correlation (many thousands of blocks) once took tens of MB per request, which
 // made the party daemons' peak RSS follow the largest correlation's
 // blocks (0.85–1.1 GB in `kord bench resnet18-keys`).
 func TestCollectedCorrOneRecord(t *testing.T) {
