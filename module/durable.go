@@ -119,6 +119,22 @@ func (m *Durable) CollectSlabPinned(_ context.Context, first uint64, count int, 
 	return m.d.CollectSlabPinned(first, count, emit)
 }
 
+// SlabFDs makes (a sealed memfd holding keys) and closes the memfds a
+// slab's keys are handed out in (module/socket, Linux).
+type SlabFDs interface {
+	Make(keys []byte) (fd int, err error)
+	Close(fd int)
+}
+
+// CollectSlabFD is CollectSlab for a party that takes the keys as a
+// sealed memfd: the first collect writes them into one (fds.Make) and the
+// module keeps the fd, not the bytes, for repeats; emit gets the fd,
+// valid during the call, or -1 and the keys as bytes (see
+// engine.Durable.CollectSlabFD).
+func (m *Durable) CollectSlabFD(_ context.Context, first uint64, count int, fds SlabFDs, emit func(s *msg.Slab, fd int)) error {
+	return m.d.CollectSlabFD(first, count, fds, emit)
+}
+
 // Recycle takes back a slab this module's Collect handed out (see
 // Recycler).
 func (m *Durable) Recycle(s *msg.Slab) { m.d.Recycle(s) }

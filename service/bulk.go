@@ -442,9 +442,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 				sl = r.Collect.Slab
 			}
 			if sl == nil || sl.First != c || sl.N != s.n {
-				if sl != nil {
-					sl.Wipe()
-				}
+				socket.WipeSlab(sl)
 				err = fmt.Errorf("%w: collect: the module answered with another slab than counters %d+%d", errDesync, c, s.n)
 				break
 			}
@@ -487,6 +485,9 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 					off += n
 				}
 				r.Buf.KeysWiped(sl.Keys)
+			} else if socket.IsMapped(sl.Keys) {
+				// A mapped slab lives only as long as its references.
+				err = fmt.Errorf("%w: collect: the jobs do not cover the slab at counter %d", errDesync, c)
 			} else {
 				allPooled = false
 			}
@@ -536,6 +537,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 		for _, j := range jobs {
 			j.clearView() // the slabs' parts, wiped with the results
 		}
+		releaseMapped(res)
 		return nil, err
 	}
 	if allPooled {
@@ -555,9 +557,7 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 func wipeResults(res []socket.Result) {
 	for _, r := range res {
 		if r.Collect != nil {
-			if r.Collect.Slab != nil {
-				r.Collect.Slab.Wipe()
-			}
+			socket.WipeSlab(r.Collect.Slab)
 			clear(r.Collect.Key)
 			r.Collect.Corr.Wipe()
 		}
@@ -604,7 +604,7 @@ func appendSlab(dst []msg.CollectResponse, sl *msg.Slab) []msg.CollectResponse {
 // wipeOutputs clears outputs that will not be delivered.
 func wipeOutputs(outs []msg.CollectResponse) {
 	for i := range outs {
-		clear(outs[i].Key)
+		socket.WipeKeys(outs[i].Key)
 		clear(outs[i].Evals)
 		clear(outs[i].BetaShares)
 		outs[i].AlphaShare, outs[i].BetaShare = 0, 0

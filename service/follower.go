@@ -547,7 +547,7 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 			return nil, err
 		}
 		var err error
-		res, err = p.mod.Do(ctx, finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter), true)
+		res, err = p.doFinish(ctx, finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter))
 		if pr.frames.Count() > 0 {
 			if err != nil {
 				markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown

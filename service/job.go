@@ -239,7 +239,7 @@ func (j *job) answered() bool { return j.fin.Load() }
 func (j *job) wipeOutputs(lent bool) {
 	if kv := j.keyViews(); kv != nil {
 		if !lent {
-			clear(kv) // one pass over the job's part of its slab
+			socket.WipeKeys(kv) // one pass over the job's part of its slab
 			j.releaseRef(kv)
 		}
 		for i := range j.outs {
@@ -278,7 +278,7 @@ type slabRef struct {
 
 func (r slabRef) release() {
 	if !r.covered {
-		clear(r.region)
+		socket.WipeKeys(r.region)
 	}
 	r.ref.Release()
 }
@@ -469,7 +469,7 @@ func (j *job) wipeView() {
 		return
 	}
 	if kv := j.keyViews(); kv != nil {
-		clear(kv)
+		socket.WipeKeys(kv)
 	}
 	clear(j.vAlpha)
 	clear(j.vBeta)
@@ -487,7 +487,7 @@ func wipeJobReplies(jobs []*job, reps [][]msg.CollectResponse) {
 
 // resetPacked empties pk for reuse, wiping the key shares it held.
 func resetPacked(pk *pb.PackedReplies) {
-	clear(pk.Keys)
+	socket.WipeKeys(pk.Keys)
 	clear(pk.Evals)
 	clear(pk.AlphaShares)
 	clear(pk.BetaShares)

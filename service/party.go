@@ -623,7 +623,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 						}
 					}
 					pb.LendKeys(pk, func() {
-						clear(keys)
+						socket.WipeKeys(keys)
 						for _, r := range refs {
 							r.release()
 						}

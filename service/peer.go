@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -16,7 +17,7 @@ var errDesync = errors.New("service: desynchronised with the peer")
 func wipeReplies(reps [][]msg.CollectResponse) {
 	for _, r := range reps {
 		for i := range r {
-			clear(r[i].Key)
+			socket.WipeKeys(r[i].Key)
 			clear(r[i].Evals)
 			r[i].AlphaShare, r[i].BetaShare = 0, 0
 		}

@@ -373,9 +373,7 @@ func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.Collect
 	}
 	sl := res[0].Collect.Slab
 	if sl == nil || sl.First != r.slabFirst || sl.N != r.slabN {
-		if sl != nil {
-			sl.Wipe()
-		}
+		socket.WipeSlab(sl)
 		return nil, fmt.Errorf("module: another slab than counters %d+%d", r.slabFirst, r.slabN)
 	}
 	off := int(r.first - r.slabFirst)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -84,6 +85,9 @@ type Client struct {
 	mu      sync.Mutex
 	idle    []*conn
 	closed  bool
+	// noFDs: do not ask for slabs as memfds (UseSlabFDs, or after a
+	// memfd failed: slabFDsFailed).
+	noFDs atomic.Bool
 }
 
 var (
@@ -190,7 +194,12 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 	clear(cn.wbuf)
 	var out []byte
 	var rb *RecvBuf
-	if err == nil && keep {
+	var fds []int
+	if err == nil && keep && req.SlabFds {
+		if rb, fds, err = readMsgFDs(cn.Conn); err == nil {
+			out = rb.b
+		}
+	} else if err == nil && keep {
 		// A pooled buffer, wiped when its last holder releases it.
 		if rb, err = readMsgPooled(cn); err == nil {
 			out = rb.b
@@ -201,6 +210,7 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 	}
 	if !stop() || err != nil {
 		cn.Close()
+		closeFDs(fds)
 		rb.Release() // wiped
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
@@ -217,9 +227,18 @@ func (c *Client) roundTrip(ctx context.Context, req *pb.ModuleRequest, keep bool
 	}
 	c.put(cn)
 	if err != nil {
+		closeFDs(fds)
 		clear(out)
 		rb.Release()
 		return nil, nil, fmt.Errorf("%w: malformed response: %v", ErrTransport, err)
+	}
+	if req.SlabFds {
+		if err := mapSlabFDs(resp, fds, rb); err != nil {
+			c.slabFDsFailed(err)
+			wipeResults(resp)
+			rb.Release() // unmaps
+			return nil, nil, err
+		}
 	}
 	if len(resp.Results) != len(req.Calls) {
 		wipeResults(resp) // not used
@@ -252,7 +271,20 @@ func remote(r *pb.Result) error {
 // error; per-call errors are in the results. With stopOnError the module
 // skips the calls after the first failure.
 func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
+	return c.do(ctx, calls, stopOnError, false)
+}
+
+// DoMapped is Do where a slab's keys may be a read-only mapping of the
+// module's sealed memfd (Linux), read in place: they stay valid until
+// the results' Buf is released for the last time, and cannot be written
+// (wipe them with WipeKeys, which leaves a mapping alone).
+func (c *Client) DoMapped(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
+	return c.do(ctx, calls, stopOnError, true)
+}
+
+func (c *Client) do(ctx context.Context, calls []Call, stopOnError, mapped bool) ([]Result, error) {
 	req := &pb.ModuleRequest{Calls: make([]*pb.Call, len(calls)), StopOnError: stopOnError}
+	fds := c.SlabFDs()
 	keep := false
 	for i, cl := range calls {
 		switch {
@@ -262,6 +294,7 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Collect{Collect: collectReqToPB(cl.Collect)}}
 			// A slab's keys stay slices of the response buffer (no copy).
 			keep = keep || cl.Collect.Count > 0
+			req.SlabFds = req.SlabFds || fds && isSlabCollect(&calls[i])
 		case cl.Poll:
 			req.Calls[i] = &pb.Call{Op: &pb.Call_Poll{Poll: &pb.PollRequest{}}}
 		case cl.Frames != nil:
@@ -306,6 +339,9 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 		default:
 			out[i].Err = fmt.Errorf("%w: result %d of the wrong kind", ErrTransport, i)
 		}
+	}
+	if !mapped {
+		unmapCopies(out, rb)
 	}
 	return out, nil
 }

@@ -115,7 +115,7 @@ func fastCollectSlab(b []byte) (*pb.CollectResponse, bool) {
 // as varints and the shares packed; keys and pair tags are slices of b.
 func fastSlab(b []byte) (*pb.Slab, bool) {
 	s := &pb.Slab{}
-	ok := pbwire.Each(b, 13, func(f pbwire.Field) bool {
+	ok := pbwire.Each(b, 14, func(f pbwire.Field) bool {
 		var ok bool
 		switch f.Num {
 		case 1:
@@ -144,6 +144,10 @@ func fastSlab(b []byte) (*pb.Slab, bool) {
 			s.Profile, ok = f.Uint32()
 		case 13:
 			s.Group, ok = f.Uint32()
+		case 14:
+			var v uint64
+			v, ok = f.Uint64()
+			s.KeysFd = v != 0
 		}
 		return ok
 	})

@@ -95,7 +95,7 @@ func TestSlabPartsSameBytes(t *testing.T) {
 		before := pd.released
 		var parts [][]byte
 		var release func()
-		buf, parts, release, err = pinning.handleParts(context.Background(), b, buf[:0])
+		buf, parts, release, _, err = pinning.handleParts(context.Background(), b, buf[:0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,9 @@ type RecvBuf struct {
 	// wiped are regions [off, off+n) of b that every holder wipes before
 	// releasing (a slab's keys): the last release skips them.
 	wiped [][2]int
+	// maps: read-only slab mappings (memfd_linux.go) whose keys the
+	// results hold, unmapped by the last release.
+	maps *mapSet
 }
 
 // Hold takes a reference.
@@ -54,6 +57,7 @@ func (r *RecvBuf) Release() {
 	wipeExcept(r.b, w)
 	putRecv(r.b)
 	r.b = nil
+	r.maps.unmap()
 }
 
 // KeysWiped records that keys, a slice of the buffer, is wiped by its
@@ -163,6 +167,11 @@ func readMsgPooled(r io.Reader) (*RecvBuf, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
 	}
+	return readBodyPooled(r, h)
+}
+
+// readBodyPooled is readMsgPooled once the length prefix h is read.
+func readBodyPooled(r io.Reader, h [4]byte) (*RecvBuf, error) {
 	n, err := msgLen(h)
 	if err != nil {
 		return nil, err

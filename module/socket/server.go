@@ -151,7 +151,8 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		var out net.Buffers
 		var release func()
-		wbuf, out, release, err = s.handleParts(ctx, rbuf, wbuf[:0])
+		var fd int
+		wbuf, out, release, fd, err = s.handleParts(ctx, rbuf, wbuf[:0])
 		clear(rbuf) // own shares
 		if err != nil {
 			clear(wbuf)
@@ -160,8 +161,12 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		// One writev: a slab's keys go from the module's memory to the
-		// socket, not through wbuf (handleParts).
-		if len(out) == 1 {
+		// socket, not through wbuf (handleParts). Or, a slab's memfd
+		// passed with the response (slabFDParts).
+		if fd >= 0 {
+			err = writeWithFD(c, out[0], fd)
+			closeFD(fd)
+		} else if len(out) == 1 {
 			_, err = c.Write(out[0])
 		} else {
 			_, err = out.WriteTo(c)
@@ -179,17 +184,26 @@ func (s *Server) serveConn(c net.Conn) {
 // buf but, for a slab from a module that pins it (slabPinner), the slab's
 // keys, which stay in the module's memory until release. Call release
 // (never nil) once the parts are written or dropped.
-func (s *Server) handleParts(ctx context.Context, b, dst []byte) (buf []byte, out net.Buffers, release func(), err error) {
+//
+// fd (-1: none) is a slab's memfd to pass with the first byte of the
+// response, for a request that asks for slab fds (slabFDParts); the
+// caller closes it once written.
+func (s *Server) handleParts(ctx context.Context, b, dst []byte) (buf []byte, out net.Buffers, release func(), fd int, err error) {
 	req, bad := parseRequest(b)
 	if bad == nil {
 		if c := req.Calls[len(req.Calls)-1].GetCollect(); c.GetCount() > 0 && len(c.GetPoints()) == 0 {
+			if fc, ok := s.dev.(slabFDCollector); ok && req.SlabFds && SlabFDSupported && !c.GetCorr() {
+				buf, out, fd, err = s.slabFDParts(ctx, req, fc, c, dst)
+				return buf, out, func() {}, fd, err
+			}
 			if sp, ok := s.dev.(slabPinner); ok {
-				return s.slabParts(ctx, req, sp, c, dst)
+				buf, out, release, err = s.slabParts(ctx, req, sp, c, dst)
+				return buf, out, release, -1, err
 			}
 		}
 	}
 	buf, o, err := s.appendParsed(ctx, req, bad, dst)
-	return buf, net.Buffers{o}, func() {}, err
+	return buf, net.Buffers{o}, func() {}, -1, err
 }
 
 // Handle decodes one request and runs its calls. Malformed input yields a

@@ -805,20 +805,24 @@ func (x *Bulk) GetBetas() []uint64 {
 // stride in one bytes field (key i at keys[i*stride:(i+1)*stride]), pair
 // tags 16 bytes each, and, derived mode, its shares of each α and β.
 type Slab struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
-	N             uint32                 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Type          uint32                 `protobuf:"varint,4,opt,name=type,proto3" json:"type,omitempty"`
-	InBits        uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
-	OutBits       uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
-	Stride        uint32                 `protobuf:"varint,7,opt,name=stride,proto3" json:"stride,omitempty"`
-	Keys          []byte                 `protobuf:"bytes,8,opt,name=keys,proto3" json:"keys,omitempty"`
-	AlphaShares   []uint64               `protobuf:"varint,9,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
-	BetaShares    []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
-	PairTags      []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
-	Profile       uint32                 `protobuf:"varint,12,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
-	Group         uint32                 `protobuf:"varint,13,opt,name=group,proto3" json:"group,omitempty"`     // msg.Slab.Group; beta_shares holds n*group
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	First       uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	N           uint32                 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	Mode        uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Type        uint32                 `protobuf:"varint,4,opt,name=type,proto3" json:"type,omitempty"`
+	InBits      uint32                 `protobuf:"varint,5,opt,name=in_bits,json=inBits,proto3" json:"in_bits,omitempty"`
+	OutBits     uint32                 `protobuf:"varint,6,opt,name=out_bits,json=outBits,proto3" json:"out_bits,omitempty"`
+	Stride      uint32                 `protobuf:"varint,7,opt,name=stride,proto3" json:"stride,omitempty"`
+	Keys        []byte                 `protobuf:"bytes,8,opt,name=keys,proto3" json:"keys,omitempty"`
+	AlphaShares []uint64               `protobuf:"varint,9,rep,packed,name=alpha_shares,json=alphaShares,proto3" json:"alpha_shares,omitempty"`
+	BetaShares  []uint64               `protobuf:"varint,10,rep,packed,name=beta_shares,json=betaShares,proto3" json:"beta_shares,omitempty"`
+	PairTags    []byte                 `protobuf:"bytes,11,opt,name=pair_tags,json=pairTags,proto3" json:"pair_tags,omitempty"`
+	Profile     uint32                 `protobuf:"varint,12,opt,name=profile,proto3" json:"profile,omitempty"` // msg.Profile; 0 kord-v1
+	Group       uint32                 `protobuf:"varint,13,opt,name=group,proto3" json:"group,omitempty"`     // msg.Slab.Group; beta_shares holds n*group
+	// keys_fd: keys is empty; the n*stride key bytes are the contents of a
+	// sealed memfd passed with this message (SCM_RIGHTS, Linux; only when
+	// the request asked for it: slab_fds).
+	KeysFd        bool `protobuf:"varint,14,opt,name=keys_fd,json=keysFd,proto3" json:"keys_fd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -942,6 +946,13 @@ func (x *Slab) GetGroup() uint32 {
 		return x.Group
 	}
 	return 0
+}
+
+func (x *Slab) GetKeysFd() bool {
+	if x != nil {
+		return x.KeysFd
+	}
+	return false
 }
 
 type SubmitResponse struct {
@@ -2143,7 +2154,11 @@ type ModuleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Calls []*Call                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
 	// stop_on_error: skip the remaining calls after the first error.
-	StopOnError   bool `protobuf:"varint,2,opt,name=stop_on_error,json=stopOnError,proto3" json:"stop_on_error,omitempty"`
+	StopOnError bool `protobuf:"varint,2,opt,name=stop_on_error,json=stopOnError,proto3" json:"stop_on_error,omitempty"`
+	// slab_fds: the party takes a slab's keys as a sealed memfd passed with
+	// the response (Slab.keys_fd) instead of as bytes; the module may still
+	// answer with bytes.
+	SlabFds       bool `protobuf:"varint,3,opt,name=slab_fds,json=slabFds,proto3" json:"slab_fds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2188,6 +2203,13 @@ func (x *ModuleRequest) GetCalls() []*Call {
 func (x *ModuleRequest) GetStopOnError() bool {
 	if x != nil {
 		return x.StopOnError
+	}
+	return false
+}
+
+func (x *ModuleRequest) GetSlabFds() bool {
+	if x != nil {
+		return x.SlabFds
 	}
 	return false
 }
@@ -2313,7 +2335,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\aprofile\x18\n" +
 	" \x01(\rR\aprofile\x12\x14\n" +
 	"\x05group\x18\v \x01(\rR\x05group\x12\x14\n" +
-	"\x05betas\x18\f \x03(\x04R\x05betas\"\xc3\x02\n" +
+	"\x05betas\x18\f \x03(\x04R\x05betas\"\xdc\x02\n" +
 	"\x04Slab\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\f\n" +
 	"\x01n\x18\x02 \x01(\rR\x01n\x12\x12\n" +
@@ -2329,7 +2351,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"betaShares\x12\x1b\n" +
 	"\tpair_tags\x18\v \x01(\fR\bpairTags\x12\x18\n" +
 	"\aprofile\x18\f \x01(\rR\aprofile\x12\x14\n" +
-	"\x05group\x18\r \x01(\rR\x05group\"\xf1\x01\n" +
+	"\x05group\x18\r \x01(\rR\x05group\x12\x17\n" +
+	"\akeys_fd\x18\x0e \x01(\bR\x06keysFd\"\xf1\x01\n" +
 	"\x0eSubmitResponse\x12#\n" +
 	"\rfirst_counter\x18\x01 \x01(\x04R\ffirstCounter\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
@@ -2438,10 +2461,11 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\vpeer_frames\x18\b \x01(\v2\x1b.kord.v1.PeerFramesResponseH\x00R\n" +
 	"peerFrames\x12D\n" +
 	"\rcollect_range\x18\t \x01(\v2\x1d.kord.v1.CollectRangeResponseH\x00R\fcollectRangeB\x04\n" +
-	"\x02op\"X\n" +
+	"\x02op\"s\n" +
 	"\rModuleRequest\x12#\n" +
 	"\x05calls\x18\x01 \x03(\v2\r.kord.v1.CallR\x05calls\x12\"\n" +
-	"\rstop_on_error\x18\x02 \x01(\bR\vstopOnError\";\n" +
+	"\rstop_on_error\x18\x02 \x01(\bR\vstopOnError\x12\x19\n" +
+	"\bslab_fds\x18\x03 \x01(\bR\aslabFds\";\n" +
 	"\x0eModuleResponse\x12)\n" +
 	"\aresults\x18\x01 \x03(\v2\x0f.kord.v1.ResultR\aresultsB)Z'github.com/kord-fss/kord/proto/modulepbb\x06proto3"
 

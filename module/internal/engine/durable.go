@@ -82,6 +82,12 @@ type Durable struct {
 	// noRing (Config.NoRecollect): no re-collect window; each output is
 	// handed out once, as by Engine (a slab is the caller's, not a copy).
 	noRing bool
+	// slabFD: the memfds of the remembered slabs handed out as one
+	// (CollectSlabFD), closed by fds as they leave the window; fdFailed:
+	// a memfd failed once (logged once).
+	slabFD   map[*msg.Slab]int
+	fds      SlabFDs
+	fdFailed bool
 }
 
 // minSlabs is the fewest collected slabs a Durable remembers.
@@ -340,6 +346,9 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 			if s.N != count {
 				return bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
 			}
+			if d.slabHandedAsFD(s) {
+				return bad("the bulk at counter %d was handed out as a memfd: collect it as one (slab fds)", first)
+			}
 			emit(s)
 			return nil
 		}
@@ -398,6 +407,7 @@ func (d *Durable) unpin(s *msg.Slab) {
 // recycleLocked recycles a slab the module no longer remembers, or, while
 // it is pinned, leaves that to its last release; d.mu held.
 func (d *Durable) recycleLocked(s *msg.Slab) {
+	d.closeSlabFD(s)
 	if d.pins[s] > 0 {
 		d.unpinned[s] = true
 		return

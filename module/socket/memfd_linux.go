@@ -1,0 +1,147 @@
+package socket
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// SlabFDSupported says whether slabs can cross the socket as memfds.
+const SlabFDSupported = true
+
+// allSeals are the seals a slab's memfd carries when handed over: nobody
+// (the module included) can write, grow or shrink it, or lift the seals.
+const allSeals = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
+
+// sealedMemfd returns a fresh memfd holding keys, sealed with allSeals.
+// keys are copied once, through a writable mapping that is gone before
+// the seals go on (F_SEAL_WRITE refuses while one exists).
+func sealedMemfd(keys []byte) (int, error) {
+	if len(keys) == 0 {
+		return -1, errors.New("socket: memfd: no keys")
+	}
+	fd, err := unix.MemfdCreate("kord-slab", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, fmt.Errorf("socket: memfd_create: %w", err)
+	}
+	fail := func(what string, err error) (int, error) {
+		unix.Close(fd)
+		return -1, fmt.Errorf("socket: memfd %s: %w", what, err)
+	}
+	if err := unix.Ftruncate(fd, int64(len(keys))); err != nil {
+		return fail("ftruncate", err)
+	}
+	m, err := unix.Mmap(fd, 0, len(keys), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fail("mmap", err)
+	}
+	copy(m, keys)
+	if err := unix.Munmap(m); err != nil {
+		return fail("munmap", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, allSeals); err != nil {
+		return fail("seal", err)
+	}
+	return fd, nil
+}
+
+// mapSealed maps a slab's memfd read-only after checking that it carries
+// every seal of allSeals (else the module could still change the keys
+// after they were delivered) and holds exactly size bytes. fd stays the
+// caller's.
+func mapSealed(fd, size int) ([]byte, error) {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: slab fd: not a sealable memfd: %v", ErrTransport, err)
+	}
+	if seals&allSeals != allSeals {
+		return nil, fmt.Errorf("%w: slab fd: seals %#x, want all of %#x (write, grow, shrink, seal): refused", ErrTransport, seals, allSeals)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("%w: slab fd: %v", ErrTransport, err)
+	}
+	if size <= 0 || st.Size != int64(size) {
+		return nil, fmt.Errorf("%w: slab fd: %d bytes, want %d", ErrTransport, st.Size, size)
+	}
+	m, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%w: slab fd: mmap: %v", ErrTransport, err)
+	}
+	addMapped(m)
+	return m, nil
+}
+
+// unmapSlab undoes mapSealed.
+func unmapSlab(m []byte) {
+	dropMapped(m)
+	_ = unix.Munmap(m)
+}
+
+func closeFD(fd int) { _ = unix.Close(fd) }
+
+func dupFD(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
+
+// writeWithFD writes b, passing fd with its first byte (SCM_RIGHTS).
+func writeWithFD(c net.Conn, b []byte, fd int) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("socket: passing a slab fd needs a Unix connection")
+	}
+	n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fd), nil)
+	if err != nil {
+		return err
+	}
+	if n < len(b) {
+		_, err = c.Write(b[n:])
+	}
+	return err
+}
+
+// readFullFDs is io.ReadFull that also collects the fds passed with the
+// bytes read (at most max of them; any more are closed).
+func readFullFDs(c net.Conn, b []byte, fds []int, max int) ([]int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		_, err := readFull(c, b)
+		return fds, err
+	}
+	oob := make([]byte, unix.CmsgSpace(4*max))
+	for got := 0; got < len(b); {
+		n, oobn, _, _, err := uc.ReadMsgUnix(b[got:], oob)
+		if oobn > 0 {
+			fds = appendRights(fds, oob[:oobn], max)
+		}
+		if err != nil {
+			return fds, err
+		}
+		if n == 0 {
+			return fds, errors.New("socket: unexpected EOF")
+		}
+		got += n
+	}
+	return fds, nil
+}
+
+func appendRights(fds []int, oob []byte, max int) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return fds
+	}
+	for _, m := range msgs {
+		rs, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range rs {
+			if len(fds) < max {
+				fds = append(fds, fd)
+			} else {
+				unix.Close(fd)
+			}
+		}
+	}
+	return fds
+}

@@ -1,0 +1,63 @@
+package service
+
+import (
+	"context"
+
+	"github.com/kord-fss/kord/module/socket"
+)
+
+// Same-host slabs (issue 34): a party whose module is on a Unix socket
+// takes a bulk's slab as a sealed memfd of the module's, mapped read-only
+// and read in place (socket.Client.DoMapped); its keys are never written
+// here (socket.WipeKeys leaves a mapping alone) and the mapping goes with
+// the last reference to the response buffer.
+
+// releaseMapped gives back, on a failed batch, the results' reference to
+// a response buffer holding a read-only slab mapping (the jobs' own
+// references go as they are wiped): the mapping goes with the last one.
+// Such a batch holds only slab collects (doFinish), whose outputs were
+// wiped, so nothing else is a view of the buffer.
+func releaseMapped(res []socket.Result) {
+	done := map[*socket.RecvBuf]bool{}
+	for _, r := range res {
+		if r.Buf != nil && !done[r.Buf] && r.Collect != nil && r.Collect.Slab != nil && socket.IsMapped(r.Collect.Slab.Keys) {
+			done[r.Buf] = true
+			r.Buf.Release()
+		}
+	}
+}
+
+// slabMapper is a module that can hand slabs out as read-only mappings of
+// sealed memfds (socket.Client.DoMapped).
+type slabMapper interface {
+	DoMapped(ctx context.Context, calls []socket.Call, stopOnError bool) ([]socket.Result, error)
+}
+
+// doFinish runs a batch's finishing calls (finishCalls): when every
+// collect is of a slab, a module on a socket may hand the slabs' keys as
+// sealed memfds, read in place (their buffers' references then cover
+// every view: collected); else as bytes.
+func (p *Party) doFinish(ctx context.Context, calls []socket.Call) ([]socket.Result, error) {
+	if m, ok := p.mod.(slabMapper); ok && onlySlabCollects(calls) {
+		return m.DoMapped(ctx, calls, true)
+	}
+	return p.mod.Do(ctx, calls, true)
+}
+
+// onlySlabCollects reports whether every collect among calls is of a
+// bulk's slab (and there is one).
+func onlySlabCollects(calls []socket.Call) bool {
+	found := false
+	for _, c := range calls {
+		switch {
+		case c.Range != nil:
+			return false
+		case c.Collect != nil:
+			if c.Collect.Count <= 0 || c.Collect.Corr || len(c.Collect.Points) > 0 {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
+}
