@@ -41,6 +41,8 @@ type Server struct {
 	journal io.Writer
 	conns   sync.WaitGroup
 	access  Access
+	// memfds makes the sealed memfds of slabs handed out as one.
+	memfds module.SlabFDs
 }
 
 // ServerOptions configure a Server.
@@ -61,7 +63,7 @@ func NewServer(dev module.Device, o ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{dev: dev, log: o.Logger, journal: o.Journal, access: o.Access}
+	return &Server{dev: dev, log: o.Logger, journal: o.Journal, access: o.Access, memfds: memfds{}}
 }
 
 // Listen listens on a Unix socket at path with mode 0600, removing a

@@ -36,7 +36,7 @@ func (s *Server) slabFDParts(ctx context.Context, req *pb.ModuleRequest, sc slab
 		return buf, net.Buffers{buf}, -1, err
 	}
 	emitted := false
-	cerr := sc.CollectSlabFD(ctx, c.GetCounter(), n32(c.GetCount()), memfds{}, func(sl *msg.Slab, mfd int) {
+	cerr := sc.CollectSlabFD(ctx, c.GetCounter(), n32(c.GetCount()), s.memfds, func(sl *msg.Slab, mfd int) {
 		emitted = true
 		ps := slabToPB(sl)
 		if mfd >= 0 {
