@@ -21,7 +21,7 @@ func partyCmd() *cobra.Command {
 		modSock, listen, peerListen, peer     string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
 		tlsPeerName                           string
-		peerPlaintext                         bool
+		peerPlaintext, slabFDs                bool
 		matchTimeout, peerTimeout, modTimeout time.Duration
 		inProc                                daemon.ModuleFiles
 	)
@@ -87,7 +87,7 @@ module process stays the default.`,
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
 			return serve.Party(context.Background(), serve.PartyConfig{Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
-				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
+				NoSlabFDs: !slabFDs, Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
 				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
@@ -108,6 +108,7 @@ module process stays the default.`,
 	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "how long one request waits for its partner at the other site before it fails unmatched (alone; other requests go on)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
 	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
+	f.BoolVar(&slabFDs, "module-slab-fds", true, "take bulk slabs from the module socket as sealed memfds, mapped read-only and read in place (Linux; elsewhere, or false: as bytes over the socket)")
 	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")

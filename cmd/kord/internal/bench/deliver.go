@@ -39,8 +39,13 @@ type DeliverConfig struct {
 	InFlight int           // batches outstanding between the parties
 	Chunk    int           // keys delivered between two verification pauses
 	RawTime  time.Duration // one raw BatchGen measurement
-	AppLink  string        // "unix" or "tcp": how the application reaches the parties
+	AppLink  string        // "unix", "tcp" or "slab": how the application reaches the parties
 }
+
+// SlabNote says what the slab columns cover (DeliverReport.SlabNote).
+const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place (Linux; kord party --module-slab-fds); " +
+	"the application reaches the parties over gRPC on a Unix socket: the hand-off of slabs to a same-host application as memfds is not built. " +
+	"processes: --app-link's path with the module's slabs as bytes over its socket (--module-slab-fds=false), unless --app-link slab"
 
 // DeliverRow is one shape and tier: raw Gen and both delivered rates.
 type DeliverRow struct {
@@ -60,12 +65,18 @@ type DeliverRow struct {
 	// once, with nothing else done — keys/s, and its ratio to raw Gen.
 	FloorKeysPerSec float64 `json:"floor_pairs_per_sec"`
 	FloorRatio      float64 `json:"floor_ratio"`
+	// The slab path (SlabNote): the five processes, each party taking its
+	// module's slabs as sealed memfds, the application on a Unix socket.
+	SlabKeysPerSec float64 `json:"slab_keys_per_sec"`
+	SlabRatio      float64 `json:"slab_ratio"`
 }
 
 // DeliverReport is what bench deliver --json prints.
 type DeliverReport struct {
 	Rows []DeliverRow `json:"rows"`
 	CPUs int          `json:"cpus"`
+	// SlabNote says what slab_keys_per_sec measures.
+	SlabNote string `json:"slab_note"`
 }
 
 // Defaults of bench deliver: the fastest settings measured on the 2-core
@@ -91,8 +102,8 @@ func (o DeliverConfig) Check() error {
 		return fmt.Errorf("--chunk %d must be at least 1", o.Chunk)
 	case o.RawTime <= 0:
 		return fmt.Errorf("--raw-time must be positive")
-	case o.AppLink != "unix" && o.AppLink != "tcp":
-		return fmt.Errorf("--app-link %q: want unix or tcp", o.AppLink)
+	case o.AppLink != "unix" && o.AppLink != "tcp" && o.AppLink != "slab":
+		return fmt.Errorf("--app-link %q: want unix, tcp or slab", o.AppLink)
 	}
 	return nil
 }
@@ -118,11 +129,24 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 	say := func(format string, a ...any) { fmt.Fprintf(stderr, format, a...) }
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
 	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: o.AppLink == "unix"})
+	opts := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: o.AppLink != "tcp"}
+	if o.AppLink != "slab" {
+		opts.PartyArgs = [2][]string{{"--module-slab-fds=false"}, {"--module-slab-fds=false"}}
+	}
+	c, err := cluster.Start(ctx, "", opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer c.Remove()
+	// The slab path: a second cluster, unless it is the first.
+	sc := c
+	if o.AppLink != "slab" {
+		say("and 2 more with slab memfds… ")
+		if sc, err = cluster.Start(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: true}); err != nil {
+			return nil, fmt.Errorf("starting the slab cluster: %w", err)
+		}
+		defer sc.Remove()
+	}
 	lp, err := host.NewLocalPair(ctx, host.LocalOptions{InFlight: o.Batch})
 	if err != nil {
 		return nil, fmt.Errorf("in-process pair: %w", err)
@@ -133,8 +157,13 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 	if err := deliverWarmUp(ctx, o, lp, c.Apps(), &id, rng); err != nil {
 		return nil, err
 	}
+	if sc != c {
+		if err := deliverWarmUp(ctx, o, nil, sc.Apps(), &id, rng); err != nil {
+			return nil, fmt.Errorf("slab path: %w", err)
+		}
+	}
 	say("done.\n")
-	rep := &DeliverReport{CPUs: runtime.NumCPU()}
+	rep := &DeliverReport{CPUs: runtime.NumCPU(), SlabNote: SlabNote}
 	for i, k := range deliverClasses() {
 		row := DeliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode.String()}
 		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.Name())
@@ -159,6 +188,17 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		}
 		row.PairsVerified += ok
 		row.PairsFailed += bad
+		say("slab… ")
+		slEl := prEl
+		if sc != c {
+			if slEl, ok, bad, err = deliverPath(o, func(n int) (time.Duration, int, int, error) {
+				return processesChunk(ctx, sc.Apps(), k, n, o.Batch, &id, rng)
+			}); err != nil {
+				return nil, fmt.Errorf("%s: slab: %w", k.Name(), err)
+			}
+			row.PairsVerified += ok
+			row.PairsFailed += bad
+		}
 		// Raw Gen again after both paths: load from elsewhere only slows
 		// a run down, so the row's raw rate is the faster of the two.
 		again, err := rawGenRate(k.Params(), o.RawTime/2)
@@ -178,7 +218,9 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		row.ProcKeysPerSec = math.Round(float64(o.Keys) / prEl.Seconds())
 		row.InProcRatio = round4(row.InProcKeysPerSec / raw)
 		row.ProcRatio = round4(row.ProcKeysPerSec / raw)
-		say("%.0f / %.0f / %.0f / floor %.0f keys/s\n", row.RawKeysPerSec, row.InProcKeysPerSec, row.ProcKeysPerSec, row.FloorKeysPerSec)
+		row.SlabKeysPerSec = math.Round(float64(o.Keys) / slEl.Seconds())
+		row.SlabRatio = round4(row.SlabKeysPerSec / raw)
+		say("%.0f / %.0f / %.0f / slab %.0f / floor %.0f keys/s\n", row.RawKeysPerSec, row.InProcKeysPerSec, row.ProcKeysPerSec, row.SlabKeysPerSec, row.FloorKeysPerSec)
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
@@ -187,11 +229,15 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 // deliverWarmUp delivers one untimed chunk of every row's class through
 // both paths, so that the first row does not pay for heap growth, first
 // page faults and connection set-up that the later rows find done. Its
-// pairs are verified too.
+// pairs are verified too. lp nil: only the processes.
 func deliverWarmUp(ctx context.Context, o DeliverConfig, lp *host.LocalPair, apps [2]*client.Client, id *uint64, rng *mrand.Rand) error {
 	n := min(o.Chunk, o.Keys)
 	for _, k := range deliverClasses() {
-		_, _, bad, err := inProcessChunk(ctx, lp, k, n, inProcessBulk, rng)
+		var bad int
+		var err error
+		if lp != nil {
+			_, _, bad, err = inProcessChunk(ctx, lp, k, n, inProcessBulk, rng)
+		}
 		if err == nil && bad == 0 {
 			_, _, bad, err = processesChunk(ctx, apps, k, n, o.Batch, id, rng)
 		}
@@ -216,7 +262,7 @@ func rowFloor(o DeliverConfig, k loadgen.Class) (float64, error) {
 	}
 	best := 0.0
 	for range 2 {
-		r, err := transportFloor(o.Keys, size, o.Batch, o.AppLink == "unix")
+		r, err := transportFloor(o.Keys, size, o.Batch, o.AppLink != "tcp")
 		if err != nil {
 			return 0, err
 		}
@@ -532,11 +578,12 @@ func (rep *DeliverReport) Write(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(rep)
 	}
 	fmt.Fprintf(w, "bench deliver: verified key pairs received by the application, %d CPUs (ratio: to raw BatchGen, 1 worker, same shape)\n", rep.CPUs)
-	fmt.Fprintf(w, "%-18s %12s %12s %7s %12s %7s %12s %7s %9s %6s\n", "row", "raw Gen/s", "in-process/s", "ratio", "processes/s", "ratio", "floor/s", "ratio", "verified", "failed")
+	fmt.Fprintf(w, "%-18s %12s %12s %7s %12s %7s %12s %7s %12s %7s %9s %6s\n", "row", "raw Gen/s", "in-process/s", "ratio", "processes/s", "ratio", "slab/s", "ratio", "floor/s", "ratio", "verified", "failed")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "%-18s %12.0f %12.0f %7.3f %12.0f %7.3f %12.0f %7.3f %9d %6d\n", fmt.Sprintf("%s-%d-%s", r.Type, r.InBits, r.Tier),
-			r.RawKeysPerSec, r.InProcKeysPerSec, r.InProcRatio, r.ProcKeysPerSec, r.ProcRatio, r.FloorKeysPerSec, r.FloorRatio, r.PairsVerified, r.PairsFailed)
+		fmt.Fprintf(w, "%-18s %12.0f %12.0f %7.3f %12.0f %7.3f %12.0f %7.3f %12.0f %7.3f %9d %6d\n", fmt.Sprintf("%s-%d-%s", r.Type, r.InBits, r.Tier),
+			r.RawKeysPerSec, r.InProcKeysPerSec, r.InProcRatio, r.ProcKeysPerSec, r.ProcRatio, r.SlabKeysPerSec, r.SlabRatio, r.FloorKeysPerSec, r.FloorRatio, r.PairsVerified, r.PairsFailed)
 	}
+	fmt.Fprintln(w, rep.SlabNote)
 	return nil
 }
 

@@ -41,6 +41,9 @@ type PartyConfig struct {
 	InProcess daemon.ModuleFiles
 	// ModuleTimeout bounds one module request.
 	ModuleTimeout time.Duration
+	// NoSlabFDs: take bulk slabs from the module socket as bytes, not as
+	// sealed memfds read in place (the default on Linux).
+	NoSlabFDs bool
 	// Listen is the application API address (host:port or
 	// unix:///path); PeerListen party 1's peer address, Peer the address
 	// party 0 dials; Metrics, if not empty, where /metrics is served.
@@ -157,6 +160,10 @@ func Party(ctx context.Context, c PartyConfig) error {
 func openPartyModule(c PartyConfig, log *slog.Logger) (mod socket.Module, close func(), err error) {
 	if c.Module != ModuleInProcess {
 		sc := socket.Dial(c.Module, c.ModuleTimeout)
+		sc.UseSlabFDs(!c.NoSlabFDs)
+		if sc.SlabFDs() {
+			log.Info("module slabs as sealed memfds, read in place (--module-slab-fds)")
+		}
 		return sc, func() { sc.Close() }, nil
 	}
 	// The party now holds the module's secrets: no core dumps, no tracing
