@@ -10,6 +10,7 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
 	"github.com/kord-fss/kord/service/servicetest"
@@ -44,9 +45,25 @@ type siteKey struct {
 // between the sites); every key share's view pairs with the other site's
 // — Eval(0,x)+Eval(1,x) = f(x) at α, α±1 and a random x — for bound keys
 // (α, β from the sites' shares) and derived keys (α, β from the shares the
-// batches carry). Released batches are refused.
+// batches carry). Released batches are refused. It runs with the
+// parties taking their modules' bulk slabs as sealed memfds read in place
+// (the default on Linux: the slabs must take that path) and as bytes.
 func TestBatchesPairAcrossParties(t *testing.T) {
-	cl := startParties(t)
+	for _, fds := range []bool{true, false} {
+		t.Run(map[bool]string{true: "memfd", false: "bytes"}[fds], func(t *testing.T) {
+			before := socket.MappedSlabs()
+			batchesPair(t, fds)
+			if mapped := socket.MappedSlabs() - before; fds && socket.SlabFDSupported && mapped == 0 {
+				t.Fatal("no slab took the memfd path")
+			} else if !fds && mapped != 0 {
+				t.Fatalf("%d slabs mapped with memfds off", mapped)
+			}
+		})
+	}
+}
+
+func batchesPair(t *testing.T, fds bool) {
+	cl, _ := startPartiesWith(t, func(c *service.Config) { c.Module.(*socket.Client).UseSlabFDs(fds) })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := rand.New(rand.NewPCG(11, 12))

@@ -24,7 +24,14 @@ var mapped struct {
 	ranges [][2]uintptr
 }
 
+// mappedTotal counts the slab mappings made (MappedSlabs).
+var mappedTotal atomic.Uint64
+
+// MappedSlabs is how many slabs this process has mapped from memfds.
+func MappedSlabs() uint64 { return mappedTotal.Load() }
+
 func addMapped(b []byte) {
+	mappedTotal.Add(1)
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	mapped.Lock()
 	mapped.ranges = append(mapped.ranges, [2]uintptr{p, p + uintptr(len(b))})
