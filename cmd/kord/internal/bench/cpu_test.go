@@ -20,7 +20,9 @@ import (
 // spends per delivered key pair (what the daemons and the client cost,
 // independent of the machine's other load), for DPF-32 and DCF-32 derived
 // and otp rows. It needs a built kord: KORD_DELIVER_CPU=/path/to/kord
-// (KORD_DELIVER_KEYS: key pairs per row, default 400000). Not run
+// (KORD_DELIVER_KEYS: key pairs per row, default 400000;
+// KORD_DELIVER_SLAB_FDS=0: the parties take their modules' slabs as bytes,
+// --module-slab-fds=false, for an A/B against the memfd default). Not run
 // otherwise.
 func TestDeliverCPU(t *testing.T) {
 	bin := os.Getenv("KORD_DELIVER_CPU")
@@ -34,7 +36,11 @@ func TestDeliverCPU(t *testing.T) {
 	ctx := context.Background()
 	// KORD_DELIVER_DIR: the cluster's directory (its logs), kept.
 	dir := os.Getenv("KORD_DELIVER_DIR")
-	c, err := cluster.Start(ctx, dir, cluster.Options{Bin: bin, Batch: DeliverDefaultBatch, InFlight: DeliverDefaultInFlight})
+	opts := cluster.Options{Bin: bin, Batch: DeliverDefaultBatch, InFlight: DeliverDefaultInFlight}
+	if os.Getenv("KORD_DELIVER_SLAB_FDS") == "0" {
+		opts.PartyArgs = [2][]string{{"--module-slab-fds=false"}, {"--module-slab-fds=false"}}
+	}
+	c, err := cluster.Start(ctx, dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
