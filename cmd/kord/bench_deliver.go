@@ -51,7 +51,7 @@ derived mode, measure in one run:
              memfds read in place, the application on a Unix socket
              (JSON: slab_keys_per_sec, slab_ratio; slab_note says what it
              covers). The processes column takes the slabs as bytes over
-             the module socket (--module-slab-fds=false), unless
+             the module socket (kord party's default), unless
              --app-link slab, which measures the memfd path there too.
 
 Both delivered paths first deliver one untimed chunk of every row (warm-up:

@@ -108,7 +108,7 @@ module process stays the default.`,
 	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "how long one request waits for its partner at the other site before it fails unmatched (alone; other requests go on)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
 	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
-	f.BoolVar(&slabFDs, "module-slab-fds", true, "take bulk slabs from the module socket as sealed memfds, mapped read-only and read in place (Linux; elsewhere, or false: as bytes over the socket)")
+	f.BoolVar(&slabFDs, "module-slab-fds", false, "take bulk slabs from the module socket as sealed memfds, mapped read-only and read in place (Linux only; off by default: on the measured 2-core VM a fresh memfd per slab cost more CPU than the bytes, BENCHMARKS.md issue 34)")
 	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")

@@ -85,9 +85,9 @@ type Client struct {
 	mu      sync.Mutex
 	idle    []*conn
 	closed  bool
-	// noFDs: do not ask for slabs as memfds (UseSlabFDs, or after a
+	// fds: ask for slabs as sealed memfds (UseSlabFDs; off again after a
 	// memfd failed: slabFDsFailed).
-	noFDs atomic.Bool
+	fds atomic.Bool
 }
 
 var (

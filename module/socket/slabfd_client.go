@@ -46,16 +46,17 @@ func (r *RecvBuf) addMap(b []byte) {
 }
 
 // UseSlabFDs turns on or off asking the module for slabs as sealed
-// memfds (on by default where SlabFDSupported).
-func (c *Client) UseSlabFDs(on bool) { c.noFDs.Store(!on) }
+// memfds (where SlabFDSupported; off by default: on the 2-core VM a
+// fresh memfd per slab cost more CPU than the bytes, BENCHMARKS.md).
+func (c *Client) UseSlabFDs(on bool) { c.fds.Store(on) }
 
 // SlabFDs reports whether the client asks for slabs as memfds.
-func (c *Client) SlabFDs() bool { return SlabFDSupported && !c.noFDs.Load() }
+func (c *Client) SlabFDs() bool { return SlabFDSupported && c.fds.Load() }
 
 // slabFDsFailed turns the memfd path off after an error (logged once):
 // later slabs come as bytes.
 func (c *Client) slabFDsFailed(err error) {
-	if !c.noFDs.Swap(true) {
+	if c.fds.Swap(false) {
 		slog.Warn("socket: a slab memfd failed; taking slabs as bytes from now on", "err", err)
 	}
 }

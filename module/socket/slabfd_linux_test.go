@@ -48,6 +48,7 @@ func servedPairFDs(t *testing.T) ([2]*Client, *recordingFDs) {
 	srv.memfds = rec
 	go srv.Serve(l)
 	c := Dial(path, 0)
+	c.UseSlabFDs(true)
 	t.Cleanup(func() { c.Close(); l.Close() })
 	cs[0] = c
 	return cs, rec
@@ -210,6 +211,7 @@ func TestSlabFDUnsealedFromModule(t *testing.T) {
 		writeWithFD(c, b, fd)
 	}()
 	c := Dial(path, 0)
+	c.UseSlabFDs(true)
 	defer c.Close()
 	_, err = c.DoMapped(context.Background(), []Call{{Collect: &msg.CollectRequest{Counter: 5, Count: 1}}}, true)
 	if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "seals") {

@@ -21,8 +21,8 @@ import (
 // independent of the machine's other load), for DPF-32 and DCF-32 derived
 // and otp rows. It needs a built kord: KORD_DELIVER_CPU=/path/to/kord
 // (KORD_DELIVER_KEYS: key pairs per row, default 400000;
-// KORD_DELIVER_SLAB_FDS=0: the parties take their modules' slabs as bytes,
-// --module-slab-fds=false, for an A/B against the memfd default). Not run
+// KORD_DELIVER_SLAB_FDS=1: the parties take their modules' slabs as
+// sealed memfds, --module-slab-fds, for an A/B against the bytes). Not run
 // otherwise.
 func TestDeliverCPU(t *testing.T) {
 	bin := os.Getenv("KORD_DELIVER_CPU")
@@ -37,8 +37,8 @@ func TestDeliverCPU(t *testing.T) {
 	// KORD_DELIVER_DIR: the cluster's directory (its logs), kept.
 	dir := os.Getenv("KORD_DELIVER_DIR")
 	opts := cluster.Options{Bin: bin, Batch: DeliverDefaultBatch, InFlight: DeliverDefaultInFlight}
-	if os.Getenv("KORD_DELIVER_SLAB_FDS") == "0" {
-		opts.PartyArgs = [2][]string{{"--module-slab-fds=false"}, {"--module-slab-fds=false"}}
+	if os.Getenv("KORD_DELIVER_SLAB_FDS") == "1" {
+		opts.PartyArgs = [2][]string{{"--module-slab-fds"}, {"--module-slab-fds"}}
 	}
 	c, err := cluster.Start(ctx, dir, opts)
 	if err != nil {

@@ -43,7 +43,7 @@ type DeliverConfig struct {
 }
 
 // SlabNote says what the slab columns cover (DeliverReport.SlabNote).
-const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place (Linux; kord party --module-slab-fds); " +
+const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place (Linux; kord party --module-slab-fds, off by default); " +
 	"the application reaches the parties over gRPC on a Unix socket: the hand-off of slabs to a same-host application as memfds is not built. " +
 	"processes: --app-link's path with the module's slabs as bytes over its socket (--module-slab-fds=false), unless --app-link slab"
 
@@ -130,9 +130,11 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x64656c69))
 	say("bench deliver: starting 2 modules and 2 parties on loopback… ")
 	opts := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: o.AppLink != "tcp"}
-	if o.AppLink != "slab" {
-		opts.PartyArgs = [2][]string{{"--module-slab-fds=false"}, {"--module-slab-fds=false"}}
+	slabFlag := "--module-slab-fds=false"
+	if o.AppLink == "slab" {
+		slabFlag = "--module-slab-fds"
 	}
+	opts.PartyArgs = [2][]string{{slabFlag}, {slabFlag}}
 	c, err := cluster.Start(ctx, "", opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
@@ -142,7 +144,9 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 	sc := c
 	if o.AppLink != "slab" {
 		say("and 2 more with slab memfds… ")
-		if sc, err = cluster.Start(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: true}); err != nil {
+		so := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: true,
+			PartyArgs: [2][]string{{"--module-slab-fds"}, {"--module-slab-fds"}}}
+		if sc, err = cluster.Start(ctx, "", so); err != nil {
 			return nil, fmt.Errorf("starting the slab cluster: %w", err)
 		}
 		defer sc.Remove()

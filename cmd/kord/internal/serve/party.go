@@ -41,8 +41,8 @@ type PartyConfig struct {
 	InProcess daemon.ModuleFiles
 	// ModuleTimeout bounds one module request.
 	ModuleTimeout time.Duration
-	// NoSlabFDs: take bulk slabs from the module socket as bytes, not as
-	// sealed memfds read in place (the default on Linux).
+	// NoSlabFDs: take bulk slabs from the module socket as bytes (the
+	// default), not as sealed memfds read in place (Linux).
 	NoSlabFDs bool
 	// Listen is the application API address (host:port or
 	// unix:///path); PeerListen party 1's peer address, Peer the address
