@@ -85,6 +85,11 @@ func FuzzDecodeResponse(f *testing.F) {
 		Slab: &pb.Slab{First: 5, N: 2, Mode: 1, Type: 1, InBits: 8, OutBits: 8, Stride: 3, Keys: make([]byte, 6), PairTags: make([]byte, 32)}}}}}}
 	b, _ := proto.Marshal(slab)
 	f.Add(b)
+	// A slab whose keys came as a memfd (keys_fd, no keys).
+	fd := proto.Clone(slab).(*pb.ModuleResponse)
+	fd.Results[0].GetCollect().Slab.Keys, fd.Results[0].GetCollect().Slab.KeysFd = nil, true
+	b, _ = proto.Marshal(fd)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var want pb.ModuleResponse
 		werr := proto.Unmarshal(b, &want)
