@@ -76,15 +76,10 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
-	// fresh: this party has had no session since it started (recover.go).
+	// fresh: this party has had no session since it started, so what it
+	// reported spent before is lost (party 0 settles its doubt so). Its
+	// record is used only after a real restart (ledger.takeRestart).
 	fresh := p.sessions.Load() == 0
-	if fresh {
-		var recs []*recoverRec
-		for _, r := range peerSpent(hello.Spent, hello.Run) {
-			recs = append(recs, &recoverRec{shape: shape{id: r.id}, class: ErrClassSpent})
-		}
-		p.keepRecovered(recs)
-	}
 	p.heldMu.Lock()
 	newRun := p.heldRun != hello.Run
 	doubt := p.held
@@ -135,8 +130,14 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if newRun {
 		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
 	}
-	if fresh && len(pw.Recent) > 0 {
-		p.keepRecovered(recsOf(pw.Recent))
+	if p.ledger.takeRestart() {
+		// This party's first session after its own restart: its record,
+		// narrowed by party 0's lists, answers its application's resends.
+		peer := pw.Recent
+		for _, r := range peerSpent(hello.Spent, hello.Run) {
+			peer = append(peer, &pb.RecentItem{Item: &pb.BatchItem{Id: r.id}, ErrorClass: ErrClassSpent})
+		}
+		p.keepRecovered(p.ownRecovery(peer, true))
 	}
 	rc, err := p.mod.Reconcile(ctx, pw.Witness)
 	if err != nil {
@@ -540,6 +541,8 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 	if err != nil {
 		return fail(class, "%v", err), nil
 	}
+	// Recorded before the reply lets party 0 deliver (recover.go).
+	p.ledger.put(servedOf(js, reps))
 	p.heldMu.Lock()
 	p.heldRun = f.run
 	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps})

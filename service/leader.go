@@ -148,11 +148,14 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	}
 	wm := &pb.Witness{Witness: w}
 	if len(hr.Recent) > 0 {
-		// This party restarted (recover.go): complete or void what party
-		// 1 holds, and keep what it delivered for resends.
-		var recs []*recoverRec
-		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
-		p.keepRecovered(recs)
+		// Party 1 holds batches for an earlier run of this party: settled
+		// from this site's own record alone (recover.go).
+		wm.HeldOk, wm.HeldVoid = p.settleHeldOwn(hr.Recent)
+	}
+	if p.ledger.takeRestart() {
+		// This party's first session after its own restart: its record,
+		// narrowed by party 1's lists, answers its application's resends.
+		p.keepRecovered(p.ownRecovery(hr.Recent, false))
 	}
 	doubt := p.settleDoubt(hr.Fresh)
 	if hr.Fresh {

@@ -94,7 +94,12 @@ type Config struct {
 	// replies. Answered keys leave MaxPending's count, so without it an
 	// application that sends without reading would pile replies up.
 	MaxStreamKeys int
-	Logger        *slog.Logger
+	// State is the party's state file (ledger.go): its own durable
+	// record of what it served for recent ids, which alone decides what
+	// it hands out again after a restart. "" keeps none: a restarted
+	// party then completes nothing generated before (those ids are void).
+	State  string
+	Logger *slog.Logger
 	Registry      prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
@@ -158,7 +163,9 @@ type Party struct {
 	recentNext int
 	tags       [][16]byte // pair tags by counter mod recentKeys
 	tagCtr     []uint64
-	// what a restarted party's peer sent it (recover.go)
+	// this party's own durable record (ledger.go)
+	ledger *ledger
+	// what a restarted party answers resends with (recover.go)
 	recoverMu     sync.RWMutex
 	recovered     map[uint64]*recoverRec
 	recoveredN    atomic.Int64
@@ -234,6 +241,18 @@ func New(c Config) (*Party, error) {
 		}
 		p.peerConn, p.peer = conn, pb.NewPeerLinkClient(conn)
 	}
+	l, err := openLedger(c.State, p.log)
+	if err != nil {
+		if p.peerConn != nil {
+			p.peerConn.Close()
+		}
+		return nil, err
+	}
+	p.ledger = l
+	if l.restarted {
+		p.log.Info("restarted over this party's state file: its record answers resends in the first peer session",
+			"state", c.State, "epoch", l.epoch, "ids", len(l.byID))
+	}
 	return p, nil
 }
 
@@ -242,10 +261,11 @@ var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1
 
 // Close releases the peer connection.
 func (p *Party) Close() error {
+	err := p.ledger.close()
 	if p.peerConn != nil {
-		return p.peerConn.Close()
+		err = errors.Join(err, p.peerConn.Close())
 	}
-	return nil
+	return err
 }
 
 // peerCreds are the peer link's transport credentials: PeerCreds, or
@@ -400,6 +420,10 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	p.record(jobs, reps)
+	if p.cfg.Party == 0 {
+		// Recorded before the application or party 1 gets them (recover.go).
+		p.ledger.put(servedOf(jobs, reps))
+	}
 	n := 0
 	var next uint64
 	for i, j := range jobs {

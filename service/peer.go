@@ -112,6 +112,7 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 			case voidSet[j.id]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+				p.ledger.answered([]uint64{j.id}, ErrClassVoid)
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
