@@ -347,7 +347,13 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 			return nil, err
 		}
 	} else {
-		cr := &socket.CollectRange{First: r.first, Count: r.n}
+		// The module hands the outputs out again only for the request
+		// they were generated for (socket.CollectRange.Expect).
+		ex, err := expectOf(j, r.n)
+		if err != nil {
+			return nil, err
+		}
+		cr := &socket.CollectRange{First: r.first, Count: r.n, Expect: ex}
 		if j.points != nil {
 			cr.Points = make([][]uint64, r.n)
 			for k := range cr.Points {
@@ -375,6 +381,22 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
 	j.clearView()
 	return outs, nil
+}
+
+// expectOf is j's share requests for n keys, as they were submitted to
+// the module (a derived job's one shape for each of its keys).
+func expectOf(j *job, n int) ([]msg.Share, error) {
+	switch {
+	case j.derived > 0 && len(j.shares) == 1 && j.derived == n:
+		out := make([]msg.Share, n)
+		for i := range out {
+			out[i] = j.shares[0]
+		}
+		return out, nil
+	case j.derived == 0 && len(j.shares) == n:
+		return slices.Clone(j.shares), nil
+	}
+	return nil, fmt.Errorf("the request has another number of keys than the one served before")
 }
 
 // recollectSlab re-collects the bulk r's keys came from and returns r's

@@ -156,8 +156,9 @@ func (a *atk) record(liar, id, src uint64, held bool) *pb.RecentItem {
 }
 
 // forged lists, for the new ids, records naming old ids' counters (as
-// delivered and as held), and for each old id one naming another old
-// id's counter; truthful adds the true record of each old id.
+// delivered and as held), and for each even old id one naming another
+// old id's counter (odd ones: the true record); truthful: the true
+// record of every old id.
 func (a *atk) forged(liar int, newIDs []uint64, truthful bool) []*pb.RecentItem {
 	var out []*pb.RecentItem
 	for i, id := range newIDs {
@@ -165,7 +166,7 @@ func (a *atk) forged(liar int, newIDs []uint64, truthful bool) []*pb.RecentItem 
 		out = append(out, a.record(uint64(liar), id, src, false), a.record(uint64(liar), id, src, true))
 	}
 	for id := uint64(1); id <= atkOld; id++ {
-		if truthful {
+		if truthful || id%2 == 1 {
 			out = append(out, a.record(uint64(liar), id, id, false))
 		} else {
 			out = append(out, a.record(uint64(liar), id, id%atkOld+1, false))
@@ -403,19 +404,26 @@ func TestForgedRecordsRestartedPartyZero(t *testing.T) {
 	if k1 != 0 {
 		t.Errorf("%d keys for new ids or resends with other shares", k1)
 	}
-	// Resends with the same shares of ids the liar misnamed: void (the
-	// records disagree), never another id's key.
+	// Resends with the same shares: ids the liar misnamed (even) are void
+	// (the records disagree), never another id's key; the others get the
+	// key delivered for them before, re-collected through the module
+	// socket's request check.
 	same := a.resends(0, atkOld, true)[8:]
 	got = a.ask(0, same, 4*time.Second)
-	a.check(0, got)
+	again, _ := a.check(0, got)
 	voided := map[uint64]bool{}
 	for id, rs := range got {
 		if len(rs) > 0 && rs[0].Err != nil && replyClass(t, rs[0]) == ErrClassVoid {
 			voided[id] = true
+			if id%2 == 1 {
+				t.Errorf("id %d, truthfully recorded by the peer and resent alike, answered void", id)
+			}
+		} else if len(rs) > 0 && rs[0].Err == nil && id%2 == 0 {
+			t.Errorf("id %d, misnamed by the peer, was delivered", id)
 		}
 	}
-	if len(voided) == 0 {
-		t.Fatalf("no resend was answered void (replies: %d): the misnamed records were not narrowed", len(got))
+	if len(voided) == 0 || again == 0 {
+		t.Fatalf("%d resends answered void, %d completed again (of %d answered): want both", len(voided), again, len(got))
 	}
 	// Restart again; the liar now tells the truth for every old id.
 	truth := a.forged(1, nil, true)
@@ -437,12 +445,17 @@ func TestForgedRecordsRestartedPartyZero(t *testing.T) {
 
 // TestForgedRecordsPartyOne: host 0 lies to party 1 at its first start
 // (with a module that has served before) and after a real restart:
-// Witness.recent names old counters for new ids and for old ids resent
-// with other shares, and held_ok names every id. Party 1 delivers no key
-// for them.
+// Witness.recent names old counters for new ids and misnames even old
+// ids, and held_ok names every id. Party 1 delivers no key for new ids or
+// for old ids resent with other shares; an old id resent alike gets the
+// key delivered for it before (odd: the peer told the truth) or void
+// (even), never another.
 func TestForgedRecordsPartyOne(t *testing.T) {
-	for _, restart := range []bool{false, true} {
-		t.Run(map[bool]string{false: "first-start", true: "restarted"}[restart], func(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		restart, resends bool
+	}{{"first-start", false, false}, {"restarted", true, false}, {"restarted-resend", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			a := newAtk(t)
 			ids := newIDs(8)
 			recs := a.forged(0, ids, false)
@@ -450,7 +463,7 @@ func TestForgedRecordsPartyOne(t *testing.T) {
 			a.stop(1)
 			c := a.cfg
 			c.State = filepath.Join(a.dir, "party1.db")
-			if !restart {
+			if !tc.restart {
 				// A first start: a state file no party wrote before.
 				c.State = filepath.Join(a.dir, "party1-first.db")
 			}
@@ -460,12 +473,26 @@ func TestForgedRecordsPartyOne(t *testing.T) {
 			heldOK := append(append([]uint64(nil), ids...), 1, 2, 3)
 			a.liar0(ctx, recs, heldOK)
 			reqs := append(a.fresh(1, ids), a.resends(1, atkOld, false)...)
+			if tc.resends {
+				reqs = a.resends(1, atkOld, true)
+			}
 			got := a.ask(1, reqs, 4*time.Second)
 			keys, refused := a.check(1, got)
-			if keys != 0 {
-				t.Errorf("%d keys delivered to new ids or resends with other shares", keys)
-			}
 			t.Logf("replies: %d keys, %d refused, %d unanswered", keys, refused, len(reqs)-len(got))
+			if !tc.resends {
+				if keys != 0 {
+					t.Errorf("%d keys delivered to new ids or resends with other shares", keys)
+				}
+				return
+			}
+			for id, rs := range got {
+				if len(rs) > 0 && (rs[0].Err == nil) != (id%2 == 1) {
+					t.Errorf("id %d resent alike: %+v (want its old key for odd ids, void for even)", id, rs[0])
+				}
+			}
+			if keys == 0 {
+				t.Error("no id completed again after party 1's restart")
+			}
 		})
 	}
 }

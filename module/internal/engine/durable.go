@@ -239,6 +239,10 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 		d.mu.Unlock()
 		return r, nil
 	}
+	var rq msg.Share
+	if o := d.ready[req.Counter]; o != nil {
+		rq = o.req
+	}
 	d.mu.Unlock()
 	r, err := d.Engine.Collect(ctx, req)
 	if err != nil {
@@ -247,6 +251,7 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.slot(req.Counter)
+	c.req = rq
 	key, evals := append(c.resp.Key[:0], r.Key...), append(c.resp.Evals[:0], r.Evals...)
 	c.resp = *r
 	c.resp.Key, c.resp.Evals = key, evals
@@ -277,6 +282,10 @@ func (d *Durable) slot(counter uint64) *cached {
 	c.used = false
 	clear(c.resp.Key)
 	clear(c.resp.Evals)
+	c.req = msg.Share{}
+	if o := d.ready[counter]; o != nil {
+		c.req = o.req // the output about to be collected into the slot
+	}
 	return c
 }
 
@@ -324,6 +333,46 @@ func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit 
 	}
 	return nil
 }
+
+// RecollectRange hands emit the outputs handed out before at counters
+// first … first+count-1, each only if it was generated for expect[i]
+// (same own shares, shape and payload as submitted) and, in consume mode,
+// for the same points. It checks every counter before it emits any and
+// refuses the call otherwise: nothing is generated or handed out for a
+// request other than the one an output was made for.
+func (d *Durable) RecollectRange(first uint64, count int, points [][]uint64, expect []msg.Share, emit func(*msg.CollectResponse)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(expect) != count {
+		return bad("Expect: %d requests for %d counters", len(expect), count)
+	}
+	cs := make([]*cached, count)
+	for i := range count {
+		counter := first + uint64(i)
+		var pts []uint64
+		if points != nil {
+			pts = points[i]
+		}
+		c := d.cached(counter, pts)
+		if c == nil {
+			return bad("Counter: no output handed out at counter %d is remembered (a re-collect hands out only those)", counter)
+		}
+		if c.req != expect[i] {
+			d.rejects[RejectRecollect]++
+			d.log.Warn("re-collect refused: the output was generated for another request", "party", d.party, "counter", counter)
+			return bad("Expect[%d]: the output at counter %d was generated for another request; refused", i, counter)
+		}
+		cs[i] = c
+	}
+	for _, c := range cs {
+		emit(&c.resp)
+	}
+	return nil
+}
+
+// RejectRecollect counts re-collects refused because the output was
+// generated for another request (Poll: Rejects).
+const RejectRecollect = "recollect_mismatch"
 
 // CollectSlab hands emit the slab of the bulk at first (Count keys), as
 // Collect would: a repeat of a recent one gives the same bytes. The slab
@@ -439,7 +488,9 @@ func cloneSlab(s *msg.Slab) *msg.Slab {
 type cached struct {
 	resp   msg.CollectResponse
 	points []uint64
-	used   bool
+	// req: the request the output was generated for (RecollectRange).
+	req  msg.Share
+	used bool
 }
 
 // cloneCollect copies r; empty keys and evaluations come back nil.
