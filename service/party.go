@@ -98,9 +98,9 @@ type Config struct {
 	// record of what it served for recent ids, which alone decides what
 	// it hands out again after a restart. "" keeps none: a restarted
 	// party then completes nothing generated before (those ids are void).
-	State  string
-	Logger *slog.Logger
-	Registry      prometheus.Registerer
+	State    string
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.

@@ -177,8 +177,8 @@ type output struct {
 	// req: this party's request the output was generated for (own
 	// shares, shape, payload), for a Durable's re-collect check.
 	req   msg.Share
-	wiped bool // dropped: no key is made for it
-	chunk       *keyChunk         // the buffer raw is a slice of
+	wiped bool      // dropped: no key is made for it
+	chunk *keyChunk // the buffer raw is a slice of
 }
 
 // keyChunk is the buffer one generate call writes its keys into; each
