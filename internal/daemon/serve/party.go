@@ -49,6 +49,8 @@ type PartyConfig struct {
 	// PeerTimeout go to service.Config.
 	Batch, InFlight, MaxPending, MaxStreamKeys int
 	MatchTimeout, PeerTimeout                  time.Duration
+	// PartyState is the party's own state file (service.Config.State).
+	PartyState string
 	// TLSCert, TLSKey, TLSCA, TLSPeerName and PeerPlaintext are the peer
 	// link's transport (daemon.PeerTLS).
 	TLSCert, TLSKey, TLSCA, TLSPeerName string
@@ -99,7 +101,7 @@ func Party(ctx context.Context, c PartyConfig) error {
 	defer closeMod()
 	p, err := service.New(service.Config{Party: party, Module: mod, Batch: c.Batch, InFlight: c.InFlight, PeerAddr: c.Peer,
 		PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: c.MatchTimeout, PeerTimeout: c.PeerTimeout, MaxPending: c.MaxPending,
-		MaxStreamKeys: c.MaxStreamKeys, Logger: base, Registry: reg})
+		MaxStreamKeys: c.MaxStreamKeys, State: c.PartyState, Logger: base, Registry: reg})
 	if err != nil {
 		return err
 	}
