@@ -73,6 +73,12 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if hello == nil {
 		return fmt.Errorf("%w: expected hello", errDesync)
 	}
+	if err := checkVersion(hello.Version); err != nil {
+		// State this party's version, so that party 0 says so too.
+		f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Version: ProtocolVersion}}})
+		p.log.Error("peer session refused", "err", err)
+		return err
+	}
 	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
@@ -117,7 +123,8 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err = f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent,
+		Version: ProtocolVersion}}}); err != nil {
 		return err
 	}
 	if m, err = f.link.Recv(); err != nil {

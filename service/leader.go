@@ -121,7 +121,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
-		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Version: ProtocolVersion}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := l.link.Recv()
@@ -131,6 +131,10 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	hr := m.GetHelloReply()
 	if hr == nil {
 		return fmt.Errorf("%w: expected a hello reply", errDesync)
+	}
+	if err := checkVersion(hr.Version); err != nil {
+		p.log.Error("peer session refused", "err", err)
+		return err
 	}
 	// Requests party 1 burned (its module opened our frames for them and
 	// the batch was not delivered) are not batched again.

@@ -200,7 +200,7 @@ func (l *liar1) Session(st grpc.BidiStreamingServer[pb.PeerMsg, pb.PeerMsg]) err
 	}
 	recs := *l.recs.Load()
 	if err := st.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		Fresh: true, Recent: recs}}}); err != nil {
+		Fresh: true, Recent: recs, Version: ProtocolVersion}}}); err != nil {
 		return err
 	}
 	if m, err = st.Recv(); err != nil || m.GetWitness() == nil {
@@ -261,7 +261,7 @@ func (a *atk) liar0(ctx context.Context, recs []*pb.RecentItem, heldOK []uint64)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if err := st.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: rand.Uint64(), Challenge: chal, EarlyFrames: true}}}); err != nil {
+	if err := st.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: rand.Uint64(), Challenge: chal, EarlyFrames: true, Version: ProtocolVersion}}}); err != nil {
 		a.t.Fatal(err)
 	}
 	m, err := st.Recv()

@@ -1238,7 +1238,11 @@ type Hello struct {
 	// spent: requests party 0 failed as spent or tampered (its module had
 	// opened party 1's frames for them) while party 1 may still hold them;
 	// party 1 fails them too rather than wait for a batch that never comes.
-	Spent         *SpentRequests `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
+	Spent *SpentRequests `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
+	// version: party 0's peer protocol version (service.ProtocolVersion;
+	// 0: a party from before versions were stated). Party 1 refuses a
+	// session of another version, saying which.
+	Version       uint32 `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1306,6 +1310,13 @@ func (x *Hello) GetSpent() *SpentRequests {
 		return x.Spent
 	}
 	return nil
+}
+
+func (x *Hello) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 // SpentRequests names requests by the batch they were last in and their
@@ -1385,7 +1396,10 @@ type HelloReply struct {
 	Recent []*RecentItem `protobuf:"bytes,6,rep,name=recent,proto3" json:"recent,omitempty"`
 	// bulk: party 1 reads Batch.runs: a batch whose runs are set goes to
 	// each module as one bulk request per run (one frame, one slab).
-	Bulk          bool `protobuf:"varint,7,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	Bulk bool `protobuf:"varint,7,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	// version: party 1's peer protocol version (as Hello.version); party 0
+	// refuses a session of another version, saying which.
+	Version       uint32 `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1469,12 +1483,18 @@ func (x *HelloReply) GetBulk() bool {
 	return false
 }
 
+func (x *HelloReply) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 // RecentItem is one request a party delivered (or, party 1, holds
 // answered and unconfirmed): its batch header item, the first counter of
-// its keys and the SHA-256 over their pair tags. The restarted peer
-// re-collects the same counters from its own module (collect is
-// idempotent for recent counters) and hands its share out only if its
-// pair tags give the same digest.
+// its keys and the SHA-256 over their pair tags. A restarted peer uses
+// these only to narrow what its own record lets it hand out again
+// (docs/api.md, "Recovery after a party restart"): never to add to it.
 type RecentItem struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Item         *BatchItem             `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
@@ -2371,16 +2391,17 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\vderive_beta\x18\x04 \x01(\fR\n" +
 	"deriveBeta\x12\x14\n" +
 	"\x05betas\x18\x05 \x03(\x04R\x05betas\x12*\n" +
-	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xb5\x01\n" +
+	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xcf\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
 	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
 	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\x12,\n" +
-	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"5\n" +
+	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\rR\aversion\"5\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xec\x01\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\x86\x02\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
@@ -2389,7 +2410,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x14\n" +
 	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12+\n" +
 	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x12\n" +
-	"\x04bulk\x18\a \x01(\bR\x04bulk\"\xee\x01\n" +
+	"\x04bulk\x18\a \x01(\bR\x04bulk\x12\x18\n" +
+	"\aversion\x18\b \x01(\rR\aversion\"\xee\x01\n" +
 	"\n" +
 	"RecentItem\x12&\n" +
 	"\x04item\x18\x01 \x01(\v2\x12.kord.v1.BatchItemR\x04item\x12#\n" +
