@@ -29,18 +29,24 @@ var ErrWitness = errors.New("module: counter witness rejected")
 // LabelWitness is the HKDF label of the per-direction witness keys.
 const LabelWitness = "kord/v1/witness/dir"
 
-// Witness layout: magic ‖ party ‖ peer's challenge ‖ own challenge ‖
-// next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖ accepted(8, LE) ‖
-// HMAC-SHA256. (Before accepted: 104 bytes; both modules of a pair run the
-// same version.)
+// Witness layout: magic ‖ protocol version ‖ party ‖ peer's challenge ‖
+// own challenge ‖ next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖
+// accepted(8, LE) ‖ HMAC-SHA256. Before the version byte (module
+// protocol 1): 112 bytes; before accepted: 104. Both modules of a pair run
+// the same protocol version; a module refuses another, saying which.
 const (
 	challengeSize  = kdf.SessionChallengeSize
-	witnessBody    = len(witnessMagic) + 1 + 2*challengeSize + 32
-	witnessSize    = witnessBody + sha256.Size // 112
-	witnessSizeOld = witnessSize - 8
+	witnessBody    = len(witnessMagic) + 2 + 2*challengeSize + 32
+	witnessSize    = witnessBody + sha256.Size // 113
+	witnessSizeV1  = witnessSize - 1
+	witnessSizeOld = witnessSizeV1 - 8
 	witnessMagic   = "kord/v1/witness"
 	collectCache   = 8192
 )
+
+// ProtocolVersion is the module protocol version a Durable states in its
+// witness (the modules' handshake). 2: the version is stated (issue 33).
+const ProtocolVersion = 2
 
 // Durable is a software module for the module daemon: its store keeps the
 // pairing and counters, it restarts paired, and it stays locked — no key
@@ -541,7 +547,7 @@ func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	}
 	w := make([]byte, 0, witnessSize)
 	w = append(w, witnessMagic...)
-	w = append(w, byte(d.party))
+	w = append(w, ProtocolVersion, byte(d.party))
 	w = append(w, peerChallenge...)
 	w = append(w, d.own...)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Next)
@@ -576,8 +582,14 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if len(w) == witnessSizeOld && string(w[:len(witnessMagic)]) == witnessMagic {
 		return nil, fmt.Errorf("%w: a %d-byte witness, of a version before the accepted mark (want %d bytes): run the same kord version on both modules of a pair", ErrWitness, len(w), witnessSize)
 	}
+	if len(w) == witnessSizeV1 && string(w[:len(witnessMagic)]) == witnessMagic {
+		return nil, fmt.Errorf("%w: the peer module speaks module protocol 1 (before versions were stated), this module %d: upgrade both modules of a pair together (docs/operations.md, \"Upgrading a pair\")", ErrWitness, ProtocolVersion)
+	}
 	if len(w) != witnessSize || string(w[:len(witnessMagic)]) != witnessMagic {
 		return nil, fmt.Errorf("%w: malformed", ErrWitness)
+	}
+	if v := w[len(witnessMagic)]; v != ProtocolVersion {
+		return nil, fmt.Errorf("%w: the peer module speaks module protocol %d, this module %d: upgrade both modules of a pair together (docs/operations.md, \"Upgrading a pair\")", ErrWitness, v, ProtocolVersion)
 	}
 	body, tag := w[:witnessBody], w[witnessBody:]
 	m := hmac.New(sha256.New, d.wkey[1-d.party][:])
@@ -585,7 +597,7 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if !hmac.Equal(m.Sum(nil), tag) {
 		return nil, fmt.Errorf("%w: authentication", ErrWitness)
 	}
-	o := len(witnessMagic)
+	o := len(witnessMagic) + 1
 	if int(body[o]) != 1-d.party || !hmac.Equal(body[o+1:o+1+challengeSize], chal) {
 		return nil, fmt.Errorf("%w: not a fresh witness of the peer", ErrWitness)
 	}
