@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/fss"
@@ -28,6 +29,15 @@ type follower struct {
 	transcript []byte // the hash chain over the batches accepted
 	expected   uint64 // the counter the next batch must start at
 	lastSeq    uint64 // the last batch accepted
+	// sendMu: the finisher's replies and the void sender share the link.
+	sendMu sync.Mutex
+}
+
+// send sends m to party 0.
+func (f *follower) send(m *pb.PeerMsg) error {
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
+	return f.link.Send(m)
 }
 
 // serveSession is party 1's side of a session over the gRPC peer link.
@@ -174,6 +184,13 @@ func (f *follower) serve(ctx context.Context) error {
 	go func() {
 		fin <- f.finisher(ctx, work, stop)
 	}()
+	vctx, vcancel := context.WithCancel(ctx)
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		f.p.sendVoids(vctx, f.send)
+	}()
+	defer func() { vcancel(); <-vdone }()
 	defer func() {
 		close(work)
 		err := <-fin
@@ -191,6 +208,8 @@ func (f *follower) serve(ctx context.Context) error {
 			if err := f.confirm(v.Confirm); err != nil {
 				return err
 			}
+		case *pb.PeerMsg_VoidNotice:
+			f.p.peerVoid(v.VoidNotice.Ids)
 		case *pb.PeerMsg_Batch:
 			select {
 			case <-stop:
@@ -454,7 +473,7 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 			n := uint64(len(r.FrameData))
 			p.frameBytes.Add(n)
 			r.VoidIds = p.takeVoid()
-			err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			err := f.send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 			if err != nil {
 				p.frameBytes.Add(^(n - 1)) // not sent after all
 				p.restoreVoid(r.VoidIds)

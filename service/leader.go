@@ -184,10 +184,14 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 // run runs the batch pipeline until a stage fails (or ctx ends), then
 // returns the batches still in flight to the queue.
 func (l *leader) run(ctx context.Context) error {
-	l.wg.Add(3)
+	l.wg.Add(4)
 	go l.sender(ctx)
 	go l.receiver(ctx)
 	go l.watchdog(ctx)
+	go func() {
+		defer l.wg.Done()
+		l.p.sendVoids(ctx, l.send)
+	}()
 	err := <-l.errc
 	l.cancel()
 	l.wg.Wait()
@@ -331,6 +335,10 @@ func (l *leader) receiver(ctx context.Context) {
 		if err != nil {
 			l.fail(fmt.Errorf("peer: %w", err))
 			return
+		}
+		if vn := m.GetVoidNotice(); vn != nil {
+			l.p.peerVoid(vn.Ids)
+			continue
 		}
 		if err := l.reply(ctx, m.GetBatchReply()); err != nil {
 			l.fail(err)

@@ -174,6 +174,9 @@ type Party struct {
 	// tell the peer with the next batch (party 0) or batch reply (party 1)
 	voidMu  sync.Mutex
 	voidOut []uint64
+	// voidKick wakes the session's void sender (sendVoids) when voidOut
+	// gets an id.
+	voidKick chan struct{}
 }
 
 type heldBatch struct {
@@ -220,7 +223,7 @@ func New(c Config) (*Party, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
-		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0)}
+		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0), voidKick: make(chan struct{}, 1)}
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])

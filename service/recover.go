@@ -630,6 +630,30 @@ func (p *Party) addVoid(id uint64) {
 	if len(p.voidOut) < maxSpentLog {
 		p.voidOut = append(p.voidOut, id)
 	}
+	select {
+	case p.voidKick <- struct{}{}:
+	default:
+	}
+}
+
+// sendVoids sends the ids to report void as soon as there are any
+// (VoidNotice), until ctx ends or a send fails; send is the session's.
+func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.voidKick:
+		}
+		ids := p.takeVoid()
+		if len(ids) == 0 {
+			continue
+		}
+		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids}}}); err != nil {
+			p.restoreVoid(ids)
+			return
+		}
+	}
 }
 
 // takeVoid returns and clears the ids to report void to the peer.

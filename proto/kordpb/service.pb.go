@@ -2067,6 +2067,7 @@ type PeerMsg struct {
 	//	*PeerMsg_Batch
 	//	*PeerMsg_BatchReply
 	//	*PeerMsg_Confirm
+	//	*PeerMsg_VoidNotice
 	M             isPeerMsg_M `protobuf_oneof:"m"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2172,6 +2173,15 @@ func (x *PeerMsg) GetConfirm() *Confirm {
 	return nil
 }
 
+func (x *PeerMsg) GetVoidNotice() *VoidNotice {
+	if x != nil {
+		if x, ok := x.M.(*PeerMsg_VoidNotice); ok {
+			return x.VoidNotice
+		}
+	}
+	return nil
+}
+
 type isPeerMsg_M interface {
 	isPeerMsg_M()
 }
@@ -2204,6 +2214,10 @@ type PeerMsg_Confirm struct {
 	Confirm *Confirm `protobuf:"bytes,7,opt,name=confirm,proto3,oneof"`
 }
 
+type PeerMsg_VoidNotice struct {
+	VoidNotice *VoidNotice `protobuf:"bytes,8,opt,name=void_notice,json=voidNotice,proto3,oneof"`
+}
+
 func (*PeerMsg_Hello) isPeerMsg_M() {}
 
 func (*PeerMsg_HelloReply) isPeerMsg_M() {}
@@ -2218,6 +2232,57 @@ func (*PeerMsg_BatchReply) isPeerMsg_M() {}
 
 func (*PeerMsg_Confirm) isPeerMsg_M() {}
 
+func (*PeerMsg_VoidNotice) isPeerMsg_M() {}
+
+// VoidNotice (either party, any time in a session of protocol 2): ids
+// this site answered void after a restart whose keys the peer may have
+// delivered; the peer sends the stream that got them a void reply. It
+// goes as soon as there is one, not with the next batch, so that an idle
+// pair still tells its applications.
+type VoidNotice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VoidNotice) Reset() {
+	*x = VoidNotice{}
+	mi := &file_kord_v1_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VoidNotice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VoidNotice) ProtoMessage() {}
+
+func (x *VoidNotice) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VoidNotice.ProtoReflect.Descriptor instead.
+func (*VoidNotice) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *VoidNotice) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 type PairMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       []byte                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2228,7 +2293,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2305,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2318,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -2469,7 +2534,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
 	"\verror_class\x18\x03 \x01(\tR\n" +
-	"errorClass\"\xdc\x02\n" +
+	"errorClass\"\x94\x03\n" +
 	"\aPeerMsg\x12&\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0e.kord.v1.HelloH\x00R\x05hello\x126\n" +
 	"\vhello_reply\x18\x02 \x01(\v2\x13.kord.v1.HelloReplyH\x00R\n" +
@@ -2479,8 +2544,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05batch\x18\x05 \x01(\v2\x0e.kord.v1.BatchH\x00R\x05batch\x126\n" +
 	"\vbatch_reply\x18\x06 \x01(\v2\x13.kord.v1.BatchReplyH\x00R\n" +
 	"batchReply\x12,\n" +
-	"\aconfirm\x18\a \x01(\v2\x10.kord.v1.ConfirmH\x00R\aconfirmB\x03\n" +
-	"\x01m\"?\n" +
+	"\aconfirm\x18\a \x01(\v2\x10.kord.v1.ConfirmH\x00R\aconfirm\x126\n" +
+	"\vvoid_notice\x18\b \x01(\v2\x13.kord.v1.VoidNoticeH\x00R\n" +
+	"voidNoticeB\x03\n" +
+	"\x01m\"\x1e\n" +
+	"\n" +
+	"VoidNotice\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\"?\n" +
 	"\vPairMessage\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired2\xdb\x01\n" +
@@ -2505,7 +2575,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -2530,22 +2600,23 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*BatchReply)(nil),            // 20: kord.v1.BatchReply
 	(*Confirm)(nil),               // 21: kord.v1.Confirm
 	(*PeerMsg)(nil),               // 22: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 23: kord.v1.PairMessage
-	(*modulepb.Correlation)(nil),  // 24: kord.v1.Correlation
-	(*modulepb.CorrShares)(nil),   // 25: kord.v1.CorrShares
-	(*modulepb.PollResponse)(nil), // 26: kord.v1.PollResponse
+	(*VoidNotice)(nil),            // 23: kord.v1.VoidNotice
+	(*PairMessage)(nil),           // 24: kord.v1.PairMessage
+	(*modulepb.Correlation)(nil),  // 25: kord.v1.Correlation
+	(*modulepb.CorrShares)(nil),   // 26: kord.v1.CorrShares
+	(*modulepb.PollResponse)(nil), // 27: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
-	24, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
-	25, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
+	25, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
+	26, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
 	1,  // 2: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
 	0,  // 3: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
 	4,  // 4: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 5: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 6: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	26, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	24, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
-	24, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
+	27, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	25, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
+	25, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
 	14, // 10: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
 	14, // 11: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
 	16, // 12: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
@@ -2560,23 +2631,24 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	19, // 21: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
 	20, // 22: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
 	21, // 23: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 24: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 25: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 26: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 27: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	23, // 28: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	22, // 29: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 30: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 31: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 32: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 33: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	23, // 34: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	22, // 35: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	30, // [30:36] is the sub-list for method output_type
-	24, // [24:30] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 24: kord.v1.PeerMsg.void_notice:type_name -> kord.v1.VoidNotice
+	3,  // 25: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 26: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 27: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 28: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	24, // 29: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	22, // 30: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 31: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 32: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 33: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 34: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	24, // 35: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	22, // 36: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -2592,6 +2664,7 @@ func file_kord_v1_service_proto_init() {
 		(*PeerMsg_Batch)(nil),
 		(*PeerMsg_BatchReply)(nil),
 		(*PeerMsg_Confirm)(nil),
+		(*PeerMsg_VoidNotice)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2599,7 +2672,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
