@@ -145,7 +145,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
 	}
 	if newRun {
-		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldSpent)
 	}
 	if p.ledger.takeRestart() {
 		// This party's first session after its own restart: its record,

@@ -154,7 +154,15 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	if len(hr.Recent) > 0 {
 		// Party 1 holds batches for an earlier run of this party: settled
 		// from this site's own record alone (recover.go).
-		wm.HeldOk, wm.HeldVoid = p.settleHeldOwn(hr.Recent)
+		wm.HeldOk, wm.HeldVoid, wm.HeldSpent = p.settleHeldOwn(hr.Recent)
+		// A resend of a held id answered void here gets void too (the
+		// same class at both sites, also in a later session).
+		voids := make([]*recoverRec, len(wm.HeldVoid))
+		for i, id := range wm.HeldVoid {
+			voids[i] = &recoverRec{shape: shape{id: id}, class: ErrClassVoid}
+		}
+		p.ledger.answered(wm.HeldVoid, ErrClassVoid)
+		p.keepRecovered(voids)
 	}
 	if p.ledger.takeRestart() {
 		// This party's first session after its own restart: its record,

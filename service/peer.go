@@ -88,7 +88,7 @@ func (p *Party) settleHeld(run, through uint64) {
 // batches held for its predecessor: party 0 named the requests whose pair
 // it completed (ok: delivered) and those it could not (void); any other
 // is failed spent as before (a party 0 that does not know the lists).
-func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
+func (p *Party) resolveHeld(run uint64, ok, void, spent []uint64) {
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
@@ -102,6 +102,10 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 	for _, id := range void {
 		voidSet[id] = true
 	}
+	spentSet := make(map[uint64]bool, len(spent))
+	for _, id := range spent {
+		spentSet[id] = true
+	}
 	for _, h := range held {
 		var dj, rest []*job
 		var dr [][]msg.CollectResponse
@@ -114,6 +118,11 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 				p.ledger.answered([]uint64{j.id}, ErrClassVoid)
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
+			case spentSet[j.id]:
+				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				p.m.rejects.WithLabelValues(ErrClassSpent).Inc()
+				p.ledger.answered([]uint64{j.id}, ErrClassSpent)
+				j.fail(ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α", j.id, h.seq)
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				rest = append(rest, j)

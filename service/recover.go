@@ -501,9 +501,10 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 // settleHeldOwn (party 0, at a handshake where party 1 lists batches it
 // held for an earlier run of party 0) settles them from this site's own
 // record: an id this site delivered at the same counters with the same
-// pair-tag digest is complete (party 1 delivers it), any other is void.
-// It asks the module nothing.
-func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void []uint64) {
+// pair-tag digest is complete (party 1 delivers it), one it answered
+// spent or tampered is spent (as its application was told), any other is
+// void. It asks the module nothing.
+func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64) {
 	for _, it := range items {
 		if !it.Held || it.GetItem() == nil || it.GetErrorClass() != "" {
 			continue
@@ -515,11 +516,15 @@ func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void []uint64) {
 			ok = append(ok, id)
 			continue
 		}
+		if found && (s.class == ErrClassSpent || s.class == ErrClassTampered) {
+			spent = append(spent, id) // as this site answered it
+			continue
+		}
 		void = append(void, id)
 		p.log.Warn("a pair held by party 1 for an earlier run of this party is not in this site's record; void at both sites",
 			"id", id, "first_counter", it.FirstCounter)
 	}
-	return ok, void
+	return ok, void, spent
 }
 
 // servedOf is the ledger entries of delivered (party 0) or held (party 1)

@@ -1607,12 +1607,16 @@ type Witness struct {
 	// recent: party 0's recent deliveries, sent when HelloReply.fresh.
 	Recent []*RecentItem `protobuf:"bytes,2,rep,name=recent,proto3" json:"recent,omitempty"`
 	// held_ok, held_void: for the held items of HelloReply.recent, the ids
-	// whose pair party 0 completed (its module had collected the same
-	// counters with the same digest: party 1 delivers) and those it could
-	// not (party 1 fails them void; so does party 0 if the application
-	// asks again).
-	HeldOk        []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
-	HeldVoid      []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
+	// whose pair party 0's own record says it delivered at the same
+	// counters with the same digest (party 1 delivers) and those it did not
+	// (party 1 fails them void; so does party 0 if the application asks
+	// again).
+	HeldOk   []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
+	HeldVoid []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
+	// held_spent: held ids party 0's record says it answered spent (or
+	// tampered) before its restart: party 1 fails them spent, the class
+	// site 0's application already has.
+	HeldSpent     []uint64 `protobuf:"varint,5,rep,packed,name=held_spent,json=heldSpent,proto3" json:"held_spent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1671,6 +1675,13 @@ func (x *Witness) GetHeldOk() []uint64 {
 func (x *Witness) GetHeldVoid() []uint64 {
 	if x != nil {
 		return x.HeldVoid
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldSpent() []uint64 {
+	if x != nil {
+		return x.HeldSpent
 	}
 	return nil
 }
@@ -2488,12 +2499,14 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"errorClass\x12\x1d\n" +
 	"\n" +
 	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
-	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\x86\x01\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xa5\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
-	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
+	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12\x1d\n" +
+	"\n" +
+	"held_spent\x18\x05 \x03(\x04R\theldSpent\"-\n" +
 	"\bSyncDone\x12!\n" +
 	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
 	"\x05Batch\x12\x10\n" +
