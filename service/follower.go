@@ -568,7 +568,9 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 		return fail(class, "%v", err), nil
 	}
 	// Recorded before the reply lets party 0 deliver (recover.go).
-	p.ledger.put(servedOf(js, reps))
+	if p.ledger.durable() {
+		p.ledger.put(servedOf(js, reps))
+	}
 	p.heldMu.Lock()
 	p.heldRun = f.run
 	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps})

@@ -182,6 +182,14 @@ func (l *ledger) close() error {
 	return errors.Join(err, db.Close())
 }
 
+// durable reports whether the ledger keeps a file (entries are worth
+// computing).
+func (l *ledger) durable() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.db != nil
+}
+
 // takeRestart reports, once, whether this party restarted over its own
 // file: only its first session after the restart uses recovery.
 func (l *ledger) takeRestart() bool {

@@ -423,7 +423,7 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	p.record(jobs, reps)
-	if p.cfg.Party == 0 {
+	if p.cfg.Party == 0 && p.ledger.durable() {
 		// Recorded before the application or party 1 gets them (recover.go).
 		p.ledger.put(servedOf(jobs, reps))
 	}
