@@ -104,7 +104,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if newRun {
 		// Party 0 restarted (or this is the first session): what it
 		// delivered of the held batches is settled at its witness.
-		recent = append(p.recentItems(), heldItems(doubt)...)
+		recent = append(p.listItems(), heldItems(doubt)...)
 	} else {
 		p.settleHeld(hello.Run, hello.DeliveredThrough)
 	}

@@ -173,7 +173,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	if hr.Fresh {
 		// Party 1 restarted: what this site delivered, and what it failed
 		// spent since, for its application's resends.
-		wm.Recent = append(p.recentItems(), tombstones(doubt, ErrClassSpent)...)
+		wm.Recent = append(p.listItems(), tombstones(doubt, ErrClassSpent)...)
 	}
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)

@@ -260,7 +260,10 @@ func New(c Config) (*Party, error) {
 }
 
 // peerBackoff is party 0's reconnection backoff to party 1.
-var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+// MaxDelay bounds how long a restarted party 1 waits to be dialled again
+// after a longer outage (a whole site's restart): a dial to a closed port
+// costs nothing worth saving.
+var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond}
 
 // Close releases the peer connection.
 func (p *Party) Close() error {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -205,6 +206,36 @@ func (p *Party) recentItems() []*pb.RecentItem {
 			continue
 		}
 		out = append(out, &pb.RecentItem{Item: r.item(), FirstCounter: r.first, Digest: d, BulkFirst: r.slabFirst, BulkN: uint32(r.slabN)})
+	}
+	return out
+}
+
+// listItems is what this site tells a restarted peer it served: its own
+// record's entries (outputs served, or the class answered), oldest first,
+// which outlive this party's own restarts; without a state file, what it
+// delivered since it started.
+func (p *Party) listItems() []*pb.RecentItem {
+	if !p.ledger.durable() {
+		return p.recentItems()
+	}
+	es := p.ledger.entries()
+	all := make([]served, 0, len(es))
+	for _, s := range es {
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b served) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]*pb.RecentItem, 0, len(all))
+	for _, s := range all {
+		if s.class != "" {
+			c := ErrClassSpent
+			if s.class == ErrClassVoid {
+				c = ErrClassVoid
+			}
+			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{Id: s.id}, ErrorClass: c})
+			continue
+		}
+		out = append(out, &pb.RecentItem{Item: s.shape.item(), FirstCounter: s.first, Digest: slices.Clone(s.tags[:]),
+			BulkFirst: s.slabFirst, BulkN: uint32(s.slabN)})
 	}
 	return out
 }
