@@ -56,7 +56,10 @@ type served struct {
 	slabFirst uint64
 	slabN     int
 	tags      [32]byte // recoverDigest of this site's outputs
-	class     string   // "": outputs served; else the class answered
+	// conf: the confirmation of this site's pair tags (itemConfirm,
+	// confirm.go), which party 0 sends for a held pair it delivered.
+	conf  [32]byte
+	class string // "": outputs served; else the class answered
 }
 
 type idSeq struct{ id, seq uint64 }
@@ -298,7 +301,7 @@ func (l *ledger) answered(ids []uint64, class string) {
 }
 
 // encode writes s: version ‖ seq ‖ shape ‖ req ‖ first ‖ n ‖ slabFirst ‖
-// slabN ‖ tags ‖ class, integers as uvarints, strings length-prefixed.
+// slabN ‖ tags ‖ conf ‖ class, integers as uvarints, strings length-prefixed.
 func (s *served) encode() []byte {
 	b := []byte{ledgerVersion}
 	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
@@ -323,6 +326,7 @@ func (s *served) encode() []byte {
 	u(s.slabFirst)
 	u(uint64(s.slabN))
 	b = append(b, s.tags[:]...)
+	b = append(b, s.conf[:]...)
 	str(s.class)
 	return b
 }
@@ -380,6 +384,7 @@ func decodeServed(b []byte) (*served, error) {
 	s.slabFirst = u()
 	sn := u()
 	fixed(s.tags[:])
+	fixed(s.conf[:])
 	s.class = str()
 	if bad || db > 1 || len(b) != 0 || n > MaxCount || sn > 1<<20 {
 		return nil, errLedgerData

@@ -535,7 +535,7 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 // pair-tag digest is complete (party 1 delivers it), one it answered
 // spent or tampered is spent (as its application was told), any other is
 // void. It asks the module nothing.
-func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64) {
+func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64, confirms [][]byte) {
 	for _, it := range items {
 		if !it.Held || it.GetItem() == nil || it.GetErrorClass() != "" {
 			continue
@@ -543,8 +543,10 @@ func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64)
 		id := it.Item.GetId()
 		s, found := p.ledger.get(id)
 		if found && s.class == "" && s.first == it.FirstCounter && string(s.tags[:]) == string(it.Digest) &&
-			s.shape == shapeOf(it.Item) {
-			ok = append(ok, id)
+			s.shape == shapeOf(it.Item) && s.conf != ([32]byte{}) {
+			// With the confirmation of this site's tags (confirm.go),
+			// recorded when it delivered.
+			ok, confirms = append(ok, id), append(confirms, slices.Clone(s.conf[:]))
 			continue
 		}
 		if found && (s.class == ErrClassSpent || s.class == ErrClassTampered) {
@@ -555,7 +557,7 @@ func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64)
 		p.log.Warn("a pair held by party 1 for an earlier run of this party is not in this site's record; void at both sites",
 			"id", id, "first_counter", it.FirstCounter)
 	}
-	return ok, void, spent
+	return ok, void, spent, confirms
 }
 
 // servedOf is the ledger entries of delivered (party 0) or held (party 1)
@@ -568,15 +570,18 @@ func servedOf(jobs []*job, reps [][]msg.CollectResponse) []*served {
 			continue
 		}
 		s := &served{shape: shapeOf(j.item), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
-		var d []byte
+		var d, c []byte
 		if j.vn > 0 {
 			s.first, s.n = j.vFirst, j.vn
 			d = recoverDigest(func(k int) ([16]byte, bool) { return j.tagAt(k), true }, j.vn)
+			c = itemConfirm(j.vFirst, j.tagAt, j.vn)
 		} else {
 			s.first, s.n = reps[i][0].Counter, len(reps[i])
 			d = outputsDigest(reps[i])
+			c = itemConfirm(s.first, func(k int) [16]byte { return reps[i][k].PairTag }, len(reps[i]))
 		}
 		copy(s.tags[:], d)
+		copy(s.conf[:], c)
 		out = append(out, s)
 	}
 	return out

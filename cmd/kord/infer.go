@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/spf13/cobra"
 )
@@ -190,13 +190,13 @@ Links (each round trip split evenly between the directions):
 			if err != nil {
 				return err
 			}
-			var rep *infer.DemoReport
+			var rep *inferdemo.DemoReport
 			if inProcess {
 				_, testSet, err := infer.LoadMNIST()
 				if err != nil {
 					return err
 				}
-				rep, err = infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
+				rep, err = inferdemo.Demo(context.Background(), inferdemo.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
 				if err != nil {
 					return err
 				}
