@@ -27,7 +27,7 @@ func partyCmd() *cobra.Command {
 		inProc                                daemon.ModuleFiles
 	)
 	cmd := &cobra.Command{
-		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
+		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext) [--party-state FILE]",
 		Short: "Run a party's host daemon: applications' gRPC API, the peer link and the module socket",
 		Long: `kord party runs one site's host. It talks to its module (kord module) over
 the module's Unix socket (or, with --module in-process, runs the software
