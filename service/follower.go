@@ -287,7 +287,10 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 			return fail(ErrClassDesync, "batch %d: %v", b.Seq, err)
 		}
 	}
-	t := chain(f.transcript, b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
+	if len(b.App) > MaxAppName {
+		return fail(ErrClassDesync, "batch %d: application name of %d bytes (at most %d)", b.Seq, len(b.App), MaxAppName)
+	}
+	t := chain(withApp(f.transcript, b.App), b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
 	if !bytes.Equal(t, b.Transcript) {
 		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
 	}
@@ -307,14 +310,16 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 	// it twice (a double close): refuse the batch and fail the id at both
 	// sites, since ids must be unique among a site's pending requests.
 	if dup := duplicateIDs(items); len(dup) > 0 {
-		p.pend.fail(dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
+		p.pend.fail(b.App, dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
 		r := fail(ErrClassBadRequest, "request ids %v appear more than once in one batch", dup)
 		r.rep.Missing = dup
 		return r
 	}
-	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
+	// Only requests of the batch's application are claimed: ids are
+	// scoped by it (a batch naming another application finds none here).
+	js, missing, differ := p.pend.claim(ctx, b.App, items, tier, time.Now().Add(p.claimGrace()))
 	if len(differ) > 0 {
-		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, profile, type, widths, count, tier, payload or correlation shape)")
+		p.pend.fail(b.App, differ, ErrClassMismatch, "request differs between the two sites (mode, profile, type, widths, count, tier, payload or correlation shape)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
 		r.rep.Missing = differ
 		return r
@@ -391,7 +396,7 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 // transcript through b.
 func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.BatchItem, missing []uint64) *prepared {
 	p := f.p
-	p.pend.noteUnmatched(missing, p.cfg.MatchTimeout)
+	p.pend.noteUnmatched(b.App, missing, p.cfg.MatchTimeout)
 	n := 0
 	for _, it := range items {
 		n += int(max(it.GetCount(), 1))

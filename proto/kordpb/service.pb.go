@@ -1724,7 +1724,13 @@ type Batch struct {
 	// β rule), the per-key path for a run of consume items. Party 1 derives
 	// the same split from the items (bulkRuns) and refuses a batch whose
 	// runs differ. Empty: the whole batch goes the per-key path.
-	Runs          []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	Runs []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	// app: the application identity every request of the batch is from
+	// (docs/api.md, "Application identity"): the name in its client
+	// certificate or its Unix uid's name; empty for an unauthenticated
+	// application API. Request ids are scoped by it: party 1 claims each
+	// item only from its own application of that name.
+	App           string `protobuf:"bytes,13,opt,name=app,proto3" json:"app,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1834,6 +1840,13 @@ func (x *Batch) GetRuns() []uint32 {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *Batch) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
 }
 
 type BatchReply struct {
@@ -2408,7 +2421,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xf2\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2425,7 +2438,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x06queued\x18\n" +
 	" \x01(\x04R\x06queued\x12\x19\n" +
 	"\bvoid_ids\x18\v \x03(\x04R\avoidIds\x12\x12\n" +
-	"\x04runs\x18\f \x03(\rR\x04runsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
+	"\x04runs\x18\f \x03(\rR\x04runs\x12\x10\n" +
+	"\x03app\x18\r \x01(\tR\x03appJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
