@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/credentials"
+
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -83,6 +85,12 @@ type PoolOptions struct {
 	Hold time.Duration
 	// CheckTimeout bounds one Status probe in Check (default 2 s).
 	CheckTimeout time.Duration
+	// Creds are DialPool's transport credentials for every pair's party
+	// (TLS: the application's certificate, AppTLS); nil: plaintext
+	// (loopback or Unix socket). CredsFor, if set, gives pair i's instead
+	// (pairs whose certificates come from different CAs).
+	Creds    credentials.TransportCredentials
+	CredsFor func(pair int) credentials.TransportCredentials
 }
 
 func (o PoolOptions) withDefaults() PoolOptions {
@@ -152,7 +160,11 @@ func DialPool(site int, addrs []string, o PoolOptions) (*Pool, error) {
 		}
 	}
 	for i, a := range addrs {
-		c, err := Dial(a, nil)
+		creds := o.Creds
+		if o.CredsFor != nil {
+			creds = o.CredsFor(i)
+		}
+		c, err := Dial(a, creds)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("client: pool pair %d (%s): %w", i, a, err)

@@ -152,6 +152,7 @@ module process stays the default.`,
 
 func pairCmd() *cobra.Command {
 	var app string
+	var tlsf appTLSFlags
 	var timeout time.Duration
 	var skipPaired bool
 	cmd := &cobra.Command{
@@ -161,7 +162,9 @@ func pairCmd() *cobra.Command {
 pairing of the two modules: party 0 relays the modules' pairing messages
 through party 1. Both modules must have been started with the same
 provisioning secret and must not be paired yet. The result is kept in each
-module's state file.`,
+module's state file. A TLS application API needs the operator's
+certificate (kord certs --apps operator: --app-tls-cert app-operator.crt
+--app-tls-key app-operator.key --app-ca ca.crt).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := daemon.Configure(cmd.Flags()); err != nil {
@@ -170,7 +173,7 @@ module's state file.`,
 			if app == "" {
 				return badInput("--app is required")
 			}
-			c, err := dialApp(app)
+			c, err := dialApp(app, tlsf)
 			if err != nil {
 				return err
 			}
@@ -195,6 +198,7 @@ module's state file.`,
 		},
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
+	tlsf.add(cmd.Flags())
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
 	cmd.Flags().BoolVar(&skipPaired, "skip-paired", false, "exit 0 without pairing when party 0's module is already paired (a pairing job that may run again)")
 	daemon.CommonFlags(cmd.Flags())
