@@ -110,7 +110,7 @@ module process stays the default.`,
 			if _, err := app.Check(); err != nil {
 				return badInput("%v", err)
 			}
-			return serve.Party(context.Background(), serve.PartyConfig{App: app, AppSocketGroup: appGroup,Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
+			return serve.Party(context.Background(), serve.PartyConfig{App: app, AppSocketGroup: appGroup, Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
 				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,

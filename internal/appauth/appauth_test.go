@@ -106,7 +106,9 @@ func serveStatus(t *testing.T, c Config, l net.Listener) {
 
 // whoami answers Status, and Get with the caller's name in the reply's
 // error field.
-type whoami struct{ pb.UnimplementedKeySourceServer }
+type whoami struct {
+	pb.UnimplementedKeySourceServer
+}
 
 func (whoami) Status(context.Context, *pb.StatusRequest) (*pb.StatusReply, error) {
 	return &pb.StatusReply{Paired: true}, nil
