@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -298,7 +300,9 @@ func (p *Pool) choose() (int, error) {
 }
 
 // Check asks each pair's party for its status and takes down the pairs
-// that are not healthy: the party does not answer, its module does not
+// that are not healthy (an application that is not the parties' operator
+// identity is refused Status: its pairs are then neither taken down nor
+// brought back, only Stall does): the party does not answer, its module does not
 // answer or is not paired, or (site 0) it has no peer session. A healthy
 // pair whose hold has passed comes back. It returns each pair's problem
 // (nil when healthy).
@@ -311,6 +315,11 @@ func (p *Pool) Check(ctx context.Context) []error {
 			defer cancel()
 			st, err := m.c.Status(cctx)
 			switch {
+			case status.Code(err) == codes.PermissionDenied:
+				// Status is the operator's (kord party --operator): this
+				// application cannot ask, which says nothing of the pair.
+				out[i] = fmt.Errorf("status not checked: %w", err)
+				return
 			case err != nil:
 				out[i] = fmt.Errorf("party does not answer: %w", err)
 			case st.Module == nil:
