@@ -82,6 +82,14 @@ func Party(ctx context.Context, c PartyConfig) error {
 		return err
 	}
 	log := base.With("party", party)
+	// The application API's credentials are read first: a bad file is
+	// reported before anything else happens.
+	ac := c.App
+	ac.Listen = c.Listen
+	appOpts, appMode, err := ac.ServerOptions(log)
+	if err != nil {
+		return daemon.BadInput("%v", err)
+	}
 	creds, tc, err := daemon.PeerTLS(c.TLSCert, c.TLSKey, c.TLSCA, c.TLSPeerName, c.PeerPlaintext, party)
 	if err != nil {
 		return err
@@ -97,12 +105,6 @@ func Party(ctx context.Context, c PartyConfig) error {
 		}
 	} else {
 		log.Warn("peer link without transport security (--peer-plaintext)")
-	}
-	ac := c.App
-	ac.Listen = c.Listen
-	appOpts, appMode, err := ac.ServerOptions(log)
-	if err != nil {
-		return daemon.BadInput("%v", err)
 	}
 	switch appMode {
 	case appauth.ModePlaintext:
