@@ -301,8 +301,7 @@ func (p *Pool) choose() (int, error) {
 
 // Check asks each pair's party for its status and takes down the pairs
 // that are not healthy (an application that is not the parties' operator
-// identity is refused Status: its pairs are then neither taken down nor
-// brought back, only Stall does): the party does not answer, its module does not
+// identity gets a limited Status, which still says paired and peer up): the party does not answer, its module does not
 // answer or is not paired, or (site 0) it has no peer session. A healthy
 // pair whose hold has passed comes back. It returns each pair's problem
 // (nil when healthy).
@@ -316,13 +315,13 @@ func (p *Pool) Check(ctx context.Context) []error {
 			st, err := m.c.Status(cctx)
 			switch {
 			case status.Code(err) == codes.PermissionDenied:
-				// Status is the operator's (kord party --operator): this
-				// application cannot ask, which says nothing of the pair.
+				// A party that refuses this application Status says
+				// nothing of the pair.
 				out[i] = fmt.Errorf("status not checked: %w", err)
 				return
 			case err != nil:
 				out[i] = fmt.Errorf("party does not answer: %w", err)
-			case st.Module == nil:
+			case st.Module == nil && !st.Limited: // limited: no module record for an application
 				out[i] = errors.New("its module does not answer")
 			case !st.Paired:
 				out[i] = errors.New("its module is not paired")

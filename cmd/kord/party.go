@@ -61,8 +61,9 @@ unless --app-plaintext is given; on loopback, no TLS flag means plaintext
 (local development). On a Unix socket (unix:///path) the kernel reports
 each caller's uid, which --app-uid NAME=UID,... maps to its name (other
 uids are refused); --app-socket-group opens the socket to a group. Only
-the --operator identity may call Pair and Status (with --app-plaintext,
-everyone is the anonymous application and the operator). Prometheus metrics are served on --metrics at
+the --operator identity may call Pair and read the full Status (others
+get a limited one); with --app-plaintext, everyone is the anonymous
+application and the operator. Prometheus metrics are served on --metrics at
 /metrics, with the probes /healthz (200 while the party serves) and
 /readyz (200 once its module answers, is paired and the peer session is
 up; else 503; the body says which, as a JSON record).

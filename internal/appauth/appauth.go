@@ -8,8 +8,9 @@
 // refused. Plaintext (no identity, every caller the anonymous application
 // "" and the operator) is allowed only when asked for (--app-plaintext),
 // or on loopback TCP when no TLS flag is given (local development). The
-// application with the --operator name may also call Pair and Status;
-// no other may.
+// application with the --operator name may also call Pair and read the
+// full Status; any other gets a Status limited to the API's features and
+// the site's health (StatusReply.limited).
 package appauth
 
 import (
@@ -206,33 +207,37 @@ func (a auth) caller(ctx context.Context) (service.Caller, error) {
 	return service.Caller{App: name, Operator: name == a.operator}, nil
 }
 
-// operatorOnly are the methods only the operator may call.
-var operatorOnly = map[string]string{
-	pb.KeySource_Pair_FullMethodName:   "Pair",
-	pb.KeySource_Status_FullMethodName: "Status",
-}
-
-func (a auth) admit(ctx context.Context, method string) (context.Context, error) {
+func (a auth) admit(ctx context.Context, method string) (context.Context, service.Caller, error) {
 	c, err := a.caller(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c, err
 	}
-	if m, ok := operatorOnly[method]; ok && !c.Operator {
-		return nil, status.Errorf(codes.PermissionDenied, "%s is limited to the operator identity (%q, kord party --operator); this caller is application %q", m, a.operator, c.App)
+	if method == pb.KeySource_Pair_FullMethodName && !c.Operator {
+		return nil, c, status.Errorf(codes.PermissionDenied, "Pair is limited to the operator identity (%q, kord party --operator); this caller is application %q", a.operator, c.App)
 	}
-	return service.WithCaller(ctx, c), nil
+	return service.WithCaller(ctx, c), c, nil
 }
 
 func (a auth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	ctx, err := a.admit(ctx, info.FullMethod)
+	ctx, c, err := a.admit(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	r, err := h(ctx, req)
+	if info.FullMethod == pb.KeySource_Status_FullMethodName && !c.Operator && err == nil {
+		// Status is the operator's: an application learns only what it
+		// needs to use the API and check the site's health, nothing of
+		// other applications' activity (counters, pending, delivered).
+		if st, ok := r.(*pb.StatusReply); ok {
+			return &pb.StatusReply{Party: st.Party, Paired: st.Paired, PeerConnected: st.PeerConnected,
+				PackedRequests: st.PackedRequests, Limited: true}, nil
+		}
+	}
+	return r, err
 }
 
 func (a auth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	ctx, err := a.admit(ss.Context(), info.FullMethod)
+	ctx, _, err := a.admit(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}

@@ -114,6 +114,10 @@ func (whoami) Status(context.Context, *pb.StatusRequest) (*pb.StatusReply, error
 	return &pb.StatusReply{Paired: true}, nil
 }
 
+func (whoami) Pair(context.Context, *pb.PairRequest) (*pb.PairReply, error) {
+	return &pb.PairReply{Paired: true}, nil
+}
+
 func (whoami) Get(ctx context.Context, _ *pb.KeyRequest) (*pb.KeyReply, error) {
 	c, ok := service.CallerFrom(ctx)
 	if !ok {
@@ -205,8 +209,12 @@ func TestUnixUIDs(t *testing.T) {
 		defer cc.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if method == "status" {
+		switch method {
+		case "status":
 			_, err := pb.NewKeySourceClient(cc).Status(ctx, &pb.StatusRequest{})
+			return "", err
+		case "pair":
+			_, err := pb.NewKeySourceClient(cc).Pair(ctx, &pb.PairRequest{})
 			return "", err
 		}
 		r, err := pb.NewKeySourceClient(cc).Get(ctx, &pb.KeyRequest{})
@@ -221,8 +229,8 @@ func TestUnixUIDs(t *testing.T) {
 	if _, err := call(map[int]string{self + 1: "bob"}, "get"); err == nil {
 		t.Fatalf("uid %d not listed, but served", self)
 	}
-	if _, err := call(map[int]string{self: "alice"}, "status"); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("alice's Status: %v, want PermissionDenied", err)
+	if _, err := call(map[int]string{self: "alice"}, "pair"); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("alice's Pair: %v, want PermissionDenied", err)
 	}
 	if _, err := call(map[int]string{self: DefaultOperator}, "status"); err != nil {
 		t.Fatalf("the operator's Status: %v", err)

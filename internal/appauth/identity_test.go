@@ -134,6 +134,11 @@ func TestAppsWithSameIDsDoNotCollide(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
 		cs := [2]*client.Client{s.dial(t, 0, name), s.dial(t, 1, name)}
+		if name == "b" {
+			wg.Add(1)
+			go func() { defer wg.Done(); streamBound(t, ctx, cs, 1, 12) }()
+			continue
+		}
 		for id := uint64(1); id <= 12; id++ {
 			alpha, beta, reqs := sharedBound(id)
 			var reps [2]*client.Reply
@@ -241,20 +246,84 @@ func TestBatchOfAnotherAppRefused(t *testing.T) {
 }
 
 // TestPairStatusOperatorOnly: an application that is not the operator is
-// refused Pair and Status (PermissionDenied); the operator gets Status.
+// refused Pair (PermissionDenied) and gets a limited Status (features and
+// health, no counters of anyone's activity); the operator gets all of it.
 func TestPairStatusOperatorOnly(t *testing.T) {
 	s := startTLSSites(t, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	b0, b1 := s.dial(t, 0, "b"), s.dial(t, 1, "b")
+	_, _, reqs := sharedBound(3) // some activity of b's
+	var w sync.WaitGroup
+	for b, c := range []*client.Client{b0, b1} {
+		w.Add(1)
+		go func() {
+			defer w.Done()
+			if _, err := get(ctx, c, reqs[b]); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	w.Wait()
 	a := s.dial(t, 0, "a")
-	if _, err := a.Status(ctx); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("a's Status: %v, want PermissionDenied", err)
+	st, err := a.Status(ctx)
+	if err != nil || !st.Limited || !st.Paired || !st.PackedRequests || st.Module != nil || st.KeysDelivered != 0 || st.Batches != 0 {
+		t.Fatalf("a's Status: %+v, %v; want a limited one (paired, packed requests, no counters)", st, err)
 	}
 	if err := a.Pair(ctx); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("a's Pair: %v, want PermissionDenied", err)
 	}
-	st, err := s.dial(t, 0, "operator").Status(ctx)
-	if err != nil || !st.Paired {
+	st, err = s.dial(t, 0, "operator").Status(ctx)
+	if err != nil || st.Limited || !st.Paired || st.Module == nil || st.KeysDelivered == 0 {
 		t.Fatalf("operator's Status: %+v, %v", st, err)
+	}
+}
+
+// streamBound sends bound requests ids first..first+n-1 on a stream at
+// each site and checks every pair against its own α and β.
+func streamBound(t *testing.T, ctx context.Context, cs [2]*client.Client, first uint64, n int) {
+	var st [2]*client.Stream
+	for b := range 2 {
+		var err error
+		if st[b], err = cs[b].Stream(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	type want struct{ alpha, beta uint64 }
+	ws := make([]want, n)
+	for i := range n {
+		alpha, beta, reqs := sharedBound(first + uint64(i))
+		ws[i] = want{alpha, beta}
+		for b := range 2 {
+			if err := st[b].Send(reqs[b]); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	var reps [2][]*client.Reply
+	for b := range 2 {
+		for range n {
+			r, err := st[b].Recv()
+			if err == nil {
+				err = r.Err
+			}
+			if err != nil {
+				t.Errorf("site %d stream: %v", b, err)
+				return
+			}
+			reps[b] = append(reps[b], r)
+		}
+	}
+	for i, w := range ws {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0.ID != first+uint64(i) || r1.ID != r0.ID {
+			t.Errorf("stream reply %d: ids %d / %d", i, r0.ID, r1.ID)
+			return
+		}
+		if err := fss.CheckPair(r0.Shares[0].Key, r1.Shares[0].Key, w.alpha, w.beta, w.alpha, (w.alpha+1)&0xffff); err != nil {
+			t.Errorf("stream id %d: the pair is not this application's function: %v", r0.ID, err)
+		}
 	}
 }

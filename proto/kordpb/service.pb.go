@@ -805,8 +805,12 @@ type StatusReply struct {
 	InFlight       uint64                 `protobuf:"varint,11,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Session        uint64                 `protobuf:"varint,12,opt,name=session,proto3" json:"session,omitempty"`
 	PackedRequests bool                   `protobuf:"varint,13,opt,name=packed_requests,json=packedRequests,proto3" json:"packed_requests,omitempty"` // this party reads KeyRequests.packed
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// limited: the caller is not the operator identity (docs/api.md,
+	// "Application identity"), so only party, paired, peer_connected and
+	// packed_requests are filled in: nothing of other applications' activity.
+	Limited       bool `protobuf:"varint,14,opt,name=limited,proto3" json:"limited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusReply) Reset() {
@@ -926,6 +930,13 @@ func (x *StatusReply) GetSession() uint64 {
 func (x *StatusReply) GetPackedRequests() bool {
 	if x != nil {
 		return x.PackedRequests
+	}
+	return false
+}
+
+func (x *StatusReply) GetLimited() bool {
+	if x != nil {
+		return x.Limited
 	}
 	return false
 }
@@ -2344,7 +2355,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"key_stride\x18\n" +
 	" \x01(\rR\tkeyStride\"\x0f\n" +
-	"\rStatusRequest\"\xa8\x03\n" +
+	"\rStatusRequest\"\xc2\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired\x12%\n" +
@@ -2359,7 +2370,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\x04R\apending\x12\x1b\n" +
 	"\tin_flight\x18\v \x01(\x04R\binFlight\x12\x18\n" +
 	"\asession\x18\f \x01(\x04R\asession\x12'\n" +
-	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
+	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\x12\x18\n" +
+	"\alimited\x18\x0e \x01(\bR\alimited\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
 	"\x06paired\x18\x01 \x01(\bR\x06paired\"\x98\x02\n" +
