@@ -156,7 +156,7 @@ type Cluster struct {
 	// application API (nil: plaintext, on loopback or a Unix socket).
 	appTLS  [2]*client.TLSFiles
 	started int // processes started in all
-	mu       sync.Mutex
+	mu      sync.Mutex
 }
 
 // Options set up a cluster; the zero value is the default deployment.
