@@ -17,7 +17,6 @@ import (
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/appauth"
-	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/moduletest"
@@ -62,7 +61,7 @@ func startTLSSites(t *testing.T, match time.Duration) *tlsSites {
 		if err != nil || mode != appauth.ModeTLS {
 			t.Fatalf("server options: %v, mode %q", err, mode)
 		}
-		app := grpc.NewServer(append(daemon.ServerOptions(), opts...)...)
+		app := grpc.NewServer(append(serverOptions(), opts...)...)
 		p.Register(app, nil)
 		go app.Serve(l)
 		s.addrs[b] = l.Addr().String()
@@ -72,7 +71,7 @@ func startTLSSites(t *testing.T, match time.Duration) *tlsSites {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps := grpc.NewServer(append(daemon.ServerOptions(), p.PeerServerOption())...)
+			ps := grpc.NewServer(append(serverOptions(), p.PeerServerOption())...)
 			p.Register(nil, ps)
 			go ps.Serve(pl)
 			peerAddr = pl.Addr().String()
@@ -326,4 +325,10 @@ func streamBound(t *testing.T, ctx context.Context, cs [2]*client.Client, first 
 			t.Errorf("stream id %d: the pair is not this application's function: %v", r0.ID, err)
 		}
 	}
+}
+
+// serverOptions are the daemons' codec and message size (as
+// daemon.ServerOptions sets them, which this package does not import).
+func serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.ForceServerCodecV2(pb.Codec())}
 }
