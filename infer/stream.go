@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/gates"
-	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // Streamed evaluation, for models whose material does not fit in memory
@@ -47,9 +47,9 @@ type StreamConfig struct {
 	// Progress, when set, receives one line per layer that has material
 	// (values, keys, supply and online time and rate, elapsed).
 	Progress io.Writer
-	// Link shapes the online parties' loopback connection (the zero
-	// Profile: unshaped).
-	Link netshape.Profile
+	// Pair connects the two online parties (nil: LoopbackPair, an
+	// unshaped loopback TCP connection). The runners pass a shaped one.
+	Pair func() (net.Conn, net.Conn, error)
 }
 
 // StreamReport is the cost of one streamed evaluation.
@@ -352,7 +352,7 @@ func poolStream(p *gates.Party, ring int, ly *Layer, in, o Shape, take func() (*
 
 // RunStream is one complete secure evaluation of model (the owner's, with
 // weights; any kinds, lowered here) on image, both parties in this
-// process over a loopback TCP connection (shaped by cfg.Link), material
+// process over a TCP connection (cfg.Pair: loopback unless given), material
 // streamed from src as described above, in a session of its own (weight
 // masks drawn and the weights opened once, timed apart). It returns the client's output.
 func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cfg StreamConfig) ([]int64, *StreamReport, error) {
@@ -395,7 +395,11 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 			rep.WeightMaskWords += len(sess[0].a[i])
 		}
 	}
-	a0, a1, err := netshape.TCPPair(cfg.Link)
+	pair := cfg.Pair
+	if pair == nil {
+		pair = LoopbackPair
+	}
+	a0, a1, err := pair()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -564,7 +568,7 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 	}
 	rep.OnlineBytes = max(c0.Sent(), c1.Sent())
 	rep.OnlineRounds = c0.Rounds()
-	rep.PeakRSSBytes = peakRSS()
+	rep.PeakRSSBytes = PeakRSS()
 	return out, rep, nil
 }
 
@@ -594,9 +598,9 @@ func (s *stepMat) bytes(ring int) int64 {
 	return n
 }
 
-// peakRSS is this process's peak resident set (VmHWM), or 0 where
+// PeakRSS is this process's peak resident set (VmHWM), or 0 where
 // /proc is not there.
-func peakRSS() int64 {
+func PeakRSS() int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
@@ -622,3 +626,5 @@ func si(v float64) string {
 	}
 	return fmt.Sprintf("%.0f", v)
 }
+
+func ms2(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

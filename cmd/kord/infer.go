@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/spf13/cobra"
 )
@@ -191,13 +191,13 @@ Links (each round trip split evenly between the directions):
 			if err != nil {
 				return err
 			}
-			var rep *infer.DemoReport
+			var rep *inferdemo.DemoReport
 			if inProcess {
 				_, testSet, err := infer.LoadMNIST()
 				if err != nil {
 					return err
 				}
-				rep, err = infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
+				rep, err = inferdemo.Demo(context.Background(), inferdemo.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
 				if err != nil {
 					return err
 				}

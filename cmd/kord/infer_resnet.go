@@ -11,15 +11,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/kord-fss/kord/service"
 )
 
 // The ResNet-18 forms of `kord infer inventory` and `kord infer demo`
 // (--model resnet18, or resnet18-s<side>-w<width>-c<classes> for a
-// reduced one): flags map to infer.KeyInventory and infer.ResNetDemo.
+// reduced one): flags map to infer.KeyInventory and inferdemo.ResNetDemo.
 
 // isResNet reports whether --model names a ResNet.
 func isResNet(model string) bool { return strings.HasPrefix(model, "resnet18") }
@@ -82,8 +82,8 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.compare && r.overlap {
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
-	cfg := infer.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
-		Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, Link: link}}
+	cfg := inferdemo.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
+		Link: link, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap}}
 	if !r.quiet {
 		cfg.Stream.Progress = cmd.ErrOrStderr()
 		cfg.Log = cmd.ErrOrStderr()

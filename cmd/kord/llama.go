@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/client"
-	"github.com/kord-fss/kord/internal/llamaexport"
+	"github.com/kord-fss/kord/cmd/kord/internal/llamaexport"
 )
 
 func init() { rootCmd.AddCommand(llamaCmd()) }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/llamaexport"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/llamaexport"
 )
 
 // TestLlamaExportDaemons: `kord llama export` against two real party

@@ -1,22 +1,28 @@
-package infer
+package inferdemo
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"time"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/infer"
+	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // ResNetDemoConfig is one run of `kord infer demo --model resnet18…`.
 type ResNetDemoConfig struct {
-	Model  *Model // with weights (ResNetModel or a model file)
-	Images int    // images ResNetImage(Model, ResNetSeed+i), i < Images
-	Stream StreamConfig
+	Model  *infer.Model // with weights (ResNetModel or a model file)
+	Images int          // images ResNetImage(Model, ResNetSeed+i), i < Images
+	Stream infer.StreamConfig
+	// Link shapes the online parties' loopback connection (the zero
+	// Profile: unshaped); it sets Stream.Pair.
+	Link netshape.Profile
 	// NoDealer skips the trusted-dealer baseline's key supply (it
 	// regenerates the whole inventory once more per image).
 	NoDealer bool
@@ -137,34 +143,36 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
-	link := cfg.Stream.Link.Name
+	link := cfg.Link.Name
 	if link == "" {
 		link = "loopback"
 	}
+	shape := cfg.Link
+	cfg.Stream.Pair = func() (net.Conn, net.Conn, error) { return netshape.TCPPair(shape) }
 	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: link,
 		Source:        "module pair (derived keys and derived correlations), streamed",
 		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
-	var src Sources
+	var src infer.Sources
 	var interSite func() int64
-	var ds *DaemonSource
+	var ds *infer.DaemonSource
 	if cfg.Daemons[0] != nil || cfg.Daemons[1] != nil {
 		var err error
-		if ds, err = NewDaemonSource(ctx, cfg.Daemons, cfg.FirstID); err != nil {
+		if ds, err = infer.NewDaemonSource(ctx, cfg.Daemons, cfg.FirstID); err != nil {
 			return nil, err
 		}
 		defer ds.Close()
 		ds.PerRequest = cfg.PerRequest
-		src = Sources{Keys: ds, Corr: ds}
+		src = infer.Sources{Keys: ds, Corr: ds}
 		interSite = cfg.InterSite
 		rep.Source = "party daemons (derived keys and derived correlations), streamed"
-		rep.KeySupplyPath = fmt.Sprintf(ResNetDaemonSupplyPath, ds.perRequest())
+		rep.KeySupplyPath = fmt.Sprintf(ResNetDaemonSupplyPath, ds.KeysPerRequest())
 	} else {
 		ms, err := gates.NewModuleSource(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer ms.Close()
-		src = Sources{Keys: ms, Corr: &ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
+		src = infer.Sources{Keys: ms, Corr: &infer.ModuleCorr{Pair: ms.Pair, Ctx: ctx}}
 		interSite = func() int64 { s := ms.SentBytes(); return int64(s[0] + s[1]) }
 	}
 	if interSite == nil {
@@ -173,7 +181,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	linkStart := interSite()
 	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
-		x := ResNetImage(m, ResNetSeed+uint64(i))
+		x := infer.ResNetImage(m, infer.ResNetSeed+uint64(i))
 		t0 := time.Now()
 		want, st, err := m.Ref(x)
 		if err != nil {
@@ -183,7 +191,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		rep.Overflow += st.Overflow
 		rep.MaxAbsWire = max(rep.MaxAbsWire, st.MaxAbs)
 		logf("image %d: cleartext reference %.1f s, max |wire| %d, %d overflows", i, time.Since(t0).Seconds(), st.MaxAbs, st.Overflow)
-		got, sr, err := RunStream(ctx, m, x, src, cfg.Stream)
+		got, sr, err := infer.RunStream(ctx, m, x, src, cfg.Stream)
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
@@ -196,7 +204,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		if cfg.CompareOverlap {
 			sc := cfg.Stream
 			sc.Overlap = true
-			got2, sr2, err := RunStream(ctx, m, x, src, sc)
+			got2, sr2, err := infer.RunStream(ctx, m, x, src, sc)
 			if err != nil {
 				return nil, fmt.Errorf("image %d, overlapped: %w", i, err)
 			}
@@ -209,7 +217,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		} else {
 			rep.Mismatches++
 		}
-		if len(got) > 0 && Argmax(got) == Argmax(want) {
+		if len(got) > 0 && infer.Argmax(got) == infer.Argmax(want) {
 			rep.Accuracy++
 		}
 		rep.OnlineBytesPerPartyPerImage += sr.OnlineBytes
@@ -225,7 +233,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		rep.MaxStepMaterialBytes = max(rep.MaxStepMaterialBytes, sr.MaterialStepBytes)
 		if !cfg.NoDealer {
 			t1 := time.Now()
-			b, ds, err := supplyOnly(m, Sources{Keys: &BatchDealer{}, Corr: &DealerCorr{}}, cfg.Stream.Chunk)
+			b, ds, err := infer.SupplyOnlyTimed(m, infer.Sources{Keys: &infer.BatchDealer{}, Corr: &infer.DealerCorr{}}, cfg.Stream.Chunk)
 			if err != nil {
 				return nil, fmt.Errorf("image %d, dealer: %w", i, err)
 			}
@@ -269,52 +277,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		return nil, err
 	}
 	rep.OfflineBytesPerPartyPerImage = inv.MaterialBytes
-	rep.PeakRSSBytes = peakRSS()
+	rep.PeakRSSBytes = infer.PeakRSS()
 	rep.PeakRSSByProcess = map[string]int64{"client": rep.PeakRSSBytes}
 	return rep, nil
-}
-
-// SupplyOnly draws a whole evaluation's material for model (lowered here)
-// from src step by step, as RunStream's supplier does, and wipes each
-// step at once (no online phase). It returns each party's material bytes.
-func SupplyOnly(model *Model, src Sources, chunk int) (int64, error) {
-	b, _, err := supplyOnly(model, src, chunk)
-	return b, err
-}
-
-// supplyOnly is SupplyOnly, also returning the time the session's weight
-// masks took (NewSupply).
-func supplyOnly(model *Model, src Sources, chunk int) (int64, time.Duration, error) {
-	if chunk <= 0 {
-		chunk = DefaultChunk
-	}
-	low, err := Lower(model)
-	if err != nil {
-		return 0, 0, err
-	}
-	arch := low.Arch()
-	shapes, err := arch.Shapes()
-	if err != nil {
-		return 0, 0, err
-	}
-	t0 := time.Now()
-	sp, sess, err := NewSupply(arch, src)
-	session := time.Since(t0)
-	if err != nil {
-		return 0, 0, err
-	}
-	sess[0].Wipe()
-	sess[1].Wipe()
-	keys := map[string]int{}
-	var total int64
-	for _, st := range plan(arch, shapes, chunk) {
-		m, _, err := sp.genStep(st, keys)
-		if err != nil {
-			return 0, 0, fmt.Errorf("infer: offline, layer %d (%v): %w", st.layer, arch.Layers[st.layer].Kind, err)
-		}
-		total += m[0].bytes(arch.Ring)
-		m[0].wipe()
-		m[1].wipe()
-	}
-	return total, session, nil
 }

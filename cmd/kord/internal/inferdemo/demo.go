@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // DemoConfig is one in-process demonstration run.
 type DemoConfig struct {
-	Model  *Model
-	Set    *MNIST
+	Model  *infer.Model
+	Set    *infer.MNIST
 	Start  int // the index of the first image of Set to run
 	Images int // how many images, from Start
 	// Dealer runs the online phase on the trusted-dealer baseline's
@@ -27,7 +28,7 @@ type DemoConfig struct {
 	Link netshape.Profile
 	// Corr overrides the correlation source (nil: the module pair's
 	// derived correlations, or the dealer with Dealer).
-	Corr CorrSource
+	Corr infer.CorrSource
 }
 
 // DemoReport is what `kord infer demo --json` prints.
@@ -89,19 +90,19 @@ type DemoReport struct {
 // KeySupplyPathInProcess and DealerPathInProcess describe where today's
 // demo measures the two key supplies.
 const (
-	KeySupplyPathInProcess = "in process (--in-process): both modules of a paired host.LocalPair in this process, every key and correlation derived inside the modules, 0 bytes between the sites; the default run goes through the party daemons in five processes (internal/inferdemo)"
+	KeySupplyPathInProcess = "in process (--in-process): both modules of a paired host.LocalPair in this process, every key and correlation derived inside the modules, 0 bytes between the sites; the default run goes through the party daemons in five processes (cmd/kord/internal/inferdemo)"
 	DealerPathInProcess    = "in process: the dealer and both receiving parties are goroutines; each party's material crosses its own shaped loopback TCP link (netshape), both links used at once"
 )
 
 // countingCorr counts the correlations and their words per party.
 type countingCorr struct {
-	src        CorrSource
+	src        infer.CorrSource
 	mu         sync.Mutex
 	n, words   int // input correlations
 	wn, wwords int // weight masks
 }
 
-func (c *countingCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error) {
+func (c *countingCorr) Weights(l *infer.Layer, in infer.Shape, ring int) (*infer.WeightMask, error) {
 	w, err := c.src.Weights(l, in, ring)
 	if err == nil {
 		c.mu.Lock()
@@ -112,7 +113,7 @@ func (c *countingCorr) Weights(l *Layer, in Shape, ring int) (*WeightMask, error
 	return w, err
 }
 
-func (c *countingCorr) Input(w *WeightMask, l *Layer, in Shape, ring int) ([2]*LinearCorr, error) {
+func (c *countingCorr) Input(w *infer.WeightMask, l *infer.Layer, in infer.Shape, ring int) ([2]*infer.LinearCorr, error) {
 	r, err := c.src.Input(w, l, in, ring)
 	if err == nil {
 		c.mu.Lock()
@@ -149,13 +150,13 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		return nil, err
 	}
 	defer ms.Close()
-	var corr CorrSource = &ModuleCorr{Pair: ms.Pair, Ctx: ctx}
+	var corr infer.CorrSource = &infer.ModuleCorr{Pair: ms.Pair, Ctx: ctx}
 	if cfg.Corr != nil {
 		corr = cfg.Corr
 	}
 	meter := &gates.Meter{Src: ms}
 	cc := &countingCorr{src: corr}
-	src := Sources{Keys: meter, Corr: cc}
+	src := infer.Sources{Keys: meter, Corr: cc}
 	rep.Source = "module pair (derived keys and derived correlations)"
 	if cfg.Dealer {
 		rep.Source = "trusted dealer (baseline), shipped over its two links"
@@ -172,7 +173,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	// The sessions: weight masks drawn by both supplies; the weights are
 	// opened once, under the masks of the supply that runs online.
 	t0 := time.Now()
-	sp, msess, err := NewSupply(m.Arch(), src)
+	sp, msess, err := infer.NewSupply(m.Arch(), src)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		sess = dsess
 		rep.SessionOfflineMs = rep.DealerSessionMs
 	}
-	if err := OpenSessions(conns, m, sess); err != nil {
+	if err := infer.OpenSessions(conns, m, sess); err != nil {
 		return nil, err
 	}
 	rep.SessionOnlineMs = ms2(time.Since(t2))
@@ -207,7 +208,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	var online, modSupply, dealerSupply time.Duration
 	correct, refCorrect := 0, 0
 	for i := cfg.Start; i < cfg.Start+cfg.Images; i++ {
-		x := QuantizeImage(cfg.Set.Images[i], m.Frac)
+		x := infer.QuantizeImage(cfg.Set.Images[i], m.Frac)
 		want, _, err := m.Ref(x)
 		if err != nil {
 			return nil, err
@@ -231,7 +232,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		}
 		unused[0].Wipe()
 		unused[1].Wipe()
-		got, err := Online(conns, m, sess, mat, x)
+		got, err := infer.Online(conns, m, sess, mat, x)
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
@@ -243,10 +244,10 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		} else {
 			rep.Mismatches++
 		}
-		if Argmax(got) == cfg.Set.Labels[i] {
+		if infer.Argmax(got) == cfg.Set.Labels[i] {
 			correct++
 		}
-		if Argmax(want) == cfg.Set.Labels[i] {
+		if infer.Argmax(want) == cfg.Set.Labels[i] {
 			refCorrect++
 		}
 	}

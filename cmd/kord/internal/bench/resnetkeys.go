@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/both"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -130,7 +130,7 @@ type ResNetKeysReport struct {
 }
 
 // ResNetKeysPath says what the timed path is.
-const ResNetKeysPath = "five processes: 2 modules and 2 party daemons as child processes (internal/cluster, as kord demo), this client on one stream per site; derived-mode requests, every key generated in the modules and received by the client as batches"
+const ResNetKeysPath = "five processes: 2 modules and 2 party daemons as child processes (cmd/kord/internal/cluster, as kord demo), this client on one stream per site; derived-mode requests, every key generated in the modules and received by the client as batches"
 
 // keyGroup is one kind of key of the inventory with its count.
 type keyGroup struct {

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/host"
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"

@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/kord-fss/kord/service/servicetest"
 )
@@ -55,12 +56,12 @@ func delivered(t *testing.T, c *client.Client) uint64 {
 // every output equal to the cleartext model's, and no more than one
 // byte between the sites per key or correlation.
 func TestPartiesThroughDaemons(t *testing.T) {
-	m := loadModel(t, "mlp")
+	m := testModel(t, "mlp")
 	set := testSet(t)
 	const n = 2
 	imgs := make([][]int64, n)
 	for i := range imgs {
-		imgs[i] = QuantizeImage(set.Images[i], m.Frac)
+		imgs[i] = infer.QuantizeImage(set.Images[i], m.Frac)
 	}
 	d := startDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -141,7 +142,7 @@ func TestPartiesThroughDaemons(t *testing.T) {
 
 // A party 1 image of the wrong size is refused before any request.
 func TestPartyBadImage(t *testing.T) {
-	m := loadModel(t, "mlp")
+	m := testModel(t, "mlp")
 	d := startDaemons(t)
 	a, b := net.Pipe()
 	defer a.Close()
@@ -176,11 +177,11 @@ func (c *cutConn) Write(b []byte) (int, error) {
 // parties stop with an error naming the image and the layer, and neither
 // asks its daemon for image 2's keys.
 func TestPartyPeerDisconnect(t *testing.T) {
-	m := loadModel(t, "mlp")
+	m := testModel(t, "mlp")
 	set := testSet(t)
 	imgs := make([][]int64, 3)
 	for i := range imgs {
-		imgs[i] = QuantizeImage(set.Images[i], m.Frac)
+		imgs[i] = infer.QuantizeImage(set.Images[i], m.Frac)
 	}
 	d := startDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -1,5 +1,5 @@
 // Package inferdemo is the five-process path of `kord infer demo`: two
-// key-generation modules and two party daemons (internal/cluster, as
+// key-generation modules and two party daemons (cmd/kord/internal/cluster, as
 // `kord demo` starts them), the two online parties as OS processes of
 // their own (`kord infer party`, PartyMain) and the trusted dealer of the
 // baseline (`kord infer dealer`, DealerMain), every inter-machine link
@@ -14,6 +14,15 @@
 // and the online phase per image. Processes collects the parties'
 // reports and checks every output of party 1 against the cleartext
 // fixed-point model.
+//
+// Files: inferdemo.go the five-process MNIST run and its two child
+// mains; process.go one online party (RunParty) and the dealer
+// (RunDealer) as each process runs them; dealerlink.go the trusted
+// dealer's shaped links (DealerLink) and shipment framing; demo.go the
+// in-process MNIST demo (Demo, `--in-process`); resnet_demo.go the
+// streamed ResNet run (ResNetDemo) and sites.go its four daemons. The
+// infer package holds the models and the protocol; what starts
+// processes or shapes links is here.
 package inferdemo
 
 import (
@@ -34,8 +43,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
@@ -63,13 +72,13 @@ const (
 
 // line is one JSON line of a party or dealer process.
 type line struct {
-	Online  string              `json:"online,omitempty"`
-	Party0  string              `json:"party0,omitempty"`
-	Party1  string              `json:"party1,omitempty"`
-	Session *infer.PartySession `json:"session,omitempty"`
-	Image   *infer.PartyImage   `json:"image,omitempty"`
-	Done    bool                `json:"done,omitempty"`
-	Error   string              `json:"error,omitempty"`
+	Online  string        `json:"online,omitempty"`
+	Party0  string        `json:"party0,omitempty"`
+	Party1  string        `json:"party1,omitempty"`
+	Session *PartySession `json:"session,omitempty"`
+	Image   *PartyImage   `json:"image,omitempty"`
+	Done    bool          `json:"done,omitempty"`
+	Error   string        `json:"error,omitempty"`
 }
 
 // child is a party or dealer process of the run. Its stdout is read to
@@ -155,7 +164,7 @@ func (c *child) stop() {
 
 // Processes runs the demo through the five processes (plus the dealer)
 // and returns its report.
-func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error) {
+func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	m, err := loadModel(cfg.Model, cfg.File)
 	if err != nil {
 		return nil, err
@@ -231,7 +240,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 	}
 	defer ps[0].stop()
 	say("online parties and dealer started (%d processes in all); opening the session… ", c.Started()+3)
-	var sess [2]*infer.PartySession
+	var sess [2]*PartySession
 	for b := 0; b < 2; b++ {
 		l, err := ps[b].next()
 		if err != nil {
@@ -249,9 +258,9 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 		}
 	}
 	say("running %d images…\n", cfg.Images)
-	rep := &infer.DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
+	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
 		Source: "party daemons (derived keys and derived correlations), five processes", KeySupplyPath: KeySupplyPath, DealerPath: DealerPath}
-	var imgs [2][]infer.PartyImage
+	var imgs [2][]PartyImage
 	var wg sync.WaitGroup
 	var errs [2]error
 	for b := 0; b < 2; b++ {
@@ -285,7 +294,7 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 
 // fill computes the report from the parties' measurements: per image the
 // slower party's time of each phase.
-func fill(rep *infer.DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, sess [2]*infer.PartySession, imgs [2][]infer.PartyImage, crossed int64) {
+func fill(rep *DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, sess [2]*PartySession, imgs [2][]PartyImage, crossed int64) {
 	n := cfg.Images
 	var online, supply, dealer int64
 	var onlineBytes, dealerBytes [2]int64
@@ -400,7 +409,7 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 	if err != nil {
 		return err
 	}
-	cfg := infer.PartyConfig{B: a.B, Model: m, Count: a.Images, FirstID: 1}
+	cfg := PartyConfig{B: a.B, Model: m, Count: a.Images, FirstID: 1}
 	if a.B == 1 {
 		_, set, err := infer.LoadMNIST()
 		if err != nil {
@@ -456,7 +465,7 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 		cfg.Dealer = c
 	}
 	br := bufio.NewReader(in)
-	cfg.Ready = func(s infer.PartySession) error {
+	cfg.Ready = func(s PartySession) error {
 		if err := enc.Encode(line{Session: &s}); err != nil {
 			return err
 		}
@@ -465,8 +474,8 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 		}
 		return nil
 	}
-	cfg.Report = func(r infer.PartyImage) error { return enc.Encode(line{Image: &r}) }
-	if err := infer.RunParty(ctx, cfg); err != nil {
+	cfg.Report = func(r PartyImage) error { return enc.Encode(line{Image: &r}) }
+	if err := RunParty(ctx, cfg); err != nil {
 		return err
 	}
 	return enc.Encode(line{Done: true})
@@ -475,7 +484,7 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 // DealerMain is `kord infer dealer`: the trusted dealer's process. It
 // listens for party 0 and party 1 on ports of their own (writing them as
 // one JSON line to out), shapes what it sends each by the link preset,
-// and serves the session and images evaluations (infer.RunDealer).
+// and serves the session and images evaluations (RunDealer).
 func DealerMain(ctx context.Context, model, file string, images int, linkName string, out io.Writer) error {
 	defer daemon.Profile("dealer")()
 	enc := json.NewEncoder(out)
@@ -516,5 +525,5 @@ func dealerMain(ctx context.Context, model, file string, images int, linkName st
 		defer c.Close()
 		links[b] = c
 	}
-	return infer.RunDealer(ctx, m.Arch(), links, images)
+	return RunDealer(ctx, m.Arch(), links, images)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/loadgen"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )

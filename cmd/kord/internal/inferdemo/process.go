@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/both"
 )
 
 // The online parties and the dealer as processes of their own (the
-// five-process demo, internal/inferdemo): RunParty is one online party —
+// five-process demo, Processes): RunParty is one online party —
 // its keys and correlations from its own party daemon (PartySupply), the
 // other party over a real TCP link — and RunDealer the trusted-dealer
 // baseline, which ships each party its material over that party's own
@@ -25,7 +26,7 @@ type PartyConfig struct {
 	B int
 	// Model: party 0's has its weights; party 1 needs only the
 	// architecture (its weights, if any, are not used).
-	Model *Model
+	Model *infer.Model
 	// Images (party 1): the quantized inputs, one evaluation each. Party
 	// 0 runs Count evaluations.
 	Images [][]int64
@@ -111,7 +112,7 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 	var info PartySession
 	info.B = b
 	t0 := time.Now()
-	ps, sess, err := NewPartySupply(ctx, b, cfg.App, arch, cfg.FirstID)
+	ps, sess, err := infer.NewPartySupply(ctx, b, cfg.App, arch, cfg.FirstID)
 	if err != nil {
 		return err
 	}
@@ -120,9 +121,7 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 	info.SessionOfflineNs = time.Since(t0).Nanoseconds()
 	info.Keys, info.Corrs, info.MaterialBytes = ps.PlanCounts(m.Ring)
 	info.CorrWords = ps.CorrWords()
-	for _, a := range sess.a {
-		info.WeightMaskWords += len(a)
-	}
+	info.WeightMaskWords = sess.WeightMaskWords()
 	if cfg.Dealer != nil {
 		t0 = time.Now()
 		data, err := ReadShipment(cfg.Dealer)
@@ -130,7 +129,7 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 			return fmt.Errorf("infer: receiving the dealer's session: %w", err)
 		}
 		info.DealerSessionBytes = 8 + int64(len(data))
-		ds, err := ParseSession(data)
+		ds, err := infer.ParseSession(data)
 		clear(data)
 		if err != nil {
 			return fmt.Errorf("infer: the dealer's session: %w", err)
@@ -179,7 +178,7 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 		}
 		sent, rounds := conn.Sent(), conn.Rounds()
 		t0 = time.Now()
-		out, err := Eval(&gates.Party{B: b, Conn: conn}, mine, sess, mat, x)
+		out, err := infer.Eval(&gates.Party{B: b, Conn: conn}, mine, sess, mat, x)
 		if err != nil {
 			return fmt.Errorf("infer: image %d: %w", i, err)
 		}
@@ -207,7 +206,7 @@ func dealerNext(c net.Conn, b int) (int64, error) {
 		return 0, err
 	}
 	n := 8 + int64(len(data))
-	mat, err := ParseMaterial(data)
+	mat, err := infer.ParseMaterial(data)
 	clear(data)
 	if err != nil {
 		return 0, err
@@ -225,8 +224,8 @@ func dealerNext(c net.Conn, b int) (int64, error) {
 // links[b], then for each of count evaluations waits for both parties'
 // request byte and ships each its material over its own link, both links
 // at once. The dealer sees every mask.
-func RunDealer(ctx context.Context, arch *Model, links [2]net.Conn, count int) error {
-	sp, ss, err := NewSupply(arch.Arch(), Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+func RunDealer(ctx context.Context, arch *infer.Model, links [2]net.Conn, count int) error {
+	sp, ss, err := infer.NewSupply(arch.Arch(), infer.Sources{Keys: &gates.DealerSource{}, Corr: &infer.DealerCorr{}})
 	if err != nil {
 		return err
 	}

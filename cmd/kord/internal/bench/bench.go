@@ -17,8 +17,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/prg"
 )
 

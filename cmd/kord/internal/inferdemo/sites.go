@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kord-fss/kord/infer"
-	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/netshape"
 )
 
-// sites are the four daemons of two sites (internal/cluster) with the
+// sites are the four daemons of two sites (cmd/kord/internal/cluster) with the
 // sites' peer link through a netshape.Proxy: shaped by the run's link
 // and counting every byte between the sites.
 type sites struct {
@@ -57,14 +56,14 @@ func (s *sites) Close() {
 	s.proxy.Close()
 }
 
-// ResNet runs `kord infer demo --model resnet18…` (infer.ResNetDemo): by
+// ResNet runs `kord infer demo --model resnet18…` (ResNetDemo): by
 // default the four daemons of two sites start as children of this
 // process (2 modules, 2 party daemons, the sites' peer link through a
-// counting proxy shaped by cfg.Stream.Link), which runs both online
+// counting proxy shaped by cfg.Link), which runs both online
 // parties and takes every step's keys and correlations from the daemons
 // (infer.DaemonSource); with inProcess, from a module pair in this
 // process. Stage lines go to cfg.Log when set.
-func ResNet(ctx context.Context, cfg infer.ResNetDemoConfig, inProcess bool) (*infer.ResNetDemoReport, error) {
+func ResNet(ctx context.Context, cfg ResNetDemoConfig, inProcess bool) (*ResNetDemoReport, error) {
 	say := func(format string, a ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format, a...)
@@ -72,7 +71,7 @@ func ResNet(ctx context.Context, cfg infer.ResNetDemoConfig, inProcess bool) (*i
 	}
 	var s *sites
 	if !inProcess {
-		link := cfg.Stream.Link
+		link := cfg.Link
 		if link.Name == "" {
 			link = netshape.Profile{Name: "loopback"}
 		}
@@ -92,7 +91,7 @@ func ResNet(ctx context.Context, cfg infer.ResNetDemoConfig, inProcess bool) (*i
 	// KORD_CPUPROFILE_DIR profiles this process (both online parties and
 	// the supplier) as the daemons profile themselves.
 	stopProfile := daemon.Profile("infer-resnet")
-	rep, err := infer.ResNetDemo(ctx, cfg)
+	rep, err := ResNetDemo(ctx, cfg)
 	stopProfile()
 	if err != nil {
 		return nil, err

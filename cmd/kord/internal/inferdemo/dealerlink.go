@@ -1,4 +1,4 @@
-package infer
+package inferdemo
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/internal/both"
 	"github.com/kord-fss/kord/internal/netshape"
 )
@@ -28,7 +29,7 @@ import (
 // wire.go). Not safe for concurrent use.
 type DealerLink struct {
 	ring  int
-	sp    *Supply
+	sp    *infer.Supply
 	links [2]dealerPipe
 	sent  [2]int64
 }
@@ -42,8 +43,8 @@ const maxShipment = 1 << 30
 // NewDealerLink starts a dealer for arch's sessions with both parties'
 // links shaped by p, draws the session's weight masks and ships each party
 // its session, which it returns as the parties parsed it.
-func NewDealerLink(arch *Model, p netshape.Profile) (*DealerLink, [2]*Session, error) {
-	var sess [2]*Session
+func NewDealerLink(arch *infer.Model, p netshape.Profile) (*DealerLink, [2]*infer.Session, error) {
+	var sess [2]*infer.Session
 	d := &DealerLink{ring: arch.Ring}
 	for b := 0; b < 2; b++ {
 		x, y, err := netshape.TCPPair(p)
@@ -53,7 +54,7 @@ func NewDealerLink(arch *Model, p netshape.Profile) (*DealerLink, [2]*Session, e
 		}
 		d.links[b] = dealerPipe{dealer: x, party: y}
 	}
-	sp, ds, err := NewSupply(arch, Sources{Keys: &gates.DealerSource{}, Corr: &DealerCorr{}})
+	sp, ds, err := infer.NewSupply(arch, infer.Sources{Keys: &gates.DealerSource{}, Corr: &infer.DealerCorr{}})
 	if err != nil {
 		d.Close()
 		return nil, sess, err
@@ -74,7 +75,7 @@ func NewDealerLink(arch *Model, p netshape.Profile) (*DealerLink, [2]*Session, e
 		return nil, sess, fmt.Errorf("infer: dealer, session: %w", err)
 	}
 	for b := 0; b < 2; b++ {
-		sess[b], err = ParseSession(got[b])
+		sess[b], err = infer.ParseSession(got[b])
 		clear(got[b])
 		if err == nil && sess[b].B != b {
 			err = fmt.Errorf("party %d received party %d's session", b, sess[b].B)
@@ -83,7 +84,7 @@ func NewDealerLink(arch *Model, p netshape.Profile) (*DealerLink, [2]*Session, e
 			sess[0].Wipe()
 			sess[1].Wipe()
 			d.Close()
-			return nil, [2]*Session{}, fmt.Errorf("infer: dealer, session: %w", err)
+			return nil, [2]*infer.Session{}, fmt.Errorf("infer: dealer, session: %w", err)
 		}
 	}
 	return d, sess, nil
@@ -92,8 +93,8 @@ func NewDealerLink(arch *Model, p netshape.Profile) (*DealerLink, [2]*Session, e
 // Next generates one evaluation's material for both parties, ships each
 // party its own over its link (both links at once) and returns the
 // material as the parties parsed it. The dealer's copies are wiped.
-func (d *DealerLink) Next() ([2]*Material, error) {
-	var out [2]*Material
+func (d *DealerLink) Next() ([2]*infer.Material, error) {
+	var out [2]*infer.Material
 	mat, err := d.sp.Gen()
 	if err != nil {
 		return out, err
@@ -107,7 +108,7 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 		return out, fmt.Errorf("infer: dealer: %w", err)
 	}
 	err = both.Each(func(b int) (err error) { // each party parses its own, at once
-		out[b], err = ParseMaterial(got[b])
+		out[b], err = infer.ParseMaterial(got[b])
 		clear(got[b])
 		if err == nil && out[b].B != b {
 			err = fmt.Errorf("party %d received party %d's material", b, out[b].B)
@@ -120,14 +121,14 @@ func (d *DealerLink) Next() ([2]*Material, error) {
 	if err != nil {
 		out[0].Wipe()
 		out[1].Wipe()
-		return [2]*Material{}, fmt.Errorf("infer: dealer: %w", err)
+		return [2]*infer.Material{}, fmt.Errorf("infer: dealer: %w", err)
 	}
 	return out, nil
 }
 
 // marshalBoth encodes both parties' material at once, wiping it; on an
 // error nothing encoded is returned.
-func marshalBoth(mat [2]*Material, ring int) (raw [2][]byte, err error) {
+func marshalBoth(mat [2]*infer.Material, ring int) (raw [2][]byte, err error) {
 	err = both.Each(func(b int) (err error) {
 		raw[b], err = mat[b].MarshalBinary(ring)
 		mat[b].Wipe()
@@ -163,7 +164,7 @@ func ReadShipment(r io.Reader) ([]byte, error) {
 	}
 	n := binary.LittleEndian.Uint64(h[:])
 	if n > maxShipment {
-		return nil, fmt.Errorf("%w: shipment of %d bytes exceeds %d", ErrMaterialFormat, n, maxShipment)
+		return nil, fmt.Errorf("%w: shipment of %d bytes exceeds %d", infer.ErrMaterialFormat, n, maxShipment)
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
