@@ -410,15 +410,8 @@ func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.
 	for _, it := range items {
 		n += int(max(it.GetCount(), 1))
 	}
-	filler := make([]msg.Share, n)
-	for i := range filler {
-		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
-	}
 	why := fmt.Sprintf("party 1 has no request with ids %v (yet)", missing)
-	sub, err := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler})
-	if err == nil && (sub.FirstCounter != b.FirstCounter || sub.Count != n) {
-		err = fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, b.FirstCounter, n)
-	}
+	err := f.fill(ctx, b.FirstCounter, n)
 	if err != nil {
 		// The module may be anywhere: end the session, the resync mends it.
 		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
@@ -432,6 +425,31 @@ func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.
 	p.log.Debug("batch skipped: unmatched ids", "seq", b.Seq, "missing", len(missing))
 	return &prepared{b: b, soft: true, last: b.FirstCounter + uint64(n) - 1,
 		rep: &pb.BatchReply{Seq: b.Seq, Error: why, ErrorClass: ErrClassUnmatched, Missing: missing, SessionContinues: true}}
+}
+
+// fill moves the module past the n counters from first by generating
+// derived filler keys (no frame, α drawn by the modules), in requests of
+// at most msg.MaxShares: a batch's counters (a large correlation's
+// blocks) can outnumber what one submission takes. Every request's
+// counters must follow the last's, from first on.
+func (f *follower) fill(ctx context.Context, first uint64, n int) error {
+	filler := make([]msg.Share, min(n, msg.MaxShares))
+	for i := range filler {
+		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
+	}
+	for next, left := first, n; left > 0; {
+		k := min(left, msg.MaxShares)
+		sub, err := f.p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler[:k]})
+		if err != nil {
+			return err
+		}
+		if sub.FirstCounter != next || sub.Count != k {
+			return fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, next, k)
+		}
+		next += uint64(k)
+		left -= k
+	}
+	return nil
 }
 
 // finisher answers the prepared batches in order until work closes or
