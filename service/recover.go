@@ -587,7 +587,8 @@ func servedOf(jobs []*job, reps [][]msg.CollectResponse) []*served {
 	return out
 }
 
-// reqDigest is the digest of this site's side of j's request: its shape,
+// reqDigest is the digest of this site's side of j's request: its
+// application identity, its shape,
 // its shares of α and β (or a derived request's fields), its payload
 // vector's shares and its evaluation points. It is kept on disk; it
 // carries no key material.
@@ -595,6 +596,9 @@ func reqDigest(j *job) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("kord/v1/served-request"))
 	var b []byte
+	// The application identity its id is scoped by (apptls).
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(j.app)))
+	b = append(b, j.app...)
 	sh := shapeOf(j.item)
 	b = binary.LittleEndian.AppendUint64(b, sh.id)
 	b = binary.LittleEndian.AppendUint64(b, sh.beta)
