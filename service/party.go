@@ -94,8 +94,13 @@ type Config struct {
 	// replies. Answered keys leave MaxPending's count, so without it an
 	// application that sends without reading would pile replies up.
 	MaxStreamKeys int
-	Logger        *slog.Logger
-	Registry      prometheus.Registerer
+	// State is the party's state file (ledger.go): its own durable
+	// record of what it served for recent ids, which alone decides what
+	// it hands out again after a restart. "" keeps none: a restarted
+	// party then completes nothing generated before (those ids are void).
+	State    string
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.
@@ -159,7 +164,9 @@ type Party struct {
 	recentNext int
 	tags       [][16]byte // pair tags by counter mod recentKeys
 	tagCtr     []uint64
-	// what a restarted party's peer sent it (recover.go)
+	// this party's own durable record (ledger.go)
+	ledger *ledger
+	// what a restarted party answers resends with (recover.go)
 	recoverMu     sync.RWMutex
 	recovered     map[uint64]*recoverRec
 	recoveredN    atomic.Int64
@@ -168,6 +175,9 @@ type Party struct {
 	// tell the peer with the next batch (party 0) or batch reply (party 1)
 	voidMu  sync.Mutex
 	voidOut []uint64
+	// voidKick wakes the session's void sender (sendVoids) when voidOut
+	// gets an id.
+	voidKick chan struct{}
 }
 
 type heldBatch struct {
@@ -215,7 +225,7 @@ func New(c Config) (*Party, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
-		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0)}
+		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0), voidKick: make(chan struct{}, 1)}
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
@@ -236,18 +246,34 @@ func New(c Config) (*Party, error) {
 		}
 		p.peerConn, p.peer = conn, pb.NewPeerLinkClient(conn)
 	}
+	l, err := openLedger(c.State, p.log)
+	if err != nil {
+		if p.peerConn != nil {
+			p.peerConn.Close()
+		}
+		return nil, err
+	}
+	p.ledger = l
+	if l.restarted {
+		p.log.Info("restarted over this party's state file: its record answers resends in the first peer session",
+			"state", c.State, "epoch", l.epoch, "ids", len(l.byID))
+	}
 	return p, nil
 }
 
 // peerBackoff is party 0's reconnection backoff to party 1.
-var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+// MaxDelay bounds how long a restarted party 1 waits to be dialled again
+// after a longer outage (a whole site's restart): a dial to a closed port
+// costs nothing worth saving.
+var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond}
 
 // Close releases the peer connection.
 func (p *Party) Close() error {
+	err := p.ledger.close()
 	if p.peerConn != nil {
-		return p.peerConn.Close()
+		err = errors.Join(err, p.peerConn.Close())
 	}
-	return nil
+	return err
 }
 
 // peerCreds are the peer link's transport credentials: PeerCreds, or
@@ -402,6 +428,10 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	p.record(jobs, reps)
+	if p.cfg.Party == 0 && p.ledger.durable() {
+		// Recorded before the application or party 1 gets them (recover.go).
+		p.ledger.put(servedOf(jobs, reps))
+	}
 	n := 0
 	var next uint64
 	for i, j := range jobs {
@@ -444,13 +474,24 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
 }
 
-// requests validates and enqueues the requests of one message (the
-// unpacked ones, then the packed ones), or answers them at once; it
+// requestOf is request for application app's request.
+func (p *Party) requestOf(app string, r *pb.KeyRequest) *job {
+	return p.requestsOf(app, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
+}
+
+// requests is requestsOf for the anonymous application.
+func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
+	return p.requestsOf("", rs, seen, notices)
+}
+
+// requestsOf validates and enqueues the requests of one message of
+// application app (the unpacked ones, then the packed ones), or answers
+// them at once; it
 // returns their jobs in that order. The jobs share one allocation. seen
 // (nil: not checked) holds the ids already accepted on the stream: a
 // request reusing one is refused, and the ids accepted now join it.
 // notices (nil: none) takes void notices for the stream's delivered ids.
-func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
+func (p *Party) requestsOf(app string, rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
 	most := len(rs.Requests)
 	pk := rs.Packed
 	if pk != nil {
@@ -524,7 +565,7 @@ func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.Key
 		}
 	}
 	for _, j := range js {
-		j.notice = notices
+		j.notice, j.app = notices, app
 	}
 	p.admit(js, errs)
 	if seen != nil {
@@ -542,6 +583,7 @@ func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.Key
 // for all their keys) when the client asked for packed_replies.
 func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
+	app := appOf(ctx) // the stream's requests are this application's
 	order := make(chan *job, streamOrder)
 	// held bounds the keys of this stream that are admitted but not yet
 	// sent (MaxStreamKeys). When it is full, reading stops and gRPC's flow
@@ -566,7 +608,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.StrideReplies {
 				stride.Store(true)
 			}
-			js := p.requests(rs, &seen, notices)
+			js := p.requestsOf(app, rs, &seen, notices)
 			for k, j := range js {
 				if held.acquire(ctx, j.keys()) == nil {
 					select {
@@ -582,7 +624,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					for _, j := range js[k:] {
 						ids = append(ids, j.id)
 					}
-					p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+					p.pend.fail(app, ids, ErrClassUnavailable, "application stream closed")
 				}
 				return
 			}
@@ -746,7 +788,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		for j := range order {
 			ids = append(ids, j.id)
 		}
-		p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+		p.pend.fail(app, ids, ErrClassUnavailable, "application stream closed")
 	}
 	return err
 }
@@ -755,10 +797,10 @@ var packedPool = sync.Pool{New: func() any { return newReplyBuf() }}
 
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {
-	j := p.request(r)
+	j := p.requestOf(appOf(ctx), r)
 	if err := j.wait(ctx); err != nil {
 		if p.cfg.Party == 1 {
-			p.pend.fail([]uint64{j.id}, ErrClassUnavailable, "request cancelled")
+			p.pend.fail(j.app, []uint64{j.id}, ErrClassUnavailable, "request cancelled")
 		}
 		return nil, status.FromContextError(err).Err()
 	}
