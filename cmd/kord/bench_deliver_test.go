@@ -40,12 +40,17 @@ func TestBenchDeliver(t *testing.T) {
 			t.Errorf("unexpected row %s mode %s", name, r.Mode)
 		}
 		delete(want, name)
-		if r.PairsFailed != 0 || r.PairsVerified != 2*300 {
-			t.Errorf("%s: %d pairs verified, %d failed, want 600 and 0", name, r.PairsVerified, r.PairsFailed)
+		// In process, the processes and the slab path's processes.
+		if r.PairsFailed != 0 || r.PairsVerified != 3*300 {
+			t.Errorf("%s: %d pairs verified, %d failed, want 900 and 0", name, r.PairsVerified, r.PairsFailed)
 		}
-		if r.RawKeysPerSec <= 0 || r.InProcKeysPerSec <= 0 || r.ProcKeysPerSec <= 0 || r.InProcRatio <= 0 || r.ProcRatio <= 0 {
+		if r.RawKeysPerSec <= 0 || r.InProcKeysPerSec <= 0 || r.ProcKeysPerSec <= 0 || r.InProcRatio <= 0 || r.ProcRatio <= 0 ||
+			r.SlabKeysPerSec <= 0 || r.SlabRatio <= 0 {
 			t.Errorf("%s: a rate is not positive: %+v", name, r)
 		}
+	}
+	if rep.SlabNote == "" {
+		t.Error("no slab_note")
 	}
 	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
 		t.Errorf("--png: %v", err)
@@ -68,11 +73,35 @@ func TestBenchDeliverAppUnix(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, r := range rep.Rows {
-		if r.PairsFailed != 0 || r.PairsVerified != 2*200 || r.ProcKeysPerSec <= 0 {
+		if r.PairsFailed != 0 || r.PairsVerified != 3*200 || r.ProcKeysPerSec <= 0 {
 			t.Errorf("%s-%d-%s: %d pairs verified, %d failed, %v keys/s", r.Type, r.InBits, r.Tier, r.PairsVerified, r.PairsFailed, r.ProcKeysPerSec)
 		}
 	}
 	if _, _, code := runKord(t, "bench", "deliver", "--app-link", "pipe"); code != 2 {
 		t.Errorf("--app-link pipe: exit %d, want 2", code)
+	}
+}
+
+// TestBenchDeliverAppSlab: with --app-link slab the processes path is the
+// slab path (each party taking its module's slabs as sealed memfds), so
+// slab_keys_per_sec is the processes rate, every pair verified, and the
+// report says what the slab path covers.
+func TestBenchDeliverAppSlab(t *testing.T) {
+	out, errOut, code := runKord(t, "bench", "deliver", "--json", "--app-link", "slab", "--keys", "200", "--chunk", "128", "--raw-time", "10ms")
+	if code != 0 {
+		t.Fatalf("kord bench deliver --app-link slab: exit %d\n%s", code, errOut)
+	}
+	var rep bench.DeliverReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Rows) == 0 || rep.SlabNote != bench.SlabNote {
+		t.Fatalf("%d rows, slab_note %q", len(rep.Rows), rep.SlabNote)
+	}
+	for _, r := range rep.Rows {
+		if r.PairsFailed != 0 || r.PairsVerified != 2*200 || r.SlabKeysPerSec <= 0 || r.SlabKeysPerSec != r.ProcKeysPerSec || r.SlabRatio != r.ProcRatio {
+			t.Errorf("%s-%d-%s: %d pairs verified, %d failed, slab %v keys/s (%v), processes %v (%v)", r.Type, r.InBits, r.Tier,
+				r.PairsVerified, r.PairsFailed, r.SlabKeysPerSec, r.SlabRatio, r.ProcKeysPerSec, r.ProcRatio)
+		}
 	}
 }
