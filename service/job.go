@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -306,7 +307,9 @@ func (j *job) releaseRef(wiped []byte) {
 	}
 }
 
-// pbReply is the answer as one KeyReply message.
+// pbReply is the answer as one KeyReply message. Keys in a read-only slab
+// mapping (socket.DoMapped) are copied: the codec wipes a KeyReply's keys
+// once encoded.
 func (j *job) pbReply() *pb.KeyReply {
 	if j.reply != nil {
 		return j.reply
@@ -314,15 +317,19 @@ func (j *job) pbReply() *pb.KeyReply {
 	n := j.nOut()
 	rep := &pb.KeyReply{Id: j.id, Keys: make([]*pb.KeyShare, n)}
 	shares := make([]pb.KeyShare, n)
+	own := func(k []byte) []byte { return k }
+	if socket.IsMapped(j.keyBuf) {
+		own = bytes.Clone
+	}
 	for i := range n {
 		if j.vn > 0 {
 			c := j.viewOut(i)
-			shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare}
+			shares[i] = pb.KeyShare{Counter: c.Counter, Key: own(c.Key), AlphaShare: c.AlphaShare, BetaShare: c.BetaShare}
 			rep.Keys[i] = &shares[i]
 			continue
 		}
 		c := &j.outs[i]
-		shares[i] = pb.KeyShare{Counter: c.Counter, Key: c.Key, AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
+		shares[i] = pb.KeyShare{Counter: c.Counter, Key: own(c.Key), AlphaShare: c.AlphaShare, BetaShare: c.BetaShare, Evals: c.Evals}
 		if j.vecShares() {
 			shares[i].BetaShares = c.BetaShares
 		}

@@ -43,6 +43,9 @@ type Options struct {
 	Via func(addr string) (string, error)
 	// Tune, when not nil, sees each party's config before it starts.
 	Tune func(*service.Config)
+	// ServerOptions are the parties' gRPC server options (e.g. kord's
+	// codec, grpc.ForceServerCodecV2(kordpb.Codec())).
+	ServerOptions []grpc.ServerOption
 }
 
 // Start starts two parties whose modules sit behind module sockets, pairs
@@ -90,7 +93,7 @@ func StartWith(t testing.TB, o Options) *Parties {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := grpc.NewServer()
+		srv := grpc.NewServer(o.ServerOptions...)
 		p.Register(srv, srv)
 		go srv.Serve(l)
 		ctx, cancel := context.WithCancel(context.Background())
