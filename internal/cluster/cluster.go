@@ -369,6 +369,33 @@ func (p *Daemon) Stop() {
 	}
 }
 
+// Terminate sends SIGTERM and waits up to grace for the process to exit.
+// It returns how long the process took and its exit code, or ok false
+// (and the process killed) if it was still running after grace.
+func (p *Daemon) Terminate(grace time.Duration) (took time.Duration, code int, ok bool) {
+	t0 := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return time.Since(t0), p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(grace):
+		p.Kill()
+		return time.Since(t0), -1, false
+	}
+}
+
+// Log is the daemon's log so far (its stderr) in the cluster.
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(c.logPath(name))
+	return string(b)
+}
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// SocketPath is module b's socket.
+func (c *Cluster) SocketPath(b int) string { return c.sockPath(b) }
+
 // moduleInProcess is kord party's --module value that runs the module
 // inside the party process.
 const moduleInProcess = "in-process"
