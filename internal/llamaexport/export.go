@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,9 @@ type Config struct {
 	// Party0, Party1: the two party daemons' application addresses
 	// (host:port or unix:///path). Both empty: an in-process module pair.
 	Party0, Party1 string
+	// Force lets Export write into a directory that is not empty,
+	// replacing the export files there.
+	Force bool
 }
 
 // Validate reports what is wrong with c.
@@ -138,6 +142,9 @@ type Params struct {
 	OutBits int    `json:"out_bits"`
 	Group   int    `json:"group"`
 	Keys    int    `json:"keys"`
+	// Beta is the public payload the keys were made for, Group elements
+	// (absent from exports made before it was recorded).
+	Beta []uint64 `json:"beta,omitempty"`
 }
 
 // Llama is the key shape p describes.
@@ -155,6 +162,14 @@ func (p Params) check() error {
 	}
 	if p.Keys < 1 || p.Keys > MaxKeys {
 		return bad("%s: keys %d is outside 1..%d", ParamsJSON, p.Keys, MaxKeys)
+	}
+	if len(p.Beta) > 0 && len(p.Beta) != p.Group {
+		return bad("%s: beta has %d elements, group is %d", ParamsJSON, len(p.Beta), p.Group)
+	}
+	for j, v := range p.Beta {
+		if v&^prg.Mask(p.OutBits) != 0 {
+			return bad("%s: beta element %d: %d does not fit in %d output bits", ParamsJSON, j, v, p.OutBits)
+		}
 	}
 	return nil
 }
@@ -236,6 +251,9 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if ents, err := os.ReadDir(c.Dir); err == nil && len(ents) > 0 && !c.Force {
+		return nil, bad("dir: %s exists and is not empty: give another directory, or --force to overwrite the export there", c.Dir)
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
@@ -259,7 +277,7 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
-	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: c.group(), Keys: c.Keys}
+	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: c.group(), Keys: c.Keys, Beta: c.Payload()}
 	js, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -536,8 +554,20 @@ func (e *Files) VerifyVec(beta []uint64) error {
 	}
 	for i := range e.Params.Keys {
 		if err := llama.CheckPair(p, e.Key(0, i), e.Key(1, i), e.Alpha(i), beta); err != nil {
-			return fmt.Errorf("key %d: %w", i, err)
+			return fmt.Errorf("key %d: %w: %s", i, err, e.likelyCause(beta))
 		}
 	}
 	return nil
+}
+
+// likelyCause says, for a pair that does not evaluate to beta·[x < α],
+// what most likely differs: the payload asked for, or the files.
+func (e *Files) likelyCause(beta []uint64) string {
+	if len(e.Params.Beta) > 0 && !slices.Equal(e.Params.Beta, beta) {
+		return fmt.Sprintf("the keys were made for β = %v (params.json), not %v", e.Params.Beta, beta)
+	}
+	if len(e.Params.Beta) == 0 {
+		return fmt.Sprintf("either β is not %v (params.json does not record it: give the --beta the export was made with) or the .dat and .shares files do not belong together", beta)
+	}
+	return "the .dat and .shares files do not belong together (from different exports, or altered)"
 }
