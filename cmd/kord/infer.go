@@ -174,7 +174,7 @@ Links (each round trip split evenly between the directions):
 				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, inProcess, rn)
 			}
 			if model != "mlp" && model != "cnn" {
-				return badInput("--model must be mlp or cnn")
+				return badInput("--model %q: want mlp, cnn or resnet18 (also resnet18-s<side>-w<width>-c<classes>)", model)
 			}
 			if images < 1 || images > 10000 {
 				return badInput("--images must be in 1..10000")
