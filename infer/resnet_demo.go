@@ -15,7 +15,11 @@ import (
 // ResNetDemoConfig is one run of `kord infer demo --model resnet18…`.
 type ResNetDemoConfig struct {
 	Model  *Model // with weights (ResNetModel or a model file)
-	Images int    // images ResNetImage(Model, ResNetSeed+i), i < Images
+	Images int    // images ResNetImage(Model, ResNetSeed+Start+i), i < Images
+	Start  int    // the first image's index
+	// Output, when set, gets each image's index (Start+i) and the logits
+	// the client (party 1) reconstructed, in order.
+	Output func(index int, logits []int64) error
 	Stream StreamConfig
 	// NoDealer skips the trusted-dealer baseline's key supply (it
 	// regenerates the whole inventory once more per image).
@@ -47,7 +51,8 @@ type ResNetDemoConfig struct {
 // top-1 class equals the cleartext model's.
 type ResNetDemoReport struct {
 	Model string `json:"model"`
-	// Start is 0: the images are ResNetImage(Model, ResNetSeed+i).
+	// Start is the first image's index: the images are
+	// ResNetImage(Model, ResNetSeed+Start+i).
 	Start      int     `json:"start"`
 	Images     int     `json:"images"`
 	Link       string  `json:"link"`
@@ -141,7 +146,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	if link == "" {
 		link = "loopback"
 	}
-	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: link,
+	rep := &ResNetDemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link,
 		Source:        "module pair (derived keys and derived correlations), streamed",
 		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
 	var src Sources
@@ -173,7 +178,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	linkStart := interSite()
 	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
 	for i := 0; i < cfg.Images; i++ {
-		x := ResNetImage(m, ResNetSeed+uint64(i))
+		x := ResNetImage(m, ResNetSeed+uint64(cfg.Start+i))
 		t0 := time.Now()
 		want, st, err := m.Ref(x)
 		if err != nil {
@@ -203,6 +208,11 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
 			owall += time.Duration(sr2.WallMs * 1e6)
 			same = same && slices.Equal(got2, want)
+		}
+		if cfg.Output != nil {
+			if err := cfg.Output(cfg.Start+i, got); err != nil {
+				return nil, err
+			}
 		}
 		if same {
 			rep.BitExact++

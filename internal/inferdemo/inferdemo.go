@@ -50,6 +50,9 @@ type Config struct {
 	Bin string
 	// Progress, when not nil, gets a line per stage.
 	Progress io.Writer
+	// Output, when set, gets each image's index and the logits the
+	// client (party 1) reconstructed, in order, once the run is done.
+	Output func(index int, logits []int64) error
 }
 
 // KeySupplyPath and DealerPath describe where Processes measures the two
@@ -277,6 +280,13 @@ func Processes(ctx context.Context, cfg Config) (_ *infer.DemoReport, err error)
 	}
 	crossed := c.crossed() - startBytes
 	fill(rep, m, set, cfg, sess, imgs, crossed)
+	if cfg.Output != nil {
+		for i, im := range imgs[1] {
+			if err := cfg.Output(cfg.Start+i, im.Logits); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return rep, nil
 }
 
