@@ -153,10 +153,17 @@ func TestDaemonStartChecks(t *testing.T) {
 		"--peer-listen", "127.0.0.1:0"}, tlsArgs(peertls.PartyFiles(tdir, 1))...)...)
 	start(0, "party0", append([]string{"party", "--party", "0", "--module", filepath.Join(dir, "m0.sock"), "--listen", "127.0.0.1:0",
 		"--peer", p1.Ready["peer"]}, tlsArgs(peertls.PartyFiles(tdir, 0))...)...)
-	// Each failed session is retried within a second (backoff up to 1 s):
-	// 3 s is several tries.
+	// The first try's message, however slow the machine; then each
+	// failed session is retried within a second (backoff up to 1 s), so
+	// 3 s more are several tries.
+	logPath := filepath.Join(dir, "party0.log")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if log, _ := os.ReadFile(logPath); strings.Contains(string(log), "waiting for pairing") {
+			break
+		}
+	}
 	time.Sleep(3 * time.Second)
-	log, _ := os.ReadFile(filepath.Join(dir, "party0.log"))
+	log, _ := os.ReadFile(logPath)
 	if n := strings.Count(string(log), "waiting for pairing"); n != 1 {
 		t.Errorf("party 0 said %d times that it waits for pairing, want once:\n%s", n, log)
 	}
