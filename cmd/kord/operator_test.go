@@ -144,3 +144,25 @@ func TestOncePrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestListsWhatItTakes: a command given nothing, or a name it does not
+// know, says what it takes: every chaos test, every model.
+func TestListsWhatItTakes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"chaos"}, []string{"crash", "rollback", "network", "soak"}},
+		{[]string{"infer", "demo", "--model", "foo"}, []string{"mlp", "cnn", "resnet18"}},
+	} {
+		_, errOut, code := runKord(t, c.args...)
+		if code != 2 {
+			t.Errorf("kord %v: exit %d, want 2", c.args, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("kord %v: %q does not name %s", c.args, errOut, w)
+			}
+		}
+	}
+}
