@@ -84,15 +84,20 @@ func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args 
 			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
 		}
 		p.Ready = kv
-	case <-time.After(20 * time.Second):
+	case <-time.After(readyWait):
 		p.Kill()
-		return nil, fmt.Errorf("%s did not become ready", name)
+		return nil, fmt.Errorf("%s did not become ready within %v", name, readyWait)
 	case <-ctx.Done():
 		p.Kill()
 		return nil, ctx.Err()
 	}
 	return p, nil
 }
+
+// readyWait bounds a daemon's start: a daemon that has not said ready by
+// then is taken for hung. A start takes a second or two on a quiet
+// machine; the bound leaves a busy one (tests beside other builds) room.
+const readyWait = time.Minute
 
 func lastLines(b []byte, n int) string {
 	lines := 0
