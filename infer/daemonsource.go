@@ -355,6 +355,10 @@ func takeReplies(bt client.Batch, reqs []*pb.KeyRequest, out *[]siteReply, buf [
 	return buf, nil
 }
 
+// KeysPerRequest is the number of keys each request asks for: PerRequest,
+// DefaultDaemonPerRequest for 0, at most the largest request.
+func (d *DaemonSource) KeysPerRequest() int { return d.perRequest() }
+
 func (d *DaemonSource) perRequest() int {
 	if d.PerRequest <= 0 {
 		return DefaultDaemonPerRequest

@@ -64,10 +64,12 @@
 // before sending anything and wipes it after, so no mask ever opens two
 // values (A opens only Ŵ, once per session). DealerCorr and
 // gates.DealerSource are the TRUSTED-DEALER BASELINE (the LLAMA route),
-// kept for comparison; DealerLink deploys it as LLAMA does, shipping each
-// party its encoded material (Material.MarshalBinary, ParseMaterial) over
-// its own link, and Demo measures both key supplies per image on links
-// shaped by internal/netshape (the modules' in process for now).
+// kept for comparison; the runners (cmd/kord/internal/inferdemo:
+// DealerLink, Demo, ResNetDemo, the online parties as processes) deploy
+// it as LLAMA does, shipping each party its encoded material
+// (Material.MarshalBinary, ParseMaterial) over its own shaped link, and
+// measure both key supplies per image. This package starts no processes
+// and shapes no links.
 //
 // # Residual networks and streaming
 //

@@ -1,7 +1,6 @@
 package infer
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -33,40 +32,6 @@ func loadModel(t testing.TB, name string) *Model {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// TestMNISTEndToEnd runs the first test images through both committed
-// models with every key and correlation from a paired module pair, and
-// requires every logit to equal the cleartext fixed-point model's and the
-// predicted class to match it; every key is derived and nothing crosses
-// the link between the two sites' hosts.
-func TestMNISTEndToEnd(t *testing.T) {
-	set := testSet(t)
-	images := 3
-	if testing.Short() {
-		images = 1
-	}
-	for _, name := range []string{"mlp", "cnn"} {
-		t.Run(name, func(t *testing.T) {
-			m := loadModel(t, name)
-			rep, err := Demo(context.Background(), DemoConfig{Model: m, Set: set, Images: images})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.BitExact != images || rep.Mismatches != 0 {
-				t.Fatalf("%d bit-exact, %d mismatches of %d", rep.BitExact, rep.Mismatches, images)
-			}
-			if rep.Accuracy != rep.RefAccuracy {
-				t.Fatalf("secure accuracy %v differs from the cleartext model's %v", rep.Accuracy, rep.RefAccuracy)
-			}
-			if rep.OfflineCorrPerImage == 0 || rep.OfflineDerivedKeysPerImage != rep.OfflineKeysPerImage {
-				t.Fatalf("want correlations and every key derived: %+v", rep)
-			}
-			if rep.OfflineInterSiteBytesPerImage == nil || *rep.OfflineInterSiteBytesPerImage != 0 {
-				t.Fatalf("bytes crossed between the sites, want 0: %v", rep.OfflineInterSiteBytesPerImage)
-			}
-		})
-	}
 }
 
 // TestCommittedModels: both committed models parse, are overflow-free on
@@ -238,37 +203,4 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestInventoryMatchesRun: the per-layer cost formulas add up to exactly
-// the keys, correlation words, rounds and bytes a run of each committed
-// model measures (per image and for the session).
-func TestInventoryMatchesRun(t *testing.T) {
-	set := testSet(t)
-	for _, name := range []string{"mlp", "cnn"} {
-		m := loadModel(t, name)
-		inv, err := m.Inventory()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var keys, words, sessWords, rounds, bytes, sessBytes int
-		for _, c := range inv {
-			keys += c.Keys
-			words += c.CorrWords
-			sessWords += c.SessionWords
-			rounds += c.Rounds
-			bytes += c.Bytes
-			sessBytes += c.SessionBytes
-		}
-		rep, err := Demo(context.Background(), DemoConfig{Model: m, Set: set, Images: 1, Dealer: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := [6]int64{int64(rep.OfflineKeysPerImage), int64(rep.OfflineCorrWordsPerImage), int64(rep.SessionWeightMaskWords),
-			rep.OnlineRounds, rep.OnlineBytesPerPartyPerImage, rep.SessionBytesPerParty}
-		want := [6]int64{int64(keys), int64(words), int64(sessWords), int64(rounds), int64(bytes), int64(sessBytes + 4)}
-		if got != want {
-			t.Fatalf("%s: measured keys, words, session words, rounds, bytes, session bytes = %v; inventory %v", name, got, want)
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/gates"
+	"github.com/kord-fss/kord/service/servicetest"
 )
 
 // BenchmarkSupplyCNN compares, per CNN image, three key supplies in one
@@ -33,7 +34,7 @@ func BenchmarkSupplyCNN(b *testing.B) {
 		loopGen(b, sp)
 	})
 	b.Run("daemons", func(b *testing.B) {
-		d := startDaemons(b)
+		apps := servicetest.Start(b, 4096, nil).Apps
 		ctx := context.Background()
 		var ps [2]*PartySupply
 		var errs [2]error
@@ -43,7 +44,7 @@ func BenchmarkSupplyCNN(b *testing.B) {
 			go func(p int) {
 				defer wg.Done()
 				var sess *Session
-				ps[p], sess, errs[p] = NewPartySupply(ctx, p, d.apps[p], arch, 1)
+				ps[p], sess, errs[p] = NewPartySupply(ctx, p, apps[p], arch, 1)
 				if errs[p] == nil {
 					sess.Wipe()
 				}

@@ -96,6 +96,15 @@ func (s *Session) Wipe() {
 	}
 }
 
+// WeightMaskWords is the number of weight-mask words this party holds.
+func (s *Session) WeightMaskWords() int {
+	n := 0
+	for _, a := range s.a {
+		n += len(a)
+	}
+	return n
+}
+
 // Supply is the offline driver of a session for both parties (in a
 // deployment each party drives its own module; here one object drives
 // both through Sources): it holds the sources and the handles of the

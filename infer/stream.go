@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/gates"
-	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // Streamed evaluation, for models whose material does not fit in memory
@@ -42,14 +42,18 @@ type StreamConfig struct {
 	// phase; otherwise the two alternate step by step.
 	Overlap bool
 	// Ahead is the number of steps the supplier may hold ready with
-	// Overlap (0: 1). Without Overlap it is 0.
+	// Overlap (0: 1, or as PrefetchBytes allows). Without Overlap it is 0.
 	Ahead int
+	// PrefetchBytes, with Overlap and no Ahead, sets Ahead: as many steps
+	// as fit, both parties' material of the largest step counted (at
+	// least 1).
+	PrefetchBytes int64
 	// Progress, when set, receives one line per layer that has material
 	// (values, keys, supply and online time and rate, elapsed).
 	Progress io.Writer
-	// Link shapes the online parties' loopback connection (the zero
-	// Profile: unshaped).
-	Link netshape.Profile
+	// Pair connects the two online parties (nil: LoopbackPair, an
+	// unshaped loopback TCP connection). The runners pass a shaped one.
+	Pair func() (net.Conn, net.Conn, error)
 }
 
 // StreamReport is the cost of one streamed evaluation.
@@ -78,6 +82,11 @@ type StreamReport struct {
 	OnlineRounds      int64   `json:"online_rounds"`
 	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
 	MaterialStepBytes int64   `json:"max_step_material_bytes_per_party"`
+	// KeyWaitMs is the time the online parties waited for material (the
+	// party that waited longer), with Overlap; Ahead the steps the
+	// supplier could hold ready.
+	KeyWaitMs float64 `json:"online_key_wait_ms"`
+	Ahead     int     `json:"ahead_steps"`
 }
 
 type step struct{ layer, level, lo, hi int }
@@ -352,18 +361,12 @@ func poolStream(p *gates.Party, ring int, ly *Layer, in, o Shape, take func() (*
 
 // RunStream is one complete secure evaluation of model (the owner's, with
 // weights; any kinds, lowered here) on image, both parties in this
-// process over a loopback TCP connection (shaped by cfg.Link), material
+// process over a TCP connection (cfg.Pair: loopback unless given), material
 // streamed from src as described above, in a session of its own (weight
 // masks drawn and the weights opened once, timed apart). It returns the client's output.
 func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cfg StreamConfig) ([]int64, *StreamReport, error) {
 	if cfg.Chunk <= 0 {
 		cfg.Chunk = DefaultChunk
-	}
-	if cfg.Ahead <= 0 {
-		cfg.Ahead = 1
-	}
-	if !cfg.Overlap {
-		cfg.Ahead = 0
 	}
 	low, err := Lower(model)
 	if err != nil {
@@ -395,7 +398,11 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 			rep.WeightMaskWords += len(sess[0].a[i])
 		}
 	}
-	a0, a1, err := netshape.TCPPair(cfg.Link)
+	pair := cfg.Pair
+	if pair == nil {
+		pair = LoopbackPair
+	}
+	a0, a1, err := pair()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -414,6 +421,21 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 
 	steps := plan(arch, shapes, cfg.Chunk)
 	rep.Steps = len(steps)
+	if cfg.Ahead <= 0 && cfg.PrefetchBytes > 0 {
+		var most int64
+		for _, st := range steps {
+			most = max(most, stepBytes(arch, shapes, st))
+		}
+		cfg.Ahead = int(cfg.PrefetchBytes / max(2*most, 1))
+	}
+	if cfg.Ahead <= 0 {
+		cfg.Ahead = 1
+	}
+	if !cfg.Overlap {
+		cfg.Ahead = 0
+	}
+	rep.Ahead = cfg.Ahead
+	var waited [2]time.Duration // per party, with Overlap
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ch [2]chan *stepMat
@@ -513,6 +535,8 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 					return nil, supplyOr(&mu, &supplyErr, ctx.Err())
 				}
 			}
+			t0 := time.Now()
+			defer func() { waited[b] += time.Since(t0) }()
 			select {
 			case s, ok := <-ch[b]:
 				if !ok {
@@ -558,14 +582,31 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 	rep.OnlineMs = rep.WallMs
 	if !cfg.Overlap {
 		rep.OnlineMs = ms2(wall - supply)
+	} else {
+		rep.KeyWaitMs = ms2(max(waited[0], waited[1]))
 	}
 	for _, v := range rep.Keys {
 		rep.KeysTotal += v
 	}
 	rep.OnlineBytes = max(c0.Sent(), c1.Sent())
 	rep.OnlineRounds = c0.Rounds()
-	rep.PeakRSSBytes = peakRSS()
+	rep.PeakRSSBytes = PeakRSS()
 	return out, rep, nil
+}
+
+// stepBytes is one party's material of step st, counted as
+// stepMat.bytes counts it, before it is drawn.
+func stepBytes(arch *Model, shapes []Shape, st step) int64 {
+	l := &arch.Layers[st.layer]
+	ring, n := arch.Ring, int64(st.hi-st.lo)
+	switch {
+	case l.Kind == FC || l.Kind == Conv:
+		return int64(shapes[st.layer].Len()+outLen(l, shapes[st.layer])) * int64((ring+7)/8)
+	case l.Kind == Trunc:
+		return n * (keyMaterial(fss.Params{Type: fss.DCF, InBits: l.S + 1, OutBits: ring}) + keyMaterial(fss.Params{Type: fss.DCF, InBits: ring + 1, OutBits: l.S}))
+	default:
+		return 2 * n * keyMaterial(fss.Params{Type: fss.DCF, InBits: ring, OutBits: ring})
+	}
 }
 
 // supplyOr returns the supplier's error when it failed, else err.
@@ -594,9 +635,9 @@ func (s *stepMat) bytes(ring int) int64 {
 	return n
 }
 
-// peakRSS is this process's peak resident set (VmHWM), or 0 where
+// PeakRSS is this process's peak resident set (VmHWM), or 0 where
 // /proc is not there.
-func peakRSS() int64 {
+func PeakRSS() int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
@@ -622,3 +663,5 @@ func si(v float64) string {
 	}
 	return fmt.Sprintf("%.0f", v)
 }
+
+func ms2(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

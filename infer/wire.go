@@ -9,7 +9,7 @@ import (
 )
 
 // The material wire format, for a trusted dealer that ships each party its
-// material (the baseline of DealerLink). Simple and strict:
+// material (the baseline of inferdemo.DealerLink). Simple and strict:
 //
 //	Material: "KMAT1\n", party byte, uvarint layer count, then per layer a
 //	tag byte: 0 nothing; 1 linear (words R, words Z); 2 truncation (keys

@@ -1,13 +1,10 @@
 package infer
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"testing"
 
 	"github.com/kord-fss/kord/gates"
-	"github.com/kord-fss/kord/internal/netshape"
 )
 
 // TestMaterialWire: the dealer's encoding of both parties' session and
@@ -73,34 +70,6 @@ func TestMaterialWire(t *testing.T) {
 	}
 }
 
-// TestDemoShapedLink: a short run on the 1gbps preset reports both key
-// supplies; the dealer shipped bytes and took time, the modules shipped
-// nothing between the sites. No wall-clock thresholds.
-func TestDemoShapedLink(t *testing.T) {
-	set := testSet(t)
-	m := loadModel(t, "mlp")
-	p, err := netshape.Preset("1gbps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dealer := range []bool{false, true} {
-		rep, err := Demo(context.Background(), DemoConfig{Model: m, Set: set, Images: 1, Link: p, Dealer: dealer})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Link != "1gbps" || rep.BitExact != 1 || rep.Mismatches != 0 {
-			t.Fatalf("dealer=%v: %+v", dealer, rep)
-		}
-		if rep.DealerBytesPerPartyPerImage < rep.OfflineBytesPerPartyPerImage/2 || rep.DealerKeySupplyMsPerImage <= 0 ||
-			rep.DealerKeySupplyShare <= 0 || rep.KeySupplyMsPerImage <= 0 || rep.KeySupplyShare <= 0 {
-			t.Fatalf("dealer=%v: key supply fields: %+v", dealer, rep)
-		}
-		if *rep.OfflineInterSiteBytesPerImage != 0 {
-			t.Fatalf("inter-site bytes %v, want 0", *rep.OfflineInterSiteBytesPerImage)
-		}
-	}
-}
-
 // FuzzParseMaterial: ParseMaterial and ParseSession never panic, and
 // every error wraps ErrMaterialFormat.
 func FuzzParseMaterial(f *testing.F) {
@@ -127,23 +96,4 @@ func FuzzParseMaterial(f *testing.F) {
 			t.Fatalf("error not wrapped: %v", err)
 		}
 	})
-}
-
-// TestShipmentFraming: a shipment round-trips; a length over the bound is
-// refused before allocation; a short stream is an error.
-func TestShipmentFraming(t *testing.T) {
-	var buf bytes.Buffer
-	if err := WriteShipment(&buf, []byte("kord")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := ReadShipment(bytes.NewReader(buf.Bytes())); err != nil || string(got) != "kord" {
-		t.Fatalf("%q %v", got, err)
-	}
-	if _, err := ReadShipment(bytes.NewReader(buf.Bytes()[:10])); err == nil {
-		t.Fatal("short shipment accepted")
-	}
-	huge := []byte{0, 0, 0, 0, 0, 0, 0, 0x80}
-	if _, err := ReadShipment(bytes.NewReader(huge)); !errors.Is(err, ErrMaterialFormat) {
-		t.Fatalf("huge length: %v", err)
-	}
 }

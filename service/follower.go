@@ -95,7 +95,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		// delivered of the held batches is settled at its witness.
 		recent = append(p.recentItems(), heldItems(doubt)...)
 	} else {
-		p.settleHeld(hello.Run, hello.DeliveredThrough)
+		p.settleHeld(hello.Run, hello.DeliveredThrough, hello.Confirms)
 	}
 	chal, err := p.mod.Challenge(ctx)
 	if err != nil {
@@ -133,7 +133,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
 	}
 	if newRun {
-		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid)
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldOkConfirms)
 	}
 	if fresh && len(pw.Recent) > 0 {
 		p.keepRecovered(recsOf(pw.Recent))
@@ -230,6 +230,15 @@ func (f *follower) confirm(c *pb.Confirm) error {
 		}
 		p.back(h.jobs, class, why)
 		return fmt.Errorf("%w: party 0 refused batch %d", errDesync, h.seq)
+	}
+	if !h.confirmed(c.Mac) {
+		// Party 0 confirmed outputs its module did not make with ours:
+		// nothing of the batch is delivered (confirm.go).
+		wipeJobReplies(h.jobs, h.replies)
+		p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
+		p.mismatch(h.seq, h.first, batchLast(h.first, h.jobs), h.jobs)
+		p.back(h.jobs, ErrClassTampered, fmt.Sprintf("party 0 confirmed batch %d without the confirmation of this site's outputs: the two modules' outputs disagree", h.seq))
+		return fmt.Errorf("%w: party 0's confirmation of batch %d does not match this module's pair tags", errDesync, h.seq)
 	}
 	p.deliverHeld(h)
 	return nil
@@ -536,13 +545,13 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 	if pr.frames.Count() > 0 && res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != pr.frames.Count() {
 		class = ErrClassTampered // a frame of party 0 was refused
 	}
-	reps, digest, err := outputs(res, pr.frames, js, pr.segs, b.FirstCounter)
+	reps, digest, conf, err := outputs(res, pr.frames, js, pr.segs, b.FirstCounter)
 	if err != nil {
 		return fail(class, "%v", err), nil
 	}
 	p.heldMu.Lock()
 	p.heldRun = f.run
-	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps})
+	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps, confirm: conf})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
 	rep.Digest = digest

@@ -325,7 +325,7 @@ func (j *job) pbReply() *pb.KeyReply {
 		}
 		if c.Corr != nil {
 			shares[i].Corr = &modulepb.CorrShares{Counter: c.Corr.Counter, Blocks: uint32(c.Corr.Blocks), Corr: socket.CorrToPB(&c.Corr.Corr),
-				A: c.Corr.A, R: c.Corr.R, Z: c.Corr.Z, PairTag: c.Corr.PairTag[:]}
+				A: c.Corr.A, R: c.Corr.R, Z: c.Corr.Z, PairTag: c.Corr.PairTag[:], Packs: c.Corr.Packs}
 		}
 		rep.Keys[i] = &shares[i]
 	}
@@ -510,7 +510,7 @@ func sameCorr(a, b *modulepb.Correlation) bool {
 		return a == nil && b == nil
 	}
 	return a.Kind == b.Kind && a.Ring == b.Ring && a.In == b.In && a.Out == b.Out && a.K == b.K && a.H == b.H && a.W == b.W &&
-		a.Part == b.Part && a.WeightFrom == b.WeightFrom
+		a.Part == b.Part && a.WeightFrom == b.WeightFrom && a.Relu == b.Relu && a.Ars == b.Ars && a.Shift == b.Shift && a.Maxpool == b.Maxpool
 }
 
 var (

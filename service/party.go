@@ -138,7 +138,8 @@ type Party struct {
 	cancelPrev context.CancelFunc
 	active     sync.Mutex
 	heldMu     sync.Mutex
-	held       []*heldBatch // party 1: answered, awaiting confirmation
+	held       []*heldBatch  // party 1: answered, awaiting confirmation
+	confirms   []*pb.Confirm // party 0: its last delivered batches' confirmations (confirm.go)
 	heldRun    uint64
 
 	nextMu  sync.Mutex
@@ -175,6 +176,7 @@ type heldBatch struct {
 	first   uint64 // first counter
 	jobs    []*job
 	replies [][]msg.CollectResponse
+	confirm []byte // the confirmation party 0 must send (confirm.go)
 }
 
 // New returns a party. Party 0 needs PeerAddr.

@@ -39,5 +39,5 @@
 // tree must evaluate the PRG (AES) inside generic 2PC (garbled circuits)
 // along α's path, which is not implemented here; widths beyond what the
 // machine expands in minutes (ℓ = 32: 2^33 seed expansions per party) are
-// extrapolated by internal/compare from measured rows.
+// extrapolated by cmd/kord/internal/compare from measured rows.
 package twopc

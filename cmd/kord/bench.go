@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/bench"
 	"github.com/kord-fss/kord/internal/prg"
 )
 

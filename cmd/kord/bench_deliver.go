@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/bench"
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/service"
 )

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/bench"
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 )
 
 // TestBenchDeliver runs a tiny `kord bench deliver --json`: every row is

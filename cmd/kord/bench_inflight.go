@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/bench"
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 	"github.com/kord-fss/kord/internal/prg"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kord-fss/kord/internal/bench"
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 )
 
 // TestBenchInflight runs a tiny sweep: every M is measured, the fit is

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/bench"
+	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 )
 
 // TestBenchResNetKeys runs `kord bench resnet18-keys` on a share of a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/chaos"
+	"github.com/kord-fss/kord/cmd/kord/internal/chaos"
 )
 
 func init() { rootCmd.AddCommand(chaosCmd()) }

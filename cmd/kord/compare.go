@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/compare"
+	"github.com/kord-fss/kord/cmd/kord/internal/compare"
 )
 
 // kord compare: flags to compare.Run (issue 25).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/demo"
+	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/service"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/demo"
+	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 )
 
 // TestDemoFlagsValidated: every flag of `kord demo` is checked on both

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 	"github.com/kord-fss/kord/internal/daemon"
-	"github.com/kord-fss/kord/internal/demo"
 )
 
 // pairsOpts are `kord demo`'s flags for a pair group (issue 24).

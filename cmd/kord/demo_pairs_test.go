@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/demo"
+	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 )
 
 // TestDemoPairs runs `kord demo --pairs 1,2 --json`: each run delivers

@@ -1,7 +1,7 @@
 package main
 
 // kord fabric: the KORD fabric model (package fabric, run by
-// internal/fabricrun) from the command line.
+// cmd/kord/internal/fabricrun) from the command line.
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/fabricrun"
 	"github.com/kord-fss/kord/fabric"
-	"github.com/kord-fss/kord/internal/fabricrun"
 )
 
 var fabricCmd = &cobra.Command{

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 )
 
 // TestPartyProbes: real party processes answer /healthz and /readyz on

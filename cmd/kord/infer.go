@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
-	"github.com/kord-fss/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/internal/netshape"
 	"github.com/spf13/cobra"
 )
@@ -212,13 +212,13 @@ Links (each round trip split evenly between the directions):
 			if err != nil {
 				return err
 			}
-			var rep *infer.DemoReport
+			var rep *inferdemo.DemoReport
 			if inProcess {
 				_, testSet, err := infer.LoadMNIST()
 				if err != nil {
 					return err
 				}
-				rep, err = infer.Demo(context.Background(), infer.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link, Output: out})
+				rep, err = inferdemo.Demo(context.Background(), inferdemo.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link, Output: out})
 				if err != nil {
 					return err
 				}
@@ -233,7 +233,10 @@ Links (each round trip split evenly between the directions):
 				// Ctrl-C stops the run and its child processes.
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, Output: out})
+				if rn.prefetch < 0 {
+					return badInput("--prefetch-bytes must be 0 or more")
+				}
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch, Output: out})
 				if err != nil {
 					return err
 				}
@@ -254,6 +257,10 @@ Links (each round trip split evenly between the directions):
 				rep.KeySupplyMsPerImage, rep.KeySupplyShare, *rep.OfflineInterSiteBytesPerImage,
 				rep.DealerKeySupplyMsPerImage, rep.DealerKeySupplyShare, rep.DealerBytesPerPartyPerImage,
 				rep.SessionBytesPerParty, rep.KeySupplyPath, rep.DealerPath)
+			if rep.PrefetchWindow > 0 {
+				fmt.Fprintf(w, "overlapped pass (material of %d images held at most): online %.1f ms per image, plus %.1f ms waiting for keys; wall %.1f ms per image\n",
+					rep.PrefetchWindow, rep.OverlapOnlineMsPerImage, rep.OnlineKeyWaitMsPerImage, rep.OverlapWallMsPerImage)
+			}
 			if rep.Mismatches > 0 {
 				return fmt.Errorf("%d secure outputs differ from the cleartext model", rep.Mismatches)
 			}
@@ -298,6 +305,7 @@ func inferPartyCmd() *cobra.Command {
 	f.StringVar(&a.Dealer, "dealer", "", "the trusted dealer's port for this party (empty: no dealer baseline)")
 	f.StringVar(&a.Online, "online", "", "party 0: party 1's online address")
 	f.StringVar(&a.OnlineListen, "online-listen", "127.0.0.1:0", "party 1: where to listen for party 0")
+	f.Int64Var(&a.PrefetchBytes, "prefetch-bytes", 0, "material fetched ahead in an overlapped pass after the timed one (0: none)")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 )
 
@@ -99,7 +100,7 @@ func TestInferResNetDemoInProcess(t *testing.T) {
 }
 
 // resnetDemoFields checks a ResNet demo's JSON: every field of the MNIST
-// demo's report (infer.DemoReport) is there, the image is bit-exact and
+// demo's report (inferdemo.DemoReport) is there, the image is bit-exact and
 // material was counted.
 func resnetDemoFields(t *testing.T, out string) map[string]any {
 	t.Helper()
@@ -109,7 +110,7 @@ func resnetDemoFields(t *testing.T, out string) map[string]any {
 	}
 	// every field of the MNIST demo's report, and the streamed run's own
 	fields := []string{"peak_rss_bytes", "peak_rss_bytes_by_process", "max_step_material_bytes_per_party", "keys", "steps", "chunk"}
-	rt := reflect.TypeOf(infer.DemoReport{})
+	rt := reflect.TypeOf(inferdemo.DemoReport{})
 	for i := 0; i < rt.NumField(); i++ {
 		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
 			fields = append(fields, name)

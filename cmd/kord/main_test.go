@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kord-fss/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 )
 
 // kordBin is the kord binary built once for the CLI tests in this package;

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/serve"
 	"github.com/kord-fss/kord/internal/daemon"
-	"github.com/kord-fss/kord/internal/daemon/serve"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/store"
 )

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"

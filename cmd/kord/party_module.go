@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/serve"
 	"github.com/kord-fss/kord/internal/daemon"
-	"github.com/kord-fss/kord/internal/daemon/serve"
 	"github.com/kord-fss/kord/module/store"
 )
 

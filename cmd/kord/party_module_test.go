@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/module/msg"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kord-fss/kord/internal/chaos"
-	"github.com/kord-fss/kord/internal/demo"
+	"github.com/kord-fss/kord/cmd/kord/internal/chaos"
+	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 )
 
 func chaosJSON(t *testing.T, args ...string) chaos.Report {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/internal/selftest"
+	"github.com/kord-fss/kord/cmd/kord/internal/selftest"
 )
 
 func init() {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
+	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/cluster"
-	"github.com/kord-fss/kord/internal/loadgen"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/msg"
 )

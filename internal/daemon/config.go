@@ -1,7 +1,7 @@
 // Package daemon is the start-up the kord daemons (kord module, kord
 // party) share: settings from flags, environment and an optional config
 // file, the JSON logger, the one-line readiness record a supervisor reads
-// (internal/cluster), the process tuning (garbage collector, heap
+// (cmd/kord/internal/cluster), the process tuning (garbage collector, heap
 // prefault, CPU profile, gRPC server options), the module's state file and
 // provisioning secret, and the party's peer-link TLS and listeners.
 package daemon
@@ -102,7 +102,7 @@ func CommonFlags(fs *pflag.FlagSet) {
 }
 
 // Ready writes the one-line JSON readiness record a supervisor (kord
-// demo, kord chaos, the CLI tests: internal/cluster) reads from a daemon's
+// demo, kord chaos, the CLI tests: cmd/kord/internal/cluster) reads from a daemon's
 // stdout: {"ready":true,"k1":"v1",...}, every value as a string, for the
 // key-value pairs kv.
 func Ready(w io.Writer, kv ...any) {

@@ -21,6 +21,13 @@ const (
 	// unpadded convolution, Out×(H−K+1)×(W−K+1)
 	// (Z[o][y][x] = Σ_{i,ky,kx} A[o][i][ky][kx]·R[i][y+ky][x+kx]).
 	CorrConv2D CorrKind = 2
+	// CorrLlamaGates: not a product but EzPC LLAMA's gate key packs
+	// (msg/gates.go): Relu ReLU packs, Ars arithmetic-shift packs by
+	// Shift, MaxPool pair-MaxPool packs, all of width Ring (8..64), in that
+	// order. R holds this party's shares of the input masks (r_in; two per
+	// MaxPool pack, its inputs' in order), Z its shares of the output
+	// masks (r_out), Packs its pack bytes; A is empty.
+	CorrLlamaGates CorrKind = 3
 )
 
 // CorrPart says which parts of a correlation a request draws.
@@ -55,6 +62,9 @@ type Correlation struct {
 	// of the CorrWeight whose A to use.
 	Part       CorrPart
 	WeightFrom uint64
+	// CorrLlamaGates only (zero otherwise): how many packs of each gate,
+	// and the ARS shift (1 ≤ Shift < Ring when Ars > 0, else 0).
+	Relu, Ars, Shift, MaxPool int
 }
 
 // Sizes returns the number of words of A, R and Z, or an error naming the
@@ -62,6 +72,12 @@ type Correlation struct {
 func (c *Correlation) Sizes() (a, r, z int, err error) {
 	if c == nil {
 		return 0, 0, 0, fmt.Errorf("Corr: missing")
+	}
+	if c.Kind == CorrLlamaGates {
+		return c.gateSizes()
+	}
+	if c.Relu != 0 || c.Ars != 0 || c.Shift != 0 || c.MaxPool != 0 {
+		return 0, 0, 0, fmt.Errorf("Corr.Relu/Ars/Shift/MaxPool: only for LLAMA gate packs")
 	}
 	if c.Ring < 1 || c.Ring > 64 {
 		return 0, 0, 0, fmt.Errorf("Corr.Ring: %d is outside 1..64", c.Ring)
@@ -109,6 +125,9 @@ func (c *Correlation) Blocks() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if c.Kind == CorrLlamaGates {
+		return c.Packs(), nil // one counter per pack
+	}
 	var words int
 	switch c.Part {
 	case CorrFull:
@@ -131,6 +150,9 @@ type CorrShares struct {
 	Blocks  int
 	Corr    Correlation
 	A, R, Z []uint64
+	// Packs is this party's LLAMA gate packs (CorrLlamaGates), end to end
+	// in LLAMA's layout; empty for every other kind.
+	Packs   []byte
 	PairTag [PairTagSize]byte
 }
 
@@ -142,4 +164,5 @@ func (c *CorrShares) Wipe() {
 	clear(c.A)
 	clear(c.R)
 	clear(c.Z)
+	clear(c.Packs)
 }
