@@ -304,7 +304,9 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	crossed := c.crossed() - startBytes
 	fill(rep, m, set, cfg, sess, imgs, crossed)
 	if cfg.Output != nil {
-		for i, im := range imgs[1] {
+		// The first pass's images; an overlapped pass evaluates the same
+		// images again (fill checks that both agree with the model).
+		for i, im := range imgs[1][:cfg.Images] {
 			if err := cfg.Output(cfg.Start+i, im.Logits); err != nil {
 				return nil, err
 			}
