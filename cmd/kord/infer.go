@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
@@ -285,12 +286,19 @@ Links (each round trip split evenly between the directions):
 // process of the five-process demo (inferdemo.PartyMain).
 func inferPartyCmd() *cobra.Command {
 	var a inferdemo.PartyArgs
+	var tlsf appTLSFlags
 	cmd := &cobra.Command{
 		Use:    "party",
 		Short:  "One online party of `kord infer demo` (started by it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
+				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
+					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
+				}
+				a.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca, ServerName: tlsf.server}
+			}
 			return inferdemo.PartyMain(cmd.Context(), a, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
@@ -305,6 +313,7 @@ func inferPartyCmd() *cobra.Command {
 	f.StringVar(&a.Dealer, "dealer", "", "the trusted dealer's port for this party (empty: no dealer baseline)")
 	f.StringVar(&a.Online, "online", "", "party 0: party 1's online address")
 	f.StringVar(&a.OnlineListen, "online-listen", "127.0.0.1:0", "party 1: where to listen for party 0")
+	tlsf.add(f)
 	f.Int64Var(&a.PrefetchBytes, "prefetch-bytes", 0, "material fetched ahead in an overlapped pass after the timed one (0: none)")
 	return cmd
 }

@@ -41,6 +41,8 @@ import (
 	"strconv"
 	"sync"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/infer"
@@ -230,6 +232,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	withParty := func(b int, extra ...string) []string {
 		a := append([]string{"infer", "party", "--party", strconv.Itoa(b), "--app", c.Party(b).Ready["app"],
 			"--start", strconv.Itoa(cfg.Start), "--dealer", []string{dl.Party0, dl.Party1}[b]}, common...)
+		a = append(a, c.AppArgs(b)...) // the application API's TLS, as the cluster runs it
 		return append(append(a, withPrefetch...), extra...)
 	}
 	var ps [2]*child
@@ -412,6 +415,9 @@ type PartyArgs struct {
 	// App is the party daemon's application address; Dealer the dealer's
 	// port for this party ("" = no dealer baseline).
 	App, Dealer string
+	// AppTLS: the application's certificate files when the party daemon's
+	// API runs TLS (nil: plaintext).
+	AppTLS *client.TLSFiles
 	// Online (party 0) is party 1's online address; OnlineListen (party
 	// 1) where to listen for party 0.
 	Online, OnlineListen string
@@ -459,7 +465,13 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 		}
 		cfg.Model = m.Arch() // the client never holds the weights
 	}
-	app, err := client.Dial(a.App, nil)
+	var creds credentials.TransportCredentials
+	if a.AppTLS != nil {
+		if creds, err = client.AppTLS(*a.AppTLS); err != nil {
+			return err
+		}
+	}
+	app, err := client.Dial(a.App, creds)
 	if err != nil {
 		return err
 	}
