@@ -224,6 +224,9 @@ func (c *Cluster) sockPath(b int) string { return filepath.Join(c.dir, fmt.Sprin
 // StatePath is module b's state file.
 func (c *Cluster) StatePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.db", b)) }
 
+// PartyStatePath is party b's own state file (kord party --party-state).
+func (c *Cluster) PartyStatePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("p%d.db", b)) }
+
 // JournalPath is module b's journal of keystream positions (Journal).
 func (c *Cluster) JournalPath(b int) string {
 	return filepath.Join(c.dir, fmt.Sprintf("m%d.journal", b))
@@ -298,7 +301,7 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	}
 	common := func(b int) []string {
 		a := []string{"party", "--party", strconv.Itoa(b), "--module", c.sockPath(b), "--listen", "127.0.0.1:0",
-			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
+			"--metrics", "127.0.0.1:0", "--log-level", "warn", "--party-state", c.PartyStatePath(b)}
 		if o.AppUnix {
 			a[6] = "unix://" + c.appSock(b)
 		}

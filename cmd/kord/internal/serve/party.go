@@ -52,6 +52,8 @@ type PartyConfig struct {
 	// PeerTimeout go to service.Config.
 	Batch, InFlight, MaxPending, MaxStreamKeys int
 	MatchTimeout, PeerTimeout                  time.Duration
+	// PartyState is the party's own state file (service.Config.State).
+	PartyState string
 	// TLSCert, TLSKey, TLSCA, TLSPeerName and PeerPlaintext are the peer
 	// link's transport (daemon.PeerTLS).
 	TLSCert, TLSKey, TLSCA, TLSPeerName string
@@ -129,6 +131,7 @@ func Party(ctx context.Context, c PartyConfig) error {
 	if c.Module == ModuleInProcess {
 		defer undoNewState(c.InProcess.State, &started)()
 	}
+	defer undoNewState(c.PartyState, &started)() // "" leaves nothing to undo
 	mod, closeMod, err := openPartyModule(c, log)
 	if err != nil {
 		return err
@@ -139,7 +142,7 @@ func Party(ctx context.Context, c PartyConfig) error {
 	}
 	p, err := service.New(service.Config{Party: party, Module: mod, Batch: c.Batch, InFlight: c.InFlight, PeerAddr: c.Peer,
 		PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: c.MatchTimeout, PeerTimeout: c.PeerTimeout, MaxPending: c.MaxPending,
-		MaxStreamKeys: c.MaxStreamKeys, Logger: base, Registry: reg})
+		MaxStreamKeys: c.MaxStreamKeys, State: c.PartyState, Logger: base, Registry: reg})
 	if err != nil {
 		return err
 	}
