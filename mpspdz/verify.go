@@ -71,4 +71,3 @@ func Verify(dir string) ([]FileReport, error) {
 	}
 	return reps, nil
 }
-

@@ -201,4 +201,3 @@ func runMpspdzVerify(cmd *cobra.Command, _ []string) error {
 	}
 	return writeReport(cmd.OutOrStdout(), asJSON, verifyReport{Dir: dir, Files: files, OK: true})
 }
-

@@ -27,7 +27,14 @@ func (e *Engine) tupleShares(c *msg.Correlation, first uint64, blocks int) (*msg
 	a, a0 := make([]uint64, na), make([]uint64, na)
 	r, r0 := make([]uint64, nr), make([]uint64, nr)
 	z, z0 := make([]uint64, nz), make([]uint64, nz)
-	defer func() { clear(a); clear(a0); clear(r); clear(r0); clear(z); clear(z0) }()
+	defer func() {
+		clear(a)
+		clear(a0)
+		clear(r)
+		clear(r0)
+		clear(z)
+		clear(z0)
+	}()
 	if err := e.prf.TupleWords(&d, a, a0, r, r0, z0); err != nil {
 		return nil, fmt.Errorf("module: %w", err)
 	}
