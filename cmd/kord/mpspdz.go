@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/mpspdzrun"
@@ -33,6 +34,45 @@ var mpspdzVerifyCmd = &cobra.Command{
 	Short: "Check every file's header and size and, where both players' files are present, every tuple's relation",
 	Args:  cobra.NoArgs,
 	RunE:  runMpspdzVerify,
+}
+
+var mpspdzBenchCmd = &cobra.Command{
+	Use:   "bench [--triples N --squares N --bits N --matrix MxKxN:COUNT...] [--json]",
+	Short: "Tuples/s through the five processes against an in-process dealer in the same run, and inter-site bytes per tuple",
+	Args:  cobra.NoArgs,
+	RunE:  runMpspdzBench,
+}
+
+func init() {
+	bf := mpspdzBenchCmd.Flags()
+	bf.Int("triples", 300000, "Beaver triples")
+	bf.Int("squares", 100000, "squares")
+	bf.Int("bits", 300000, "random bits")
+	bf.StringArray("matrix", nil, "matrix triples MxKxN:COUNT; repeatable")
+	bf.Int("chunk", mpspdzrun.DefaultChunk, "most scalar tuples per module request")
+	bf.Bool("json", false, "print the report as JSON")
+	mpspdzCmd.AddCommand(mpspdzBenchCmd)
+}
+
+func runMpspdzBench(cmd *cobra.Command, _ []string) error {
+	items, err := exportItems(cmd)
+	if err != nil {
+		return err
+	}
+	chunk, _ := cmd.Flags().GetInt("chunk")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	dir, err := os.MkdirTemp("", "kord-mpspdz-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := mpspdzrun.Bench(ctx, "", dir, items, chunk)
+	if err != nil {
+		return err
+	}
+	return writeReport(cmd.OutOrStdout(), asJSON, rep)
 }
 
 func init() {

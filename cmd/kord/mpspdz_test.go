@@ -91,3 +91,19 @@ func TestMpspdzThroughDaemons(t *testing.T) {
 		t.Fatalf("tampered: exit %d %s", code, errOut)
 	}
 }
+
+// TestMpspdzBench: the benchmark's report is complete and both outputs
+// verified (figures, not thresholds).
+func TestMpspdzBench(t *testing.T) {
+	out, errOut, code := runKord(t, "mpspdz", "bench", "--triples", "5000", "--squares", "100", "--bits", "1000", "--matrix", "4x4x4:5", "--json")
+	var rep struct {
+		Tuples            int     `json:"tuples"`
+		Daemon            float64 `json:"daemon_tuples_per_sec"`
+		Dealer            float64 `json:"dealer_tuples_per_sec"`
+		PeerBytesPerTuple float64 `json:"peer_bytes_per_tuple"`
+		Verified          bool    `json:"verified"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Verified || rep.Tuples != 6105 || rep.Daemon <= 0 || rep.Dealer <= 0 || rep.PeerBytesPerTuple <= 0 {
+		t.Fatalf("bench: exit %d %+v\n%s\n%s", code, rep, out, errOut)
+	}
+}
