@@ -50,6 +50,7 @@ func init() {
 	bf.Int("bits", 300000, "random bits")
 	bf.StringArray("matrix", nil, "matrix triples MxKxN:COUNT; repeatable")
 	bf.Int("chunk", mpspdzrun.DefaultChunk, "most scalar tuples per module request")
+	bf.Int("in-flight", mpspdzrun.DefaultInFlight, "most requests outstanding at once through the daemons")
 	bf.Bool("json", false, "print the report as JSON")
 	mpspdzCmd.AddCommand(mpspdzBenchCmd)
 }
@@ -68,7 +69,11 @@ func runMpspdzBench(cmd *cobra.Command, _ []string) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := mpspdzrun.Bench(ctx, "", dir, items, chunk)
+	inFlight, _ := cmd.Flags().GetInt("in-flight")
+	if chunk < 1 || inFlight < 1 {
+		return badInput("--chunk %d, --in-flight %d: each at least 1", chunk, inFlight)
+	}
+	rep, err := mpspdzrun.Bench(ctx, "", dir, items, chunk, inFlight)
 	if err != nil {
 		return err
 	}
@@ -88,6 +93,7 @@ func init() {
 	f.Bool("force", false, "overwrite existing files")
 	f.Uint64("first-id", 1, "first request id (both sites' exports must use the same)")
 	f.Int("chunk", mpspdzrun.DefaultChunk, "most scalar tuples per module request")
+	f.Int("in-flight", mpspdzrun.DefaultInFlight, "most requests outstanding at once through the daemons")
 	f.Bool("json", false, "print the report as JSON")
 	_ = mpspdzExportCmd.MarkFlagRequired("dir")
 	mpspdzVerifyCmd.Flags().String("dir", "", "MP-SPDZ's Player-Data directory")
@@ -140,13 +146,14 @@ func runMpspdzExport(cmd *cobra.Command, _ []string) error {
 	firstID, _ := cmd.Flags().GetUint64("first-id")
 	chunk, _ := cmd.Flags().GetInt("chunk")
 	asJSON, _ := cmd.Flags().GetBool("json")
-	if chunk < 1 {
-		return badInput("--chunk: %d, want at least 1", chunk)
+	inFlight, _ := cmd.Flags().GetInt("in-flight")
+	if chunk < 1 || inFlight < 1 {
+		return badInput("--chunk %d, --in-flight %d: each at least 1", chunk, inFlight)
 	}
 	if firstID == 0 {
 		return badInput("--first-id: ids start at 1")
 	}
-	o := mpspdzrun.Options{Dir: dir, Items: items, Force: force, Chunk: chunk}
+	o := mpspdzrun.Options{Dir: dir, Items: items, Force: force, Chunk: chunk, InFlight: inFlight}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

@@ -33,7 +33,7 @@ type BenchReport struct {
 
 // Bench runs the comparison with the kord binary bin ("" = this
 // executable) under a scratch directory dir.
-func Bench(ctx context.Context, bin, dir string, items []Item, chunk int) (*BenchReport, error) {
+func Bench(ctx context.Context, bin, dir string, items []Item, chunk, inFlight int) (*BenchReport, error) {
 	var proxy *netshape.Proxy
 	if err := os.MkdirAll(filepath.Join(dir, "cluster"), 0o700); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func Bench(ctx context.Context, bin, dir string, items []Item, chunk int) (*Benc
 	defer proxy.Close()
 	apps := c.Apps()
 	before := proxy.Bytes()
-	drep, err := Export(ctx, &Daemons{Apps: apps, FirstID: 1}, Options{Dir: filepath.Join(dir, "daemons"), Items: items, Players: [2]bool{true, true}, Chunk: chunk})
+	drep, err := Export(ctx, &Daemons{Apps: apps, FirstID: 1}, Options{Dir: filepath.Join(dir, "daemons"), Items: items, Players: [2]bool{true, true}, Chunk: chunk, InFlight: inFlight})
 	if err != nil {
 		return nil, fmt.Errorf("through the daemons: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/mpspdz"
@@ -22,8 +23,11 @@ type Item struct {
 
 // Source draws tuples: each served player's shares of n tuples of kind k
 // in file order (mpspdz.FromCorr), nil for a player it does not serve.
+// seq numbers an export's requests 0, 1, … in file order; Concurrent says
+// whether Draw may be called for several at once.
 type Source interface {
-	Draw(ctx context.Context, k mpspdz.Kind, n int) ([mpspdz.Players][]uint64, error)
+	Draw(ctx context.Context, seq uint64, k mpspdz.Kind, n int) ([mpspdz.Players][]uint64, error)
+	Concurrent() bool
 }
 
 // Options configure Export.
@@ -35,10 +39,17 @@ type Options struct {
 	// Chunk is the most scalar tuples one request draws (0 =
 	// DefaultChunk); a matrix request is always one triple.
 	Chunk int
+	// InFlight is the most requests outstanding at once for a concurrent
+	// source (0 = DefaultInFlight).
+	InFlight int
 }
 
-// DefaultChunk keeps one request's reply near 1.5 MiB (65536 triples).
-const DefaultChunk = 1 << 16
+// DefaultInFlight keeps both parties' batches busy.
+const DefaultInFlight = 4
+
+// DefaultChunk keeps one request's reply near 400 KiB (16384 triples); larger
+// requests measured no faster (BENCHMARKS.md, "MP-SPDZ semi2k tuples").
+const DefaultChunk = 1 << 14
 
 // File is one written file.
 type File struct {
@@ -102,6 +113,7 @@ func Export(ctx context.Context, src Source, o Options) (_ *Report, err error) {
 		}
 	}()
 	rep := &Report{}
+	var seq uint64
 	start := time.Now()
 	for _, it := range o.Items {
 		var ws [mpspdz.Players]*mpspdz.Writer
@@ -119,26 +131,61 @@ func Export(ctx context.Context, src Source, o Options) (_ *Report, err error) {
 		if it.Kind.Name == "Matrix" {
 			per = 1
 		}
+		window := 1
+		if src.Concurrent() {
+			window = o.InFlight
+			if window <= 0 {
+				window = DefaultInFlight
+			}
+		}
 		for done := 0; done < it.Count; {
-			n := min(per, it.Count-done)
-			sh, err := src.Draw(ctx, it.Kind, n)
-			if err != nil {
-				return nil, fmt.Errorf("mpspdz: %s, tuples %d..%d: %w", it.Kind, done, done+n-1, err)
+			// Up to window requests at once, written in order.
+			type got struct {
+				sh  [mpspdz.Players][]uint64
+				err error
 			}
-			rep.Requests++
-			for p, w := range ws {
-				if w == nil {
-					continue
-				}
-				if len(sh[p]) != n*it.Kind.Words() {
-					return nil, fmt.Errorf("mpspdz: %s: player %d got %d shares for %d tuples", it.Kind, p, len(sh[p]), n)
-				}
-				if err := w.Write(sh[p]); err != nil {
-					return nil, err
-				}
-				clear(sh[p])
+			var res []got
+			var ns []int
+			for len(ns) < window && done < it.Count {
+				n := min(per, it.Count-done)
+				ns = append(ns, n)
+				done += n
 			}
-			done += n
+			res = make([]got, len(ns))
+			var wg sync.WaitGroup
+			for i, n := range ns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res[i].sh, res[i].err = src.Draw(ctx, seq+uint64(i), it.Kind, n)
+				}()
+			}
+			wg.Wait()
+			seq += uint64(len(ns))
+			for i, r := range res {
+				if r.err != nil {
+					for _, r := range res {
+						clear(r.sh[0])
+						clear(r.sh[1])
+					}
+					return nil, fmt.Errorf("mpspdz: %s, request %d of %d tuples: %w", it.Kind, i, ns[i], r.err)
+				}
+			}
+			for i, r := range res {
+				rep.Requests++
+				for p, w := range ws {
+					if w == nil {
+						continue
+					}
+					if len(r.sh[p]) != ns[i]*it.Kind.Words() {
+						return nil, fmt.Errorf("mpspdz: %s: player %d got %d shares for %d tuples", it.Kind, p, len(r.sh[p]), ns[i])
+					}
+					if err := w.Write(r.sh[p]); err != nil {
+						return nil, err
+					}
+					clear(r.sh[p])
+				}
+			}
 		}
 		for p, w := range ws {
 			if w != nil {

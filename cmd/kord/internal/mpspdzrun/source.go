@@ -15,8 +15,12 @@ import (
 // players' shares.
 type Local struct{ Pair *host.LocalPair }
 
+// Concurrent implements Source: the in-process pair is asked one
+// request at a time.
+func (Local) Concurrent() bool { return false }
+
 // Draw implements Source.
-func (l Local) Draw(ctx context.Context, k mpspdz.Kind, n int) (out [mpspdz.Players][]uint64, err error) {
+func (l Local) Draw(ctx context.Context, _ uint64, k mpspdz.Kind, n int) (out [mpspdz.Players][]uint64, err error) {
 	c, err := mpspdz.Shape(k, n)
 	if err != nil {
 		return out, err
@@ -36,22 +40,24 @@ func (l Local) Draw(ctx context.Context, k mpspdz.Kind, n int) (out [mpspdz.Play
 
 // Daemons draws through the party daemons: Apps[p] is site p's
 // application client, nil for a site not asked. Both sites' exports must
-// send the same requests with the same ids: ids count up from FirstID.
+// send the same requests with the same ids: request seq has id FirstID +
+// seq. Draws may run concurrently (Options.InFlight).
 type Daemons struct {
 	Apps    [mpspdz.Players]*client.Client
 	FirstID uint64
-	next    uint64
 }
+
+// Concurrent implements Source.
+func (d *Daemons) Concurrent() bool { return true }
 
 // Draw implements Source: one request (client.Tuples or
 // client.MatrixTriple) to each asked site, concurrently.
-func (d *Daemons) Draw(ctx context.Context, k mpspdz.Kind, n int) (out [mpspdz.Players][]uint64, err error) {
+func (d *Daemons) Draw(ctx context.Context, seq uint64, k mpspdz.Kind, n int) (out [mpspdz.Players][]uint64, err error) {
 	c, err := mpspdz.Shape(k, n)
 	if err != nil {
 		return out, err
 	}
-	id := d.FirstID + d.next
-	d.next++
+	id := d.FirstID + seq
 	req := client.Correlation(id, c)
 	var errs [mpspdz.Players]error
 	var wg sync.WaitGroup
@@ -95,7 +101,10 @@ func draw(ctx context.Context, app *client.Client, req *pb.KeyRequest, k mpspdz.
 // reference a benchmark sets the module pair against.
 type Dealer struct{ D *mpspdz.Dealer }
 
+// Concurrent implements Source.
+func (Dealer) Concurrent() bool { return false }
+
 // Draw implements Source.
-func (d Dealer) Draw(_ context.Context, k mpspdz.Kind, n int) ([mpspdz.Players][]uint64, error) {
+func (d Dealer) Draw(_ context.Context, _ uint64, k mpspdz.Kind, n int) ([mpspdz.Players][]uint64, error) {
 	return d.D.Tuples(k, n)
 }
