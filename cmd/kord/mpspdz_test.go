@@ -107,3 +107,34 @@ func TestMpspdzBench(t *testing.T) {
 		t.Fatalf("bench: exit %d %+v\n%s\n%s", code, rep, out, errOut)
 	}
 }
+
+// TestMpspdzBadInput: bad flags exit 2 with the flag named, and write
+// nothing.
+func TestMpspdzBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "--dir", dir}, "nothing to export"},
+		{[]string{"export", "--dir", dir, "--triples", "-1"}, "--triples"},
+		{[]string{"export", "--dir", dir, "--matrix", "2x3:4"}, "--matrix"},
+		{[]string{"export", "--dir", dir, "--matrix", "2x3x4:0"}, "--matrix"},
+		{[]string{"export", "--dir", dir, "--bits", "3", "--player", "2", "--party0", "x"}, "--player"},
+		{[]string{"export", "--dir", dir, "--bits", "3", "--player", "0"}, "--party0"},
+		{[]string{"export", "--dir", dir, "--bits", "3", "--party0", "127.0.0.1:1"}, "--party1"},
+		{[]string{"export", "--dir", dir, "--bits", "3", "--chunk", "0"}, "--chunk"},
+		{[]string{"export", "--bits", "3"}, "dir"},
+	} {
+		_, errOut, code := runKord(t, append([]string{"mpspdz"}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("kord mpspdz %v: exit %d, %q (want %q)", c.args, code, errOut, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("refused exports wrote %d entries", len(ents))
+	}
+	if _, errOut, code := runKord(t, "mpspdz", "verify", "--dir", dir); code == 0 || !strings.Contains(errOut, "2-DR-64") {
+		t.Fatalf("verify of an empty dir: exit %d %q", code, errOut)
+	}
+}
