@@ -202,6 +202,17 @@ func Correlation(id uint64, c msg.Correlation) *pb.KeyRequest {
 	return &pb.KeyRequest{Id: id, Mode: "correlation", Corr: socket.CorrToPB(&c)}
 }
 
+// LlamaGates builds a request for EzPC LLAMA gate key packs of width bits
+// (8..64): relu ReLU packs, ars arithmetic-shift packs by shift, maxpool
+// pair-MaxPool packs, at most msg.MaxGatePacks in all. Both modules draw
+// the masks and build the packs; each site's reply (Share.Corr) carries
+// only its own party's packs (Packs, in LLAMA's layout, ReLU then ARS then
+// MaxPool) and its additive shares of the input masks (R) and output
+// masks (Z). Both sites send the same request under the same id.
+func LlamaGates(id uint64, bits, relu, ars, shift, maxpool int) *pb.KeyRequest {
+	return Correlation(id, msg.LlamaGates(bits, relu, ars, shift, maxpool))
+}
+
 // Consume builds a consume-mode request: the key stays in the module, which
 // returns this site's evaluation shares at the public points.
 func Consume(id uint64, tier msg.Tier, p fss.Params, alphaShare, betaShare uint64, points []uint64) *pb.KeyRequest {
@@ -476,7 +487,7 @@ func (s *Stream) Recv() (*Reply, error) {
 			}
 			if k < len(m.corrs) && m.corrs[k] != nil {
 				c := *m.corrs[k]
-				c.A, c.R, c.Z = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z)
+				c.A, c.R, c.Z, c.Packs = slices.Clone(c.A), slices.Clone(c.R), slices.Clone(c.Z), slices.Clone(c.Packs)
 				sh.Corr = &c
 			}
 			if k < len(m.bvecs) && m.bvecs[k] != nil {

@@ -53,7 +53,7 @@ func (lp *LocalPair) Correlation(ctx context.Context, c msg.Correlation) (sh [2]
 		// The answer holds the only copy and is wiped on return: keep a
 		// copy of the shares for the caller.
 		cs := *a.Outputs[0].Corr
-		cs.A, cs.R, cs.Z = slices.Clone(cs.A), slices.Clone(cs.R), slices.Clone(cs.Z)
+		cs.A, cs.R, cs.Z, cs.Packs = slices.Clone(cs.A), slices.Clone(cs.R), slices.Clone(cs.Z), slices.Clone(cs.Packs)
 		sh[b] = &cs
 	}
 	if sh[0].Counter != sh[1].Counter || sh[0].PairTag != sh[1].PairTag {

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -395,7 +394,10 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 	// views of its slab): only the other segments' outputs are records.
 	n := 0
 	for _, s := range segs {
-		if !s.bulk || jobs[s.j0].group > 1 {
+		switch {
+		case s.corr:
+			n++ // one record, whatever the counters (blocks) it took
+		case !s.bulk || jobs[s.j0].group > 1:
 			n += s.n
 		}
 	}
@@ -615,28 +617,27 @@ func wipeOutputs(outs []msg.CollectResponse) {
 // digest: SHA-256 over the pair tags of its outputs, in counter order. The
 // peer's modules give the peer the same digest exactly when every output
 // of the batch is one share of the same key pair as the peer's
-// (docs/protocol.md, "Pair tags"). It returns an error if a frame was
-// refused.
-func outputs(res []socket.Result, frames socket.Frames, jobs []*job, segs []segment, first uint64) ([][]msg.CollectResponse, []byte, error) {
+// (docs/protocol.md, "Pair tags"); and the batch's confirmation hash
+// (confirm.go). It returns an error if a frame was refused.
+func outputs(res []socket.Result, frames socket.Frames, jobs []*job, segs []segment, first uint64) ([][]msg.CollectResponse, []byte, []byte, error) {
 	if frames.Count() > 0 {
 		r := res[0]
 		res = res[1:]
 		if r.Err != nil {
 			wipeResults(res)
-			return nil, nil, fmt.Errorf("%w: peer frames: %v", errDesync, r.Err)
+			return nil, nil, nil, fmt.Errorf("%w: peer frames: %v", errDesync, r.Err)
 		}
 		if r.Frames.Accepted != frames.Count() {
 			wipeResults(res)
-			return nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, r.Frames.Accepted, r.Frames.Reject)
+			return nil, nil, nil, fmt.Errorf("%w: module rejected peer frame %d (%s)", errDesync, r.Frames.Accepted, r.Frames.Reject)
 		}
 	}
-	h := sha256.New()
-	h.Write([]byte("kord/v1/pair-tags"))
+	h := newTagHashes(first)
 	out, err := collected(res, jobs, segs, first, h)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, h.Sum(nil), nil
+	return out, h.Sum(nil), h.confirmation(), nil
 }
 
 // markOpenedSegs is markOpened for a batch of segments: accepted is how

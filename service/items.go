@@ -186,5 +186,13 @@ func appendCorr(b []byte, c *modulepb.Correlation) []byte {
 	for _, v := range []uint64{uint64(c.Kind), uint64(c.Ring), uint64(c.In), uint64(c.Out), uint64(c.K), uint64(c.H), uint64(c.W), uint64(c.Part), c.WeightFrom} {
 		b = protowire.AppendVarint(b, v)
 	}
+	if c.Relu != 0 || c.Ars != 0 || c.Shift != 0 || c.Maxpool != 0 {
+		// LLAMA gate packs; a multiplication correlation's digest is
+		// what it was before they existed.
+		b = append(b, 'G')
+		for _, v := range []uint32{c.Relu, c.Ars, c.Shift, c.Maxpool} {
+			b = protowire.AppendVarint(b, uint64(v))
+		}
+	}
 	return b
 }

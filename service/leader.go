@@ -58,6 +58,10 @@ type leader struct {
 
 	mu      sync.Mutex
 	flights []*flight // sent and not yet delivered, in order
+	// skipped: a batch party 1 skipped whose abandon failed (receiver
+	// only); its requests are settled by lost, once no stage can send.
+	skipped *flight
+	missing []uint64
 
 	sendMu sync.Mutex     // one Send at a time (sender and receiver both send)
 	slots  chan struct{}  // one per batch in flight
@@ -121,7 +125,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
-		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent}}}); err != nil {
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Confirms: p.keptConfirms()}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := l.link.Recv()
@@ -151,7 +155,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		// This party restarted (recover.go): complete or void what party
 		// 1 holds, and keep what it delivered for resends.
 		var recs []*recoverRec
-		wm.HeldOk, wm.HeldVoid, recs = p.settleHeldRemote(hr.Recent)
+		wm.HeldOk, wm.HeldVoid, wm.HeldOkConfirms, recs = p.settleHeldRemote(hr.Recent)
 		p.keepRecovered(recs)
 	}
 	doubt := p.settleDoubt(hr.Fresh)
@@ -269,7 +273,8 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	if l.hr.PackedItems {
 		pk = packItems(items)
 	}
-	l.transcript = chain(l.transcript, fl.seq, tier, fl.first, items, pk != nil)
+	app := jobs[0].app // a batch is one application's (queue.take)
+	l.transcript = chain(withApp(l.transcript, app), fl.seq, tier, fl.first, items, pk != nil)
 	if pk != nil {
 		items = nil
 	}
@@ -285,7 +290,7 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	p.frameBytes.Add(n)
 	err = l.send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
 		Items: items, PackedItems: pk, Transcript: l.transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
-		VoidIds: void, Runs: runs}}})
+		VoidIds: void, Runs: runs, App: app}}})
 	if err != nil {
 		p.frameBytes.Add(^(n - 1)) // not sent after all
 		p.restoreVoid(void)
@@ -372,6 +377,12 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		_, aerr := p.mod.Submit(actx, &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: batchLast(fl.first, fl.jobs)})
 		cancel()
 		if aerr != nil {
+			// The module may hold the batch's outputs: the session ends
+			// and the resync moves both modules past them. The batch's
+			// requests (no module opened a frame of them) are answered or
+			// batched again once the session has stopped (lost), not now,
+			// when a batch of this ending session could still take them.
+			l.skipped, l.missing = fl, br.Missing
 			return fmt.Errorf("module: abandoning skipped batch %d: %w", fl.seq, aerr)
 		}
 		p.unmatched(fl.jobs, br.Missing)
@@ -405,7 +416,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		markOpenedSegs(fl.jobs, fl.segs, fl.tier, framesOpened(res[0]))
 		refused = res[0].Err == nil && res[0].Frames != nil && res[0].Frames.Accepted != frames.Count()
 	}
-	reps, digest, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
+	reps, digest, conf, err := outputs(res, frames, fl.jobs, fl.segs, fl.first)
 	if br.DigestFollows {
 		// Party 1 sent its frames ahead of its keys' digest, so both
 		// modules generated this batch at the same time; the digest (or
@@ -451,9 +462,10 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 	p.deliver(fl.jobs, reps)
 	p.batches.Add(1)
 	p.m.batches.Inc()
+	p.keepConfirm(fl.seq, conf)
 	p.delivered.Store(fl.seq)
 	<-l.slots
-	if err := l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true}}}); err != nil {
+	if err := l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, Ok: true, Mac: conf}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	return nil
@@ -496,9 +508,14 @@ func (l *leader) watchdog(ctx context.Context) {
 // lost returns the batches still in flight when the session ended (every
 // stage has stopped): the jobs this module opened frames for fail spent,
 // the others are batched again after the resync — unless party 1 turns
-// out to have restarted (settleDoubt).
+// out to have restarted (settleDoubt). The requests of a skipped batch
+// whose abandon failed are answered (unmatched) or batched again.
 func (l *leader) lost() {
 	p := l.p
+	if l.skipped != nil {
+		p.unmatched(l.skipped.jobs, l.missing)
+		l.skipped, l.missing = nil, nil
+	}
 	var back []*job
 	for _, fl := range l.flights {
 		back = append(back, fl.jobs...)

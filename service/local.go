@@ -40,6 +40,8 @@ type LocalLink struct {
 	// sends, before it crosses, and may alter it as an attacker on the
 	// link could.
 	Tap func(*pb.PeerMsg)
+	// Tap1 is Tap for the messages party 1 sends (in-process link only).
+	Tap1 func(*pb.PeerMsg)
 }
 
 // NewLocalPair starts the two parties of a deployment in process:
@@ -95,7 +97,7 @@ type localEnd interface {
 func (o LocalLink) open(ctx context.Context) (localEnd, localEnd, error) {
 	if o.Conns == nil {
 		a, b := memLinks(ctx)
-		a.tap = o.Tap
+		a.tap, b.tap = o.Tap, o.Tap1
 		return a, b, nil
 	}
 	ca, cb, err := o.Conns()
@@ -411,7 +413,7 @@ func (lp *LocalPair) abandon(p *Party, js []*job) {
 			j.fail(ErrClassUnavailable, "request cancelled")
 		}
 	} else {
-		p.pend.fail(list, ErrClassUnavailable, "request cancelled")
+		p.pend.fail("", list, ErrClassUnavailable, "request cancelled")
 	}
 	go func() {
 		for _, j := range js {

@@ -73,23 +73,75 @@ func TestSettleHeldWipesWhatItRequeues(t *testing.T) {
 	held := func(seq, id uint64) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
 		// claim takes the job out of the pending set, as a batch does
-		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
 		if len(js) != 1 {
 			t.Fatalf("request %d not claimed", id)
 		}
 		rs := []msg.CollectResponse{{Counter: seq, Key: []byte{1, 2, 3}, AlphaShare: 7, BetaShare: 9}}
-		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{rs}}
+		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{rs}, confirm: bytes.Repeat([]byte{byte(seq)}, 32)}
 	}
-	a, b := held(1, 10), held(2, 11)
-	p.held, p.heldRun = []*heldBatch{a, b}, 5
-	p.settleHeld(5, 1) // same run, party 0 delivered through batch 1
+	a, b, c, d := held(1, 10), held(2, 11), held(3, 12), held(4, 13)
+	p.held, p.heldRun = []*heldBatch{a, b, c, d}, 5
+	// Same run, party 0 says it delivered through batch 4, but only
+	// batch 1's confirmation is right (c's is another batch's, d has
+	// none): batches 3 and 4 are not delivered on its word.
+	p.settleHeld(5, 4, []*pb.Confirm{{Seq: 1, Ok: true, Mac: a.confirm}, {Seq: 3, Ok: true, Mac: a.confirm}})
 	if !a.jobs[0].answered() {
 		t.Fatal("batch 1, delivered by party 0, was not delivered here")
 	}
-	if b.jobs[0].answered() || p.pend.size() != 1 {
+	if c.jobs[0].answered() || d.jobs[0].answered() {
+		t.Fatal("a held batch was delivered without its confirmation")
+	}
+	if r := c.replies[0][0]; !bytes.Equal(r.Key, []byte{0, 0, 0}) {
+		t.Fatal("an unconfirmed batch's outputs were not wiped")
+	}
+	b = held(2, 11)
+	p.held = []*heldBatch{b}
+	p.settleHeld(5, 1, []*pb.Confirm{{Seq: 2, Ok: true, Mac: b.confirm}}) // confirmed, but past through
+	if b.jobs[0].answered() || p.pend.size() != 3 {
 		t.Fatalf("batch 2 should be pending again: answered %v, %d pending", b.jobs[0].answered(), p.pend.size())
 	}
 	if r := b.replies[0][0]; !bytes.Equal(r.Key, []byte{0, 0, 0}) || r.AlphaShare != 0 || r.BetaShare != 0 {
 		t.Fatalf("requeued batch's outputs not wiped: %+v", r)
+	}
+}
+
+// TestResolveHeldNeedsConfirmation: after party 0 restarted, party 1
+// delivers a held request party 0 names complete only with the
+// confirmation of its own outputs; named without it (or with another
+// request's), it fails tampered with its outputs wiped.
+func TestResolveHeldNeedsConfirmation(t *testing.T) {
+	p := unconnectedParty1(t)
+	var jobs []*job
+	var reps [][]msg.CollectResponse
+	for id := uint64(20); id < 23; id++ {
+		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		if len(js) != 1 {
+			t.Fatalf("request %d not claimed", id)
+		}
+		jobs = append(jobs, js[0])
+		reps = append(reps, []msg.CollectResponse{{Counter: id, Key: []byte{1, 2, 3}, PairTag: [16]byte{byte(id)}}})
+	}
+	h := &heldBatch{seq: 1, jobs: jobs, replies: reps}
+	p.held, p.heldRun = []*heldBatch{h}, 5
+	good := heldConfirm(h, 0)
+	p.resolveHeld(6, []uint64{20, 21, 22}, nil, [][]byte{good, good, nil})
+	class := func(j *job) string {
+		if j.reply == nil {
+			return ""
+		}
+		return j.reply.ErrorClass
+	}
+	if !jobs[0].answered() || class(jobs[0]) != "" {
+		t.Fatalf("request 20, confirmed, not delivered (class %q)", class(jobs[0]))
+	}
+	for _, j := range jobs[1:] {
+		if !j.answered() || class(j) != ErrClassTampered {
+			t.Fatalf("request %d named complete without its confirmation: class %q, want tampered", j.id, class(j))
+		}
+	}
+	if !bytes.Equal(reps[1][0].Key, []byte{0, 0, 0}) {
+		t.Fatal("an unconfirmed held request's outputs were not wiped")
 	}
 }

@@ -64,9 +64,11 @@ func (p *Party) noteSync(next uint64, rolledBack bool) {
 	}
 }
 
-// settleHeld delivers the held batches party 0 has delivered and returns
+// settleHeld delivers the held batches party 0 has delivered and
+// confirmed (confirms: the hello's confirmations, confirm.go) and returns
 // the others' requests to the pending set.
-func (p *Party) settleHeld(run, through uint64) {
+func (p *Party) settleHeld(run, through uint64, confirms []*pb.Confirm) {
+	macs := confirmIndex(confirms)
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
@@ -74,7 +76,7 @@ func (p *Party) settleHeld(run, through uint64) {
 	p.heldRun = run
 	p.heldMu.Unlock()
 	for _, h := range held {
-		if same && h.seq <= through {
+		if same && h.seq <= through && h.confirmed(macs[h.seq]) {
 			p.deliverHeld(h)
 		} else {
 			// Opened and never confirmed: spent (spent.go).
@@ -86,17 +88,22 @@ func (p *Party) settleHeld(run, through uint64) {
 
 // resolveHeld settles, after a restart of party 0 (a new run), the
 // batches held for its predecessor: party 0 named the requests whose pair
-// it completed (ok: delivered) and those it could not (void); any other
-// is failed spent as before (a party 0 that does not know the lists).
-func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
+// it completed (ok, each with its confirmation: delivered when it matches
+// this site's own outputs, confirm.go; failed tampered when it does not)
+// and those it could not (void); any other is failed spent as before (a
+// party 0 that does not know the lists).
+func (p *Party) resolveHeld(run uint64, ok, void []uint64, confirms [][]byte) {
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
 	p.heldRun = run
 	p.heldMu.Unlock()
-	okSet := make(map[uint64]bool, len(ok))
-	for _, id := range ok {
-		okSet[id] = true
+	okSet := make(map[uint64][]byte, len(ok))
+	for k, id := range ok {
+		okSet[id] = nil
+		if k < len(confirms) {
+			okSet[id] = confirms[k]
+		}
 	}
 	voidSet := make(map[uint64]bool, len(void))
 	for _, id := range void {
@@ -106,9 +113,16 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64) {
 		var dj, rest []*job
 		var dr [][]msg.CollectResponse
 		for i, j := range h.jobs {
+			conf, named := okSet[j.id]
 			switch {
-			case okSet[j.id]:
+			case named && sameConfirm(heldConfirm(h, i), conf):
 				dj, dr = append(dj, j), append(dr, h.replies[i])
+			case named:
+				// Party 0 says it completed the pair, without the
+				// confirmation of this site's outputs: not delivered.
+				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
+				j.fail(ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α", j.id, h.seq)
 			case voidSet[j.id]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()

@@ -414,7 +414,7 @@ func recsOf(items []*pb.RecentItem) []*recoverRec {
 // requests against its own module: ok ids have the same outputs
 // collected (the pair is complete), the others are void. It wipes what it
 // re-collected; a resend re-collects again.
-func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, recs []*recoverRec) {
+func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, confirms [][]byte, recs []*recoverRec) {
 	for _, it := range items {
 		rs := recsOf([]*pb.RecentItem{it})
 		if !it.Held {
@@ -426,16 +426,18 @@ func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, rec
 		}
 		r := rs[0]
 		j := &job{id: r.id, item: r.item()}
+		var conf []byte
 		if r.mode == uint32(msg.Consume) {
 			// The points are the application's: not known until a resend.
 			r.class = ErrClassVoid
-		} else if outs, err := p.recollect(j, r); err != nil {
+		} else if outs, err := p.recollect(j, r); err != nil || len(outs) == 0 {
 			r.class = ErrClassVoid
 		} else {
+			conf = itemConfirm(outs[0].Counter, func(k int) [16]byte { return outs[k].PairTag }, len(outs))
 			wipeReplies([][]msg.CollectResponse{outs})
 		}
 		if r.class == "" {
-			ok = append(ok, r.id)
+			ok, confirms = append(ok, r.id), append(confirms, conf)
 		} else {
 			void = append(void, r.id)
 			p.log.Warn("a pair held by party 1 across this party's restart cannot be completed; void at both sites",
@@ -443,7 +445,7 @@ func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, rec
 		}
 		recs = append(recs, r)
 	}
-	return ok, void, recs
+	return ok, void, confirms, recs
 }
 
 // tombstones lists ids this site failed with class, for a restarted peer.

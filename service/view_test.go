@@ -119,12 +119,12 @@ func TestHeldViews(t *testing.T) {
 	p := unconnectedParty1(t)
 	held := func(seq, id, first uint64, n int) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: uint32(n)})
-		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
 		if len(js) != 1 {
 			t.Fatalf("request %d not claimed", id)
 		}
 		viewJob(js[0], first, n, 4)
-		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{nil}}
+		return &heldBatch{seq: seq, jobs: js, replies: [][]msg.CollectResponse{nil}, confirm: bytes.Repeat([]byte{1}, 32)}
 	}
 	a, b := held(1, 10, 40, 3), held(2, 11, 43, 2)
 	// heldItems: as records of the same outputs.
@@ -139,7 +139,7 @@ func TestHeldViews(t *testing.T) {
 	bj := b.jobs[0]
 	bKeys, bAlpha, bBeta := bj.keyViews(), bj.vAlpha, bj.vBeta
 	p.held, p.heldRun = []*heldBatch{a, b}, 5
-	p.settleHeld(5, 1) // same run, party 0 delivered through batch 1
+	p.settleHeld(5, 1, []*pb.Confirm{{Seq: 1, Ok: true, Mac: a.confirm}}) // same run, party 0 delivered through batch 1
 	if !a.jobs[0].answered() || a.jobs[0].nOut() != 3 {
 		t.Fatalf("batch 1 not delivered with its 3 keys: answered %v", a.jobs[0].answered())
 	}

@@ -60,6 +60,9 @@ func keygenCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if err := distinctRoots(r0, r1); err != nil {
+					return err
+				}
 				k0, k1, err = fss.GenWithRoots(p, alpha, beta, r0, r1)
 				if err != nil {
 					return badInput("%v", err)
@@ -168,4 +171,14 @@ func parseRoot(flag, s string) ([16]byte, error) {
 	}
 	copy(r[:], raw)
 	return r, nil
+}
+
+// distinctRoots refuses two equal root seeds: both keys would then expand
+// the same seeds with equal control bits, and their correction words
+// would spell out α to anyone holding both shares' difference.
+func distinctRoots(r0, r1 [16]byte) error {
+	if r0 == r1 {
+		return badInput("--root0 and --root1 are equal: the two keys would have equal seeds and equal control bits and would reveal α; give two different roots, or neither (random ones)")
+	}
+	return nil
 }

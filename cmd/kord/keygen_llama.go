@@ -52,6 +52,9 @@ func keygenLlama(w io.Writer, typ string, inBits, outBits int, alphaS, betaS, ro
 		if r1, err = parseRoot("--root1", root1); err != nil {
 			return err
 		}
+		if err := distinctRoots(r0, r1); err != nil {
+			return err
+		}
 	}
 	p := llama.Params{InBits: inBits, OutBits: outBits, Group: len(beta)}
 	k0, k1, err := llama.Gen(p, alpha, beta, r0, r1)

@@ -73,6 +73,7 @@ func TestKeygenBadInput(t *testing.T) {
 		{with("--root0", "00"), "--root"},
 		{append(with("--root0", "zz"), "--root1", "00"), "--root0"},
 		{append(with("--root0", strings.Repeat("0", 32)), "--root1", strings.Repeat("0", 30)), "--root1"},
+		{append(with("--root0", strings.Repeat("ab", 16)), "--root1", strings.Repeat("AB", 16)), "--root0 and --root1 are equal"},
 		{[]string{"eval", "--key", "4b01", "--x", "0"}, "--key"},
 		{[]string{"eval", "--key", "xyz", "--x", "0"}, "hex"},
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/llamaexport"
+	"github.com/kord-fss/kord/cmd/kord/internal/llamagates"
+	"github.com/kord-fss/kord/fss/llama"
 )
 
 // TestLlamaExportDaemons: `kord llama export` against two real party
@@ -16,10 +18,14 @@ import (
 // verify` agrees, for one payload element and for a payload vector; a
 // truncated .dat is refused with a clear error.
 func TestLlamaExportDaemons(t *testing.T) {
-	_, c := startCluster(t, t.TempDir(), cluster.Options{PeerPlaintext: true, InProcessModules: true})
+	// The parties' application API on TLS, as the cluster runs it with
+	// the peer link's TLS: export dials as the cluster's application.
+	_, c := startCluster(t, t.TempDir(), cluster.Options{InProcessModules: true})
 	dir := filepath.Join(t.TempDir(), "out")
+	af := c.AppTLS(0)
 	_, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "600", "--in-bits", "32", "--out-bits", "32", "--beta", "5",
-		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"])
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"],
+		"--app-tls-cert", af.Cert, "--app-tls-key", af.Key, "--app-ca", af.CA)
 	if code != 0 {
 		t.Fatalf("kord llama export: exit %d\n%s", code, errOut)
 	}
@@ -39,7 +45,8 @@ func TestLlamaExportDaemons(t *testing.T) {
 	// A payload vector from the same daemons.
 	vdir := filepath.Join(t.TempDir(), "vec")
 	if _, errOut, code := runKord(t, "llama", "export", "--dir", vdir, "--keys", "50", "--in-bits", "20", "--out-bits", "16", "--beta", "3,0xffff,0",
-		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"]); code != 0 {
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"],
+		"--app-tls-cert", af.Cert, "--app-tls-key", af.Key, "--app-ca", af.CA); code != 0 {
 		t.Fatalf("kord llama export --beta 3,0xffff,0: exit %d\n%s", code, errOut)
 	}
 	if out, errOut, code := runKord(t, "llama", "verify", "--dir", vdir, "--beta", "3,65535,0"); code != 0 || !strings.Contains(out, "50 key pairs") {
@@ -131,6 +138,61 @@ func TestLlamaExportVector(t *testing.T) {
 	} {
 		if _, errOut, code := runKord(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %q; want exit 2 naming %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestLlamaGatesDaemons: `kord llama gates` through two real party
+// daemons (child processes, loopback TCP) writes a directory that `kord
+// llama verify` accepts, byte-identical to kord's in-process dealer for
+// the roots, masks and splits it holds; without addresses it uses an
+// in-process module pair; bad flags are refused naming the flag.
+func TestLlamaGatesDaemons(t *testing.T) {
+	_, c := startCluster(t, t.TempDir(), cluster.Options{PeerPlaintext: true, InProcessModules: true})
+	dir := filepath.Join(t.TempDir(), "gates")
+	out, errOut, code := runKord(t, "llama", "gates", "--dir", dir, "--bits", "16", "--relu", "30", "--ars", "20", "--shift", "5", "--maxpool", "10",
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"])
+	if code != 0 || !strings.Contains(out, "wrote 60 llama gate packs") {
+		t.Fatalf("kord llama gates: exit %d\n%s%s", code, out, errOut)
+	}
+	f, err := llamagates.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Runs() {
+		if err := llama.RedealGates(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", dir); code != 0 || !strings.Contains(out, "30 ReLU, 20 ARS (shift 5) and 10 MaxPool") {
+		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	local := filepath.Join(t.TempDir(), "local")
+	if out, errOut, code := runKord(t, "llama", "gates", "--dir", local, "--bits", "64", "--relu", "3", "--ars", "2", "--shift", "63", "--maxpool", "2"); code != 0 || !strings.Contains(out, "in-process module pair") {
+		t.Fatalf("kord llama gates (in process): exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runKord(t, "llama", "verify", "--dir", local); code != 0 {
+		t.Fatalf("kord llama verify: exit %d\n%s%s", code, out, errOut)
+	}
+	// A pack cut short is refused naming the file.
+	dat, _ := os.ReadFile(filepath.Join(dir, "client.dat"))
+	os.WriteFile(filepath.Join(dir, "client.dat"), dat[:len(dat)-3], 0o600)
+	if _, errOut, code := runKord(t, "llama", "verify", "--dir", dir); code != 2 || !strings.Contains(errOut, "client.dat is") {
+		t.Fatalf("verify of a short client.dat: exit %d\n%s", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bits", "7", "--relu", "1"}, "--bits"},
+		{[]string{"--bits", "16", "--ars", "1", "--shift", "16"}, "--shift"},
+		{[]string{"--bits", "16", "--ars", "1"}, "--shift"},
+		{[]string{"--bits", "16"}, "no packs"},
+		{[]string{"--bits", "16", "--relu", "1", "--party0", "127.0.0.1:1"}, "--party0/--party1"},
+	} {
+		_, errOut, code := runKord(t, append([]string{"llama", "gates", "--dir", filepath.Join(t.TempDir(), "bad")}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %s; want 2 naming %s", c.args, code, errOut, c.want)
 		}
 	}
 }

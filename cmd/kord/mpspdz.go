@@ -9,6 +9,7 @@ import (
 
 	"github.com/kord-fss/kord/cmd/kord/internal/mpspdzrun"
 	"github.com/kord-fss/kord/host"
+	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/mpspdz"
 	"github.com/spf13/cobra"
 )
@@ -80,8 +81,13 @@ func runMpspdzBench(cmd *cobra.Command, _ []string) error {
 	return writeReport(cmd.OutOrStdout(), asJSON, rep)
 }
 
+// mpspdzTLS are export's application-API credentials (the same for both
+// sites' parties; the server name defaults to the asked party's).
+var mpspdzTLS appTLSFlags
+
 func init() {
 	f := mpspdzExportCmd.Flags()
+	mpspdzTLS.add(f)
 	f.String("dir", "", "MP-SPDZ's Player-Data directory (files go under its 2-DR-64)")
 	f.Int("triples", 0, "Beaver triples to write")
 	f.Int("squares", 0, "squares to write")
@@ -188,7 +194,11 @@ func runMpspdzExport(cmd *cobra.Command, _ []string) error {
 				}
 				return badInput("--player %d needs --party%d", p, p)
 			}
-			app, err := dialApp(addr[p])
+			tf := mpspdzTLS
+			if !cmd.Flags().Changed("app-server-name") {
+				tf.server = peertls.PartyName(p)
+			}
+			app, err := dialApp(addr[p], tf)
 			if err != nil {
 				return fmt.Errorf("--party%d %s: %w", p, addr[p], err)
 			}

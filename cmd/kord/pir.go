@@ -179,6 +179,9 @@ func pirQueryCmd() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if err := distinctServers(ctx, parts[0], parts[1]); err != nil {
+				return err
+			}
 			c := pir.NewClient(parts[0], parts[1], nil)
 			info, err := c.Info(ctx)
 			if err != nil {

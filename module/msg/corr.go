@@ -21,23 +21,30 @@ const (
 	// unpadded convolution, Out×(H−K+1)×(W−K+1)
 	// (Z[o][y][x] = Σ_{i,ky,kx} A[o][i][ky][kx]·R[i][y+ky][x+kx]).
 	CorrConv2D CorrKind = 2
+	// CorrLlamaGates: not a product but EzPC LLAMA's gate key packs
+	// (msg/gates.go): Relu ReLU packs, Ars arithmetic-shift packs by
+	// Shift, MaxPool pair-MaxPool packs, all of width Ring (8..64), in that
+	// order. R holds this party's shares of the input masks (r_in; two per
+	// MaxPool pack, its inputs' in order), Z its shares of the output
+	// masks (r_out), Packs its pack bytes; A is empty.
+	CorrLlamaGates CorrKind = 3
 	// CorrTriples: In independent Beaver triples, elementwise: A and R
 	// vectors of In, Z = A⊙R (Out is 1).
-	CorrTriples CorrKind = 3
+	CorrTriples CorrKind = 4
 	// CorrSquares: In squares, A a vector of In, Z = A⊙A, no R (Out is 1).
-	CorrSquares CorrKind = 4
+	CorrSquares CorrKind = 5
 	// CorrBits: In random bits, A a vector of In with every A[i] ∈ {0, 1}
 	// (shared additively mod 2^Ring), no R or Z (Out is 1).
-	CorrBits CorrKind = 5
+	CorrBits CorrKind = 6
 	// CorrMatMul: one matrix triple, A an Out×In matrix, R an In×W matrix,
 	// Z = A·R an Out×W matrix, each row-major (MP-SPDZ's m×k×n is
 	// Out×In×W).
-	CorrMatMul CorrKind = 6
+	CorrMatMul CorrKind = 7
 )
 
 // Tuple reports whether k is one of the preprocessing kinds (triples,
 // squares, bits, matrix triples): always fresh (Part CorrFull), derived
-// under their whole description (see docs/protocol.md, "Tuples").
+// under their whole description like every correlation (docs/protocol.md, "Tuples").
 func (k CorrKind) Tuple() bool { return k >= CorrTriples && k <= CorrMatMul }
 
 // CorrPart says which parts of a correlation a request draws.
@@ -72,6 +79,9 @@ type Correlation struct {
 	// of the CorrWeight whose A to use.
 	Part       CorrPart
 	WeightFrom uint64
+	// CorrLlamaGates only (zero otherwise): how many packs of each gate,
+	// and the ARS shift (1 ≤ Shift < Ring when Ars > 0, else 0).
+	Relu, Ars, Shift, MaxPool int
 }
 
 // Sizes returns the number of words of A, R and Z, or an error naming the
@@ -79,6 +89,12 @@ type Correlation struct {
 func (c *Correlation) Sizes() (a, r, z int, err error) {
 	if c == nil {
 		return 0, 0, 0, fmt.Errorf("Corr: missing")
+	}
+	if c.Kind == CorrLlamaGates {
+		return c.gateSizes()
+	}
+	if c.Relu != 0 || c.Ars != 0 || c.Shift != 0 || c.MaxPool != 0 {
+		return 0, 0, 0, fmt.Errorf("Corr.Relu/Ars/Shift/MaxPool: only for LLAMA gate packs")
 	}
 	if c.Ring < 1 || c.Ring > 64 {
 		return 0, 0, 0, fmt.Errorf("Corr.Ring: %d is outside 1..64", c.Ring)
@@ -171,6 +187,8 @@ func (k CorrKind) String() string {
 		return "bits"
 	case CorrMatMul:
 		return "matrix triple"
+	case CorrLlamaGates:
+		return "LLAMA gate packs"
 	}
 	return fmt.Sprintf("kind %d", uint8(k))
 }
@@ -184,6 +202,9 @@ func (c *Correlation) Blocks() (int, error) {
 	na, nr, nz, err := c.Sizes()
 	if err != nil {
 		return 0, err
+	}
+	if c.Kind == CorrLlamaGates {
+		return c.Packs(), nil // one counter per pack
 	}
 	var words int
 	switch c.Part {
@@ -207,6 +228,9 @@ type CorrShares struct {
 	Blocks  int
 	Corr    Correlation
 	A, R, Z []uint64
+	// Packs is this party's LLAMA gate packs (CorrLlamaGates), end to end
+	// in LLAMA's layout; empty for every other kind.
+	Packs   []byte
 	PairTag [PairTagSize]byte
 }
 
@@ -218,4 +242,5 @@ func (c *CorrShares) Wipe() {
 	clear(c.A)
 	clear(c.R)
 	clear(c.Z)
+	clear(c.Packs)
 }

@@ -252,7 +252,7 @@ func CorrToPB(c *msg.Correlation) *pb.Correlation {
 	}
 	u := func(v int) uint32 { return uint32(min(max(v, 0), msg.MaxCorrWords+1)) }
 	return &pb.Correlation{Kind: uint32(c.Kind), Ring: u(c.Ring), In: u(c.In), Out: u(c.Out), K: u(c.K), H: u(c.H), W: u(c.W),
-		Part: uint32(c.Part), WeightFrom: c.WeightFrom}
+		Part: uint32(c.Part), WeightFrom: c.WeightFrom, Relu: u(c.Relu), Ars: u(c.Ars), Shift: u(c.Shift), Maxpool: u(c.MaxPool)}
 }
 
 // CorrFromPB converts a wire correlation shape (nil: nil); the module
@@ -262,13 +262,15 @@ func CorrFromPB(c *pb.Correlation) *msg.Correlation {
 		return nil
 	}
 	return &msg.Correlation{Kind: msg.CorrKind(u8(c.GetKind())), Ring: bits(c.GetRing()), In: wide(c.GetIn()), Out: wide(c.GetOut()),
-		K: wide(c.GetK()), H: wide(c.GetH()), W: wide(c.GetW()), Part: msg.CorrPart(u8(c.GetPart())), WeightFrom: c.GetWeightFrom()}
+		K: wide(c.GetK()), H: wide(c.GetH()), W: wide(c.GetW()), Part: msg.CorrPart(u8(c.GetPart())), WeightFrom: c.GetWeightFrom(),
+		Relu: wide(c.GetRelu()), Ars: wide(c.GetArs()), Shift: wide(c.GetShift()), MaxPool: wide(c.GetMaxpool())}
 }
 
 // corrSharesToPB converts one party's correlation shares; the message
 // holds the shares' slices (no copy).
 func corrSharesToPB(c *msg.CorrShares) *pb.CorrShares {
-	return &pb.CorrShares{Counter: c.Counter, Blocks: uint32(c.Blocks), Corr: CorrToPB(&c.Corr), A: c.A, R: c.R, Z: c.Z, PairTag: c.PairTag[:]}
+	return &pb.CorrShares{Counter: c.Counter, Blocks: uint32(c.Blocks), Corr: CorrToPB(&c.Corr), A: c.A, R: c.R, Z: c.Z, PairTag: c.PairTag[:],
+		Packs: c.Packs}
 }
 
 // CorrSharesFromPB converts wire correlation shares, checking that they
@@ -292,12 +294,19 @@ func CorrSharesFromPB(c *pb.CorrShares) (*msg.CorrShares, error) {
 	if len(c.GetPairTag()) != msg.PairTagSize {
 		return nil, fmt.Errorf("correlation: a %d-byte pair tag, want %d", len(c.GetPairTag()), msg.PairTagSize)
 	}
+	packs := 0
+	if shape.Kind == msg.CorrLlamaGates {
+		packs = shape.PackBytes()
+	}
+	if len(c.GetPacks()) != packs {
+		return nil, fmt.Errorf("correlation: %d bytes of packs, want %d", len(c.GetPacks()), packs)
+	}
 	blocks, _ := shape.Blocks()
 	if int(c.GetBlocks()) != blocks {
 		return nil, fmt.Errorf("correlation: %d blocks, want %d for its shape", c.GetBlocks(), blocks)
 	}
 	return &msg.CorrShares{Counter: c.GetCounter(), Blocks: blocks, Corr: *shape, A: c.GetA(), R: c.GetR(), Z: c.GetZ(),
-		PairTag: [msg.PairTagSize]byte(c.GetPairTag())}, nil
+		Packs: c.GetPacks(), PairTag: [msg.PairTagSize]byte(c.GetPairTag())}, nil
 }
 
 // wipeCorrPB clears the shares of a wire correlation.
@@ -306,5 +315,6 @@ func wipeCorrPB(c *pb.CorrShares) {
 		clear(c.A)
 		clear(c.R)
 		clear(c.Z)
+		clear(c.Packs)
 	}
 }

@@ -161,6 +161,7 @@ func wipeReply(r *KeyReply) {
 				clear(c.A)
 				clear(c.R)
 				clear(c.Z)
+				clear(c.Packs)
 			}
 		}
 	}
@@ -202,6 +203,7 @@ func (p *PooledKeyReplies) Recycle() {
 				clear(c.A)
 				clear(c.R)
 				clear(c.Z)
+				clear(c.Packs)
 			}
 		}
 	}

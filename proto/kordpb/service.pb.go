@@ -805,8 +805,12 @@ type StatusReply struct {
 	InFlight       uint64                 `protobuf:"varint,11,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Session        uint64                 `protobuf:"varint,12,opt,name=session,proto3" json:"session,omitempty"`
 	PackedRequests bool                   `protobuf:"varint,13,opt,name=packed_requests,json=packedRequests,proto3" json:"packed_requests,omitempty"` // this party reads KeyRequests.packed
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// limited: the caller is not the operator identity (docs/api.md,
+	// "Application identity"), so only party, paired, peer_connected and
+	// packed_requests are filled in: nothing of other applications' activity.
+	Limited       bool `protobuf:"varint,14,opt,name=limited,proto3" json:"limited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusReply) Reset() {
@@ -926,6 +930,13 @@ func (x *StatusReply) GetSession() uint64 {
 func (x *StatusReply) GetPackedRequests() bool {
 	if x != nil {
 		return x.PackedRequests
+	}
+	return false
+}
+
+func (x *StatusReply) GetLimited() bool {
+	if x != nil {
+		return x.Limited
 	}
 	return false
 }
@@ -1238,7 +1249,11 @@ type Hello struct {
 	// spent: requests party 0 failed as spent or tampered (its module had
 	// opened party 1's frames for them) while party 1 may still hold them;
 	// party 1 fails them too rather than wait for a batch that never comes.
-	Spent         *SpentRequests `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
+	Spent *SpentRequests `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
+	// confirms: the confirmations (Confirm.mac) of party 0's last delivered
+	// batches, for party 1's held batches whose Confirm was lost with the
+	// session; party 1 delivers such a batch only with its confirmation.
+	Confirms      []*Confirm `protobuf:"bytes,6,rep,name=confirms,proto3" json:"confirms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1304,6 +1319,13 @@ func (x *Hello) GetEarlyFrames() bool {
 func (x *Hello) GetSpent() *SpentRequests {
 	if x != nil {
 		return x.Spent
+	}
+	return nil
+}
+
+func (x *Hello) GetConfirms() []*Confirm {
+	if x != nil {
+		return x.Confirms
 	}
 	return nil
 }
@@ -1591,10 +1613,15 @@ type Witness struct {
 	// counters with the same digest: party 1 delivers) and those it could
 	// not (party 1 fails them void; so does party 0 if the application
 	// asks again).
-	HeldOk        []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
-	HeldVoid      []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HeldOk   []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
+	HeldVoid []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
+	// held_ok_confirms: one per held_ok id, in order: SHA-256(
+	// "kord/v1/confirm/item" ‖ first counter (8, LE) ‖ party 0's pair tags
+	// of that request's outputs). Party 1 delivers a held request only when
+	// it equals the same hash over its own module's tags (as Confirm.mac).
+	HeldOkConfirms [][]byte `protobuf:"bytes,5,rep,name=held_ok_confirms,json=heldOkConfirms,proto3" json:"held_ok_confirms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Witness) Reset() {
@@ -1651,6 +1678,13 @@ func (x *Witness) GetHeldOk() []uint64 {
 func (x *Witness) GetHeldVoid() []uint64 {
 	if x != nil {
 		return x.HeldVoid
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldOkConfirms() [][]byte {
+	if x != nil {
+		return x.HeldOkConfirms
 	}
 	return nil
 }
@@ -1724,7 +1758,13 @@ type Batch struct {
 	// β rule), the per-key path for a run of consume items. Party 1 derives
 	// the same split from the items (bulkRuns) and refuses a batch whose
 	// runs differ. Empty: the whole batch goes the per-key path.
-	Runs          []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	Runs []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	// app: the application identity every request of the batch is from
+	// (docs/api.md, "Application identity"): the name in its client
+	// certificate or its Unix uid's name; empty for an unauthenticated
+	// application API. Request ids are scoped by it: party 1 claims each
+	// item only from its own application of that name.
+	App           string `protobuf:"bytes,13,opt,name=app,proto3" json:"app,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1834,6 +1874,13 @@ func (x *Batch) GetRuns() []uint32 {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *Batch) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
 }
 
 type BatchReply struct {
@@ -1980,7 +2027,14 @@ type Confirm struct {
 	// frames disagreed; spent: anything else after its module opened party
 	// 1's frames). Party 1 fails its own spent requests with the same class.
 	// Empty from a party 0 that predates it: party 1 reads tampered.
-	ErrorClass    string `protobuf:"bytes,3,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	ErrorClass string `protobuf:"bytes,3,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	// mac (ok true): SHA-256("kord/v1/confirm" ‖ first counter (8, LE) ‖
+	// the pair tags of party 0's outputs of the batch, in counter order).
+	// Party 1 delivers the batch only when it equals the same hash over its
+	// own module's tags: a party 0 whose module made other outputs cannot
+	// compute it (the tags are a PRF of the pair's key over each output's
+	// counter and description; party 1 sends only another hash of them).
+	Mac           []byte `protobuf:"bytes,4,opt,name=mac,proto3" json:"mac,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2034,6 +2088,13 @@ func (x *Confirm) GetErrorClass() string {
 		return x.ErrorClass
 	}
 	return ""
+}
+
+func (x *Confirm) GetMac() []byte {
+	if x != nil {
+		return x.Mac
+	}
+	return nil
 }
 
 type PeerMsg struct {
@@ -2331,7 +2392,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"key_stride\x18\n" +
 	" \x01(\rR\tkeyStride\"\x0f\n" +
-	"\rStatusRequest\"\xa8\x03\n" +
+	"\rStatusRequest\"\xc2\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired\x12%\n" +
@@ -2346,7 +2407,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\x04R\apending\x12\x1b\n" +
 	"\tin_flight\x18\v \x01(\x04R\binFlight\x12\x18\n" +
 	"\asession\x18\f \x01(\x04R\asession\x12'\n" +
-	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
+	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\x12\x18\n" +
+	"\alimited\x18\x0e \x01(\bR\alimited\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
 	"\x06paired\x18\x01 \x01(\bR\x06paired\"\x98\x02\n" +
@@ -2371,13 +2433,14 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\vderive_beta\x18\x04 \x01(\fR\n" +
 	"deriveBeta\x12\x14\n" +
 	"\x05betas\x18\x05 \x03(\x04R\x05betas\x12*\n" +
-	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xb5\x01\n" +
+	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xe3\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
 	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
 	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\x12,\n" +
-	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\"5\n" +
+	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12,\n" +
+	"\bconfirms\x18\x06 \x03(\v2\x10.kord.v1.ConfirmR\bconfirms\"5\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xec\x01\n" +
@@ -2401,14 +2464,15 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"errorClass\x12\x1d\n" +
 	"\n" +
 	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
-	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\x86\x01\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xb0\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
-	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\"-\n" +
+	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12(\n" +
+	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xf2\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2425,7 +2489,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x06queued\x18\n" +
 	" \x01(\x04R\x06queued\x12\x19\n" +
 	"\bvoid_ids\x18\v \x03(\x04R\avoidIds\x12\x12\n" +
-	"\x04runs\x18\f \x03(\rR\x04runsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
+	"\x04runs\x18\f \x03(\rR\x04runs\x12\x10\n" +
+	"\x03app\x18\r \x01(\tR\x03appJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -2442,12 +2507,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x0edigest_follows\x18\n" +
 	" \x01(\bR\rdigestFollows\x12+\n" +
 	"\x11session_continues\x18\v \x01(\bR\x10sessionContinues\x12\x19\n" +
-	"\bvoid_ids\x18\f \x03(\x04R\avoidIdsJ\x04\b\x03\x10\x04\"L\n" +
+	"\bvoid_ids\x18\f \x03(\x04R\avoidIdsJ\x04\b\x03\x10\x04\"^\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
 	"\verror_class\x18\x03 \x01(\tR\n" +
-	"errorClass\"\xdc\x02\n" +
+	"errorClass\x12\x10\n" +
+	"\x03mac\x18\x04 \x01(\fR\x03mac\"\xdc\x02\n" +
 	"\aPeerMsg\x12&\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0e.kord.v1.HelloH\x00R\x05hello\x126\n" +
 	"\vhello_reply\x18\x02 \x01(\v2\x13.kord.v1.HelloReplyH\x00R\n" +
@@ -2525,36 +2591,37 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	24, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
 	24, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
 	14, // 10: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
-	14, // 11: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
-	16, // 12: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
-	11, // 13: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
-	16, // 14: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
-	11, // 15: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 16: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
-	13, // 17: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	15, // 18: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	17, // 19: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	18, // 20: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	19, // 21: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	20, // 22: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	21, // 23: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 24: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 25: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 26: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 27: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	23, // 28: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	22, // 29: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 30: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 31: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 32: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 33: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	23, // 34: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	22, // 35: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	30, // [30:36] is the sub-list for method output_type
-	24, // [24:30] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	21, // 11: kord.v1.Hello.confirms:type_name -> kord.v1.Confirm
+	14, // 12: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
+	16, // 13: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
+	11, // 14: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
+	16, // 15: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
+	11, // 16: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	12, // 17: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	13, // 18: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	15, // 19: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	17, // 20: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	18, // 21: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	19, // 22: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	20, // 23: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	21, // 24: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	3,  // 25: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 26: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 27: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 28: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	23, // 29: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	22, // 30: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 31: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 32: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 33: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 34: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	23, // 35: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	22, // 36: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }

@@ -414,7 +414,9 @@ func (x *SubmitRequest) GetCorr() *Correlation {
 
 // Correlation is msg.Correlation: the shape of a derived multiplication
 // correlation (kind 1 matrix-vector, 2 conv2d; part 0 full, 1 weight
-// mask, 2 input mask against the weight mask at weight_from).
+// mask, 2 input mask against the weight mask at weight_from). Kind 3 is
+// EzPC LLAMA's gate key packs (ring = their width; relu, ars by shift,
+// maxpool: the packs of each gate; the other fields zero).
 type Correlation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -426,6 +428,10 @@ type Correlation struct {
 	W             uint32                 `protobuf:"varint,7,opt,name=w,proto3" json:"w,omitempty"`
 	Part          uint32                 `protobuf:"varint,8,opt,name=part,proto3" json:"part,omitempty"`
 	WeightFrom    uint64                 `protobuf:"varint,9,opt,name=weight_from,json=weightFrom,proto3" json:"weight_from,omitempty"`
+	Relu          uint32                 `protobuf:"varint,10,opt,name=relu,proto3" json:"relu,omitempty"`
+	Ars           uint32                 `protobuf:"varint,11,opt,name=ars,proto3" json:"ars,omitempty"`
+	Shift         uint32                 `protobuf:"varint,12,opt,name=shift,proto3" json:"shift,omitempty"`
+	Maxpool       uint32                 `protobuf:"varint,13,opt,name=maxpool,proto3" json:"maxpool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,9 +529,39 @@ func (x *Correlation) GetWeightFrom() uint64 {
 	return 0
 }
 
+func (x *Correlation) GetRelu() uint32 {
+	if x != nil {
+		return x.Relu
+	}
+	return 0
+}
+
+func (x *Correlation) GetArs() uint32 {
+	if x != nil {
+		return x.Ars
+	}
+	return 0
+}
+
+func (x *Correlation) GetShift() uint32 {
+	if x != nil {
+		return x.Shift
+	}
+	return 0
+}
+
+func (x *Correlation) GetMaxpool() uint32 {
+	if x != nil {
+		return x.Maxpool
+	}
+	return 0
+}
+
 // CorrShares is msg.CorrShares: one party's additive shares of a derived
 // correlation (a, r, z; each empty when the part has none), the counters
-// it took and its pair tag (16 bytes).
+// it took and its pair tag (16 bytes). For LLAMA gate packs (kind 3) r
+// holds the input-mask shares, z the output-mask shares, packs the pack
+// bytes in LLAMA's layout, and a is empty.
 type CorrShares struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Counter       uint64                 `protobuf:"varint,1,opt,name=counter,proto3" json:"counter,omitempty"`
@@ -535,6 +571,7 @@ type CorrShares struct {
 	R             []uint64               `protobuf:"varint,5,rep,packed,name=r,proto3" json:"r,omitempty"`
 	Z             []uint64               `protobuf:"varint,6,rep,packed,name=z,proto3" json:"z,omitempty"`
 	PairTag       []byte                 `protobuf:"bytes,7,opt,name=pair_tag,json=pairTag,proto3" json:"pair_tag,omitempty"`
+	Packs         []byte                 `protobuf:"bytes,8,opt,name=packs,proto3" json:"packs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +651,13 @@ func (x *CorrShares) GetZ() []uint64 {
 func (x *CorrShares) GetPairTag() []byte {
 	if x != nil {
 		return x.PairTag
+	}
+	return nil
+}
+
+func (x *CorrShares) GetPacks() []byte {
+	if x != nil {
+		return x.Packs
 	}
 	return nil
 }
@@ -2227,7 +2271,7 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\bmismatch\x18\b \x01(\bR\bmismatch\x12!\n" +
 	"\x04bulk\x18\t \x01(\v2\r.kord.v1.BulkR\x04bulk\x12(\n" +
 	"\x04corr\x18\n" +
-	" \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\xb6\x01\n" +
+	" \x01(\v2\x14.kord.v1.CorrelationR\x04corr\"\x8c\x02\n" +
 	"\vCorrelation\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04ring\x18\x02 \x01(\rR\x04ring\x12\x0e\n" +
@@ -2238,7 +2282,12 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x01w\x18\a \x01(\rR\x01w\x12\x12\n" +
 	"\x04part\x18\b \x01(\rR\x04part\x12\x1f\n" +
 	"\vweight_from\x18\t \x01(\x04R\n" +
-	"weightFrom\"\xad\x01\n" +
+	"weightFrom\x12\x12\n" +
+	"\x04relu\x18\n" +
+	" \x01(\rR\x04relu\x12\x10\n" +
+	"\x03ars\x18\v \x01(\rR\x03ars\x12\x14\n" +
+	"\x05shift\x18\f \x01(\rR\x05shift\x12\x18\n" +
+	"\amaxpool\x18\r \x01(\rR\amaxpool\"\xc3\x01\n" +
 	"\n" +
 	"CorrShares\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
@@ -2247,7 +2296,8 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x01a\x18\x04 \x03(\x04R\x01a\x12\f\n" +
 	"\x01r\x18\x05 \x03(\x04R\x01r\x12\f\n" +
 	"\x01z\x18\x06 \x03(\x04R\x01z\x12\x19\n" +
-	"\bpair_tag\x18\a \x01(\fR\apairTag\"\xaf\x02\n" +
+	"\bpair_tag\x18\a \x01(\fR\apairTag\x12\x14\n" +
+	"\x05packs\x18\b \x01(\fR\x05packs\"\xaf\x02\n" +
 	"\x04Bulk\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\rR\x04mode\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\rR\x04type\x12\x17\n" +

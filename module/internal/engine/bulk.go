@@ -7,6 +7,7 @@ import (
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/internal/channel"
+	"github.com/kord-fss/kord/module/internal/kdf"
 	"github.com/kord-fss/kord/module/msg"
 )
 
@@ -272,7 +273,9 @@ func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
 	s := &e.bulk
 	s.size(n, g)
 	defer s.wipe()
-	e.prf.DerivedBatch(first, s.alpha, s.alpha0, s.beta[:n], s.beta0[:n])
+	ds := &kdf.DerivedShape{Mode: byte(msg.Derived), Type: msg.TypeByte(b.Profile, params.Type),
+		InBits: byte(params.InBits), OutBits: byte(params.OutBits), G: g, DeriveBeta: b.DeriveBeta}
+	e.prf.DerivedBatch(first, ds, s.alpha, s.alpha0, s.beta[:n], s.beta0[:n])
 	if g > 1 {
 		// Element 0 of key i is the one-element β: spread the n words to
 		// i·g (backwards, so no word is overwritten before it moves), then
@@ -280,7 +283,7 @@ func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
 		for i := n - 1; i > 0; i-- {
 			s.beta[i*g], s.beta0[i*g] = s.beta[i], s.beta0[i]
 		}
-		e.prf.DerivedBetas(first, g, s.beta, s.beta0)
+		e.prf.DerivedBetas(first, ds, s.beta, s.beta0)
 	}
 	public := b.Betas
 	if g == 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/kdf"
 	"github.com/kord-fss/kord/module/msg"
 )
 
@@ -98,7 +99,7 @@ func TestBulkDerived(t *testing.T) {
 					t.Fatal("public β not kept")
 				}
 				// The same α as the one-key derived path draws.
-				a, _, _, _ := e[0].prf.Derived(1 + uint64(i))
+				a, _, _, _ := e[0].prf.Derived(1+uint64(i), derivedShape(msg.KordV1, typ, 20, 13, 1, deriveBeta))
 				if a&prg.Mask(20) != alpha[i] {
 					t.Fatal("bulk α differs from the one-key derived α")
 				}
@@ -442,4 +443,10 @@ func TestBulkPinned(t *testing.T) {
 	if _, err := d[0].CollectSlabPinned(1<<40, 1000, func(*msg.Slab) { t.Fatal("emitted") }); err == nil {
 		t.Fatal("collect of no bulk succeeded")
 	}
+}
+
+// derivedShape is the description a derived key of this shape is drawn
+// under (kdf.DerivedShape).
+func derivedShape(pr msg.Profile, typ fss.Type, in, out, g int, deriveBeta bool) *kdf.DerivedShape {
+	return &kdf.DerivedShape{Mode: byte(msg.Derived), Type: msg.TypeByte(pr, typ), InBits: byte(in), OutBits: byte(out), G: g, DeriveBeta: deriveBeta}
 }

@@ -4,18 +4,25 @@ import (
 	"fmt"
 
 	"github.com/kord-fss/kord/internal/prg"
+	"github.com/kord-fss/kord/module/internal/kdf"
 	"github.com/kord-fss/kord/module/msg"
 )
 
 // Derived multiplication correlations (msg.SubmitCorrelation). Both
-// modules of a pair draw the same words from the root PRF in DomainCorr at
-// the same counters: A, party 0's share of A, R, party 0's share of R and
-// party 0's share of Z, in that order. Each computes Z = map(A, R) itself
-// and keeps only its own party's shares (party 0: the drawn shares; party
-// 1: A − A0, R − R0, Z − Z0). The counters are committed before the
-// shares exist; A, R, Z and the drawn words are wiped once the shares are
-// made; the shares are handed out once (Collect with Corr) and then owned
-// and wiped by the caller, or wiped by an abandon.
+// modules of a pair draw the same words under the correlation's whole
+// description (kdf.CorrDesc: kind, ring, every dimension, part, the
+// weight it refers to, first counter and block count), word position i
+// under its own AES input: A, party 0's share of A, R, party 0's share of
+// R and party 0's share of Z, in that order. An input correlation's A and
+// its share are the words its weight correlation drew, under the weight's
+// description. Each module computes Z = map(A, R) itself and keeps only
+// its own party's shares (party 0: the drawn shares; party 1: A − A0,
+// R − R0, Z − Z0). A module asked for another description at the same
+// counters draws under another key, so none of its words is a word of the
+// honest draw. The counters are committed before the shares exist; A, R,
+// Z and the drawn words are wiped once the shares are made; the shares
+// are handed out once (Collect with Corr) and then owned and wiped by the
+// caller, or wiped by an abandon.
 
 // MaxCorrs bounds the correlations waiting to be collected, and
 // MaxCorrWordsHeld the words they hold (64 MiB), so a host cannot make the
@@ -25,12 +32,24 @@ const (
 	MaxCorrWordsHeld = 1 << 23
 )
 
-// corrTagMode is the pair-tag mode byte of a correlation; it differs from
-// every msg.Mode, so a correlation's tag never equals a key's.
+// corrTagMode is the pair-tag mode byte of a LLAMA gates request (its tag
+// is the key pair-tag MAC over its shape, gates.go); it differs from every
+// msg.Mode, so such a tag never equals a key's. Multiplication
+// correlations' tags are kdf.CorrTag.
 const corrTagMode = 0xC0
+
+// corrDesc is the description c's words are drawn under at counters
+// first… (blocks of them). Sizes has checked every dimension fits 32 bits.
+func corrDesc(c *msg.Correlation, first uint64, blocks int) kdf.CorrDesc {
+	return kdf.CorrDesc{Counter: first, Blocks: uint64(blocks), Kind: uint8(c.Kind), Ring: uint8(c.Ring), Part: uint8(c.Part),
+		In: uint32(c.In), Out: uint32(c.Out), K: uint32(c.K), H: uint32(c.H), W: uint32(c.W), WeightFrom: c.WeightFrom}
+}
 
 func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error) {
 	c := req.Corr
+	if c != nil && c.Kind == msg.CorrLlamaGates {
+		return e.submitGates(req) // gates.go
+	}
 	na, nr, nz, err := c.Sizes()
 	if err != nil {
 		return nil, bad("%v", err)
@@ -46,7 +65,7 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 	held := 0
 	for _, sh := range e.corrs {
-		held += len(sh.A) + len(sh.R) + len(sh.Z)
+		held += len(sh.A) + len(sh.R) + len(sh.Z) + len(sh.Packs)/8
 	}
 	if held+na+nr+nz > MaxCorrWordsHeld {
 		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
@@ -91,15 +110,16 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 
 	m := prg.Mask(c.Ring)
-	draw := func(at uint64, n int) []uint64 {
+	draw := func(d *kdf.CorrDesc, n int) []uint64 {
 		b := make([]uint64, n)
-		e.prf.CorrWords(at, b)
+		e.prf.CorrWords(d, b)
 		for i := range b {
 			b[i] &= m
 		}
 		return b
 	}
-	buf := draw(first, words)
+	desc := corrDesc(c, first, blocks)
+	buf := draw(&desc, words)
 	defer clear(buf)
 	var a, a0, r, r0, z0 []uint64
 	switch c.Part {
@@ -111,7 +131,11 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		a, a0 = buf[:na], buf[na:2*na]
 	case msg.CorrInput:
 		// The kept weight mask: the same words its CorrWeight drew.
-		wb := draw(c.WeightFrom, 2*na)
+		w := *c
+		w.Part, w.WeightFrom = msg.CorrWeight, 0
+		wblocks, _ := w.Blocks()
+		wd := corrDesc(&w, c.WeightFrom, wblocks)
+		wb := draw(&wd, 2*na)
 		defer clear(wb)
 		a, a0 = wb[:na], wb[na:]
 		r, r0, z0 = buf[:nr], buf[nr:2*nr], buf[2*nr:]
@@ -138,8 +162,7 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		sh.R, sh.Z = split(r, r0), split(z, z0)
 	}
 	var tag [msg.PairTagSize]byte
-	e.prf.PairTag(first, corrTagMode|byte(c.Part), byte(c.Kind), byte(c.Ring), 0, uint64(blocks)|c.WeightFrom<<24,
-		uint64(c.In)|uint64(c.Out)<<16|uint64(c.K)<<32|uint64(c.H)<<40|uint64(c.W)<<52, (*[16]byte)(tag[:]))
+	e.prf.CorrTag(&desc, (*[kdf.TagSize]byte)(tag[:]))
 	sh.PairTag = tag
 	if e.corrs == nil {
 		e.corrs = map[uint64]*msg.CorrShares{}

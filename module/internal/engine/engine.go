@@ -31,7 +31,7 @@ import (
 
 // Limits on one request.
 const (
-	MaxBatch  = 4096
+	MaxBatch  = msg.MaxShares
 	MaxPoints = 1 << 16
 )
 
@@ -842,7 +842,8 @@ func (e *Engine) acceptDerived(r *record) error {
 	s := r.share
 	p := s.Params()
 	ma, mb := prg.Mask(p.InBits), prg.Mask(p.OutBits)
-	alpha, alpha0, beta, beta0 := e.prf.Derived(r.counter)
+	alpha, alpha0, beta, beta0 := e.prf.Derived(r.counter, &kdf.DerivedShape{Mode: byte(msg.Derived),
+		Type: msg.TypeByte(s.Profile, p.Type), InBits: byte(p.InBits), OutBits: byte(p.OutBits), G: 1, DeriveBeta: s.DeriveBeta})
 	alpha, alpha0 = alpha&ma, alpha0&ma
 	if s.DeriveBeta {
 		beta, beta0 = beta&mb, beta0&mb

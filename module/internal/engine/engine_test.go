@@ -133,7 +133,7 @@ func TestKeysEqualDealerGen(t *testing.T) {
 			k[b], _ = fss.ParseKey(r.Key)
 			as[b], bs[b] = r.AlphaShare, r.BetaShare
 		}
-		alpha, _, beta, _ := e[0].prf.Derived(c)
+		alpha, _, beta, _ := e[0].prf.Derived(c, derivedShape(msg.KordV1, typ, 20, 12, 1, true))
 		alpha, beta = alpha&prg.Mask(20), beta&prg.Mask(12)
 		if (as[0]+as[1])&prg.Mask(20) != alpha || (bs[0]+bs[1])&prg.Mask(12) != beta {
 			t.Fatal("derived mask shares do not sum to the drawn α, β")

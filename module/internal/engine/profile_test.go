@@ -94,7 +94,7 @@ func TestLlamaKeysEqualDealerGen(t *testing.T) {
 		}
 		alpha := (as[0] + as[1]) & prg.Mask(24)
 		beta := (bs[0] + bs[1]) & prg.Mask(40)
-		if a, _, _, _ := e[0].prf.Derived(c); a&prg.Mask(24) != alpha {
+		if a, _, _, _ := e[0].prf.Derived(c, derivedShape(msg.Llama, fss.DCF, 24, 40, 1, deriveBeta)); a&prg.Mask(24) != alpha {
 			t.Fatal("derived α shares do not sum to the drawn α")
 		}
 		d0, d1 := llamaDealer(t, e[0], c, msg.Derived, s.Params(), alpha, beta)

@@ -1,17 +1,15 @@
 package engine
 
 import (
-	"fmt"
-
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/internal/kdf"
 	"github.com/kord-fss/kord/module/msg"
 )
 
 // Preprocessing tuples (msg.CorrKind.Tuple: Beaver triples, squares,
-// random bits, matrix triples). Both modules draw, under a key bound to
-// the request's whole description and its first counter (kdf.TupleWords),
-// the sections A, A0, R, R0, Z0; each computes Z = map(A, R) itself and
+// random bits, matrix triples). Both modules draw, by the rule of every
+// derived correlation (kdf.CorrWords under the request's whole
+// description and first counter), the words A, A0, R, R0, Z0; each computes Z = map(A, R) itself and
 // keeps only its own party's shares (party 0: A0, R0, Z0; party 1: A − A0,
 // R − R0, Z − Z0). A tuple is always fresh: no weight mask is kept or used.
 
@@ -22,22 +20,17 @@ func (e *Engine) tupleShares(c *msg.Correlation, first uint64, blocks int) (*msg
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	d := kdf.TupleDesc{Kind: byte(c.Kind), Ring: byte(c.Ring), Part: byte(c.Part), First: first, Blocks: uint64(blocks),
-		In: uint32(c.In), Out: uint32(c.Out), K: uint32(c.K), H: uint32(c.H), W: uint32(c.W)}
-	a, a0 := make([]uint64, na), make([]uint64, na)
-	r, r0 := make([]uint64, nr), make([]uint64, nr)
-	z, z0 := make([]uint64, nz), make([]uint64, nz)
-	defer func() {
-		clear(a)
-		clear(a0)
-		clear(r)
-		clear(r0)
-		clear(z)
-		clear(z0)
-	}()
-	if err := e.prf.TupleWords(&d, a, a0, r, r0, z0); err != nil {
-		return nil, fmt.Errorf("module: %w", err)
-	}
+	// The same rule as every correlation (kdf.CorrWords under the whole
+	// description corrDesc): words a, a0, b, b0, c0, in that order.
+	desc := corrDesc(c, first, blocks)
+	buf := make([]uint64, 2*na+2*nr+nz)
+	defer clear(buf)
+	e.prf.CorrWords(&desc, buf)
+	a, a0 := buf[:na], buf[na:2*na]
+	r, r0 := buf[2*na:2*na+nr], buf[2*na+nr:2*na+2*nr]
+	z0 := buf[2*na+2*nr:]
+	z := make([]uint64, nz)
+	defer clear(z)
 	m := prg.Mask(c.Ring)
 	for _, v := range [][]uint64{a, a0, r, r0, z0} {
 		for i := range v {
@@ -75,10 +68,7 @@ func (e *Engine) tupleShares(c *msg.Correlation, first uint64, blocks int) (*msg
 		return dst
 	}
 	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c, A: split(a, a0), R: split(r, r0), Z: split(z, z0)}
-	var tag [msg.PairTagSize]byte
-	e.prf.PairTag(first, corrTagMode|byte(c.Part), byte(c.Kind), byte(c.Ring), 0, uint64(blocks)|uint64(c.W)<<32,
-		uint64(c.In)|uint64(c.Out)<<32, (*[16]byte)(tag[:]))
-	sh.PairTag = tag
+	e.prf.CorrTag(&desc, (*[kdf.TagSize]byte)(sh.PairTag[:]))
 	return sh, nil
 }
 

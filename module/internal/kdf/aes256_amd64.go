@@ -43,6 +43,9 @@ type niMulti struct {
 	vaes bool
 }
 
+// wipe clears the expanded key.
+func (m *niMulti) wipe() { m.ks = schedule256{} }
+
 func (m *niMulti) encrypt(buf []byte) {
 	n := len(buf) / 16
 	switch {

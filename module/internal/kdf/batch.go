@@ -72,37 +72,6 @@ func (p *PRF) PairTags(first uint64, mode, typ, inBits, outBits byte, alpha, bet
 	p.tagm.encrypt(tags)
 }
 
-// DerivedBatch sets alpha[i], alpha0[i], beta[i], beta0[i] to
-// Derived(first+i) for every i < len(alpha); every slice must be as long
-// as alpha. The values are full 64-bit words for the caller to reduce.
-func (p *PRF) DerivedBatch(first uint64, alpha, alpha0, beta, beta0 []uint64) {
-	n := len(alpha)
-	alpha0, beta, beta0 = alpha0[:n], beta[:n], beta0[:n]
-	if cap(p.scratch) < 32*n {
-		p.scratch = make([]byte, 32*n)
-	}
-	x := p.scratch[:32*n]
-	defer clear(x)
-	for i := range n {
-		c := first + uint64(i)
-		for j := range 2 {
-			b := x[(2*i+j)*16 : (2*i+j+1)*16]
-			clear(b)
-			b[0] = DomainDerived
-			binary.LittleEndian.PutUint64(b[1:9], c)
-			b[9] = byte(j)
-		}
-	}
-	p.bm.encrypt(x)
-	for i := range n {
-		b := x[32*i : 32*(i+1)]
-		alpha[i] = binary.LittleEndian.Uint64(b[0:8])
-		alpha0[i] = binary.LittleEndian.Uint64(b[8:16])
-		beta[i] = binary.LittleEndian.Uint64(b[16:24])
-		beta0[i] = binary.LittleEndian.Uint64(b[24:32])
-	}
-}
-
 // Payload vectors (llama keys with LLAMA's groupSize G ≥ 2). The roots and
 // the pair tag of such a key are the same CBC-MACs as for one element,
 // with G in byte 13 of the header block (zero for one element, so those
@@ -173,45 +142,4 @@ func (p *PRF) PairTagsG(first uint64, mode, typ, inBits, outBits byte, g int, al
 	}
 	p.tagm.encrypt(tags)
 	chainVec(p.tagm, tags, g, alpha, beta)
-}
-
-// DomainDerivedVec is the PRF domain of a derived payload vector's
-// elements after the first: element j ≥ 1 of the key at counter and
-// party 0's share of it are the two words of AES_kr(DomainDerivedVec ‖
-// counter(8, LE) ‖ j ‖ 0…). Element 0 is Derived's β, so a one-element
-// payload is unchanged.
-const DomainDerivedVec = 0x06
-
-// DerivedBetas sets beta[i·g+j], beta0[i·g+j] (j ≥ 1) to element j of the
-// derived payload of the key at first+i and party 0's share of it, for
-// every i < len(beta)/g; elements j = 0 are left as they are (DerivedBatch
-// makes them). The values are full 64-bit words for the caller to reduce.
-func (p *PRF) DerivedBetas(first uint64, g int, beta, beta0 []uint64) {
-	if g <= 1 {
-		return
-	}
-	n := len(beta) / g
-	m := n * (g - 1)
-	if cap(p.scratch) < 16*m {
-		p.scratch = make([]byte, 16*m)
-	}
-	x := p.scratch[:16*m]
-	defer clear(x)
-	for i := range n {
-		for j := 1; j < g; j++ {
-			b := x[16*(i*(g-1)+j-1) : 16*(i*(g-1)+j)]
-			clear(b)
-			b[0] = DomainDerivedVec
-			binary.LittleEndian.PutUint64(b[1:9], first+uint64(i))
-			b[9] = byte(j)
-		}
-	}
-	p.bm.encrypt(x)
-	for i := range n {
-		for j := 1; j < g; j++ {
-			b := x[16*(i*(g-1)+j-1):]
-			beta[i*g+j] = binary.LittleEndian.Uint64(b[0:8])
-			beta0[i*g+j] = binary.LittleEndian.Uint64(b[8:16])
-		}
-	}
 }

@@ -29,7 +29,8 @@ func TestBatchFormsMatchOneKey(t *testing.T) {
 	a, a0, b, b0 := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	p.RootsBatch(first, 1, 2, 32, 17, alpha, beta, r0, r1)
 	p.PairTags(first, 1, 2, 32, 17, alpha, beta, tags)
-	p.DerivedBatch(first, a, a0, b, b0)
+	ds := &DerivedShape{Mode: 3, Type: 2, InBits: 32, OutBits: 17, DeriveBeta: true}
+	p.DerivedBatch(first, ds, a, a0, b, b0)
 	for i := range n {
 		c := first + uint64(i)
 		w0, w1 := p.Roots(c, 1, 2, 32, 17, alpha[i], beta[i])
@@ -41,7 +42,7 @@ func TestBatchFormsMatchOneKey(t *testing.T) {
 		if string(tag[:]) != string(tags[i*TagSize:(i+1)*TagSize]) {
 			t.Fatalf("key %d: batch tag differs from PairTag", i)
 		}
-		x, x0, y, y0 := p.Derived(c)
+		x, x0, y, y0 := p.Derived(c, ds)
 		if x != a[i] || x0 != a0[i] || y != b[i] || y0 != b0[i] {
 			t.Fatalf("key %d: batch derived values differ from Derived", i)
 		}

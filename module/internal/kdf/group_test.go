@@ -96,19 +96,20 @@ func TestGroupForms(t *testing.T) {
 			}
 		}
 	}
-	// DerivedBetas: element j ≥ 1 is the DomainDerivedVec block j.
+	// DerivedBetas: element j ≥ 1 is block 1+j under k_der of the key's
+	// description.
 	const g = 5
+	ds := &DerivedShape{Mode: 3, Type: 0x12, InBits: 20, OutBits: 33, G: g, DeriveBeta: true}
 	beta, beta0 := make([]uint64, 3*g), make([]uint64, 3*g)
-	p.DerivedBetas(first, g, beta, beta0)
+	p.DerivedBetas(first, ds, beta, beta0)
 	for i := range 3 {
 		if beta[i*g] != 0 || beta0[i*g] != 0 {
 			t.Fatal("DerivedBetas wrote element 0")
 		}
 		for j := 1; j < g; j++ {
-			var want [16]byte
-			p.Block(DomainDerivedVec, first+uint64(i), byte(j), &want)
+			want := derivedWant(t, &kr, first+uint64(i), ds, 1+j)
 			if beta[i*g+j] != binary.LittleEndian.Uint64(want[:8]) || beta0[i*g+j] != binary.LittleEndian.Uint64(want[8:]) {
-				t.Fatalf("key %d element %d: not the DomainDerivedVec block", i, j)
+				t.Fatalf("key %d element %d: not block %d under k_der", i, j, 1+j)
 			}
 		}
 	}

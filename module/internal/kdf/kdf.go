@@ -53,6 +53,10 @@ const (
 	DomainDerived = 0x02
 	DomainPairTag = 0x03 // the pair-tag subkey k_tag (two blocks, index 0 and 1)
 	DomainRootKey = 0x04 // the root subkey k_root (two blocks, index 0 and 1)
+	// DomainDerivedKey is the subkey k_der of derived-mode α and β
+	// (derived.go); the counter-only domains 0x02 and 0x06 that drew them
+	// before are retired for draws.
+	DomainDerivedKey = 0x08
 )
 
 // SessionChallengeSize is the size of each module's session challenge.
@@ -172,6 +176,10 @@ type PRF struct {
 	// call.
 	bm, tagm, rootm multi
 	scratch         []byte // DerivedBatch's blocks, wiped after each call
+
+	der     cipher.Block // AES-256 under k_der (derived.go)
+	derm    multi
+	corrKey [32]byte // k_corr (corr.go)
 }
 
 // NewPRF keys the PRF with kr and derives the pair-tag and root subkeys
@@ -191,6 +199,11 @@ func NewPRF(kr *[32]byte) (*PRF, error) {
 	if p.root, p.rootm, err = p.subkey(DomainRootKey); err != nil {
 		return nil, fmt.Errorf("kdf: keying the root seeds: %w", err)
 	}
+	if p.der, p.derm, err = p.subkey(DomainDerivedKey); err != nil {
+		return nil, fmt.Errorf("kdf: keying the derived masks: %w", err)
+	}
+	p.Block(DomainCorrKey, 0, 0, (*[16]byte)(p.corrKey[:16]))
+	p.Block(DomainCorrKey, 0, 1, (*[16]byte)(p.corrKey[16:]))
 	return p, nil
 }
 
@@ -290,18 +303,4 @@ func (p *PRF) rootSeed(counter uint64, mode, typ, inBits, outBits, index byte, a
 	binary.LittleEndian.PutUint64(x[8:16], binary.LittleEndian.Uint64(x[8:16])^beta)
 	p.root.Encrypt(p.out[:], x)
 	return p.out
-}
-
-// Derived returns the derived-mode values of the key at counter: α, party
-// 0's share of α, β and party 0's share of β, each a full 64-bit word for
-// the caller to reduce.
-func (p *PRF) Derived(counter uint64) (alpha, alpha0, beta, beta0 uint64) {
-	p.block(DomainDerived, counter, 0)
-	alpha = binary.LittleEndian.Uint64(p.out[:8])
-	alpha0 = binary.LittleEndian.Uint64(p.out[8:])
-	p.block(DomainDerived, counter, 1)
-	beta = binary.LittleEndian.Uint64(p.out[:8])
-	beta0 = binary.LittleEndian.Uint64(p.out[8:])
-	p.wipe()
-	return
 }
