@@ -39,6 +39,13 @@ func TestMpspdzThroughDaemons(t *testing.T) {
 	_, c := startCluster(t, t.TempDir(), cluster.Options{})
 	a0, a1 := c.AppAddr(0), c.AppAddr(1)
 	tuples := []string{"--triples", "3000", "--squares", "200", "--bits", "700", "--matrix", "2x3x4:3", "--matrix", "1x1x5:2", "--chunk", "1000"}
+	// The application API runs TLS: one application certificate for both
+	// parties, each party's server name by default (--app-server-name
+	// only where one site is asked).
+	creds := c.AppArgs(0)
+	if len(creds) == 8 {
+		tuples = append(tuples, creds[:6]...)
+	}
 
 	both := filepath.Join(t.TempDir(), "pd")
 	out, errOut, code := runKord(t, append([]string{"mpspdz", "export", "--dir", both, "--party0", a0, "--party1", a1}, tuples...)...)
@@ -59,6 +66,9 @@ func TestMpspdzThroughDaemons(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args := append([]string{"mpspdz", "export", "--dir", sites, "--player", string(rune('0' + p)), "--party" + string(rune('0'+p)), addr}, tuples...)
+			if a := c.AppArgs(p); len(a) == 8 {
+				args = append(args, a[6:]...)
+			}
 			res[p].out, res[p].err, res[p].code = runKord(t, args...)
 		}()
 	}
