@@ -1,3 +1,6 @@
+// Derived multiplication correlations, each drawn under its full
+// description (kdf.CorrWords) and tagged by it.
+
 package engine
 
 import (

@@ -1,3 +1,6 @@
+// MP-SPDZ tuples (Beaver triples, squares, random bits, matrix triples) on
+// the correlation path, drawn fresh under their description.
+
 package engine
 
 import (
