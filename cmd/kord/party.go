@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/serve"
-	"github.com/kord-fss/kord/internal/appauth"
+	"github.com/kord-fss/kord/service/appauth"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/service"
 )
