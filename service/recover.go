@@ -73,6 +73,9 @@ type recentRec struct {
 
 // shape is a BatchItem's fields (a BatchItem is not copied by value).
 type shape struct {
+	// app: the application identity the id is scoped by (caller.go):
+	// two applications' requests under one id are two requests.
+	app                       string
 	id, beta                  uint64
 	mode, typ, in, out, count uint32
 	deriveBeta                bool
@@ -81,13 +84,24 @@ type shape struct {
 	vec string
 }
 
+// key is the request the shape is of: its application and id.
+func (s shape) key() rid { return rid{s.app, s.id} }
+
+// jobShape is j's shape, with its application identity (a batch's items
+// leave BatchItem.app empty: Batch.app).
+func jobShape(j *job) shape {
+	s := jobShape(j)
+	s.app = j.app
+	return s
+}
+
 func shapeOf(it *pb.BatchItem) shape {
-	return shape{id: it.GetId(), beta: it.GetBeta(), mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(),
+	return shape{app: it.GetApp(), id: it.GetId(), beta: it.GetBeta(), mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(),
 		out: it.GetOutBits(), count: it.GetCount(), deriveBeta: it.GetDeriveBeta(), vec: string(appendVec(nil, it))}
 }
 
 func (s shape) item() *pb.BatchItem {
-	it := &pb.BatchItem{Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
+	it := &pb.BatchItem{App: s.app, Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
 		DeriveBeta: s.deriveBeta, Beta: s.beta}
 	if s.vec != "" {
 		it.Group, it.Betas = vecOf([]byte(s.vec))
@@ -148,7 +162,7 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 		}
 		if j.vn > 0 {
 			// A view of its slab: counters vFirst on, tags in the slab.
-			p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: j.vFirst, n: j.vn, notice: j.notice,
+			p.recent[p.recentNext] = recentRec{shape: jobShape(j), first: j.vFirst, n: j.vn, notice: j.notice,
 				slabFirst: j.slabFirst, slabN: j.slabN}
 			p.recentNext = (p.recentNext + 1) % recentKeys
 			for k := range j.vn {
@@ -158,7 +172,7 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 			}
 			continue
 		}
-		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
+		p.recent[p.recentNext] = recentRec{shape: jobShape(j), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
 			slabFirst: j.slabFirst, slabN: j.slabN}
 		p.recentNext = (p.recentNext + 1) % recentKeys
 		for k := range reps[i] {
@@ -231,7 +245,7 @@ func (p *Party) listItems() []*pb.RecentItem {
 			if s.class == ErrClassVoid {
 				c = ErrClassVoid
 			}
-			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{Id: s.id}, ErrorClass: c})
+			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{App: s.app, Id: s.id}, ErrorClass: c})
 			continue
 		}
 		out = append(out, &pb.RecentItem{Item: s.shape.item(), FirstCounter: s.first, Digest: slices.Clone(s.tags[:]),
@@ -246,7 +260,7 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 	for _, h := range held {
 		for i, j := range h.jobs {
 			if j.vn > 0 {
-				out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: j.vFirst,
+				out = append(out, &pb.RecentItem{Item: jobShape(j).item(), FirstCounter: j.vFirst,
 					Digest: recoverDigest(func(k int) ([16]byte, bool) { return j.tagAt(k), true }, j.vn),
 					Seq:    h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
 				continue
@@ -254,7 +268,7 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 			if len(h.replies[i]) == 0 {
 				continue
 			}
-			out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: h.replies[i][0].Counter,
+			out = append(out, &pb.RecentItem{Item: jobShape(j).item(), FirstCounter: h.replies[i][0].Counter,
 				Digest: outputsDigest(h.replies[i]), Seq: h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
 		}
 	}
@@ -268,11 +282,11 @@ func (p *Party) keepRecovered(recs []*recoverRec) {
 		return
 	}
 	now := time.Now()
-	ids := make([]uint64, 0, len(recs))
+	ids := make([]rid, 0, len(recs))
 	p.recoverMu.Lock()
 	defer p.recoverMu.Unlock()
 	if p.recovered == nil {
-		p.recovered = map[uint64]*recoverRec{}
+		p.recovered = map[rid]*recoverRec{}
 	}
 	for id, r := range p.recovered {
 		if now.Sub(r.at) > recoverWindow {
@@ -281,13 +295,13 @@ func (p *Party) keepRecovered(recs []*recoverRec) {
 	}
 	for _, r := range recs {
 		r.at = now
-		p.recovered[r.id] = r
-		ids = append(ids, r.id)
+		p.recovered[r.key()] = r
+		ids = append(ids, r.key())
 	}
 	p.recoveredN.Store(int64(len(p.recovered)))
 	var waiting []*job
 	if p.cfg.Party == 0 {
-		set := make(map[uint64]bool, len(ids))
+		set := make(map[rid]bool, len(ids))
 		for _, id := range ids {
 			set[id] = true
 		}
@@ -309,9 +323,9 @@ func (p *Party) takeRecoveredLocked(js []*job) []*job {
 	var recs []*recoverRec
 	now := time.Now()
 	for _, j := range js {
-		r, ok := p.recovered[j.id]
+		r, ok := p.recovered[rid{j.app, j.id}]
 		if ok && now.Sub(r.at) <= recoverWindow {
-			delete(p.recovered, j.id)
+			delete(p.recovered, rid{j.app, j.id})
 			mine = append(mine, j)
 			recs = append(recs, r)
 			continue
@@ -333,20 +347,20 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 		r := recs[i]
 		if r.class != "" {
 			if r.class == ErrClassVoid && r.notify {
-				p.addVoid(j.id)
+				p.addVoid(rid{j.app, j.id})
 			}
-			p.ledger.answered([]uint64{j.id}, r.class)
+			p.ledger.answered([]rid{{j.app, j.id}}, r.class)
 			p.m.rejects.WithLabelValues(r.class).Inc()
 			j.fail(r.class, "request %d: its pair ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
 			continue
 		}
 		outs, err := p.recollect(j, r)
 		if err != nil {
-			p.ledger.answered([]uint64{j.id}, ErrClassVoid)
-			p.addVoid(j.id) // the peer delivered its keys: it tells its application
+			p.ledger.answered([]rid{{j.app, j.id}}, ErrClassVoid)
+			p.addVoid(rid{j.app, j.id}) // the peer delivered its keys: it tells its application
 			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",
-				"id", j.id, "first_counter", r.first, "keys", r.n, "err", err)
+				"app", j.app, "id", j.id, "first_counter", r.first, "keys", r.n, "err", err)
 			j.fail(ErrClassVoid, "request %d: its pair was generated before a party restart and cannot be completed here (%v); any share of it delivered at the other site is void; α spent: choose a fresh α", j.id, err)
 			continue
 		}
@@ -359,7 +373,7 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 
 // recollect re-collects j's outputs at r's counters and checks them.
 func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) {
-	if shapeOf(j.item) != r.shape {
+	if jobShape(j) != r.shape {
 		return nil, fmt.Errorf("the request differs from the one served before")
 	}
 	if reqDigest(j) != r.req {
@@ -467,13 +481,13 @@ type peerView struct {
 }
 
 // peerViews reads the peer's lists (malformed items are skipped).
-func peerViews(items []*pb.RecentItem) map[uint64]peerView {
-	out := make(map[uint64]peerView, len(items))
+func peerViews(items []*pb.RecentItem) map[rid]peerView {
+	out := make(map[rid]peerView, len(items))
 	for _, it := range items {
 		if it.GetItem() == nil {
 			continue
 		}
-		id := it.Item.GetId()
+		id := rid{it.Item.GetApp(), it.Item.GetId()}
 		v := out[id]
 		if c := it.GetErrorClass(); c != "" {
 			if c != ErrClassVoid {
@@ -520,7 +534,7 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 		}
 		// Not served here (as far as this site's record goes): the peer's
 		// word gives it a class, never outputs.
-		r := &recoverRec{shape: shape{id: id}, class: v.class}
+		r := &recoverRec{shape: shape{app: id.app, id: id.id}, class: v.class}
 		if r.class == "" {
 			r.class, r.notify = ErrClassVoid, true
 		}
@@ -535,12 +549,12 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 // pair-tag digest is complete (party 1 delivers it), one it answered
 // spent or tampered is spent (as its application was told), any other is
 // void. It asks the module nothing.
-func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64, confirms [][]byte) {
+func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []rid, confirms [][]byte) {
 	for _, it := range items {
 		if !it.Held || it.GetItem() == nil || it.GetErrorClass() != "" {
 			continue
 		}
-		id := it.Item.GetId()
+		id := rid{it.Item.GetApp(), it.Item.GetId()}
 		s, found := p.ledger.get(id)
 		if found && s.class == "" && s.first == it.FirstCounter && string(s.tags[:]) == string(it.Digest) &&
 			s.shape == shapeOf(it.Item) && s.conf != ([32]byte{}) {
@@ -555,7 +569,7 @@ func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64,
 		}
 		void = append(void, id)
 		p.log.Warn("a pair held by party 1 for an earlier run of this party is not in this site's record; void at both sites",
-			"id", id, "first_counter", it.FirstCounter)
+			"app", id.app, "id", id.id, "first_counter", it.FirstCounter)
 	}
 	return ok, void, spent, confirms
 }
@@ -569,7 +583,7 @@ func servedOf(jobs []*job, reps [][]msg.CollectResponse) []*served {
 		if len(reps[i]) == 0 && j.vn == 0 || j.corr != nil {
 			continue
 		}
-		s := &served{shape: shapeOf(j.item), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
+		s := &served{shape: jobShape(j), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
 		var d, c []byte
 		if j.vn > 0 {
 			s.first, s.n = j.vFirst, j.vn
@@ -599,7 +613,7 @@ func reqDigest(j *job) [32]byte {
 	// The application identity its id is scoped by (apptls).
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(j.app)))
 	b = append(b, j.app...)
-	sh := shapeOf(j.item)
+	sh := jobShape(j)
 	b = binary.LittleEndian.AppendUint64(b, sh.id)
 	b = binary.LittleEndian.AppendUint64(b, sh.beta)
 	for _, v := range []uint32{sh.mode, sh.typ, sh.in, sh.out, sh.count} {
@@ -636,10 +650,10 @@ func reqDigest(j *job) [32]byte {
 }
 
 // tombstones lists ids this site failed with class, for a restarted peer.
-func tombstones(ids []uint64, class string) []*pb.RecentItem {
+func tombstones(ids []rid, class string) []*pb.RecentItem {
 	out := make([]*pb.RecentItem, len(ids))
 	for i, id := range ids {
-		out[i] = &pb.RecentItem{Item: &pb.BatchItem{Id: id}, ErrorClass: class}
+		out[i] = &pb.RecentItem{Item: &pb.BatchItem{App: id.app, Id: id.id}, ErrorClass: class}
 	}
 	return out
 }
@@ -651,15 +665,15 @@ func tombstones(ids []uint64, class string) []*pb.RecentItem {
 // restarted (fresh), that report is lost with it: they fail spent, and
 // their ids are returned for party 1 to answer a resend alike. Otherwise
 // party 1's report has been applied and they are batched again.
-func (p *Party) settleDoubt(fresh bool) []uint64 {
+func (p *Party) settleDoubt(fresh bool) []rid {
 	js := p.q.takeDoubt(fresh)
-	ids := make([]uint64, 0, len(js))
+	ids := make([]rid, 0, len(js))
 	for _, j := range js {
 		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
 		// Also in the spent log: if this handshake fails before party 1
 		// has the tombstones, the next hello still carries them.
 		p.logSpent(j)
-		ids = append(ids, j.id)
+		ids = append(ids, rid{j.app, j.id})
 	}
 	p.ledger.answered(ids, ErrClassSpent)
 	if len(js) > 0 {
@@ -668,8 +682,8 @@ func (p *Party) settleDoubt(fresh bool) []uint64 {
 	return ids
 }
 
-// addVoid notes an id to report void to the peer.
-func (p *Party) addVoid(id uint64) {
+// addVoid notes a request to report void to the peer.
+func (p *Party) addVoid(id rid) {
 	p.voidMu.Lock()
 	defer p.voidMu.Unlock()
 	if len(p.voidOut) < maxSpentLog {
@@ -681,7 +695,7 @@ func (p *Party) addVoid(id uint64) {
 	}
 }
 
-// sendVoids sends the ids to report void as soon as there are any
+// sendVoids sends the requests to report void as soon as there are any
 // (VoidNotice), until ctx ends or a send fails; send is the session's.
 func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
 	for {
@@ -690,19 +704,20 @@ func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
 			return
 		case <-p.voidKick:
 		}
-		ids := p.takeVoid()
-		if len(ids) == 0 {
+		v := p.takeVoid()
+		if len(v) == 0 {
 			continue
 		}
-		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids}}}); err != nil {
-			p.restoreVoid(ids)
+		ids, apps := splitRids(v)
+		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids, Apps: apps}}}); err != nil {
+			p.restoreVoid(v)
 			return
 		}
 	}
 }
 
-// takeVoid returns and clears the ids to report void to the peer.
-func (p *Party) takeVoid() []uint64 {
+// takeVoid returns and clears the requests to report void to the peer.
+func (p *Party) takeVoid() []rid {
 	p.voidMu.Lock()
 	defer p.voidMu.Unlock()
 	v := p.voidOut
@@ -710,8 +725,8 @@ func (p *Party) takeVoid() []uint64 {
 	return v
 }
 
-// restoreVoid puts back ids whose report did not go out.
-func (p *Party) restoreVoid(ids []uint64) {
+// restoreVoid puts back requests whose report did not go out.
+func (p *Party) restoreVoid(ids []rid) {
 	if len(ids) == 0 {
 		return
 	}
@@ -720,45 +735,112 @@ func (p *Party) restoreVoid(ids []uint64) {
 	p.voidOut = append(ids, p.voidOut...)
 }
 
-// peerVoid handles the peer's report that it answered ids void after its
-// restart: this site delivered their keys, and the stream that got them
-// (if it is still open) gets a second reply for each id, class void.
-func (p *Party) peerVoid(ids []uint64) {
+// splitRids is ids as the peer link's parallel lists: the ids and, in
+// order, their applications (nil when every one is the anonymous "").
+func splitRids(v []rid) (ids []uint64, apps []string) {
+	ids = make([]uint64, len(v))
+	named := false
+	for i, r := range v {
+		ids[i] = r.id
+		named = named || r.app != ""
+	}
+	if named {
+		apps = make([]string, len(v))
+		for i, r := range v {
+			apps[i] = r.app
+		}
+	}
+	return ids, apps
+}
+
+// joinRids reads the peer's parallel lists back: apps is empty (every
+// id's application is "") or one per id; anything else is an error.
+func joinRids(ids []uint64, apps []string) ([]rid, error) {
+	if len(apps) != 0 && len(apps) != len(ids) {
+		return nil, fmt.Errorf("service: the peer named %d applications for %d ids", len(apps), len(ids))
+	}
+	out := make([]rid, len(ids))
+	for i, id := range ids {
+		out[i].id = id
+		if len(apps) != 0 {
+			out[i].app = apps[i]
+		}
+	}
+	return out, nil
+}
+
+// peerVoid handles the peer's report that it answered requests void
+// after its restart (ids with, in order, their applications apps): this
+// site delivered their keys, and the stream that got them (if it is still
+// open) gets a second reply for each, class void. A report goes only to
+// the application it names: another application's request under the same
+// id is untouched. A malformed report is dropped whole.
+func (p *Party) peerVoid(ids []uint64, apps []string) {
 	if len(ids) == 0 || len(ids) > maxSpentLog {
 		return
 	}
-	want := make(map[uint64]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
+	rs, err := joinRids(ids, apps)
+	if err != nil {
+		p.log.Warn("ignoring the peer's void report", "err", err)
+		return
+	}
+	want := make(map[rid]bool, len(rs))
+	for _, r := range rs {
+		want[r] = true
 	}
 	p.recentMu.Lock()
 	var notes []chan<- *pb.KeyReply
-	var found []uint64
+	var found []rid
 	for i := range p.recent {
 		r := &p.recent[i]
-		if r.n > 0 && want[r.id] {
-			want[r.id] = false
-			notes, found = append(notes, r.notice), append(found, r.id)
+		if r.n > 0 && want[r.key()] {
+			want[r.key()] = false
+			notes, found = append(notes, r.notice), append(found, r.key())
 		}
 	}
 	p.recentMu.Unlock()
-	var known []uint64
-	for _, id := range ids {
-		if _, ok := p.ledger.get(id); ok {
-			known = append(known, id)
+	var known []rid
+	for _, r := range rs {
+		if _, ok := p.ledger.get(r); ok {
+			known = append(known, r)
 		}
 	}
 	p.ledger.answered(known, ErrClassVoid)
-	for i, id := range found {
+	for i, r := range found {
 		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "id", id)
+		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "app", r.app, "id", r.id)
 		if notes[i] == nil {
 			continue
 		}
 		select {
-		case notes[i] <- &pb.KeyReply{Id: id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
-			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", id)}:
+		case notes[i] <- &pb.KeyReply{Id: r.id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
+			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", r.id)}:
 		default: // the stream is gone or not reading: the log and metric remain
 		}
 	}
+}
+
+// setHeldLists puts party 0's settlement of party 1's held requests in
+// wm: the ids of each list with, in order, their applications.
+func setHeldLists(wm *pb.Witness, ok, void, spent []rid, confirms [][]byte) {
+	wm.HeldOk, wm.HeldOkApps = splitRids(ok)
+	wm.HeldVoid, wm.HeldVoidApps = splitRids(void)
+	wm.HeldSpent, wm.HeldSpentApps = splitRids(spent)
+	wm.HeldOkConfirms = confirms
+}
+
+// heldLists reads party 0's settlement of the held requests (party 1):
+// each list's ids with their applications; lists of mismatched lengths
+// are refused.
+func heldLists(w *pb.Witness) (ok, void, spent []rid, err error) {
+	if ok, err = joinRids(w.HeldOk, w.HeldOkApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_ok: %w", errDesync, err)
+	}
+	if void, err = joinRids(w.HeldVoid, w.HeldVoidApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_void: %w", errDesync, err)
+	}
+	if spent, err = joinRids(w.HeldSpent, w.HeldSpentApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_spent: %w", errDesync, err)
+	}
+	return ok, void, spent, nil
 }
