@@ -90,7 +90,7 @@ func (s shape) key() rid { return rid{s.app, s.id} }
 // jobShape is j's shape, with its application identity (a batch's items
 // leave BatchItem.app empty: Batch.app).
 func jobShape(j *job) shape {
-	s := jobShape(j)
+	s := shapeOf(j.item)
 	s.app = j.app
 	return s
 }
