@@ -2,7 +2,6 @@ package service
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -51,6 +49,13 @@ import (
 // frame is opened again on any path: the spent rule holds. The
 // restarted party keeps this recoverWindow; an id resent later is a new
 // request.
+//
+// Every request is named by its application identity and id (rid,
+// caller.go): two applications' requests under one id are two requests
+// in each list, record entry and notice. This file is the handshake's
+// recovery exchange (what a site lists, how the peer's lists narrow its
+// own record); resend.go answers resends from it; void.go carries the
+// void and spent notices.
 
 // recentKeys bounds the keys a party remembers (the module's re-collect
 // window).
@@ -275,202 +280,6 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 	return out
 }
 
-// keepRecovered stores what the peer sent for ids this party may be
-// asked for again, and answers those already waiting (queued or pending).
-func (p *Party) keepRecovered(recs []*recoverRec) {
-	if len(recs) == 0 {
-		return
-	}
-	now := time.Now()
-	ids := make([]rid, 0, len(recs))
-	p.recoverMu.Lock()
-	defer p.recoverMu.Unlock()
-	if p.recovered == nil {
-		p.recovered = map[rid]*recoverRec{}
-	}
-	for id, r := range p.recovered {
-		if now.Sub(r.at) > recoverWindow {
-			delete(p.recovered, id)
-		}
-	}
-	for _, r := range recs {
-		r.at = now
-		p.recovered[r.key()] = r
-		ids = append(ids, r.key())
-	}
-	p.recoveredN.Store(int64(len(p.recovered)))
-	var waiting []*job
-	if p.cfg.Party == 0 {
-		set := make(map[rid]bool, len(ids))
-		for _, id := range ids {
-			set[id] = true
-		}
-		waiting = p.q.extract(set)
-	} else {
-		waiting = p.pend.take(ids)
-	}
-	p.admitted(p.takeRecoveredLocked(waiting))
-}
-
-// takeRecoveredLocked answers, from what a restarted party's peer sent,
-// the jobs it covers (in the background: module calls) and returns the
-// others; recoverMu held.
-func (p *Party) takeRecoveredLocked(js []*job) []*job {
-	if len(js) == 0 {
-		return js
-	}
-	var rest, mine []*job
-	var recs []*recoverRec
-	now := time.Now()
-	for _, j := range js {
-		r, ok := p.recovered[rid{j.app, j.id}]
-		if ok && now.Sub(r.at) <= recoverWindow {
-			delete(p.recovered, rid{j.app, j.id})
-			mine = append(mine, j)
-			recs = append(recs, r)
-			continue
-		}
-		rest = append(rest, j)
-	}
-	p.recoveredN.Store(int64(len(p.recovered)))
-	if len(mine) > 0 {
-		go p.recoverJobs(mine, recs)
-	}
-	return rest
-}
-
-// recoverJobs answers each job from its record: the class recorded, or
-// the outputs its module hands out again at the recorded counters when
-// their pair tags match the peer's digest, or void.
-func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
-	for i, j := range js {
-		r := recs[i]
-		if r.class != "" {
-			if r.class == ErrClassVoid && r.notify {
-				p.addVoid(rid{j.app, j.id})
-			}
-			p.ledger.answered([]rid{{j.app, j.id}}, r.class)
-			p.m.rejects.WithLabelValues(r.class).Inc()
-			j.fail(r.class, "request %d: its pair ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
-			continue
-		}
-		outs, err := p.recollect(j, r)
-		if err != nil {
-			p.ledger.answered([]rid{{j.app, j.id}}, ErrClassVoid)
-			p.addVoid(rid{j.app, j.id}) // the peer delivered its keys: it tells its application
-			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",
-				"app", j.app, "id", j.id, "first_counter", r.first, "keys", r.n, "err", err)
-			j.fail(ErrClassVoid, "request %d: its pair was generated before a party restart and cannot be completed here (%v); any share of it delivered at the other site is void; α spent: choose a fresh α", j.id, err)
-			continue
-		}
-		p.log.Info("request completed again after a party restart", "id", j.id, "first_counter", r.first, "keys", r.n)
-		p.recoveredKeys.Add(uint64(len(outs)))
-		p.m.recovered.Add(float64(len(outs)))
-		p.deliver([]*job{j}, [][]msg.CollectResponse{outs})
-	}
-}
-
-// recollect re-collects j's outputs at r's counters and checks them.
-func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) {
-	if jobShape(j) != r.shape {
-		return nil, fmt.Errorf("the request differs from the one served before")
-	}
-	if reqDigest(j) != r.req {
-		return nil, fmt.Errorf("the request's shares differ from the ones served before")
-	}
-	if r.n < 1 || r.n > MaxCount || len(r.digest) == 0 {
-		return nil, fmt.Errorf("no counters recorded")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PeerTimeout)
-	defer cancel()
-	var outs []msg.CollectResponse
-	if r.slabN > 0 {
-		// A bulk's keys: the module re-collects the slab whole.
-		var err error
-		if outs, err = p.recollectSlab(ctx, r); err != nil {
-			return nil, err
-		}
-	} else {
-		// The module hands the outputs out again only for the request
-		// they were generated for (socket.CollectRange.Expect).
-		ex, err := expectOf(j, r.n)
-		if err != nil {
-			return nil, err
-		}
-		cr := &socket.CollectRange{First: r.first, Count: r.n, Expect: ex}
-		if j.points != nil {
-			cr.Points = make([][]uint64, r.n)
-			for k := range cr.Points {
-				cr.Points[k] = j.points
-			}
-		}
-		res, err := p.mod.Do(ctx, []socket.Call{{Range: cr}}, true)
-		if err == nil {
-			err = res[0].Err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("module: %w", err)
-		}
-		outs = res[0].Range
-	}
-	if len(outs) != r.n {
-		wipeReplies([][]msg.CollectResponse{outs})
-		return nil, fmt.Errorf("module: %d outputs for %d keys", len(outs), r.n)
-	}
-	if d := outputsDigest(outs); string(d) != string(r.digest) {
-		wipeReplies([][]msg.CollectResponse{outs})
-		return nil, fmt.Errorf("the module's outputs at the recorded counters are not the ones served")
-	}
-	j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, r.slabFirst, r.slabN, nil
-	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
-	j.clearView()
-	return outs, nil
-}
-
-// expectOf is j's share requests for n keys, as they were submitted to
-// the module (a derived job's one shape for each of its keys).
-func expectOf(j *job, n int) ([]msg.Share, error) {
-	switch {
-	case j.derived > 0 && len(j.shares) == 1 && j.derived == n:
-		out := make([]msg.Share, n)
-		for i := range out {
-			out[i] = j.shares[0]
-		}
-		return out, nil
-	case j.derived == 0 && len(j.shares) == n:
-		return slices.Clone(j.shares), nil
-	}
-	return nil, fmt.Errorf("the request has another number of keys than the one served before")
-}
-
-// recollectSlab re-collects the bulk r's keys came from and returns r's
-// outputs (views of the slab; the slab's other keys are wiped).
-func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.CollectResponse, error) {
-	if r.first < r.slabFirst || r.first-r.slabFirst+uint64(r.n) > uint64(r.slabN) {
-		return nil, fmt.Errorf("the recorded counters are outside their bulk")
-	}
-	res, err := p.mod.Do(ctx, []socket.Call{{Collect: &msg.CollectRequest{Counter: r.slabFirst, Count: r.slabN}}}, true)
-	if err == nil {
-		err = res[0].Err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("module: %w", err)
-	}
-	sl := res[0].Collect.Slab
-	if sl == nil || sl.First != r.slabFirst || sl.N != r.slabN {
-		if sl != nil {
-			sl.Wipe()
-		}
-		return nil, fmt.Errorf("module: another slab than counters %d+%d", r.slabFirst, r.slabN)
-	}
-	off := int(r.first - r.slabFirst)
-	outs := appendSlab(make([]msg.CollectResponse, 0, sl.N), sl)
-	wipeOutputs(outs[:off])
-	wipeOutputs(outs[off+r.n:])
-	return outs[off : off+r.n : off+r.n], nil
-}
-
 // peerView is what the peer's lists say of one id.
 type peerView struct {
 	class  string // spent or void: the peer answered it so
@@ -647,177 +456,6 @@ func reqDigest(j *job) [32]byte {
 	var out [32]byte
 	h.Sum(out[:0])
 	return out
-}
-
-// tombstones lists ids this site failed with class, for a restarted peer.
-func tombstones(ids []rid, class string) []*pb.RecentItem {
-	out := make([]*pb.RecentItem, len(ids))
-	for i, id := range ids {
-		out[i] = &pb.RecentItem{Item: &pb.BatchItem{App: id.app, Id: id.id}, ErrorClass: class}
-	}
-	return out
-}
-
-// settleDoubt (party 0, at a session start) settles the queued jobs that
-// were in batches lost with the previous session while party 0's module
-// had not opened party 1's frames for them: party 1's module may have
-// opened party 0's (its spent report comes at the hello). If party 1
-// restarted (fresh), that report is lost with it: they fail spent, and
-// their ids are returned for party 1 to answer a resend alike. Otherwise
-// party 1's report has been applied and they are batched again.
-func (p *Party) settleDoubt(fresh bool) []rid {
-	js := p.q.takeDoubt(fresh)
-	ids := make([]rid, 0, len(js))
-	for _, j := range js {
-		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
-		// Also in the spent log: if this handshake fails before party 1
-		// has the tombstones, the next hello still carries them.
-		p.logSpent(j)
-		ids = append(ids, rid{j.app, j.id})
-	}
-	p.ledger.answered(ids, ErrClassSpent)
-	if len(js) > 0 {
-		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
-	}
-	return ids
-}
-
-// addVoid notes a request to report void to the peer.
-func (p *Party) addVoid(id rid) {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	if len(p.voidOut) < maxSpentLog {
-		p.voidOut = append(p.voidOut, id)
-	}
-	select {
-	case p.voidKick <- struct{}{}:
-	default:
-	}
-}
-
-// sendVoids sends the requests to report void as soon as there are any
-// (VoidNotice), until ctx ends or a send fails; send is the session's.
-func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.voidKick:
-		}
-		v := p.takeVoid()
-		if len(v) == 0 {
-			continue
-		}
-		ids, apps := splitRids(v)
-		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids, Apps: apps}}}); err != nil {
-			p.restoreVoid(v)
-			return
-		}
-	}
-}
-
-// takeVoid returns and clears the requests to report void to the peer.
-func (p *Party) takeVoid() []rid {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	v := p.voidOut
-	p.voidOut = nil
-	return v
-}
-
-// restoreVoid puts back requests whose report did not go out.
-func (p *Party) restoreVoid(ids []rid) {
-	if len(ids) == 0 {
-		return
-	}
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	p.voidOut = append(ids, p.voidOut...)
-}
-
-// splitRids is ids as the peer link's parallel lists: the ids and, in
-// order, their applications (nil when every one is the anonymous "").
-func splitRids(v []rid) (ids []uint64, apps []string) {
-	ids = make([]uint64, len(v))
-	named := false
-	for i, r := range v {
-		ids[i] = r.id
-		named = named || r.app != ""
-	}
-	if named {
-		apps = make([]string, len(v))
-		for i, r := range v {
-			apps[i] = r.app
-		}
-	}
-	return ids, apps
-}
-
-// joinRids reads the peer's parallel lists back: apps is empty (every
-// id's application is "") or one per id; anything else is an error.
-func joinRids(ids []uint64, apps []string) ([]rid, error) {
-	if len(apps) != 0 && len(apps) != len(ids) {
-		return nil, fmt.Errorf("service: the peer named %d applications for %d ids", len(apps), len(ids))
-	}
-	out := make([]rid, len(ids))
-	for i, id := range ids {
-		out[i].id = id
-		if len(apps) != 0 {
-			out[i].app = apps[i]
-		}
-	}
-	return out, nil
-}
-
-// peerVoid handles the peer's report that it answered requests void
-// after its restart (ids with, in order, their applications apps): this
-// site delivered their keys, and the stream that got them (if it is still
-// open) gets a second reply for each, class void. A report goes only to
-// the application it names: another application's request under the same
-// id is untouched. A malformed report is dropped whole.
-func (p *Party) peerVoid(ids []uint64, apps []string) {
-	if len(ids) == 0 || len(ids) > maxSpentLog {
-		return
-	}
-	rs, err := joinRids(ids, apps)
-	if err != nil {
-		p.log.Warn("ignoring the peer's void report", "err", err)
-		return
-	}
-	want := make(map[rid]bool, len(rs))
-	for _, r := range rs {
-		want[r] = true
-	}
-	p.recentMu.Lock()
-	var notes []chan<- *pb.KeyReply
-	var found []rid
-	for i := range p.recent {
-		r := &p.recent[i]
-		if r.n > 0 && want[r.key()] {
-			want[r.key()] = false
-			notes, found = append(notes, r.notice), append(found, r.key())
-		}
-	}
-	p.recentMu.Unlock()
-	var known []rid
-	for _, r := range rs {
-		if _, ok := p.ledger.get(r); ok {
-			known = append(known, r)
-		}
-	}
-	p.ledger.answered(known, ErrClassVoid)
-	for i, r := range found {
-		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "app", r.app, "id", r.id)
-		if notes[i] == nil {
-			continue
-		}
-		select {
-		case notes[i] <- &pb.KeyReply{Id: r.id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
-			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", r.id)}:
-		default: // the stream is gone or not reading: the log and metric remain
-		}
-	}
 }
 
 // setHeldLists puts party 0's settlement of party 1's held requests in
