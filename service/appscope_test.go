@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +281,29 @@ func TestForgedAppNamePartyOne(t *testing.T) {
 		if len(got) == 0 {
 			t.Errorf("%s: no resend answered: the test tested nothing", app)
 		}
+	}
+}
+
+// TestJoinRids: the peer's parallel lists read back as (application, id)
+// pairs; no applications means the anonymous one; lists of other lengths
+// are refused whole.
+func TestJoinRids(t *testing.T) {
+	v := []rid{{"a", 9}, {"b", 9}, {"", 3}}
+	ids, apps := splitRids(v)
+	got, err := joinRids(ids, apps)
+	if err != nil || len(got) != 3 || got[0] != v[0] || got[1] != v[1] || got[2] != v[2] {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+	if ids, apps := splitRids([]rid{{"", 1}}); apps != nil || len(ids) != 1 {
+		t.Fatalf("anonymous ids carried applications: %v", apps)
+	}
+	if got, err := joinRids([]uint64{4, 5}, nil); err != nil || got[0] != (rid{"", 4}) || got[1] != (rid{"", 5}) {
+		t.Fatalf("no applications: %v, %v", got, err)
+	}
+	if _, err := joinRids([]uint64{4, 5}, []string{"a"}); err == nil || !strings.Contains(err.Error(), "1 applications for 2 ids") {
+		t.Fatalf("mismatched lists: %v", err)
+	}
+	if _, _, _, err := heldLists(&pb.Witness{HeldVoid: []uint64{1}, HeldVoidApps: []string{"a", "b"}}); err == nil || !strings.Contains(err.Error(), "held_void") {
+		t.Fatalf("mismatched held lists: %v", err)
 	}
 }
