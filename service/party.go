@@ -43,6 +43,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -325,13 +326,25 @@ func (p *Party) Run(ctx context.Context) error {
 		}
 	}
 	backoff := 20 * time.Millisecond
+	waitingPair := false // said once that the module waits for pairing
 	for ctx.Err() == nil {
 		before := p.delivered.Load()
 		err := p.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		p.log.Warn("peer session ended; resynchronising", "err", err)
+		switch {
+		case errors.Is(err, module.ErrNotPaired):
+			// Not a fault: every fresh pair starts so. Said once, with
+			// what ends it, not once a second until then.
+			if !waitingPair {
+				p.log.Info("the module is not paired yet: waiting for pairing (run `kord pair --app ADDR` with this party's --listen address once both parties are up)")
+				waitingPair = true
+			}
+		default:
+			waitingPair = false
+			p.log.Warn("peer session ended; resynchronising", "err", err)
+		}
 		if p.delivered.Load() != before {
 			backoff = 20 * time.Millisecond
 		}

@@ -51,9 +51,11 @@ with mutual TLS, certificates made for the run) and attacks them:
   soak      a sustained stream for --duration reporting keys/s and RSS
 
 Exit status 1 if any check fails.`,
-		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"crash", "rollback", "network", "soak"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badInput("give one test: crash, rollback, network or soak (kord chaos --help says what each does)")
+			}
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())
 			}

@@ -22,7 +22,7 @@ func partyCmd() *cobra.Command {
 		modSock, listen, peerListen, peer     string
 		partyState                            string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
-		tlsPeerName                           string
+		tlsPeerName, tlsName                  string
 		peerPlaintext, appPlaintext           bool
 		appCert, appKey, appCA, appUIDs       string
 		operator, appGroup                    string
@@ -123,12 +123,12 @@ module process stays the default.`,
 				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, PartyState: partyState,
-				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
+				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, TLSName: tlsName, PeerPlaintext: peerPlaintext,
 				LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1")
+	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1 (required)")
 	f.StringVar(&modSock, "module", "", "the module's Unix socket, or in-process to run the software module inside the party (with --state, --secret-file)")
 	f.StringVar(&listen, "listen", "127.0.0.1:7300", "application API address (host:port or unix:///path)")
 	f.StringVar(&peerListen, "peer-listen", "", "party 1: address to accept the peer party on")
@@ -146,6 +146,7 @@ module process stays the default.`,
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
+	f.StringVar(&tlsName, "tls-name", "", "peer link: the name this party's --tls-cert must carry, the one the peer requires (default kord-party-B, the peer's default --tls-peer-name); checked at start")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
 	f.StringVar(&appCert, "app-tls-cert", "", "application API (TCP): this party's certificate (PEM)")
 	f.StringVar(&appKey, "app-tls-key", "", "application API (TCP): this party's private key (PEM)")

@@ -97,6 +97,18 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	}
 	e.ctr = next
 
+	if c.Kind.Tuple() {
+		sh, err := e.tupleShares(c, first, blocks)
+		if err != nil {
+			return nil, err
+		}
+		if e.corrs == nil {
+			e.corrs = map[uint64]*msg.CorrShares{}
+		}
+		e.corrs[first] = sh
+		return &msg.SubmitResponse{FirstCounter: first, Count: 1}, nil
+	}
+
 	m := prg.Mask(c.Ring)
 	draw := func(d *kdf.CorrDesc, n int) []uint64 {
 		b := make([]uint64, n)

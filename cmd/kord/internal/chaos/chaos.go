@@ -636,7 +636,8 @@ func Network(ctx context.Context, d time.Duration, seed uint64, progress io.Writ
 	rep := &Report{Test: "network"}
 	fp.active.Store(true)
 	end := time.Now().Add(d)
-	for time.Now().Before(end) {
+	// At least one round under faults, however late the clock starts.
+	for rounds := 0; rounds == 0 || time.Now().Before(end); rounds++ {
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := l.round(rctx, 8+l.rng.IntN(40))
 		cancel()
@@ -682,7 +683,7 @@ func Soak(ctx context.Context, d time.Duration, seed uint64, progress io.Writer)
 	rep := &Report{Test: "soak", RSSMiB: map[string]float64{}}
 	end := time.Now().Add(d)
 	t0 := time.Now()
-	for time.Now().Before(end) {
+	for rounds := 0; rounds == 0 || time.Now().Before(end); rounds++ { // a rate from at least one round
 		if err := l.round(ctx, 2000); err != nil {
 			return nil, err
 		}

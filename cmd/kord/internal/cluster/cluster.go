@@ -84,15 +84,20 @@ func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args 
 			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
 		}
 		p.Ready = kv
-	case <-time.After(20 * time.Second):
+	case <-time.After(readyWait):
 		p.Kill()
-		return nil, fmt.Errorf("%s did not become ready", name)
+		return nil, fmt.Errorf("%s did not become ready within %v", name, readyWait)
 	case <-ctx.Done():
 		p.Kill()
 		return nil, ctx.Err()
 	}
 	return p, nil
 }
+
+// readyWait bounds a daemon's start: a daemon that has not said ready by
+// then is taken for hung. A start takes a second or two on a quiet
+// machine; the bound leaves a busy one (tests beside other builds) room.
+const readyWait = time.Minute
 
 func lastLines(b []byte, n int) string {
 	lines := 0
@@ -391,6 +396,33 @@ func (p *Daemon) Stop() {
 	}
 }
 
+// Terminate sends SIGTERM and waits up to grace for the process to exit.
+// It returns how long the process took and its exit code, or ok false
+// (and the process killed) if it was still running after grace.
+func (p *Daemon) Terminate(grace time.Duration) (took time.Duration, code int, ok bool) {
+	t0 := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return time.Since(t0), p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(grace):
+		p.Kill()
+		return time.Since(t0), -1, false
+	}
+}
+
+// Log is the daemon's log so far (its stderr) in the cluster.
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(c.logPath(name))
+	return string(b)
+}
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// SocketPath is module b's socket.
+func (c *Cluster) SocketPath(b int) string { return c.sockPath(b) }
+
 // moduleInProcess is kord party's --module value that runs the module
 // inside the party process.
 const moduleInProcess = "in-process"
@@ -437,6 +469,13 @@ func (c *Cluster) App(b int) *client.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.apps[b]
+}
+
+// AppAddr is the address an application dials for party b.
+func (c *Cluster) AppAddr(b int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return appTarget(c.parties[b].Ready["app"])
 }
 
 // Apps is both sites' clients.
