@@ -3,14 +3,11 @@ package client
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kord-fss/kord/fss"
@@ -18,164 +15,12 @@ import (
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
-// wireStream is a KeySource_KeysClient that replays encoded KeyReplies
-// messages through the project's codec, as gRPC hands them to RecvMsg.
-type wireStream struct {
-	pb.KeySource_KeysClient
-	msgs [][]byte
-	i    int
-	loop bool // start over after the last message instead of io.EOF
-	// frame: hand each message over in buffers of this many bytes, as
-	// gRPC hands over a message's HTTP/2 data frames (0: one buffer).
-	frame int
-}
-
-func (w *wireStream) RecvMsg(m any) error {
-	if w.i == len(w.msgs) {
-		if !w.loop || len(w.msgs) == 0 {
-			return io.EOF
-		}
-		w.i = 0
-	}
-	b := w.msgs[w.i]
-	w.i++
-	if w.frame <= 0 {
-		return pb.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
-	}
-	var data mem.BufferSlice
-	for len(b) > 0 {
-		n := min(w.frame, len(b))
-		data = append(data, mem.SliceBuffer(b[:n:n]))
-		b = b[n:]
-	}
-	return pb.Codec().Unmarshal(data, m)
-}
-
-func newWireStream(msgs [][]byte, loop bool) *Stream {
-	return &Stream{s: &wireStream{msgs: msgs, loop: loop}, free: make(chan *batchMem, freeBatches)}
-}
-
-// pairData is what both sites were sent for one key: α, β and the keys.
-type pairData struct {
-	p           fss.Params
-	alpha, beta uint64
-	k           [2][]byte
-	a, b        [2]uint64 // additive shares of α and β
-	counter     uint64
-}
-
-// packedMessages builds both parties' packed messages for replies of
-// per-reply key counts, keys of shape p, with derived-mode shares; keys
-// are in one slab per message, as the party sends them.
-func packedMessages(t testing.TB, r *rand.Rand, p fss.Params, counts [][]int, firstID uint64) (msgs [2][][]byte, pairs []pairData) {
-	id := firstID
-	for _, cs := range counts {
-		n := 0
-		for _, c := range cs {
-			n += c
-		}
-		alpha, beta := make([]uint64, n), make([]uint64, n)
-		root0, root1 := make([][16]byte, n), make([][16]byte, n)
-		for i := range alpha {
-			alpha[i], beta[i] = r.Uint64()&prg.Mask(p.InBits), r.Uint64()&prg.Mask(p.OutBits)|1
-			for j := range root0[i] {
-				root0[i][j], root1[i][j] = byte(r.Uint32()), byte(r.Uint32())
-			}
-		}
-		out0, out1, err := fss.GenBatchWithRoots(p, alpha, beta, root0, root1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ks := p.KeySize()
-		var pk [2]*pb.PackedReplies
-		for b := range pk {
-			pk[b] = &pb.PackedReplies{}
-		}
-		pk[0].Keys, pk[1].Keys = out0, out1
-		k := 0
-		for _, c := range cs {
-			for b := range pk {
-				pk[b].Ids = append(pk[b].Ids, id)
-				pk[b].Counts = append(pk[b].Counts, uint32(c))
-			}
-			id++
-			for range c {
-				d := pairData{p: p, alpha: alpha[k], beta: beta[k], counter: 1000 + uint64(len(pairs))}
-				d.k[0], d.k[1] = out0[k*ks:(k+1)*ks], out1[k*ks:(k+1)*ks]
-				d.a[0], d.b[0] = r.Uint64()&prg.Mask(p.InBits), r.Uint64()&prg.Mask(p.OutBits)
-				d.a[1], d.b[1] = (d.alpha-d.a[0])&prg.Mask(p.InBits), (d.beta-d.b[0])&prg.Mask(p.OutBits)
-				for b := range pk {
-					pk[b].Counters = append(pk[b].Counters, d.counter)
-					pk[b].KeyLens = append(pk[b].KeyLens, uint32(ks))
-					pk[b].AlphaShares = append(pk[b].AlphaShares, d.a[b])
-					pk[b].BetaShares = append(pk[b].BetaShares, d.b[b])
-				}
-				pairs = append(pairs, d)
-				k++
-			}
-		}
-		for b := range pk {
-			raw, err := proto.Marshal(&pb.KeyReplies{Packed: pk[b]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs[b] = append(msgs[b], raw)
-		}
-	}
-	return msgs, pairs
-}
-
-// checkPairViews evaluates both parties' views at α, α±1 and a random
-// point: the shares add up to f.
-func checkPairViews(t testing.TB, v0, v1 fss.KeyView, p fss.Params, alpha, beta uint64) {
-	t.Helper()
-	m := prg.Mask(p.InBits)
-	if v0.Params() != p {
-		t.Fatalf("views of %v, want %v", v0.Params(), p)
-	}
-	if err := fss.CheckPair(v0, v1, alpha, beta, alpha, (alpha+1)&m, (alpha-1)&m, rand.Uint64()&m); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// overlaps reports whether two byte slices share memory.
-func overlaps(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
-	return a0 < b0+uintptr(len(b)) && b0 < a0+uintptr(len(a))
-}
-
-func zeros(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }
-
 // TestBatchViewsPair reads both sites' messages as batches: the views pair
 // (Eval(0)+Eval(1) = f), the shares add up to α and β, counters and reply
 // boundaries are as sent.
 func TestBatchViewsPair(t *testing.T) {
 	t.Run("key_lens", func(t *testing.T) { testBatchViewsPair(t, false) })
 	t.Run("key_stride", func(t *testing.T) { testBatchViewsPair(t, true) })
-}
-
-// strideForm rewrites packed messages with keys at key_stride (key_lens
-// omitted), as a party sends them to a client that asked for
-// stride_replies; every key of each message must have one size.
-func strideForm(t testing.TB, msgs [][]byte) [][]byte {
-	out := make([][]byte, len(msgs))
-	for i, m := range msgs {
-		var kr pb.KeyReplies
-		if err := proto.Unmarshal(m, &kr); err != nil {
-			t.Fatal(err)
-		}
-		pk := kr.Packed
-		pk.KeyStride, pk.KeyLens = pk.KeyLens[0], nil
-		b, err := proto.Marshal(&kr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = b
-	}
-	return out
 }
 
 func testBatchViewsPair(t *testing.T, stride bool) {
@@ -588,115 +433,4 @@ func FuzzRecvBatch(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestStrideFormSameReplies: a message with keys at key_stride reads as
-// the same replies, through Recv and RecvRaw, as the same message with
-// key_lens; a stride that does not cover the keys exactly, or comes with
-// key_lens, is refused.
-func TestStrideFormSameReplies(t *testing.T) {
-	r := rand.New(rand.NewPCG(21, 22))
-	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 16}
-	msgs, _ := packedMessages(t, r, p, [][]int{{4, 1, 7}, {2}}, 1)
-	lens, strided := msgs[0], strideForm(t, msgs[0])
-	for _, raw := range []bool{false, true} {
-		a, b := newWireStream(lens, false), newWireStream(strided, false)
-		for {
-			var ra, rb *pb.KeyReply
-			var ea, eb error
-			if raw {
-				ra, ea = a.RecvRaw()
-				rb, eb = b.RecvRaw()
-			} else {
-				var pa, pb2 *Reply
-				pa, ea = a.Recv()
-				pb2, eb = b.Recv()
-				if ea == nil && eb == nil {
-					if pa.ID != pb2.ID || len(pa.Shares) != len(pb2.Shares) {
-						t.Fatalf("replies differ: %+v / %+v", pa, pb2)
-					}
-					for i := range pa.Shares {
-						if !pa.Shares[i].Key.Equal(pb2.Shares[i].Key) || pa.Shares[i].Counter != pb2.Shares[i].Counter {
-							t.Fatalf("reply %d key %d differs", pa.ID, i)
-						}
-					}
-				}
-			}
-			if ea == io.EOF && eb == io.EOF {
-				break
-			}
-			if ea != nil || eb != nil {
-				t.Fatal(ea, eb)
-			}
-			if raw && !proto.Equal(ra, rb) {
-				t.Fatalf("raw replies differ: %v / %v", ra, rb)
-			}
-		}
-	}
-	var kr pb.KeyReplies
-	if err := proto.Unmarshal(strided[0], &kr); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []func(pk *pb.PackedReplies){
-		func(pk *pb.PackedReplies) { pk.KeyStride++ },
-		func(pk *pb.PackedReplies) { pk.KeyLens = make([]uint32, len(pk.Counters)) },
-		func(pk *pb.PackedReplies) { pk.Keys = pk.Keys[:len(pk.Keys)-1] },
-	} {
-		m := proto.Clone(&kr).(*pb.KeyReplies)
-		bad(m.Packed)
-		b, _ := proto.Marshal(m)
-		if _, err := newWireStream([][]byte{b}, false).RecvBatch(); err == nil {
-			t.Fatalf("a malformed stride message was read: %v", m.Packed.KeyStride)
-		}
-	}
-}
-
-// TestBatchBadKeyStride: in a message with keys at key_stride, a bad key
-// fails its reply with the error ViewKey gives it, named by counter, the
-// reply's views zero, and no other reply — wherever in the reply it is.
-func TestBatchBadKeyStride(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	p := fss.Params{Type: fss.DCF, InBits: 8, OutBits: 5}
-	msgs, _ := packedMessages(t, r, p, [][]int{{2, 3, 2}}, 1)
-	ks := p.KeySize()
-	for _, c := range []struct {
-		key, off int
-		val      byte
-	}{{2, 0, 0x4c}, {3, 0, 0x4c}, {4, 3, 2}, {3, 2, 2}, {4, ks - 1, 0xff}, {2, 5, 6}, {3, 3, 1}} {
-		var m pb.KeyReplies
-		if err := proto.Unmarshal(msgs[0][0], &m); err != nil {
-			t.Fatal(err)
-		}
-		want, werr := fss.ViewKey(func() []byte {
-			k := append([]byte(nil), m.Packed.Keys[c.key*ks:(c.key+1)*ks]...)
-			k[c.off] = c.val
-			return k
-		}())
-		m.Packed.Keys[c.key*ks+c.off] = c.val
-		raw, _ := proto.Marshal(&m)
-		s := newWireStream(strideForm(t, [][]byte{raw}), false)
-		b, err := s.RecvBatch()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.Len() != 7 || b.Replies() != 3 {
-			t.Fatalf("%d keys, %d replies", b.Len(), b.Replies())
-		}
-		for rr := range 3 {
-			rep := b.Reply(rr)
-			bad := rr == 1 && werr != nil
-			if bad && (rep.Err == nil || rep.Err.Error() != fmt.Sprintf("client: key at counter %d: %v", 1000+c.key, werr)) || !bad && rep.Err != nil {
-				t.Fatalf("key %d byte %d = %#x: reply %d: %v (ViewKey: %v)", c.key, c.off, c.val, rr, rep.Err, werr)
-			}
-			for i := rep.First; i < rep.First+rep.N; i++ {
-				if b.Key(i).IsZero() != bad {
-					t.Fatalf("reply %d key %d: zero view %v", rr, i, b.Key(i).IsZero())
-				}
-			}
-		}
-		if werr == nil && b.Key(c.key).Party() != want.Party() {
-			t.Fatalf("key %d: party %d, want %d", c.key, b.Key(c.key).Party(), want.Party())
-		}
-		b.Release()
-	}
 }

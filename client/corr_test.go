@@ -151,7 +151,7 @@ func TestCorrelationBadRequests(t *testing.T) {
 		r    *pb.KeyRequest
 		want string
 	}{
-		{client.Correlation(12, msg.Correlation{Kind: 7, Ring: 16, In: 3, Out: 2}), "Corr.Kind"},
+		{client.Correlation(12, msg.Correlation{Kind: 9, Ring: 16, In: 3, Out: 2}), "Corr.Kind"},
 		{client.Correlation(13, msg.Correlation{Kind: msg.CorrMatVec, Ring: 65, In: 3, Out: 2}), "Corr.Ring"},
 		{client.Correlation(14, msg.Correlation{Kind: msg.CorrConv2D, Ring: 16, In: 1, Out: 1, K: 9, H: 4, W: 4}), "Corr.In/K/H/W"},
 		{withType, "must be empty in a correlation request"},

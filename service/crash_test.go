@@ -148,7 +148,7 @@ func (s *replyTrap) SendMsg(m any) error {
 }
 
 // startParty1 runs party 1 on addr ("": any) behind wrap.
-func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap func(grpc.ServerStream) grpc.ServerStream) *site {
+func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap func(grpc.ServerStream) grpc.ServerStream, opts ...grpc.ServerOption) *site {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -165,12 +165,12 @@ func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap 
 		t.Fatal(err)
 	}
 	cfg.Party, cfg.Module, cfg.PeerPlaintext = 1, mod, true
-	return serveSite(t, l, cfg, grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return serveSite(t, l, cfg, append([]grpc.ServerOption{grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if strings.HasSuffix(info.FullMethod, "/Session") {
 			ss = wrap(ss)
 		}
 		return h(srv, ss)
-	}))
+	})}, opts...)...)
 }
 
 // answers collects the last answer per id of one site's streams.

@@ -120,9 +120,9 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if newRun && len(stale) > 0 {
 		// Requests of party 0's previous run that this site failed spent:
 		// a restarted party 0 answers their resends alike.
-		ids := make([]uint64, len(stale))
+		ids := make([]rid, len(stale))
 		for i, r := range stale {
-			ids[i] = r.id
+			ids[i] = rid{r.app, r.id}
 		}
 		recent = append(recent, tombstones(ids, ErrClassSpent)...)
 	}
@@ -145,14 +145,18 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
 	}
 	if newRun {
-		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldSpent, pw.HeldOkConfirms)
+		ok, void, spent, err := heldLists(pw)
+		if err != nil {
+			return err
+		}
+		p.resolveHeld(hello.Run, ok, void, spent, pw.HeldOkConfirms)
 	}
 	if p.ledger.takeRestart() {
 		// This party's first session after its own restart: its record,
 		// narrowed by party 0's lists, answers its application's resends.
 		peer := pw.Recent
 		for _, r := range peerSpent(hello.Spent, hello.Run) {
-			peer = append(peer, &pb.RecentItem{Item: &pb.BatchItem{Id: r.id}, ErrorClass: ErrClassSpent})
+			peer = append(peer, &pb.RecentItem{Item: &pb.BatchItem{App: r.app, Id: r.id}, ErrorClass: ErrClassSpent})
 		}
 		p.keepRecovered(p.ownRecovery(peer, true))
 	}
@@ -209,7 +213,7 @@ func (f *follower) serve(ctx context.Context) error {
 				return err
 			}
 		case *pb.PeerMsg_VoidNotice:
-			f.p.peerVoid(v.VoidNotice.Ids)
+			f.p.peerVoid(v.VoidNotice.Ids, v.VoidNotice.Apps)
 		case *pb.PeerMsg_Batch:
 			select {
 			case <-stop:
@@ -217,7 +221,7 @@ func (f *follower) serve(ctx context.Context) error {
 			default:
 			}
 			f.p.pend.sawBatch(v.Batch.Queued)
-			f.p.peerVoid(v.Batch.VoidIds)
+			f.p.peerVoid(v.Batch.VoidIds, v.Batch.VoidApps)
 			pr := f.prepare(ctx, v.Batch)
 			work <- pr
 			if pr.rep != nil && !pr.soft {
@@ -504,11 +508,12 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 			// again.
 			n := uint64(len(r.FrameData))
 			p.frameBytes.Add(n)
-			r.VoidIds = p.takeVoid()
+			void := p.takeVoid()
+			r.VoidIds, r.VoidApps = splitRids(void)
 			err := f.send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 			if err != nil {
 				p.frameBytes.Add(^(n - 1)) // not sent after all
-				p.restoreVoid(r.VoidIds)
+				p.restoreVoid(void)
 				return err
 			}
 			sent += n

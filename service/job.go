@@ -939,7 +939,7 @@ func (q *queue) failSpent(sr []spentRef) int {
 		set[r] = true
 	}
 	q.mu.Lock()
-	gone := q.removeLocked(func(j *job) bool { return j.seq != 0 && set[spentRef{run: j.run, seq: j.seq, id: j.id}] })
+	gone := q.removeLocked(func(j *job) bool { return j.seq != 0 && set[spentRef{run: j.run, seq: j.seq, id: j.id, app: j.app}] })
 	q.mu.Unlock()
 	for _, j := range gone {
 		j.fail(ErrClassSpent, "the peer's module opened this site's frame for the request and its batch was not delivered; α spent: choose a fresh α")
@@ -982,14 +982,15 @@ func (q *queue) takeDoubt(take bool) []*job {
 	})
 }
 
-// extract removes and returns the queued jobs whose ids are in set.
-func (q *queue) extract(set map[uint64]bool) []*job {
+// extract removes and returns the queued jobs whose requests (application
+// and id) are in set.
+func (q *queue) extract(set map[rid]bool) []*job {
 	if len(set) == 0 {
 		return nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.removeLocked(func(j *job) bool { return set[j.id] })
+	return q.removeLocked(func(j *job) bool { return set[rid{j.app, j.id}] })
 }
 
 // removeLocked removes the queued jobs for which remove reports true and
@@ -1162,11 +1163,11 @@ func (p *pending) expire(timeout time.Duration, since time.Time, keep time.Durat
 
 // take removes and returns the pending jobs with the given ids, of any
 // application (recover.go: recovery records name ids only).
-func (p *pending) take(ids []uint64) []*job {
+func (p *pending) take(ids []rid) []*job {
 	if len(ids) == 0 {
 		return nil
 	}
-	want := make(map[uint64]bool, len(ids))
+	want := make(map[rid]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
 	}
@@ -1174,7 +1175,7 @@ func (p *pending) take(ids []uint64) []*job {
 	defer p.mu.Unlock()
 	var out []*job
 	for k, j := range p.jobs {
-		if want[k.id] {
+		if want[k] {
 			delete(p.jobs, k)
 			out = append(out, j)
 		}
@@ -1361,15 +1362,14 @@ func (p *pending) failSpent(sr []spentRef) int {
 	if len(sr) == 0 {
 		return 0
 	}
-	// A report names run, batch and id; a batch is one application's, so
-	// these name one request whatever its application.
+	// A report names run, batch, id and application: one request.
 	want := make(map[spentRef]bool, len(sr))
 	for _, r := range sr {
 		want[r] = true
 	}
 	p.mu.Lock()
 	for k, j := range p.jobs {
-		if j.seq != 0 && want[spentRef{run: j.run, seq: j.seq, id: k.id}] {
+		if j.seq != 0 && want[spentRef{run: j.run, seq: j.seq, id: k.id, app: k.app}] {
 			delete(p.jobs, k)
 			gone = append(gone, j)
 		}

@@ -158,14 +158,15 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	if len(hr.Recent) > 0 {
 		// Party 1 holds batches for an earlier run of this party: settled
 		// from this site's own record alone (recover.go).
-		wm.HeldOk, wm.HeldVoid, wm.HeldSpent, wm.HeldOkConfirms = p.settleHeldOwn(hr.Recent)
+		ok, void, spent, confirms := p.settleHeldOwn(hr.Recent)
+		setHeldLists(wm, ok, void, spent, confirms)
 		// A resend of a held id answered void here gets void too (the
 		// same class at both sites, also in a later session).
-		voids := make([]*recoverRec, len(wm.HeldVoid))
-		for i, id := range wm.HeldVoid {
-			voids[i] = &recoverRec{shape: shape{id: id}, class: ErrClassVoid}
+		voids := make([]*recoverRec, len(void))
+		for i, id := range void {
+			voids[i] = &recoverRec{shape: shape{app: id.app, id: id.id}, class: ErrClassVoid}
 		}
-		p.ledger.answered(wm.HeldVoid, ErrClassVoid)
+		p.ledger.answered(void, ErrClassVoid)
 		p.keepRecovered(voids)
 	}
 	if p.ledger.takeRestart() {
@@ -303,13 +304,14 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	p.inFlight.Add(1)
 	p.m.inFlight.Inc()
 	void := p.takeVoid()
+	voidIDs, voidApps := splitRids(void)
 	// Counted before the send, as party 1 counts its reply's: the batch
 	// may be answered and finished before this goroutine runs again.
 	n := frameBytes(packed)
 	p.frameBytes.Add(n)
 	err = l.send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
 		Items: items, PackedItems: pk, Transcript: l.transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
-		VoidIds: void, Runs: runs, App: app}}})
+		VoidIds: voidIDs, VoidApps: voidApps, Runs: runs, App: app}}})
 	if err != nil {
 		p.frameBytes.Add(^(n - 1)) // not sent after all
 		p.restoreVoid(void)
@@ -350,7 +352,7 @@ func (l *leader) receiver(ctx context.Context) {
 			return
 		}
 		if vn := m.GetVoidNotice(); vn != nil {
-			l.p.peerVoid(vn.Ids)
+			l.p.peerVoid(vn.Ids, vn.Apps)
 			continue
 		}
 		if err := l.reply(ctx, m.GetBatchReply()); err != nil {
@@ -386,7 +388,7 @@ func (l *leader) linger() {
 // session go on.
 func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 	p := l.p
-	p.peerVoid(br.GetVoidIds())
+	p.peerVoid(br.GetVoidIds(), br.GetVoidApps())
 	fl := l.head()
 	if br == nil || fl == nil || br.Seq != fl.seq {
 		return fmt.Errorf("%w: unexpected message from the peer", errDesync)
@@ -445,7 +447,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		// modules generated this batch at the same time; the digest (or
 		// party 1's refusal) comes now.
 		br2, rerr := l.recvDigest(fl.seq)
-		p.peerVoid(br2.GetVoidIds())
+		p.peerVoid(br2.GetVoidIds(), br2.GetVoidApps())
 		if rerr != nil {
 			wipeJobReplies(fl.jobs, reps)
 			return rerr

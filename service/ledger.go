@@ -31,8 +31,10 @@ import (
 // whole machine lost before a sync loses the tail: those ids are then
 // unknown here, and the peer's lists make them void (recover.go).
 
-// ledgerVersion is the state file's format; another is refused.
-const ledgerVersion = 1
+// ledgerVersion is the state file's format; another is refused. 2:
+// entries are keyed by application identity and id (an entry of format
+// 1 names no application, so it cannot be told which request it is of).
+const ledgerVersion = 2
 
 // ledgerCap bounds the ids remembered (the module's re-collect window).
 const ledgerCap = recentKeys
@@ -62,14 +64,17 @@ type served struct {
 	class string // "": outputs served; else the class answered
 }
 
-type idSeq struct{ id, seq uint64 }
+type idSeq struct {
+	id  rid
+	seq uint64
+}
 
 // ledger keeps the entries in memory and, with a file, on disk.
 type ledger struct {
 	mu        sync.Mutex
-	db        *bolt.DB // nil: memory only (never a restart)
-	byID      map[uint64]*served
-	order     []idSeq // ids in insertion order (eviction), stale ones skipped
+	db        *bolt.DB        // nil: memory only (never a restart)
+	byID      map[rid]*served // by application identity and id
+	order     []idSeq         // ids in insertion order (eviction), stale ones skipped
 	seq       uint64
 	epoch     uint64
 	restarted bool // opened over a file an earlier process wrote
@@ -83,7 +88,7 @@ type ledger struct {
 // openLedger opens the party's state file at path (created mode 0600),
 // or a memory-only ledger for path "".
 func openLedger(path string, log *slog.Logger) (*ledger, error) {
-	l := &ledger{byID: map[uint64]*served{}, log: log, epoch: 1}
+	l := &ledger{byID: map[rid]*served{}, log: log, epoch: 1}
 	if path == "" {
 		return l, nil
 	}
@@ -100,7 +105,11 @@ func openLedger(path string, log *slog.Logger) (*ledger, error) {
 				if len(v) == 8 {
 					got = fmt.Sprint(binary.LittleEndian.Uint64(v))
 				}
-				return fmt.Errorf("service: the party state file %s has format version %s, this kord reads %d: run the kord version that wrote it, or (its pairs settled: no application waiting to resend) move the file away to start afresh", path, got, ledgerVersion)
+				why := ""
+				if got == "1" {
+					why = " (format 1 keys requests by id alone, not by application and id, so its entries cannot be carried over)"
+				}
+				return fmt.Errorf("service: the party state file %s has format version %s, this kord reads %d%s: run the kord version that wrote it, or (its pairs settled: no application waiting to resend) move the file away to start afresh", path, got, ledgerVersion, why)
 			}
 			if e := m.Get(keyLEpoch); len(e) == 8 {
 				l.epoch = binary.LittleEndian.Uint64(e) + 1
@@ -122,17 +131,17 @@ func openLedger(path string, log *slog.Logger) (*ledger, error) {
 		}
 		return b.ForEach(func(k, v []byte) error {
 			s, err := decodeServed(v)
-			if err != nil || len(k) != 8 || binary.BigEndian.Uint64(k) != s.id {
+			if err != nil || string(k) != string(ledgerKey(s.key())) {
 				l.log.Warn("party state file: skipping a malformed entry", "err", err)
 				return nil
 			}
-			l.byID[s.id] = s
+			l.byID[s.key()] = s
 			l.seq = max(l.seq, s.seq)
 			return nil
 		})
 	})
 	for _, s := range l.byID {
-		l.order = append(l.order, idSeq{s.id, s.seq})
+		l.order = append(l.order, idSeq{s.key(), s.seq})
 	}
 	slices.SortFunc(l.order, func(a, b idSeq) int { return cmp.Compare(a.seq, b.seq) })
 	if err == nil {
@@ -204,18 +213,18 @@ func (l *ledger) takeRestart() bool {
 }
 
 // entries returns a copy of every entry.
-func (l *ledger) entries() map[uint64]served {
+func (l *ledger) entries() map[rid]served {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[uint64]served, len(l.byID))
+	out := make(map[rid]served, len(l.byID))
 	for id, s := range l.byID {
 		out[id] = *s
 	}
 	return out
 }
 
-// get returns id's entry.
-func (l *ledger) get(id uint64) (served, bool) {
+// get returns the entry of id (an application's request id).
+func (l *ledger) get(id rid) (served, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s, ok := l.byID[id]
@@ -239,10 +248,10 @@ func (l *ledger) put(ss []*served) {
 	for _, s := range ss {
 		l.seq++
 		s.seq = l.seq
-		l.byID[s.id] = s
-		l.order = append(l.order, idSeq{s.id, s.seq})
+		l.byID[s.key()] = s
+		l.order = append(l.order, idSeq{s.key(), s.seq})
 	}
-	var evict []uint64
+	var evict []rid
 	drop := 0
 	for len(l.byID) > ledgerCap && drop < len(l.order) {
 		o := l.order[drop]
@@ -268,15 +277,15 @@ func (l *ledger) put(ss []*served) {
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(ledgerRecs)
 		for _, s := range ss {
-			if l.byID[s.id] != s {
+			if l.byID[s.key()] != s {
 				continue // evicted at once
 			}
-			if err := b.Put(binary.BigEndian.AppendUint64(nil, s.id), s.encode()); err != nil {
+			if err := b.Put(ledgerKey(s.key()), s.encode()); err != nil {
 				return err
 			}
 		}
 		for _, id := range evict {
-			if err := b.Delete(binary.BigEndian.AppendUint64(nil, id)); err != nil {
+			if err := b.Delete(ledgerKey(id)); err != nil {
 				return err
 			}
 		}
@@ -290,23 +299,31 @@ func (l *ledger) put(ss []*served) {
 	}
 }
 
-// answered records that id was answered class (spent, void, tampered):
-// after a restart a resend of it gets that class, never outputs.
-func (l *ledger) answered(ids []uint64, class string) {
+// answered records that the requests ids were answered class (spent,
+// void, tampered): after a restart a resend of one gets that class, never
+// outputs; the same id of another application is another request.
+func (l *ledger) answered(ids []rid, class string) {
 	ss := make([]*served, len(ids))
 	for i, id := range ids {
-		ss[i] = &served{shape: shape{id: id}, class: class}
+		ss[i] = &served{shape: shape{app: id.app, id: id.id}, class: class}
 	}
 	l.put(ss)
 }
 
-// encode writes s: version ‖ seq ‖ shape ‖ req ‖ first ‖ n ‖ slabFirst ‖
+// ledgerKey is an entry's key in the file: the id (8 bytes, big endian)
+// and the application identity's bytes.
+func ledgerKey(id rid) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, id.id), id.app...)
+}
+
+// encode writes s: version ‖ seq ‖ app ‖ shape ‖ req ‖ first ‖ n ‖ slabFirst ‖
 // slabN ‖ tags ‖ conf ‖ class, integers as uvarints, strings length-prefixed.
 func (s *served) encode() []byte {
 	b := []byte{ledgerVersion}
 	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
 	str := func(v string) { u(uint64(len(v))); b = append(b, v...) }
 	u(s.seq)
+	str(s.app)
 	u(s.id)
 	u(s.beta)
 	u(uint64(s.mode))
@@ -373,7 +390,9 @@ func decodeServed(b []byte) (*served, error) {
 		return v
 	}
 	s := &served{}
-	s.seq, s.id, s.beta = u(), u(), u()
+	s.seq = u()
+	s.app = str()
+	s.id, s.beta = u(), u()
 	s.mode, s.typ, s.in, s.out, s.count = u32(), u32(), u32(), u32(), u32()
 	db := u()
 	s.deriveBeta = db == 1

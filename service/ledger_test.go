@@ -31,7 +31,7 @@ func TestLedgerRestart(t *testing.T) {
 		t.Fatal("a first start counted as a restart")
 	}
 	l.put([]*served{testServed(1), testServed(2)})
-	l.answered([]uint64{2, 3}, ErrClassVoid)
+	l.answered([]rid{{"", 2}, {"", 3}}, ErrClassVoid)
 	if err := l.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestLedgerRestart(t *testing.T) {
 	}
 	got := l.entries()
 	want := testServed(1)
-	if g := got[1]; g.shape != want.shape || g.req != want.req || g.tags != want.tags || g.first != want.first || g.n != 1 ||
+	if g := got[rid{"", 1}]; g.shape != want.shape || g.req != want.req || g.tags != want.tags || g.first != want.first || g.n != 1 ||
 		g.slabFirst != 7 || g.slabN != 9 || g.class != "" {
 		t.Errorf("entry 1 read back as %+v", g)
 	}
-	if got[2].class != ErrClassVoid || got[3].class != ErrClassVoid || len(got) != 3 {
+	if got[rid{"", 2}].class != ErrClassVoid || got[rid{"", 3}].class != ErrClassVoid || len(got) != 3 {
 		t.Errorf("entries read back: %+v", got)
 	}
 	m, _ := openLedger("", slog.New(slog.DiscardHandler))
@@ -86,10 +86,10 @@ func TestLedgerEvicts(t *testing.T) {
 	if len(got) != ledgerCap {
 		t.Fatalf("%d entries, want %d", len(got), ledgerCap)
 	}
-	if _, ok := got[1]; ok {
+	if _, ok := got[rid{"", 1}]; ok {
 		t.Error("the oldest id was kept")
 	}
-	if _, ok := got[uint64(3*ledgerCap/2)]; !ok {
+	if _, ok := got[rid{"", uint64(3 * ledgerCap / 2)}]; !ok {
 		t.Error("the newest id was dropped")
 	}
 }
@@ -112,7 +112,7 @@ func TestLedgerOtherVersion(t *testing.T) {
 	})
 	db.Close()
 	_, err = openLedger(path, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "format version 9") || !strings.Contains(err.Error(), "reads 1") {
+	if err == nil || !strings.Contains(err.Error(), "format version 9") || !strings.Contains(err.Error(), "reads 2") {
 		t.Fatalf("opening a version-9 file: %v", err)
 	}
 }
@@ -125,6 +125,9 @@ func FuzzDecodeServed(f *testing.F) {
 	s.vec, s.class = "G\x02\x01\x05", ErrClassSpent
 	f.Add(s.encode())
 	f.Add([]byte{ledgerVersion})
+	a := testServed(7)
+	a.app = "app-a"
+	f.Add(a.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeServed(b)
 		if err != nil {
@@ -135,4 +138,59 @@ func FuzzDecodeServed(f *testing.F) {
 			t.Fatalf("decoded %+v, which does not read back from its encoding (%v)", s, err)
 		}
 	})
+}
+
+// TestLedgerAppScoped: two applications' entries under one id are two
+// entries, on disk too; an answer recorded for one leaves the other as it
+// was (issue: recovery keyed by request id alone).
+func TestLedgerAppScoped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "party1.db")
+	l, err := openLedger(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := testServed(9), testServed(9)
+	a.app, b.app, b.first = "app-a", "app-b", 500
+	l.put([]*served{a, b})
+	l.answered([]rid{{"app-b", 9}}, ErrClassVoid)
+	l.close()
+	l, err = openLedger(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	ga, okA := l.get(rid{"app-a", 9})
+	gb, okB := l.get(rid{"app-b", 9})
+	if !okA || ga.app != "app-a" || ga.first != a.first || ga.class != "" {
+		t.Errorf("app-a's entry for id 9 read back as %+v (found %v)", ga, okA)
+	}
+	if !okB || gb.app != "app-b" || gb.class != ErrClassVoid {
+		t.Errorf("app-b's entry for id 9 read back as %+v (found %v), want void", gb, okB)
+	}
+	if _, ok := l.get(rid{"", 9}); ok || len(l.entries()) != 2 {
+		t.Errorf("entries: %+v", l.entries())
+	}
+}
+
+// TestLedgerRefusesFormat1: a state file of format 1 (entries keyed by id
+// alone) is refused with a message that says why and what to do.
+func TestLedgerRefusesFormat1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "party0.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		m, err := tx.CreateBucket(ledgerMeta)
+		if err != nil {
+			return err
+		}
+		return m.Put(keyLVersion, binary.LittleEndian.AppendUint64(nil, 1))
+	})
+	db.Close()
+	_, err = openLedger(path, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "format version 1") || !strings.Contains(err.Error(), "by id alone") ||
+		!strings.Contains(err.Error(), "move the file away") {
+		t.Fatalf("opening a format-1 file: %v", err)
+	}
 }

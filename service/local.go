@@ -400,11 +400,11 @@ func (j *job) initBulk(r *BoundBulk) error {
 // pending, and wipes the outputs of the others once they are answered
 // (those in flight are answered when their batch ends, or at Close).
 func (lp *LocalPair) abandon(p *Party, js []*job) {
-	ids := make(map[uint64]bool, len(js))
+	ids := make(map[rid]bool, len(js))
 	list := make([]uint64, 0, len(js))
 	for _, j := range js {
 		if !j.answered() {
-			ids[j.id] = true
+			ids[rid{j.app, j.id}] = true
 			list = append(list, j.id)
 		}
 	}

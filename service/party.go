@@ -169,13 +169,13 @@ type Party struct {
 	ledger *ledger
 	// what a restarted party answers resends with (recover.go)
 	recoverMu     sync.RWMutex
-	recovered     map[uint64]*recoverRec
+	recovered     map[rid]*recoverRec // by application and id
 	recoveredN    atomic.Int64
 	recoveredKeys atomic.Uint64 // keys handed out again after a restart
 	// ids answered void after a restart whose keys the peer delivered, to
 	// tell the peer with the next batch (party 0) or batch reply (party 1)
 	voidMu  sync.Mutex
-	voidOut []uint64
+	voidOut []rid
 	// voidKick wakes the session's void sender (sendVoids) when voidOut
 	// gets an id.
 	voidKick chan struct{}

@@ -93,24 +93,24 @@ func (p *Party) settleHeld(run, through uint64, confirms []*pb.Confirm) {
 // this site's own outputs, confirm.go; failed tampered when it does not),
 // those it could not (void) and those it had answered spent (spent); any
 // other is failed spent as before (a party 0 that does not know the lists).
-func (p *Party) resolveHeld(run uint64, ok, void, spent []uint64, confirms [][]byte) {
+func (p *Party) resolveHeld(run uint64, ok, void, spent []rid, confirms [][]byte) {
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
 	p.heldRun = run
 	p.heldMu.Unlock()
-	okSet := make(map[uint64][]byte, len(ok))
+	okSet := make(map[rid][]byte, len(ok))
 	for k, id := range ok {
 		okSet[id] = nil
 		if k < len(confirms) {
 			okSet[id] = confirms[k]
 		}
 	}
-	voidSet := make(map[uint64]bool, len(void))
+	voidSet := make(map[rid]bool, len(void))
 	for _, id := range void {
 		voidSet[id] = true
 	}
-	spentSet := make(map[uint64]bool, len(spent))
+	spentSet := make(map[rid]bool, len(spent))
 	for _, id := range spent {
 		spentSet[id] = true
 	}
@@ -118,7 +118,8 @@ func (p *Party) resolveHeld(run uint64, ok, void, spent []uint64, confirms [][]b
 		var dj, rest []*job
 		var dr [][]msg.CollectResponse
 		for i, j := range h.jobs {
-			conf, named := okSet[j.id]
+			k := rid{j.app, j.id} // party 0 names this application's request
+			conf, named := okSet[k]
 			switch {
 			case named && sameConfirm(heldConfirm(h, i), conf):
 				dj, dr = append(dj, j), append(dr, h.replies[i])
@@ -127,17 +128,17 @@ func (p *Party) resolveHeld(run uint64, ok, void, spent []uint64, confirms [][]b
 				// confirmation of this site's outputs: not delivered.
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
-				p.ledger.answered([]uint64{j.id}, ErrClassTampered)
+				p.ledger.answered([]rid{k}, ErrClassTampered)
 				j.fail(ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α", j.id, h.seq)
-			case voidSet[j.id]:
+			case voidSet[k]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-				p.ledger.answered([]uint64{j.id}, ErrClassVoid)
+				p.ledger.answered([]rid{k}, ErrClassVoid)
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
-			case spentSet[j.id]:
+			case spentSet[k]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassSpent).Inc()
-				p.ledger.answered([]uint64{j.id}, ErrClassSpent)
+				p.ledger.answered([]rid{k}, ErrClassSpent)
 				j.fail(ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α", j.id, h.seq)
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])

@@ -2,7 +2,6 @@ package service
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kord-fss/kord/module/msg"
-	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -51,6 +49,13 @@ import (
 // frame is opened again on any path: the spent rule holds. The
 // restarted party keeps this recoverWindow; an id resent later is a new
 // request.
+//
+// Every request is named by its application identity and id (rid,
+// caller.go): two applications' requests under one id are two requests
+// in each list, record entry and notice. This file is the handshake's
+// recovery exchange (what a site lists, how the peer's lists narrow its
+// own record); resend.go answers resends from it; void.go carries the
+// void and spent notices.
 
 // recentKeys bounds the keys a party remembers (the module's re-collect
 // window).
@@ -73,6 +78,9 @@ type recentRec struct {
 
 // shape is a BatchItem's fields (a BatchItem is not copied by value).
 type shape struct {
+	// app: the application identity the id is scoped by (caller.go):
+	// two applications' requests under one id are two requests.
+	app                       string
 	id, beta                  uint64
 	mode, typ, in, out, count uint32
 	deriveBeta                bool
@@ -81,13 +89,24 @@ type shape struct {
 	vec string
 }
 
+// key is the request the shape is of: its application and id.
+func (s shape) key() rid { return rid{s.app, s.id} }
+
+// jobShape is j's shape, with its application identity (a batch's items
+// leave BatchItem.app empty: Batch.app).
+func jobShape(j *job) shape {
+	s := shapeOf(j.item)
+	s.app = j.app
+	return s
+}
+
 func shapeOf(it *pb.BatchItem) shape {
-	return shape{id: it.GetId(), beta: it.GetBeta(), mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(),
+	return shape{app: it.GetApp(), id: it.GetId(), beta: it.GetBeta(), mode: it.GetMode(), typ: it.GetType(), in: it.GetInBits(),
 		out: it.GetOutBits(), count: it.GetCount(), deriveBeta: it.GetDeriveBeta(), vec: string(appendVec(nil, it))}
 }
 
 func (s shape) item() *pb.BatchItem {
-	it := &pb.BatchItem{Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
+	it := &pb.BatchItem{App: s.app, Id: s.id, Mode: s.mode, Type: s.typ, InBits: s.in, OutBits: s.out, Count: s.count,
 		DeriveBeta: s.deriveBeta, Beta: s.beta}
 	if s.vec != "" {
 		it.Group, it.Betas = vecOf([]byte(s.vec))
@@ -148,7 +167,7 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 		}
 		if j.vn > 0 {
 			// A view of its slab: counters vFirst on, tags in the slab.
-			p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: j.vFirst, n: j.vn, notice: j.notice,
+			p.recent[p.recentNext] = recentRec{shape: jobShape(j), first: j.vFirst, n: j.vn, notice: j.notice,
 				slabFirst: j.slabFirst, slabN: j.slabN}
 			p.recentNext = (p.recentNext + 1) % recentKeys
 			for k := range j.vn {
@@ -158,7 +177,7 @@ func (p *Party) record(jobs []*job, reps [][]msg.CollectResponse) {
 			}
 			continue
 		}
-		p.recent[p.recentNext] = recentRec{shape: shapeOf(j.item), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
+		p.recent[p.recentNext] = recentRec{shape: jobShape(j), first: reps[i][0].Counter, n: len(reps[i]), notice: j.notice,
 			slabFirst: j.slabFirst, slabN: j.slabN}
 		p.recentNext = (p.recentNext + 1) % recentKeys
 		for k := range reps[i] {
@@ -231,7 +250,7 @@ func (p *Party) listItems() []*pb.RecentItem {
 			if s.class == ErrClassVoid {
 				c = ErrClassVoid
 			}
-			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{Id: s.id}, ErrorClass: c})
+			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{App: s.app, Id: s.id}, ErrorClass: c})
 			continue
 		}
 		out = append(out, &pb.RecentItem{Item: s.shape.item(), FirstCounter: s.first, Digest: slices.Clone(s.tags[:]),
@@ -246,7 +265,7 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 	for _, h := range held {
 		for i, j := range h.jobs {
 			if j.vn > 0 {
-				out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: j.vFirst,
+				out = append(out, &pb.RecentItem{Item: jobShape(j).item(), FirstCounter: j.vFirst,
 					Digest: recoverDigest(func(k int) ([16]byte, bool) { return j.tagAt(k), true }, j.vn),
 					Seq:    h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
 				continue
@@ -254,205 +273,11 @@ func heldItems(held []*heldBatch) []*pb.RecentItem {
 			if len(h.replies[i]) == 0 {
 				continue
 			}
-			out = append(out, &pb.RecentItem{Item: shapeOf(j.item).item(), FirstCounter: h.replies[i][0].Counter,
+			out = append(out, &pb.RecentItem{Item: jobShape(j).item(), FirstCounter: h.replies[i][0].Counter,
 				Digest: outputsDigest(h.replies[i]), Seq: h.seq, Held: true, BulkFirst: j.slabFirst, BulkN: uint32(j.slabN)})
 		}
 	}
 	return out
-}
-
-// keepRecovered stores what the peer sent for ids this party may be
-// asked for again, and answers those already waiting (queued or pending).
-func (p *Party) keepRecovered(recs []*recoverRec) {
-	if len(recs) == 0 {
-		return
-	}
-	now := time.Now()
-	ids := make([]uint64, 0, len(recs))
-	p.recoverMu.Lock()
-	defer p.recoverMu.Unlock()
-	if p.recovered == nil {
-		p.recovered = map[uint64]*recoverRec{}
-	}
-	for id, r := range p.recovered {
-		if now.Sub(r.at) > recoverWindow {
-			delete(p.recovered, id)
-		}
-	}
-	for _, r := range recs {
-		r.at = now
-		p.recovered[r.id] = r
-		ids = append(ids, r.id)
-	}
-	p.recoveredN.Store(int64(len(p.recovered)))
-	var waiting []*job
-	if p.cfg.Party == 0 {
-		set := make(map[uint64]bool, len(ids))
-		for _, id := range ids {
-			set[id] = true
-		}
-		waiting = p.q.extract(set)
-	} else {
-		waiting = p.pend.take(ids)
-	}
-	p.admitted(p.takeRecoveredLocked(waiting))
-}
-
-// takeRecoveredLocked answers, from what a restarted party's peer sent,
-// the jobs it covers (in the background: module calls) and returns the
-// others; recoverMu held.
-func (p *Party) takeRecoveredLocked(js []*job) []*job {
-	if len(js) == 0 {
-		return js
-	}
-	var rest, mine []*job
-	var recs []*recoverRec
-	now := time.Now()
-	for _, j := range js {
-		r, ok := p.recovered[j.id]
-		if ok && now.Sub(r.at) <= recoverWindow {
-			delete(p.recovered, j.id)
-			mine = append(mine, j)
-			recs = append(recs, r)
-			continue
-		}
-		rest = append(rest, j)
-	}
-	p.recoveredN.Store(int64(len(p.recovered)))
-	if len(mine) > 0 {
-		go p.recoverJobs(mine, recs)
-	}
-	return rest
-}
-
-// recoverJobs answers each job from its record: the class recorded, or
-// the outputs its module hands out again at the recorded counters when
-// their pair tags match the peer's digest, or void.
-func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
-	for i, j := range js {
-		r := recs[i]
-		if r.class != "" {
-			if r.class == ErrClassVoid && r.notify {
-				p.addVoid(j.id)
-			}
-			p.ledger.answered([]uint64{j.id}, r.class)
-			p.m.rejects.WithLabelValues(r.class).Inc()
-			j.fail(r.class, "request %d: its pair ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
-			continue
-		}
-		outs, err := p.recollect(j, r)
-		if err != nil {
-			p.ledger.answered([]uint64{j.id}, ErrClassVoid)
-			p.addVoid(j.id) // the peer delivered its keys: it tells its application
-			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",
-				"id", j.id, "first_counter", r.first, "keys", r.n, "err", err)
-			j.fail(ErrClassVoid, "request %d: its pair was generated before a party restart and cannot be completed here (%v); any share of it delivered at the other site is void; α spent: choose a fresh α", j.id, err)
-			continue
-		}
-		p.log.Info("request completed again after a party restart", "id", j.id, "first_counter", r.first, "keys", r.n)
-		p.recoveredKeys.Add(uint64(len(outs)))
-		p.m.recovered.Add(float64(len(outs)))
-		p.deliver([]*job{j}, [][]msg.CollectResponse{outs})
-	}
-}
-
-// recollect re-collects j's outputs at r's counters and checks them.
-func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) {
-	if shapeOf(j.item) != r.shape {
-		return nil, fmt.Errorf("the request differs from the one served before")
-	}
-	if reqDigest(j) != r.req {
-		return nil, fmt.Errorf("the request's shares differ from the ones served before")
-	}
-	if r.n < 1 || r.n > MaxCount || len(r.digest) == 0 {
-		return nil, fmt.Errorf("no counters recorded")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PeerTimeout)
-	defer cancel()
-	var outs []msg.CollectResponse
-	if r.slabN > 0 {
-		// A bulk's keys: the module re-collects the slab whole.
-		var err error
-		if outs, err = p.recollectSlab(ctx, r); err != nil {
-			return nil, err
-		}
-	} else {
-		// The module hands the outputs out again only for the request
-		// they were generated for (socket.CollectRange.Expect).
-		ex, err := expectOf(j, r.n)
-		if err != nil {
-			return nil, err
-		}
-		cr := &socket.CollectRange{First: r.first, Count: r.n, Expect: ex}
-		if j.points != nil {
-			cr.Points = make([][]uint64, r.n)
-			for k := range cr.Points {
-				cr.Points[k] = j.points
-			}
-		}
-		res, err := p.mod.Do(ctx, []socket.Call{{Range: cr}}, true)
-		if err == nil {
-			err = res[0].Err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("module: %w", err)
-		}
-		outs = res[0].Range
-	}
-	if len(outs) != r.n {
-		wipeReplies([][]msg.CollectResponse{outs})
-		return nil, fmt.Errorf("module: %d outputs for %d keys", len(outs), r.n)
-	}
-	if d := outputsDigest(outs); string(d) != string(r.digest) {
-		wipeReplies([][]msg.CollectResponse{outs})
-		return nil, fmt.Errorf("the module's outputs at the recorded counters are not the ones served")
-	}
-	j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, r.slabFirst, r.slabN, nil
-	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
-	j.clearView()
-	return outs, nil
-}
-
-// expectOf is j's share requests for n keys, as they were submitted to
-// the module (a derived job's one shape for each of its keys).
-func expectOf(j *job, n int) ([]msg.Share, error) {
-	switch {
-	case j.derived > 0 && len(j.shares) == 1 && j.derived == n:
-		out := make([]msg.Share, n)
-		for i := range out {
-			out[i] = j.shares[0]
-		}
-		return out, nil
-	case j.derived == 0 && len(j.shares) == n:
-		return slices.Clone(j.shares), nil
-	}
-	return nil, fmt.Errorf("the request has another number of keys than the one served before")
-}
-
-// recollectSlab re-collects the bulk r's keys came from and returns r's
-// outputs (views of the slab; the slab's other keys are wiped).
-func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.CollectResponse, error) {
-	if r.first < r.slabFirst || r.first-r.slabFirst+uint64(r.n) > uint64(r.slabN) {
-		return nil, fmt.Errorf("the recorded counters are outside their bulk")
-	}
-	res, err := p.mod.Do(ctx, []socket.Call{{Collect: &msg.CollectRequest{Counter: r.slabFirst, Count: r.slabN}}}, true)
-	if err == nil {
-		err = res[0].Err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("module: %w", err)
-	}
-	sl := res[0].Collect.Slab
-	if sl == nil || sl.First != r.slabFirst || sl.N != r.slabN {
-		socket.WipeSlab(sl)
-		return nil, fmt.Errorf("module: another slab than counters %d+%d", r.slabFirst, r.slabN)
-	}
-	off := int(r.first - r.slabFirst)
-	outs := appendSlab(make([]msg.CollectResponse, 0, sl.N), sl)
-	wipeOutputs(outs[:off])
-	wipeOutputs(outs[off+r.n:])
-	return outs[off : off+r.n : off+r.n], nil
 }
 
 // peerView is what the peer's lists say of one id.
@@ -465,13 +290,13 @@ type peerView struct {
 }
 
 // peerViews reads the peer's lists (malformed items are skipped).
-func peerViews(items []*pb.RecentItem) map[uint64]peerView {
-	out := make(map[uint64]peerView, len(items))
+func peerViews(items []*pb.RecentItem) map[rid]peerView {
+	out := make(map[rid]peerView, len(items))
 	for _, it := range items {
 		if it.GetItem() == nil {
 			continue
 		}
-		id := it.Item.GetId()
+		id := rid{it.Item.GetApp(), it.Item.GetId()}
 		v := out[id]
 		if c := it.GetErrorClass(); c != "" {
 			if c != ErrClassVoid {
@@ -518,7 +343,7 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 		}
 		// Not served here (as far as this site's record goes): the peer's
 		// word gives it a class, never outputs.
-		r := &recoverRec{shape: shape{id: id}, class: v.class}
+		r := &recoverRec{shape: shape{app: id.app, id: id.id}, class: v.class}
 		if r.class == "" {
 			r.class, r.notify = ErrClassVoid, true
 		}
@@ -533,12 +358,12 @@ func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec 
 // pair-tag digest is complete (party 1 delivers it), one it answered
 // spent or tampered is spent (as its application was told), any other is
 // void. It asks the module nothing.
-func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64, confirms [][]byte) {
+func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []rid, confirms [][]byte) {
 	for _, it := range items {
 		if !it.Held || it.GetItem() == nil || it.GetErrorClass() != "" {
 			continue
 		}
-		id := it.Item.GetId()
+		id := rid{it.Item.GetApp(), it.Item.GetId()}
 		s, found := p.ledger.get(id)
 		if found && s.class == "" && s.first == it.FirstCounter && string(s.tags[:]) == string(it.Digest) &&
 			s.shape == shapeOf(it.Item) && s.conf != ([32]byte{}) {
@@ -553,7 +378,7 @@ func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64,
 		}
 		void = append(void, id)
 		p.log.Warn("a pair held by party 1 for an earlier run of this party is not in this site's record; void at both sites",
-			"id", id, "first_counter", it.FirstCounter)
+			"app", id.app, "id", id.id, "first_counter", it.FirstCounter)
 	}
 	return ok, void, spent, confirms
 }
@@ -567,7 +392,7 @@ func servedOf(jobs []*job, reps [][]msg.CollectResponse) []*served {
 		if len(reps[i]) == 0 && j.vn == 0 || j.corr != nil {
 			continue
 		}
-		s := &served{shape: shapeOf(j.item), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
+		s := &served{shape: jobShape(j), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
 		var d, c []byte
 		if j.vn > 0 {
 			s.first, s.n = j.vFirst, j.vn
@@ -597,7 +422,7 @@ func reqDigest(j *job) [32]byte {
 	// The application identity its id is scoped by (apptls).
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(j.app)))
 	b = append(b, j.app...)
-	sh := shapeOf(j.item)
+	sh := jobShape(j)
 	b = binary.LittleEndian.AppendUint64(b, sh.id)
 	b = binary.LittleEndian.AppendUint64(b, sh.beta)
 	for _, v := range []uint32{sh.mode, sh.typ, sh.in, sh.out, sh.count} {
@@ -633,130 +458,27 @@ func reqDigest(j *job) [32]byte {
 	return out
 }
 
-// tombstones lists ids this site failed with class, for a restarted peer.
-func tombstones(ids []uint64, class string) []*pb.RecentItem {
-	out := make([]*pb.RecentItem, len(ids))
-	for i, id := range ids {
-		out[i] = &pb.RecentItem{Item: &pb.BatchItem{Id: id}, ErrorClass: class}
-	}
-	return out
+// setHeldLists puts party 0's settlement of party 1's held requests in
+// wm: the ids of each list with, in order, their applications.
+func setHeldLists(wm *pb.Witness, ok, void, spent []rid, confirms [][]byte) {
+	wm.HeldOk, wm.HeldOkApps = splitRids(ok)
+	wm.HeldVoid, wm.HeldVoidApps = splitRids(void)
+	wm.HeldSpent, wm.HeldSpentApps = splitRids(spent)
+	wm.HeldOkConfirms = confirms
 }
 
-// settleDoubt (party 0, at a session start) settles the queued jobs that
-// were in batches lost with the previous session while party 0's module
-// had not opened party 1's frames for them: party 1's module may have
-// opened party 0's (its spent report comes at the hello). If party 1
-// restarted (fresh), that report is lost with it: they fail spent, and
-// their ids are returned for party 1 to answer a resend alike. Otherwise
-// party 1's report has been applied and they are batched again.
-func (p *Party) settleDoubt(fresh bool) []uint64 {
-	js := p.q.takeDoubt(fresh)
-	ids := make([]uint64, 0, len(js))
-	for _, j := range js {
-		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
-		// Also in the spent log: if this handshake fails before party 1
-		// has the tombstones, the next hello still carries them.
-		p.logSpent(j)
-		ids = append(ids, j.id)
+// heldLists reads party 0's settlement of the held requests (party 1):
+// each list's ids with their applications; lists of mismatched lengths
+// are refused.
+func heldLists(w *pb.Witness) (ok, void, spent []rid, err error) {
+	if ok, err = joinRids(w.HeldOk, w.HeldOkApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_ok: %w", errDesync, err)
 	}
-	p.ledger.answered(ids, ErrClassSpent)
-	if len(js) > 0 {
-		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
+	if void, err = joinRids(w.HeldVoid, w.HeldVoidApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_void: %w", errDesync, err)
 	}
-	return ids
-}
-
-// addVoid notes an id to report void to the peer.
-func (p *Party) addVoid(id uint64) {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	if len(p.voidOut) < maxSpentLog {
-		p.voidOut = append(p.voidOut, id)
+	if spent, err = joinRids(w.HeldSpent, w.HeldSpentApps); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: held_spent: %w", errDesync, err)
 	}
-	select {
-	case p.voidKick <- struct{}{}:
-	default:
-	}
-}
-
-// sendVoids sends the ids to report void as soon as there are any
-// (VoidNotice), until ctx ends or a send fails; send is the session's.
-func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.voidKick:
-		}
-		ids := p.takeVoid()
-		if len(ids) == 0 {
-			continue
-		}
-		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids}}}); err != nil {
-			p.restoreVoid(ids)
-			return
-		}
-	}
-}
-
-// takeVoid returns and clears the ids to report void to the peer.
-func (p *Party) takeVoid() []uint64 {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	v := p.voidOut
-	p.voidOut = nil
-	return v
-}
-
-// restoreVoid puts back ids whose report did not go out.
-func (p *Party) restoreVoid(ids []uint64) {
-	if len(ids) == 0 {
-		return
-	}
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	p.voidOut = append(ids, p.voidOut...)
-}
-
-// peerVoid handles the peer's report that it answered ids void after its
-// restart: this site delivered their keys, and the stream that got them
-// (if it is still open) gets a second reply for each id, class void.
-func (p *Party) peerVoid(ids []uint64) {
-	if len(ids) == 0 || len(ids) > maxSpentLog {
-		return
-	}
-	want := make(map[uint64]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	p.recentMu.Lock()
-	var notes []chan<- *pb.KeyReply
-	var found []uint64
-	for i := range p.recent {
-		r := &p.recent[i]
-		if r.n > 0 && want[r.id] {
-			want[r.id] = false
-			notes, found = append(notes, r.notice), append(found, r.id)
-		}
-	}
-	p.recentMu.Unlock()
-	var known []uint64
-	for _, id := range ids {
-		if _, ok := p.ledger.get(id); ok {
-			known = append(known, id)
-		}
-	}
-	p.ledger.answered(known, ErrClassVoid)
-	for i, id := range found {
-		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "id", id)
-		if notes[i] == nil {
-			continue
-		}
-		select {
-		case notes[i] <- &pb.KeyReply{Id: id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
-			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", id)}:
-		default: // the stream is gone or not reading: the log and metric remain
-		}
-	}
+	return ok, void, spent, nil
 }

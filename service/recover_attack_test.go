@@ -44,6 +44,9 @@ type atk struct {
 	// bytes per site; reqs its requests per site.
 	old  map[uint64]oldPair
 	reqs [2]map[uint64]*pb.KeyRequest
+	// opts: server options of both sites (appscope_test.go: the
+	// application identity of each call).
+	opts []grpc.ServerOption
 }
 
 type oldPair struct {
@@ -55,29 +58,9 @@ const atkOld = 24 // ids 1..atkOld are delivered in the honest phase
 
 // newAtk starts both sites over module sockets and runs the honest phase.
 func newAtk(t *testing.T) *atk {
-	a := &atk{t: t, dir: t.TempDir(), p: fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}, old: map[uint64]oldPair{}}
-	// noBulk: per-key outputs, which the liar reads back by counter.
-	a.cfg = Config{Batch: 8, InFlight: 2, MatchTimeout: 800 * time.Millisecond, PeerTimeout: 800 * time.Millisecond, noBulk: true}
-	secret := []byte("provisioning secret for tests!!")
-	for b := range 2 {
-		d, st := openModule(t, b, filepath.Join(a.dir, fmt.Sprintf("m%d.db", b)), secret)
-		path := filepath.Join(a.dir, fmt.Sprintf("s%d", b))
-		ml, err := socket.Listen(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go socket.NewServer(d, socket.ServerOptions{Access: socket.Access{SameUID: true}}).Serve(ml)
-		mod := socket.Dial(path, 0)
-		a.mods[b] = mod
-		t.Cleanup(func() { mod.Close(); ml.Close(); st.Close() })
-	}
-	a.s[1] = a.start(1, "")
-	a.s[0] = a.start(0, a.s[1].addr)
+	a := newAtkSites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := a.s[0].app.Pair(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ws, reqs := boundRequests(a.p, 1, atkOld, "")
 	a.reqs = [2]map[uint64]*pb.KeyRequest{{}, {}}
 	ans := [2]*answers{{got: map[uint64]*client.Reply{}}, {got: map[uint64]*client.Reply{}}}
@@ -107,6 +90,35 @@ func newAtk(t *testing.T) *atk {
 	return a
 }
 
+// newAtkSites starts both sites over module sockets (with server options
+// opts) and pairs their modules.
+func newAtkSites(t *testing.T, opts ...grpc.ServerOption) *atk {
+	a := &atk{t: t, dir: t.TempDir(), p: fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}, old: map[uint64]oldPair{}, opts: opts}
+	// noBulk: per-key outputs, which the liar reads back by counter.
+	a.cfg = Config{Batch: 8, InFlight: 2, MatchTimeout: 800 * time.Millisecond, PeerTimeout: 800 * time.Millisecond, noBulk: true}
+	secret := []byte("provisioning secret for tests!!")
+	for b := range 2 {
+		d, st := openModule(t, b, filepath.Join(a.dir, fmt.Sprintf("m%d.db", b)), secret)
+		path := filepath.Join(a.dir, fmt.Sprintf("s%d", b))
+		ml, err := socket.Listen(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go socket.NewServer(d, socket.ServerOptions{Access: socket.Access{SameUID: true}}).Serve(ml)
+		mod := socket.Dial(path, 0)
+		a.mods[b] = mod
+		t.Cleanup(func() { mod.Close(); ml.Close(); st.Close() })
+	}
+	a.s[1] = a.start(1, "")
+	a.s[0] = a.start(0, a.s[1].addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.s[0].app.Pair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func keyBytes(t *testing.T, r *client.Reply) string {
 	b, err := r.Shares[0].Key.MarshalBinary()
 	if err != nil {
@@ -120,9 +132,9 @@ func (a *atk) start(b int, peer string) *site {
 	c := a.cfg
 	c.State = filepath.Join(a.dir, fmt.Sprintf("party%d.db", b))
 	if b == 1 {
-		return startParty1(a.t, peer, a.mods[1], c, func(ss grpc.ServerStream) grpc.ServerStream { return ss })
+		return startParty1(a.t, peer, a.mods[1], c, func(ss grpc.ServerStream) grpc.ServerStream { return ss }, a.opts...)
 	}
-	return startSite(a.t, 0, a.mods[0], peer, c)
+	return startSite(a.t, 0, a.mods[0], peer, c, a.opts...)
 }
 
 // stop stops party b as a crash would (its module keeps running).

@@ -164,9 +164,12 @@ func spentIDs(jobs []*job) []uint64 {
 	return ids
 }
 
-// spentRef names a request by party 0's run, the batch it was last in and
-// its id.
-type spentRef struct{ run, seq, id uint64 }
+// spentRef names a request by party 0's run, the batch it was last in,
+// its id and its application identity.
+type spentRef struct {
+	run, seq, id uint64
+	app          string
+}
 
 // maxSpentLog bounds the spent requests a party keeps to report to its
 // peer at the next session start (past it the oldest go unreported: the
@@ -183,7 +186,7 @@ func (p *Party) logSpent(j *job) {
 	if len(p.spentLog) >= maxSpentLog {
 		p.spentLog = p.spentLog[1:]
 	}
-	p.spentLog = append(p.spentLog, spentRef{run: j.run, seq: j.seq, id: j.id})
+	p.spentLog = append(p.spentLog, spentRef{run: j.run, seq: j.seq, id: j.id, app: j.app})
 }
 
 // takeSpent empties the spent log and returns its entries of run as a
@@ -207,6 +210,7 @@ func (p *Party) takeSpent(run uint64) (*pb.SpentRequests, []spentRef, []spentRef
 		}
 		sr.Seqs = append(sr.Seqs, r.seq)
 		sr.Ids = append(sr.Ids, r.id)
+		sr.Apps = append(sr.Apps, r.app)
 		keep = append(keep, r)
 	}
 	return sr, keep, stale
@@ -231,9 +235,13 @@ func peerSpent(sr *pb.SpentRequests, run uint64) []spentRef {
 	if sr == nil || len(sr.Seqs) != len(sr.Ids) || len(sr.Ids) > maxSpentLog {
 		return nil
 	}
+	rs, err := joinRids(sr.Ids, sr.Apps)
+	if err != nil {
+		return nil
+	}
 	out := make([]spentRef, len(sr.Ids))
 	for i := range sr.Ids {
-		out[i] = spentRef{run: run, seq: sr.Seqs[i], id: sr.Ids[i]}
+		out[i] = spentRef{run: run, seq: sr.Seqs[i], id: sr.Ids[i], app: rs[i].app}
 	}
 	return out
 }
@@ -246,13 +254,13 @@ func (p *Party) back(jobs []*job, class, why string) {
 		class = ErrClassSpent
 	}
 	var again []*job
-	var ids []uint64
+	var ids []rid
 	for _, j := range jobs {
 		if j.spent.Load() {
 			if !j.answered() {
 				j.fail(class, "%s; α spent: choose a fresh α (not a new sharing of it)", why)
 				p.logSpent(j)
-				ids = append(ids, j.id)
+				ids = append(ids, rid{j.app, j.id})
 			}
 			continue
 		}

@@ -5,9 +5,11 @@ import "fmt"
 // ProtocolVersion is the peer protocol version this party speaks. Both
 // parties of a pair state theirs at the handshake (Hello.version,
 // HelloReply.version) and refuse a session with another. 2: recovery
-// from each site's own record (issue 33); 0 is a party from before
-// versions were stated.
-const ProtocolVersion = 2
+// from each site's own record (issue 33); 3: recovery lists, void
+// notices, spent reports and held lists name each id's application
+// identity (a v2 peer's would read as the anonymous application's); 0 is
+// a party from before versions were stated.
+const ProtocolVersion = 3
 
 // checkVersion refuses a peer of another protocol version with a message
 // that says which and what to do.

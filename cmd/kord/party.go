@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/serve"
-	"github.com/kord-fss/kord/internal/appauth"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/appauth"
 )
 
 func init() { rootCmd.AddCommand(partyCmd(), pairCmd()) }

@@ -54,5 +54,5 @@ func contains(xs []string, x string) bool {
 // TestGeneratedAssemblyCurrent regenerates mmo_amd64.s and compares, so
 // TestKernelsConstantTime's verdict holds for the generator too.
 func TestGeneratedAssemblyCurrent(t *testing.T) {
-	gentest.Current(t, "./_asm/gen.go", "mmo_amd64.s")
+	gentest.Current(t, "./_asm", "mmo_amd64.s")
 }

@@ -28,7 +28,24 @@ const (
 	// MaxPool pack, its inputs' in order), Z its shares of the output
 	// masks (r_out), Packs its pack bytes; A is empty.
 	CorrLlamaGates CorrKind = 3
+	// CorrTriples: In independent Beaver triples, elementwise: A and R
+	// vectors of In, Z = A⊙R (Out is 1).
+	CorrTriples CorrKind = 4
+	// CorrSquares: In squares, A a vector of In, Z = A⊙A, no R (Out is 1).
+	CorrSquares CorrKind = 5
+	// CorrBits: In random bits, A a vector of In with every A[i] ∈ {0, 1}
+	// (shared additively mod 2^Ring), no R or Z (Out is 1).
+	CorrBits CorrKind = 6
+	// CorrMatMul: one matrix triple, A an Out×In matrix, R an In×W matrix,
+	// Z = A·R an Out×W matrix, each row-major (MP-SPDZ's m×k×n is
+	// Out×In×W).
+	CorrMatMul CorrKind = 7
 )
+
+// Tuple reports whether k is one of the preprocessing kinds (triples,
+// squares, bits, matrix triples): always fresh (Part CorrFull), derived
+// under their whole description like every correlation (docs/protocol.md, "Tuples").
+func (k CorrKind) Tuple() bool { return k >= CorrTriples && k <= CorrMatMul }
 
 // CorrPart says which parts of a correlation a request draws.
 type CorrPart uint8
@@ -86,6 +103,9 @@ func (c *Correlation) Sizes() (a, r, z int, err error) {
 	if c.In < 1 || c.In > MaxCorrWords || c.Out < 1 || c.Out > dim {
 		return 0, 0, 0, fmt.Errorf("Corr.In/Out: %d, %d out of range", c.In, c.Out)
 	}
+	if c.Kind.Tuple() {
+		return c.tupleSizes()
+	}
 	switch c.Kind {
 	case CorrMatVec:
 		if c.K != 0 || c.H != 0 || c.W != 0 {
@@ -113,6 +133,64 @@ func (c *Correlation) Sizes() (a, r, z int, err error) {
 		return 0, 0, 0, fmt.Errorf("Corr: %d words exceed %d", a+r+z, MaxCorrWords)
 	}
 	return a, r, z, nil
+}
+
+// tupleSizes is Sizes for the preprocessing kinds (CorrKind.Tuple).
+func (c *Correlation) tupleSizes() (a, r, z int, err error) {
+	if c.Part != CorrFull || c.WeightFrom != 0 {
+		return 0, 0, 0, fmt.Errorf("Corr.Part: a %s correlation is always fresh (part 0, no WeightFrom)", c.Kind)
+	}
+	const dim = 1 << 16
+	switch c.Kind {
+	case CorrMatMul:
+		if c.K != 0 || c.H != 0 {
+			return 0, 0, 0, fmt.Errorf("Corr.K/H: must be zero for a matrix triple")
+		}
+		if c.Out < 1 || c.Out > dim || c.In < 1 || c.In > dim || c.W < 1 || c.W > dim {
+			return 0, 0, 0, fmt.Errorf("Corr.Out/In/W: a %d×%d×%d matrix triple is out of range (each 1..%d)", c.Out, c.In, c.W, dim)
+		}
+		a, r, z = c.Out*c.In, c.In*c.W, c.Out*c.W
+	default:
+		if c.Out != 1 || c.K != 0 || c.H != 0 || c.W != 0 {
+			return 0, 0, 0, fmt.Errorf("Corr.Out/K/H/W: must be 1, 0, 0, 0 for %s", c.Kind)
+		}
+		if c.In < 1 || c.In > MaxCorrWords {
+			return 0, 0, 0, fmt.Errorf("Corr.In: %d %s is outside 1..%d", c.In, c.Kind, MaxCorrWords)
+		}
+		switch c.Kind {
+		case CorrTriples:
+			a, r, z = c.In, c.In, c.In
+		case CorrSquares:
+			a, z = c.In, c.In
+		case CorrBits:
+			a = c.In
+		}
+	}
+	if a+r+z > MaxCorrWords {
+		return 0, 0, 0, fmt.Errorf("Corr: %d words exceed %d", a+r+z, MaxCorrWords)
+	}
+	return a, r, z, nil
+}
+
+// String names the kind.
+func (k CorrKind) String() string {
+	switch k {
+	case CorrMatVec:
+		return "matrix-vector"
+	case CorrConv2D:
+		return "conv2d"
+	case CorrTriples:
+		return "triples"
+	case CorrSquares:
+		return "squares"
+	case CorrBits:
+		return "bits"
+	case CorrMatMul:
+		return "matrix triple"
+	case CorrLlamaGates:
+		return "LLAMA gate packs"
+	}
+	return fmt.Sprintf("kind %d", uint8(k))
 }
 
 // Blocks returns the number of counters a request for c consumes: one

@@ -1036,8 +1036,12 @@ type BatchItem struct {
 	Corr *modulepb.Correlation `protobuf:"bytes,9,opt,name=corr,proto3" json:"corr,omitempty"`
 	// group, betas: a payload vector's size and, derived, its public
 	// elements (KeyRequest.group, betas); such an item is never packed.
-	Group         uint32   `protobuf:"varint,10,opt,name=group,proto3" json:"group,omitempty"`
-	Betas         []uint64 `protobuf:"varint,11,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	Group uint32   `protobuf:"varint,10,opt,name=group,proto3" json:"group,omitempty"`
+	Betas []uint64 `protobuf:"varint,11,rep,packed,name=betas,proto3" json:"betas,omitempty"`
+	// app: the application identity the id is scoped by (Batch.app). Set
+	// only in RecentItem.item (recovery lists, docs/api.md "Recovery after
+	// a party restart"); a batch's items leave it empty (Batch.app).
+	App           string `protobuf:"bytes,12,opt,name=app,proto3" json:"app,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1147,6 +1151,13 @@ func (x *BatchItem) GetBetas() []uint64 {
 		return x.Betas
 	}
 	return nil
+}
+
+func (x *BatchItem) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
 }
 
 // PackedItems is a batch's items as parallel lists (what Batch.items
@@ -1344,9 +1355,12 @@ func (x *Hello) GetVersion() uint32 {
 // SpentRequests names requests by the batch they were last in and their
 // id, as parallel lists (docs/api.md, "Spent requests").
 type SpentRequests struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seqs          []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
-	Ids           []uint64               `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seqs  []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	Ids   []uint64               `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	// apps: the application identity of each id, in order (request ids are
+	// scoped by it); empty: every id's is "".
+	Apps          []string `protobuf:"bytes,3,rep,name=apps,proto3" json:"apps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1391,6 +1405,13 @@ func (x *SpentRequests) GetSeqs() []uint64 {
 func (x *SpentRequests) GetIds() []uint64 {
 	if x != nil {
 		return x.Ids
+	}
+	return nil
+}
+
+func (x *SpentRequests) GetApps() []string {
+	if x != nil {
+		return x.Apps
 	}
 	return nil
 }
@@ -1643,7 +1664,13 @@ type Witness struct {
 	// held_spent: held ids party 0's record says it answered spent (or
 	// tampered) before its restart: party 1 fails them spent, the class
 	// site 0's application already has.
-	HeldSpent     []uint64 `protobuf:"varint,6,rep,packed,name=held_spent,json=heldSpent,proto3" json:"held_spent,omitempty"`
+	HeldSpent []uint64 `protobuf:"varint,6,rep,packed,name=held_spent,json=heldSpent,proto3" json:"held_spent,omitempty"`
+	// held_ok_apps, held_void_apps, held_spent_apps: the application
+	// identity of each id of held_ok, held_void, held_spent, in order
+	// (request ids are scoped by it); empty: every id's is "".
+	HeldOkApps    []string `protobuf:"bytes,7,rep,name=held_ok_apps,json=heldOkApps,proto3" json:"held_ok_apps,omitempty"`
+	HeldVoidApps  []string `protobuf:"bytes,8,rep,name=held_void_apps,json=heldVoidApps,proto3" json:"held_void_apps,omitempty"`
+	HeldSpentApps []string `protobuf:"bytes,9,rep,name=held_spent_apps,json=heldSpentApps,proto3" json:"held_spent_apps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1716,6 +1743,27 @@ func (x *Witness) GetHeldOkConfirms() [][]byte {
 func (x *Witness) GetHeldSpent() []uint64 {
 	if x != nil {
 		return x.HeldSpent
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldOkApps() []string {
+	if x != nil {
+		return x.HeldOkApps
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldVoidApps() []string {
+	if x != nil {
+		return x.HeldVoidApps
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldSpentApps() []string {
+	if x != nil {
+		return x.HeldSpentApps
 	}
 	return nil
 }
@@ -1795,7 +1843,10 @@ type Batch struct {
 	// certificate or its Unix uid's name; empty for an unauthenticated
 	// application API. Request ids are scoped by it: party 1 claims each
 	// item only from its own application of that name.
-	App           string `protobuf:"bytes,13,opt,name=app,proto3" json:"app,omitempty"`
+	App string `protobuf:"bytes,13,opt,name=app,proto3" json:"app,omitempty"`
+	// void_apps: the application identity of each void_ids id, in order
+	// (empty: every id's is "").
+	VoidApps      []string `protobuf:"bytes,14,rep,name=void_apps,json=voidApps,proto3" json:"void_apps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1914,6 +1965,13 @@ func (x *Batch) GetApp() string {
 	return ""
 }
 
+func (x *Batch) GetVoidApps() []string {
+	if x != nil {
+		return x.VoidApps
+	}
+	return nil
+}
+
 type BatchReply struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1937,7 +1995,10 @@ type BatchReply struct {
 	SessionContinues bool `protobuf:"varint,11,opt,name=session_continues,json=sessionContinues,proto3" json:"session_continues,omitempty"`
 	// void_ids: ids party 1 answered void after its restart although party
 	// 0 had delivered their keys; party 0 tells its application.
-	VoidIds       []uint64 `protobuf:"varint,12,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
+	VoidIds []uint64 `protobuf:"varint,12,rep,packed,name=void_ids,json=voidIds,proto3" json:"void_ids,omitempty"`
+	// void_apps: the application identity of each void_ids id, in order
+	// (empty: every id's is "").
+	VoidApps      []string `protobuf:"bytes,13,rep,name=void_apps,json=voidApps,proto3" json:"void_apps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2045,6 +2106,13 @@ func (x *BatchReply) GetSessionContinues() bool {
 func (x *BatchReply) GetVoidIds() []uint64 {
 	if x != nil {
 		return x.VoidIds
+	}
+	return nil
+}
+
+func (x *BatchReply) GetVoidApps() []string {
+	if x != nil {
+		return x.VoidApps
 	}
 	return nil
 }
@@ -2311,9 +2379,12 @@ func (*PeerMsg_VoidNotice) isPeerMsg_M() {}
 // delivered; the peer sends the stream that got them a void reply. It
 // goes as soon as there is one, not with the next batch, so that an idle
 // pair still tells its applications.
+// apps: the application identity of each id, in order (empty: every
+// id's is ""); a void reaches only that application's stream.
 type VoidNotice struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Apps          []string               `protobuf:"bytes,2,rep,name=apps,proto3" json:"apps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2351,6 +2422,13 @@ func (*VoidNotice) Descriptor() ([]byte, []int) {
 func (x *VoidNotice) GetIds() []uint64 {
 	if x != nil {
 		return x.Ids
+	}
+	return nil
+}
+
+func (x *VoidNotice) GetApps() []string {
+	if x != nil {
+		return x.Apps
 	}
 	return nil
 }
@@ -2507,7 +2585,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\alimited\x18\x0e \x01(\bR\alimited\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
-	"\x06paired\x18\x01 \x01(\bR\x06paired\"\x98\x02\n" +
+	"\x06paired\x18\x01 \x01(\bR\x06paired\"\xaa\x02\n" +
 	"\tBatchItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x12\n" +
@@ -2521,7 +2599,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04corr\x18\t \x01(\v2\x14.kord.v1.CorrelationR\x04corr\x12\x14\n" +
 	"\x05group\x18\n" +
 	" \x01(\rR\x05group\x12\x14\n" +
-	"\x05betas\x18\v \x03(\x04R\x05betas\"\xb2\x01\n" +
+	"\x05betas\x18\v \x03(\x04R\x05betas\x12\x10\n" +
+	"\x03app\x18\f \x01(\tR\x03app\"\xb2\x01\n" +
 	"\vPackedItems\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12\x16\n" +
@@ -2537,10 +2616,11 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\x12,\n" +
 	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12,\n" +
 	"\bconfirms\x18\x06 \x03(\v2\x10.kord.v1.ConfirmR\bconfirms\x12\x18\n" +
-	"\aversion\x18\a \x01(\rR\aversion\"5\n" +
+	"\aversion\x18\a \x01(\rR\aversion\"I\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\x86\x02\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\x12\x12\n" +
+	"\x04apps\x18\x03 \x03(\tR\x04apps\"\x86\x02\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
@@ -2562,7 +2642,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"errorClass\x12\x1d\n" +
 	"\n" +
 	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
-	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xcf\x01\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xbf\x02\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
@@ -2570,9 +2650,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12(\n" +
 	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\x12\x1d\n" +
 	"\n" +
-	"held_spent\x18\x06 \x03(\x04R\theldSpent\"-\n" +
+	"held_spent\x18\x06 \x03(\x04R\theldSpent\x12 \n" +
+	"\fheld_ok_apps\x18\a \x03(\tR\n" +
+	"heldOkApps\x12$\n" +
+	"\x0eheld_void_apps\x18\b \x03(\tR\fheldVoidApps\x12&\n" +
+	"\x0fheld_spent_apps\x18\t \x03(\tR\rheldSpentApps\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xf2\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\x8f\x03\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2590,7 +2674,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\x04R\x06queued\x12\x19\n" +
 	"\bvoid_ids\x18\v \x03(\x04R\avoidIds\x12\x12\n" +
 	"\x04runs\x18\f \x03(\rR\x04runs\x12\x10\n" +
-	"\x03app\x18\r \x01(\tR\x03appJ\x04\b\x06\x10\a\"\xdf\x02\n" +
+	"\x03app\x18\r \x01(\tR\x03app\x12\x1b\n" +
+	"\tvoid_apps\x18\x0e \x03(\tR\bvoidAppsJ\x04\b\x06\x10\a\"\xfc\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +
@@ -2607,7 +2692,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x0edigest_follows\x18\n" +
 	" \x01(\bR\rdigestFollows\x12+\n" +
 	"\x11session_continues\x18\v \x01(\bR\x10sessionContinues\x12\x19\n" +
-	"\bvoid_ids\x18\f \x03(\x04R\avoidIdsJ\x04\b\x03\x10\x04\"^\n" +
+	"\bvoid_ids\x18\f \x03(\x04R\avoidIds\x12\x1b\n" +
+	"\tvoid_apps\x18\r \x03(\tR\bvoidAppsJ\x04\b\x03\x10\x04\"^\n" +
 	"\aConfirm\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
@@ -2626,10 +2712,11 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\aconfirm\x18\a \x01(\v2\x10.kord.v1.ConfirmH\x00R\aconfirm\x126\n" +
 	"\vvoid_notice\x18\b \x01(\v2\x13.kord.v1.VoidNoticeH\x00R\n" +
 	"voidNoticeB\x03\n" +
-	"\x01m\"\x1e\n" +
+	"\x01m\"2\n" +
 	"\n" +
 	"VoidNotice\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\x04R\x03ids\"?\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x12\n" +
+	"\x04apps\x18\x02 \x03(\tR\x04apps\"?\n" +
 	"\vPairMessage\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired2\xdb\x01\n" +

@@ -1,3 +1,6 @@
+// Bulk requests: N keys of one shape for one counter reservation, one
+// frame and one slab.
+
 package engine
 
 import (

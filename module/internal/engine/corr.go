@@ -1,3 +1,6 @@
+// Derived multiplication correlations, each drawn under its full
+// description (kdf.CorrWords) and tagged by it.
+
 package engine
 
 import (
@@ -96,6 +99,18 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		return nil, fmt.Errorf("module: saving counters: %w", err)
 	}
 	e.ctr = next
+
+	if c.Kind.Tuple() {
+		sh, err := e.tupleShares(c, first, blocks)
+		if err != nil {
+			return nil, err
+		}
+		if e.corrs == nil {
+			e.corrs = map[uint64]*msg.CorrShares{}
+		}
+		e.corrs[first] = sh
+		return &msg.SubmitResponse{FirstCounter: first, Count: 1}, nil
+	}
 
 	m := prg.Mask(c.Ring)
 	draw := func(d *kdf.CorrDesc, n int) []uint64 {

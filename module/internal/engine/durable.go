@@ -1,3 +1,7 @@
+// The engine over its counter store: counters committed before any output
+// leaves, restore after a restart, and re-collection of remembered outputs
+// only for the request they were generated for.
+
 package engine
 
 import (

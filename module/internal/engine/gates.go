@@ -1,3 +1,7 @@
+// LLAMA gate key packs (ReLU, ARS, MaxPool) on the correlation path: masks
+// drawn inside under the request's description, each module keeping only
+// its own party's packs.
+
 package engine
 
 import (

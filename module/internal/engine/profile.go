@@ -1,3 +1,5 @@
+// Key profiles: which dealer Gen (kord-v1 or EzPC LLAMA) a share asks for.
+
 package engine
 
 import (

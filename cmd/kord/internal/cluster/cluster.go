@@ -471,6 +471,13 @@ func (c *Cluster) App(b int) *client.Client {
 	return c.apps[b]
 }
 
+// AppAddr is the address an application dials for party b.
+func (c *Cluster) AppAddr(b int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return appTarget(c.parties[b].Ready["app"])
+}
+
 // Apps is both sites' clients.
 func (c *Cluster) Apps() [2]*client.Client {
 	c.mu.Lock()

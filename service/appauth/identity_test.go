@@ -16,7 +16,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/internal/appauth"
+	"github.com/kord-fss/kord/service/appauth"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/moduletest"

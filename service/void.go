@@ -1,0 +1,186 @@
+package service
+
+import (
+	pb "github.com/kord-fss/kord/proto/kordpb"
+
+	"context"
+	"fmt"
+)
+
+// Void and spent notices across a restart (recover.go): tombstones of
+// requests this site failed spent, void reports to the peer (VoidNotice,
+// Batch.void_ids, BatchReply.void_ids) and the handling of the peer's.
+// Every list names each id with its application identity (parallel
+// lists on the peer link): a report reaches only that application's
+// request.
+
+// tombstones lists ids this site failed with class, for a restarted peer.
+func tombstones(ids []rid, class string) []*pb.RecentItem {
+	out := make([]*pb.RecentItem, len(ids))
+	for i, id := range ids {
+		out[i] = &pb.RecentItem{Item: &pb.BatchItem{App: id.app, Id: id.id}, ErrorClass: class}
+	}
+	return out
+}
+
+// settleDoubt (party 0, at a session start) settles the queued jobs that
+// were in batches lost with the previous session while party 0's module
+// had not opened party 1's frames for them: party 1's module may have
+// opened party 0's (its spent report comes at the hello). If party 1
+// restarted (fresh), that report is lost with it: they fail spent, and
+// their ids are returned for party 1 to answer a resend alike. Otherwise
+// party 1's report has been applied and they are batched again.
+func (p *Party) settleDoubt(fresh bool) []rid {
+	js := p.q.takeDoubt(fresh)
+	ids := make([]rid, 0, len(js))
+	for _, j := range js {
+		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
+		// Also in the spent log: if this handshake fails before party 1
+		// has the tombstones, the next hello still carries them.
+		p.logSpent(j)
+		ids = append(ids, rid{j.app, j.id})
+	}
+	p.ledger.answered(ids, ErrClassSpent)
+	if len(js) > 0 {
+		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
+	}
+	return ids
+}
+
+// addVoid notes a request to report void to the peer.
+func (p *Party) addVoid(id rid) {
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	if len(p.voidOut) < maxSpentLog {
+		p.voidOut = append(p.voidOut, id)
+	}
+	select {
+	case p.voidKick <- struct{}{}:
+	default:
+	}
+}
+
+// sendVoids sends the requests to report void as soon as there are any
+// (VoidNotice), until ctx ends or a send fails; send is the session's.
+func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.voidKick:
+		}
+		v := p.takeVoid()
+		if len(v) == 0 {
+			continue
+		}
+		ids, apps := splitRids(v)
+		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids, Apps: apps}}}); err != nil {
+			p.restoreVoid(v)
+			return
+		}
+	}
+}
+
+// takeVoid returns and clears the requests to report void to the peer.
+func (p *Party) takeVoid() []rid {
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	v := p.voidOut
+	p.voidOut = nil
+	return v
+}
+
+// restoreVoid puts back requests whose report did not go out.
+func (p *Party) restoreVoid(ids []rid) {
+	if len(ids) == 0 {
+		return
+	}
+	p.voidMu.Lock()
+	defer p.voidMu.Unlock()
+	p.voidOut = append(ids, p.voidOut...)
+}
+
+// splitRids is ids as the peer link's parallel lists: the ids and, in
+// order, their applications (nil when every one is the anonymous "").
+func splitRids(v []rid) (ids []uint64, apps []string) {
+	ids = make([]uint64, len(v))
+	named := false
+	for i, r := range v {
+		ids[i] = r.id
+		named = named || r.app != ""
+	}
+	if named {
+		apps = make([]string, len(v))
+		for i, r := range v {
+			apps[i] = r.app
+		}
+	}
+	return ids, apps
+}
+
+// joinRids reads the peer's parallel lists back: apps is empty (every
+// id's application is "") or one per id; anything else is an error.
+func joinRids(ids []uint64, apps []string) ([]rid, error) {
+	if len(apps) != 0 && len(apps) != len(ids) {
+		return nil, fmt.Errorf("service: the peer named %d applications for %d ids", len(apps), len(ids))
+	}
+	out := make([]rid, len(ids))
+	for i, id := range ids {
+		out[i].id = id
+		if len(apps) != 0 {
+			out[i].app = apps[i]
+		}
+	}
+	return out, nil
+}
+
+// peerVoid handles the peer's report that it answered requests void
+// after its restart (ids with, in order, their applications apps): this
+// site delivered their keys, and the stream that got them (if it is still
+// open) gets a second reply for each, class void. A report goes only to
+// the application it names: another application's request under the same
+// id is untouched. A malformed report is dropped whole.
+func (p *Party) peerVoid(ids []uint64, apps []string) {
+	if len(ids) == 0 || len(ids) > maxSpentLog {
+		return
+	}
+	rs, err := joinRids(ids, apps)
+	if err != nil {
+		p.log.Warn("ignoring the peer's void report", "err", err)
+		return
+	}
+	want := make(map[rid]bool, len(rs))
+	for _, r := range rs {
+		want[r] = true
+	}
+	p.recentMu.Lock()
+	var notes []chan<- *pb.KeyReply
+	var found []rid
+	for i := range p.recent {
+		r := &p.recent[i]
+		if r.n > 0 && want[r.key()] {
+			want[r.key()] = false
+			notes, found = append(notes, r.notice), append(found, r.key())
+		}
+	}
+	p.recentMu.Unlock()
+	var known []rid
+	for _, r := range rs {
+		if _, ok := p.ledger.get(r); ok {
+			known = append(known, r)
+		}
+	}
+	p.ledger.answered(known, ErrClassVoid)
+	for i, r := range found {
+		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "app", r.app, "id", r.id)
+		if notes[i] == nil {
+			continue
+		}
+		select {
+		case notes[i] <- &pb.KeyReply{Id: r.id, ErrorClass: ErrClassVoid, Error: fmt.Sprintf(
+			"request %d: the other site restarted and could not complete this pair; the key share delivered here for this id is void: discard it; α spent: choose a fresh α", r.id)}:
+		default: // the stream is gone or not reading: the log and metric remain
+		}
+	}
+}
