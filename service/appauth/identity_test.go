@@ -16,13 +16,13 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
-	"github.com/kord-fss/kord/service/appauth"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/appauth"
 )
 
 // tlsSites are two paired parties whose application APIs run TLS with
