@@ -9,6 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -83,6 +87,12 @@ type PoolOptions struct {
 	Hold time.Duration
 	// CheckTimeout bounds one Status probe in Check (default 2 s).
 	CheckTimeout time.Duration
+	// Creds are DialPool's transport credentials for every pair's party
+	// (TLS: the application's certificate, AppTLS); nil: plaintext
+	// (loopback or Unix socket). CredsFor, if set, gives pair i's instead
+	// (pairs whose certificates come from different CAs).
+	Creds    credentials.TransportCredentials
+	CredsFor func(pair int) credentials.TransportCredentials
 }
 
 func (o PoolOptions) withDefaults() PoolOptions {
@@ -152,7 +162,11 @@ func DialPool(site int, addrs []string, o PoolOptions) (*Pool, error) {
 		}
 	}
 	for i, a := range addrs {
-		c, err := Dial(a, nil)
+		creds := o.Creds
+		if o.CredsFor != nil {
+			creds = o.CredsFor(i)
+		}
+		c, err := Dial(a, creds)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("client: pool pair %d (%s): %w", i, a, err)
@@ -286,7 +300,8 @@ func (p *Pool) choose() (int, error) {
 }
 
 // Check asks each pair's party for its status and takes down the pairs
-// that are not healthy: the party does not answer, its module does not
+// that are not healthy (an application that is not the parties' operator
+// identity gets a limited Status, which still says paired and peer up): the party does not answer, its module does not
 // answer or is not paired, or (site 0) it has no peer session. A healthy
 // pair whose hold has passed comes back. It returns each pair's problem
 // (nil when healthy).
@@ -299,9 +314,14 @@ func (p *Pool) Check(ctx context.Context) []error {
 			defer cancel()
 			st, err := m.c.Status(cctx)
 			switch {
+			case status.Code(err) == codes.PermissionDenied:
+				// A party that refuses this application Status says
+				// nothing of the pair.
+				out[i] = fmt.Errorf("status not checked: %w", err)
+				return
 			case err != nil:
 				out[i] = fmt.Errorf("party does not answer: %w", err)
-			case st.Module == nil:
+			case st.Module == nil && !st.Limited: // limited: no module record for an application
 				out[i] = errors.New("its module does not answer")
 			case !st.Paired:
 				out[i] = errors.New("its module is not paired")

@@ -341,6 +341,38 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 		}
 		tlsSecrets = append(tlsSecrets, tv.Secret.SecretName)
 
+		// The application API: TLS with client certificates under the
+		// site's CA, never plaintext; Pair and Status for the operator.
+		for f, peerF := range map[string]string{"app-tls-cert": "tls-cert", "app-tls-key": "tls-key", "app-ca": "tls-ca"} {
+			if flag(t, party, f) != flag(t, party, peerF) {
+				t.Fatalf("site %d: --%s %s, want the site's certificate %s", site, f, flag(t, party, f), flag(t, party, peerF))
+			}
+		}
+		if hasFlag(party, "app-plaintext") || flag(t, party, "operator") != "operator" {
+			t.Fatalf("site %d: application API %v", site, party.Args)
+		}
+
+		// The seal key: from the site's Secret, copied by module-init to
+		// the in-memory volume, where the module reads it.
+		seal := flag(t, mod, "seal-key-file")
+		if flag(t, init, "seal-key-to") != seal || mountOf(t, mod, seal).Name != "secret-copy" {
+			t.Fatalf("site %d: --seal-key-file %s, module-init writes %s", site, seal, flag(t, init, "seal-key-to"))
+		}
+		sv := volume(t, s, mountOf(t, init, flag(t, init, "seal-key-from")).Name)
+		if sv.Secret == nil || sv.Secret.SecretName != fmt.Sprintf("kord-seal-site%d", site) {
+			t.Fatalf("site %d: seal key volume %+v", site, sv)
+		}
+		for _, pm := range party.VolumeMounts {
+			if pm.Name == sv.Name {
+				t.Fatalf("site %d: the party mounts the seal key", site)
+			}
+		}
+		// The module removes its secret copy once paired: it may write
+		// the volume.
+		if !hasFlag(mod, "remove-secret-after-pairing") || mountOf(t, mod, flag(t, mod, "secret-file")).ReadOnly {
+			t.Fatalf("site %d: the module cannot remove its secret copy after pairing: %v", site, mod.Args)
+		}
+
 		// Probes and scrape annotations on the party's metrics port.
 		mp := port(t, flag(t, party, "metrics"))
 		if containerPort(t, party, "metrics") != mp {
@@ -401,8 +433,33 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 			}
 		}
 		for _, np := range m.np {
-			if selects(&np.Spec.PodSelector) {
-				n++
+			if !selects(&np.Spec.PodSelector) {
+				continue
+			}
+			n++
+			// Every port has its rule, and no rule admits everyone.
+			open := map[int32]int{}
+			for _, r := range np.Spec.Ingress {
+				if len(r.From) == 0 {
+					t.Fatalf("site %d: an ingress rule for %v admits any source", site, r.Ports)
+				}
+				for _, p := range r.Ports {
+					open[p.Port.IntVal]++
+				}
+			}
+			want := map[int32]int{port(t, flag(t, party, "listen")): 1, mp: 1}
+			if site == 1 {
+				want[port(t, flag(t, party, "peer-listen"))] = 1
+				// The peer port: site 0's parties.
+				for _, r := range np.Spec.Ingress {
+					if r.Ports[0].Port.IntVal == port(t, flag(t, party, "peer-listen")) &&
+						(r.From[0].PodSelector == nil || r.From[0].PodSelector.MatchLabels["kord.dev/site"] != "0") {
+						t.Fatalf("site 1: the peer port admits %+v, want site 0's parties", r.From)
+					}
+				}
+			}
+			if fmt.Sprint(open) != fmt.Sprint(want) {
+				t.Fatalf("site %d: ingress ports %v, want %v", site, open, want)
 			}
 		}
 		if n != 2 {
@@ -443,6 +500,22 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 		if j.Spec.Template.Labels[k] != v {
 			t.Fatalf("the pairing Job's pods are not application clients (NetworkPolicy): %v", j.Spec.Template.Labels)
 		}
+	}
+	// It pairs as the operator, with its certificate from a Secret.
+	if flag(t, jc, "app-server-name") != "kord-party-0" {
+		t.Fatalf("pairing Job expects the server name %s", flag(t, jc, "app-server-name"))
+	}
+	var ov *corev1.Volume
+	for _, f := range []string{"app-tls-cert", "app-tls-key", "app-ca"} {
+		m := mountOf(t, jc, flag(t, jc, f))
+		for i := range j.Spec.Template.Spec.Volumes {
+			if v := &j.Spec.Template.Spec.Volumes[i]; v.Name == m.Name {
+				ov = v
+			}
+		}
+	}
+	if ov == nil || ov.Secret == nil || ov.Secret.SecretName != "kord-app-operator" {
+		t.Fatalf("pairing Job's certificate volume %+v", ov)
 	}
 }
 
@@ -516,12 +589,19 @@ func TestChartOneSite(t *testing.T) {
 	if p := flag(t, container(t, m.sts[0].Spec.Template.Spec.Containers, "party"), "peer"); p != "site1-$(POD_INDEX).example.net:7400" {
 		t.Fatalf("peer %s", p)
 	}
-	files, err = render(map[string]any{"sites": []any{1}})
+	files, err = render(map[string]any{"sites": []any{1}, "peer": map[string]any{"allowFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "203.0.113.0/24"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := decode(t, files); len(m.sts) != 1 || m.sts[1] == nil || len(m.jobs) != 0 {
+	m = decode(t, files)
+	if len(m.sts) != 1 || m.sts[1] == nil || len(m.jobs) != 0 {
 		t.Fatalf("site 1 alone: %d StatefulSets, %d Jobs", len(m.sts), len(m.jobs))
+	}
+	// Its peer port admits only peer.allowFrom.
+	for _, r := range m.np[0].Spec.Ingress {
+		if r.Ports[0].Port.IntVal == 7400 && (len(r.From) != 1 || r.From[0].IPBlock == nil || r.From[0].IPBlock.CIDR != "203.0.113.0/24") {
+			t.Fatalf("site 1 alone: the peer port admits %+v", r.From)
+		}
 	}
 }
 
@@ -538,6 +618,10 @@ func TestChartBadValues(t *testing.T) {
 		{map[string]any{"ids": map[string]any{"party": map[string]any{"uid": 10001}}}, "different users"},
 		{map[string]any{"ids": map[string]any{"module": map[string]any{"uid": 0}}}, "root"},
 		{map[string]any{"tls": map[string]any{"secrets": []any{"one"}}}, "one Secret per site"},
+		{map[string]any{"seal": map[string]any{"secrets": []any{"one"}}}, "seal.secrets"},
+		{map[string]any{"app": map[string]any{"operator": ""}}, "app.operator"},
+		{map[string]any{"app": map[string]any{"operatorSecret": ""}}, "app.operatorSecret"},
+		{map[string]any{"sites": []any{1}}, "peer.allowFrom"},
 	} {
 		if _, err := render(c.vals); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.vals, err, c.want)

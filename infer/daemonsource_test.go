@@ -52,9 +52,14 @@ func TestResNetThroughDaemons(t *testing.T) {
 	ds.PerRequest = 64 // a step of up to 200 ReLUs: up to four requests per key kind
 	for _, overlap := range []bool{false, true} {
 		r0, k0, c0 := ds.Counts()
-		got, rep, err := RunStream(ctx, m, x, Sources{Keys: ds, Corr: ds}, StreamConfig{Chunk: chunk, Overlap: overlap})
+		const prefetch = 1 << 24
+		got, rep, err := RunStream(ctx, m, x, Sources{Keys: ds, Corr: ds}, StreamConfig{Chunk: chunk, Overlap: overlap, PrefetchBytes: prefetch})
 		if err != nil {
 			t.Fatalf("overlap %v: %v", overlap, err)
+		}
+		// the window is counted from the largest step before it is drawn
+		if want := int(prefetch / (2 * rep.MaterialStepBytes)); overlap && (rep.Ahead != want || want < 1) {
+			t.Fatalf("%d steps ahead for %d bytes, want %d (largest step %d bytes per party)", rep.Ahead, prefetch, want, rep.MaterialStepBytes)
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("overlap %v: secure %v, cleartext %v", overlap, got, want)

@@ -42,8 +42,12 @@ type StreamConfig struct {
 	// phase; otherwise the two alternate step by step.
 	Overlap bool
 	// Ahead is the number of steps the supplier may hold ready with
-	// Overlap (0: 1). Without Overlap it is 0.
+	// Overlap (0: 1, or as PrefetchBytes allows). Without Overlap it is 0.
 	Ahead int
+	// PrefetchBytes, with Overlap and no Ahead, sets Ahead: as many steps
+	// as fit, both parties' material of the largest step counted (at
+	// least 1).
+	PrefetchBytes int64
 	// Progress, when set, receives one line per layer that has material
 	// (values, keys, supply and online time and rate, elapsed).
 	Progress io.Writer
@@ -78,6 +82,11 @@ type StreamReport struct {
 	OnlineRounds      int64   `json:"online_rounds"`
 	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
 	MaterialStepBytes int64   `json:"max_step_material_bytes_per_party"`
+	// KeyWaitMs is the time the online parties waited for material (the
+	// party that waited longer), with Overlap; Ahead the steps the
+	// supplier could hold ready.
+	KeyWaitMs float64 `json:"online_key_wait_ms"`
+	Ahead     int     `json:"ahead_steps"`
 }
 
 type step struct{ layer, level, lo, hi int }
@@ -359,12 +368,6 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 	if cfg.Chunk <= 0 {
 		cfg.Chunk = DefaultChunk
 	}
-	if cfg.Ahead <= 0 {
-		cfg.Ahead = 1
-	}
-	if !cfg.Overlap {
-		cfg.Ahead = 0
-	}
 	low, err := Lower(model)
 	if err != nil {
 		return nil, nil, err
@@ -418,6 +421,21 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 
 	steps := plan(arch, shapes, cfg.Chunk)
 	rep.Steps = len(steps)
+	if cfg.Ahead <= 0 && cfg.PrefetchBytes > 0 {
+		var most int64
+		for _, st := range steps {
+			most = max(most, stepBytes(arch, shapes, st))
+		}
+		cfg.Ahead = int(cfg.PrefetchBytes / max(2*most, 1))
+	}
+	if cfg.Ahead <= 0 {
+		cfg.Ahead = 1
+	}
+	if !cfg.Overlap {
+		cfg.Ahead = 0
+	}
+	rep.Ahead = cfg.Ahead
+	var waited [2]time.Duration // per party, with Overlap
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ch [2]chan *stepMat
@@ -517,6 +535,8 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 					return nil, supplyOr(&mu, &supplyErr, ctx.Err())
 				}
 			}
+			t0 := time.Now()
+			defer func() { waited[b] += time.Since(t0) }()
 			select {
 			case s, ok := <-ch[b]:
 				if !ok {
@@ -562,6 +582,8 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 	rep.OnlineMs = rep.WallMs
 	if !cfg.Overlap {
 		rep.OnlineMs = ms2(wall - supply)
+	} else {
+		rep.KeyWaitMs = ms2(max(waited[0], waited[1]))
 	}
 	for _, v := range rep.Keys {
 		rep.KeysTotal += v
@@ -570,6 +592,21 @@ func RunStream(ctx context.Context, model *Model, image []int64, src Sources, cf
 	rep.OnlineRounds = c0.Rounds()
 	rep.PeakRSSBytes = PeakRSS()
 	return out, rep, nil
+}
+
+// stepBytes is one party's material of step st, counted as
+// stepMat.bytes counts it, before it is drawn.
+func stepBytes(arch *Model, shapes []Shape, st step) int64 {
+	l := &arch.Layers[st.layer]
+	ring, n := arch.Ring, int64(st.hi-st.lo)
+	switch {
+	case l.Kind == FC || l.Kind == Conv:
+		return int64(shapes[st.layer].Len()+outLen(l, shapes[st.layer])) * int64((ring+7)/8)
+	case l.Kind == Trunc:
+		return n * (keyMaterial(fss.Params{Type: fss.DCF, InBits: l.S + 1, OutBits: ring}) + keyMaterial(fss.Params{Type: fss.DCF, InBits: ring + 1, OutBits: l.S}))
+	default:
+		return 2 * n * keyMaterial(fss.Params{Type: fss.DCF, InBits: ring, OutBits: ring})
+	}
 }
 
 // supplyOr returns the supplier's error when it failed, else err.

@@ -394,7 +394,10 @@ func collected(res []socket.Result, jobs []*job, segs []segment, first uint64, h
 	// views of its slab): only the other segments' outputs are records.
 	n := 0
 	for _, s := range segs {
-		if !s.bulk || jobs[s.j0].group > 1 {
+		switch {
+		case s.corr:
+			n++ // one record, whatever the counters (blocks) it took
+		case !s.bulk || jobs[s.j0].group > 1:
 			n += s.n
 		}
 	}

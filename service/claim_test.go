@@ -38,7 +38,7 @@ func TestClaimTakesAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	p, items := pendingJobs(t, 5, 3, 9)
 	slices.Reverse(items)
-	js, missing, differ := p.claim(ctx, items, msg.MAC, time.Now().Add(time.Second))
+	js, missing, differ := p.claim(ctx, "", items, msg.MAC, time.Now().Add(time.Second))
 	if len(missing)+len(differ) > 0 || len(js) != 3 {
 		t.Fatalf("claim: %d jobs, missing %v, differ %v", len(js), missing, differ)
 	}
@@ -53,14 +53,14 @@ func TestClaimTakesAllOrNothing(t *testing.T) {
 
 	p, items = pendingJobs(t, 1, 2)
 	other := &pb.BatchItem{Id: 7, Mode: items[0].Mode, Type: items[0].Type, InBits: items[0].InBits, OutBits: items[0].OutBits, Count: items[0].Count}
-	js, missing, _ = p.claim(ctx, append(items, other), msg.MAC, time.Now().Add(20*time.Millisecond))
+	js, missing, _ = p.claim(ctx, "", append(items, other), msg.MAC, time.Now().Add(20*time.Millisecond))
 	if js != nil || !slices.Equal(missing, []uint64{7}) || p.size() != 2 {
 		t.Fatalf("claim with id 7 missing: jobs %v, missing %v, %d pending (want none, [7], 2)", js, missing, p.size())
 	}
 
 	wide := proto.Clone(items[1]).(*pb.BatchItem)
 	wide.InBits++
-	js, _, differ = p.claim(ctx, []*pb.BatchItem{items[0], wide}, msg.MAC, time.Now().Add(time.Second))
+	js, _, differ = p.claim(ctx, "", []*pb.BatchItem{items[0], wide}, msg.MAC, time.Now().Add(time.Second))
 	if js != nil || !slices.Equal(differ, []uint64{2}) || p.size() != 2 {
 		t.Fatalf("claim with request 2 differing: jobs %v, differ %v, %d pending (want none, [2], 2)", js, differ, p.size())
 	}
@@ -81,7 +81,7 @@ func TestClaimWaitsAndLooksAgain(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		p.add(late)
 	}()
-	js, missing, differ := p.claim(ctx, all, msg.MAC, time.Now().Add(5*time.Second))
+	js, missing, differ := p.claim(ctx, "", all, msg.MAC, time.Now().Add(5*time.Second))
 	if len(js) != 3 || len(missing)+len(differ) > 0 || js[2] != late {
 		t.Fatalf("claim across a late arrival: %d jobs, missing %v, differ %v", len(js), missing, differ)
 	}
@@ -93,10 +93,10 @@ func TestClaimWaitsAndLooksAgain(t *testing.T) {
 		// Request 1 goes away while the claim waits for request 3, which
 		// then arrives: the claim must see that 1 is gone.
 		time.Sleep(20 * time.Millisecond)
-		p.fail([]uint64{1}, ErrClassBadRequest, "gone")
+		p.fail("", []uint64{1}, ErrClassBadRequest, "gone")
 		p.add(late)
 	}()
-	js, missing, _ = p.claim(ctx, all, msg.MAC, time.Now().Add(200*time.Millisecond))
+	js, missing, _ = p.claim(ctx, "", all, msg.MAC, time.Now().Add(200*time.Millisecond))
 	if js != nil || !slices.Equal(missing, []uint64{1}) {
 		t.Fatalf("claim after request 1 failed: jobs %v, missing %v (want none, [1])", js, missing)
 	}
@@ -156,7 +156,7 @@ func BenchmarkClaim(b *testing.B) {
 				b.Fatal(errs)
 			}
 			b.StartTimer()
-			if js, _, _ := p.claim(ctx, items, msg.MAC, deadline); len(js) != n {
+			if js, _, _ := p.claim(ctx, "", items, msg.MAC, deadline); len(js) != n {
 				b.Fatal("claim failed")
 			}
 		}

@@ -25,9 +25,9 @@ func TestPendingExpiresWithoutSession(t *testing.T) {
 	if n := p.expire(timeout, time.Time{}, timeout); n != 0 {
 		t.Fatalf("%d requests failed before the match timeout", n)
 	}
-	old := p.jobs[1]
+	old := p.jobs[rid{id: 1}]
 	old.arrived = time.Now().Add(-2 * timeout)
-	young := p.jobs[2]
+	young := p.jobs[rid{id: 2}]
 	if n := p.expire(timeout, time.Time{}, timeout); n != 1 {
 		t.Fatalf("%d requests failed without a session, want 1", n)
 	}
@@ -47,7 +47,7 @@ func TestPutBackRestartsMatchTimeoutOnce(t *testing.T) {
 	timeout := 50 * time.Millisecond
 	claim := func() *job {
 		t.Helper()
-		js, missing, differ := p.claim(context.Background(), items, msg.MAC, time.Now())
+		js, missing, differ := p.claim(context.Background(), "", items, msg.MAC, time.Now())
 		if len(js) != 1 || len(missing)+len(differ) > 0 {
 			t.Fatalf("claim: %d jobs, missing %v, differ %v", len(js), missing, differ)
 		}

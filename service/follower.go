@@ -313,7 +313,10 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 			return fail(ErrClassDesync, "batch %d: %v", b.Seq, err)
 		}
 	}
-	t := chain(f.transcript, b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
+	if len(b.App) > MaxAppName {
+		return fail(ErrClassDesync, "batch %d: application name of %d bytes (at most %d)", b.Seq, len(b.App), MaxAppName)
+	}
+	t := chain(withApp(f.transcript, b.App), b.Seq, tier, b.FirstCounter, items, b.PackedItems != nil)
 	if !bytes.Equal(t, b.Transcript) {
 		return fail(ErrClassDesync, "batch %d: transcript hash differs (a batch was lost, repeated, reordered or altered)", b.Seq)
 	}
@@ -333,14 +336,16 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 	// it twice (a double close): refuse the batch and fail the id at both
 	// sites, since ids must be unique among a site's pending requests.
 	if dup := duplicateIDs(items); len(dup) > 0 {
-		p.pend.fail(dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
+		p.pend.fail(b.App, dup, ErrClassBadRequest, "id: request ids %v appear more than once in one batch", dup)
 		r := fail(ErrClassBadRequest, "request ids %v appear more than once in one batch", dup)
 		r.rep.Missing = dup
 		return r
 	}
-	js, missing, differ := p.pend.claim(ctx, items, tier, time.Now().Add(p.claimGrace()))
+	// Only requests of the batch's application are claimed: ids are
+	// scoped by it (a batch naming another application finds none here).
+	js, missing, differ := p.pend.claim(ctx, b.App, items, tier, time.Now().Add(p.claimGrace()))
 	if len(differ) > 0 {
-		p.pend.fail(differ, ErrClassMismatch, "request differs between the two sites (mode, profile, type, widths, count, tier, payload or correlation shape)")
+		p.pend.fail(b.App, differ, ErrClassMismatch, "request differs between the two sites (mode, profile, type, widths, count, tier, payload or correlation shape)")
 		r := fail(ErrClassMismatch, "requests %v differ between the two sites", differ)
 		r.rep.Missing = differ
 		return r
@@ -417,20 +422,13 @@ func (f *follower) prepare(ctx context.Context, b *pb.Batch) *prepared {
 // transcript through b.
 func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.BatchItem, missing []uint64) *prepared {
 	p := f.p
-	p.pend.noteUnmatched(missing, p.cfg.MatchTimeout)
+	p.pend.noteUnmatched(b.App, missing, p.cfg.MatchTimeout)
 	n := 0
 	for _, it := range items {
 		n += int(max(it.GetCount(), 1))
 	}
-	filler := make([]msg.Share, n)
-	for i := range filler {
-		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
-	}
 	why := fmt.Sprintf("party 1 has no request with ids %v (yet)", missing)
-	sub, err := p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler})
-	if err == nil && (sub.FirstCounter != b.FirstCounter || sub.Count != n) {
-		err = fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, b.FirstCounter, n)
-	}
+	err := f.fill(ctx, b.FirstCounter, n)
 	if err != nil {
 		// The module may be anywhere: end the session, the resync mends it.
 		rep := &pb.BatchReply{Seq: b.Seq, Error: fmt.Sprintf("%s; moving the module past batch %d: %v", why, b.Seq, err),
@@ -444,6 +442,31 @@ func (f *follower) skip(ctx context.Context, b *pb.Batch, t []byte, items []*pb.
 	p.log.Debug("batch skipped: unmatched ids", "seq", b.Seq, "missing", len(missing))
 	return &prepared{b: b, soft: true, last: b.FirstCounter + uint64(n) - 1,
 		rep: &pb.BatchReply{Seq: b.Seq, Error: why, ErrorClass: ErrClassUnmatched, Missing: missing, SessionContinues: true}}
+}
+
+// fill moves the module past the n counters from first by generating
+// derived filler keys (no frame, α drawn by the modules), in requests of
+// at most msg.MaxShares: a batch's counters (a large correlation's
+// blocks) can outnumber what one submission takes. Every request's
+// counters must follow the last's, from first on.
+func (f *follower) fill(ctx context.Context, first uint64, n int) error {
+	filler := make([]msg.Share, min(n, msg.MaxShares))
+	for i := range filler {
+		filler[i] = msg.Share{Mode: msg.Derived, Type: fss.DPF, InBits: 1, OutBits: 1, DeriveBeta: true}
+	}
+	for next, left := first, n; left > 0; {
+		k := min(left, msg.MaxShares)
+		sub, err := f.p.mod.Submit(ctx, &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: msg.MAC, Shares: filler[:k]})
+		if err != nil {
+			return err
+		}
+		if sub.FirstCounter != next || sub.Count != k {
+			return fmt.Errorf("module assigned counters %d+%d, party 0 %d+%d", sub.FirstCounter, sub.Count, next, k)
+		}
+		next += uint64(k)
+		left -= k
+	}
+	return nil
 }
 
 // finisher answers the prepared batches in order until work closes or

@@ -138,6 +138,6 @@ func FuzzPeerBatch(f *testing.F) {
 			}
 			p.mod.Submit(context.Background(), &msg.SubmitRequest{Kind: msg.SubmitAbandon, Counter: pr.last})
 		}
-		p.pend.fail([]uint64{7}, ErrClassUnavailable, "done")
+		p.pend.fail("", []uint64{7}, ErrClassUnavailable, "done")
 	})
 }

@@ -61,7 +61,10 @@ const DefaultTier = msg.BatchMAC
 
 // job is one application request on its way through the party.
 type job struct {
-	id     uint64
+	id uint64
+	// app: the application identity the request came from (caller.go);
+	// its id is unique only among that application's requests.
+	app    string
 	item   *pb.BatchItem
 	tier   msg.Tier
 	shares []msg.Share // one per key; a derived job's: its one shape (derived)
@@ -528,13 +531,13 @@ type admission struct {
 	mu   sync.Mutex
 	keys int
 	max  int
-	ids  map[uint64]struct{} // nil: ids not tracked (party 1's pending set does it)
+	ids  map[rid]struct{} // nil: ids not tracked (party 1's pending set does it)
 }
 
 func newAdmission(max int, trackIDs bool) *admission {
 	a := &admission{max: max}
 	if trackIDs {
-		a.ids = map[uint64]struct{}{}
+		a.ids = map[rid]struct{}{}
 	}
 	return a
 }
@@ -567,7 +570,7 @@ func (a *admission) acquireAll(js []*job) (errs []error) {
 func (a *admission) acquireLocked(j *job) error {
 	n := j.weight()
 	if n > a.max-a.keys {
-		if _, dup := a.ids[j.id]; dup {
+		if _, dup := a.ids[rid{j.app, j.id}]; dup {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 		}
 		if j.group > 1 {
@@ -581,7 +584,7 @@ func (a *admission) acquireLocked(j *job) error {
 		// One map operation: a set that does not grow already held the id
 		// (storing it again changes nothing).
 		had := len(a.ids)
-		if a.ids[j.id] = struct{}{}; len(a.ids) == had {
+		if a.ids[rid{j.app, j.id}] = struct{}{}; len(a.ids) == had {
 			return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 		}
 	}
@@ -596,7 +599,7 @@ func (a *admission) release(j *job) {
 	defer a.mu.Unlock()
 	a.keys -= j.weight()
 	if a.ids != nil {
-		delete(a.ids, j.id)
+		delete(a.ids, rid{j.app, j.id})
 	}
 	j.adm = nil
 }
@@ -1037,6 +1040,9 @@ func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
 				if len(out) > 0 && (n+j.keys() > max || j.missed || out[0].missed) {
 					break // a retried unmatched request goes alone
 				}
+				if len(out) > 0 && j.app != out[0].app {
+					break // a batch is one application's (Batch.app)
+				}
 				if j.tier != 0 {
 					if tier != 0 && j.tier != tier {
 						break
@@ -1063,16 +1069,17 @@ func (q *queue) take(ctx context.Context, max int) ([]*job, msg.Tier, error) {
 	}
 }
 
-// pending is party 1's requests by id, waiting for party 0's order.
+// pending is party 1's requests by application and id, waiting for party
+// 0's order.
 type pending struct {
 	mu      sync.Mutex
-	jobs    map[uint64]*job
+	jobs    map[rid]*job
 	wake    chan struct{} // closed and replaced when jobs arrive while a claim waits
 	waiting int           // claims waiting on wake
 	// unmatched: ids party 0 batched when this site had no request for
 	// them, or whose request here expired unmatched, with when; a claim
 	// does not wait for them again (party 0 retries them alone).
-	unmatched map[uint64]time.Time
+	unmatched map[rid]time.Time
 	// batchAt: when the last batch came; drainedAt: when the last batch
 	// taken with party 0's queue left empty came (expire).
 	batchAt, drainedAt time.Time
@@ -1095,15 +1102,15 @@ func (p *pending) sawBatch(queued uint64) {
 const idleDrained = 100 * time.Millisecond
 
 func newPending() *pending {
-	return &pending{jobs: map[uint64]*job{}, wake: make(chan struct{}), unmatched: map[uint64]time.Time{}}
+	return &pending{jobs: map[rid]*job{}, wake: make(chan struct{}), unmatched: map[rid]time.Time{}}
 }
 
 // maxUnmatched bounds the ids pending remembers as unmatched.
 const maxUnmatched = 1 << 16
 
-// noteUnmatched remembers ids as unmatched (now), so that a claim of them
-// does not wait again; entries older than keep are dropped.
-func (p *pending) noteUnmatched(ids []uint64, keep time.Duration) {
+// noteUnmatched remembers app's ids as unmatched (now), so that a claim of
+// them does not wait again; entries older than keep are dropped.
+func (p *pending) noteUnmatched(app string, ids []uint64, keep time.Duration) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -1112,7 +1119,7 @@ func (p *pending) noteUnmatched(ids []uint64, keep time.Duration) {
 		if len(p.unmatched) >= maxUnmatched {
 			break
 		}
-		p.unmatched[id] = now
+		p.unmatched[rid{app, id}] = now
 	}
 }
 
@@ -1162,14 +1169,22 @@ func (p *pending) expire(timeout time.Duration, since time.Time, keep time.Durat
 	return len(gone)
 }
 
-// take removes and returns the pending jobs with the given ids.
+// take removes and returns the pending jobs with the given ids, of any
+// application (recover.go: recovery records name ids only).
 func (p *pending) take(ids []uint64) []*job {
+	if len(ids) == 0 {
+		return nil
+	}
+	want := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*job
-	for _, id := range ids {
-		if j, ok := p.jobs[id]; ok {
-			delete(p.jobs, id)
+	for k, j := range p.jobs {
+		if want[k.id] {
+			delete(p.jobs, k)
 			out = append(out, j)
 		}
 	}
@@ -1187,11 +1202,12 @@ func (p *pending) notify() {
 func (p *pending) add(j *job) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.jobs[j.id]; ok {
+	k := rid{j.app, j.id}
+	if _, ok := p.jobs[k]; ok {
 		return fmt.Errorf("%w: request %d is already pending at this site", errDupID, j.id)
 	}
 	j.arrived = time.Now()
-	p.jobs[j.id] = j
+	p.jobs[k] = j
 	p.notify()
 	return nil
 }
@@ -1203,7 +1219,8 @@ func (p *pending) addAll(js []*job) (errs []error, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, j := range js {
-		if _, ok := p.jobs[j.id]; ok {
+		k := rid{j.app, j.id}
+		if _, ok := p.jobs[k]; ok {
 			if errs == nil {
 				errs = make([]error, len(js))
 			}
@@ -1211,7 +1228,7 @@ func (p *pending) addAll(js []*job) (errs []error, n int) {
 			continue
 		}
 		j.arrived = now
-		p.jobs[j.id] = j
+		p.jobs[k] = j
 	}
 	p.notify()
 	return errs, len(p.jobs)
@@ -1236,16 +1253,17 @@ func (p *pending) putBack(js []*job) {
 			// claimed and refused without end must not keep it waiting.
 			j.arrived, j.putBack = now, true
 		}
-		p.jobs[j.id] = j
+		p.jobs[rid{j.app, j.id}] = j
 	}
 	p.notify()
 }
 
-// claim takes the jobs for items, waiting up to the deadline for ids that
-// have not arrived. It returns the ids still missing and the ids whose
+// claim takes app's jobs for items, waiting up to the deadline for ids
+// that have not arrived (a request of another application with the same id
+// is not one of them). It returns the ids still missing and the ids whose
 // request differs; on any of those it takes nothing. Each wake-up looks
 // only at the ids still missing.
-func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tier, deadline time.Time) (js []*job, missing, differ []uint64) {
+func (p *pending) claim(ctx context.Context, app string, items []*pb.BatchItem, tier msg.Tier, deadline time.Time) (js []*job, missing, differ []uint64) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -1262,7 +1280,7 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 		left := todo[:0]
 		for _, i := range todo {
 			it := items[i]
-			j, ok := p.jobs[it.Id]
+			j, ok := p.jobs[rid{app, it.Id}]
 			switch {
 			case !ok:
 				left = append(left, i)
@@ -1284,7 +1302,7 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 			// replaced since (its application went away): look again
 			// before taking any.
 			for i, it := range items {
-				j, ok := p.jobs[it.Id]
+				j, ok := p.jobs[rid{app, it.Id}]
 				switch {
 				case !ok:
 					todo = append(todo, i)
@@ -1301,8 +1319,8 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 		if len(todo) == 0 {
 			// Every job was looked up under this hold of the lock.
 			for _, it := range items {
-				delete(p.jobs, it.Id)
-				delete(p.unmatched, it.Id)
+				delete(p.jobs, rid{app, it.Id})
+				delete(p.unmatched, rid{app, it.Id})
 			}
 			p.mu.Unlock()
 			return js, nil, nil
@@ -1311,7 +1329,7 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 		// not waited for again.
 		known := true
 		for _, i := range todo {
-			if _, ok := p.unmatched[items[i].Id]; !ok {
+			if _, ok := p.unmatched[rid{app, items[i].Id}]; !ok {
 				known = false
 				break
 			}
@@ -1353,10 +1371,19 @@ func (p *pending) claim(ctx context.Context, items []*pb.BatchItem, tier msg.Tie
 // module opened frames for them); it returns how many it failed.
 func (p *pending) failSpent(sr []spentRef) int {
 	var gone []*job
-	p.mu.Lock()
+	if len(sr) == 0 {
+		return 0
+	}
+	// A report names run, batch and id; a batch is one application's, so
+	// these name one request whatever its application.
+	want := make(map[spentRef]bool, len(sr))
 	for _, r := range sr {
-		if j, ok := p.jobs[r.id]; ok && j.seq == r.seq && j.run == r.run && j.seq != 0 {
-			delete(p.jobs, r.id)
+		want[r] = true
+	}
+	p.mu.Lock()
+	for k, j := range p.jobs {
+		if j.seq != 0 && want[spentRef{run: j.run, seq: j.seq, id: k.id}] {
+			delete(p.jobs, k)
 			gone = append(gone, j)
 		}
 	}
@@ -1367,13 +1394,13 @@ func (p *pending) failSpent(sr []spentRef) int {
 	return len(gone)
 }
 
-// fail removes and fails the jobs with the given ids.
-func (p *pending) fail(ids []uint64, class, format string, args ...any) {
+// fail removes and fails app's jobs with the given ids.
+func (p *pending) fail(app string, ids []uint64, class, format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range ids {
-		if j, ok := p.jobs[id]; ok {
-			delete(p.jobs, id)
+		if j, ok := p.jobs[rid{app, id}]; ok {
+			delete(p.jobs, rid{app, id})
 			j.fail(class, format, args...)
 		}
 	}

@@ -276,7 +276,8 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	if l.hr.PackedItems {
 		pk = packItems(items)
 	}
-	l.transcript = chain(l.transcript, fl.seq, tier, fl.first, items, pk != nil)
+	app := jobs[0].app // a batch is one application's (queue.take)
+	l.transcript = chain(withApp(l.transcript, app), fl.seq, tier, fl.first, items, pk != nil)
 	if pk != nil {
 		items = nil
 	}
@@ -292,7 +293,7 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	p.frameBytes.Add(n)
 	err = l.send(&pb.PeerMsg{M: &pb.PeerMsg_Batch{Batch: &pb.Batch{Seq: fl.seq, Tier: uint32(tier), FirstCounter: fl.first,
 		Items: items, PackedItems: pk, Transcript: l.transcript, FrameData: packed.Data, FrameLens: packed.Lens, Queued: uint64(queued),
-		VoidIds: void, Runs: runs}}})
+		VoidIds: void, Runs: runs, App: app}}})
 	if err != nil {
 		p.frameBytes.Add(^(n - 1)) // not sent after all
 		p.restoreVoid(void)

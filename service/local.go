@@ -413,7 +413,7 @@ func (lp *LocalPair) abandon(p *Party, js []*job) {
 			j.fail(ErrClassUnavailable, "request cancelled")
 		}
 	} else {
-		p.pend.fail(list, ErrClassUnavailable, "request cancelled")
+		p.pend.fail("", list, ErrClassUnavailable, "request cancelled")
 	}
 	go func() {
 		for _, j := range js {

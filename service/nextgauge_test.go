@@ -73,7 +73,7 @@ func TestSettleHeldWipesWhatItRequeues(t *testing.T) {
 	held := func(seq, id uint64) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
 		// claim takes the job out of the pending set, as a batch does
-		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
 		if len(js) != 1 {
 			t.Fatalf("request %d not claimed", id)
 		}
@@ -116,7 +116,7 @@ func TestResolveHeldNeedsConfirmation(t *testing.T) {
 	var reps [][]msg.CollectResponse
 	for id := uint64(20); id < 23; id++ {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: 1})
-		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
 		if len(js) != 1 {
 			t.Fatalf("request %d not claimed", id)
 		}

@@ -461,13 +461,24 @@ func (p *Party) request(r *pb.KeyRequest) *job {
 	return p.requests(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
 }
 
-// requests validates and enqueues the requests of one message (the
-// unpacked ones, then the packed ones), or answers them at once; it
+// requestOf is request for application app's request.
+func (p *Party) requestOf(app string, r *pb.KeyRequest) *job {
+	return p.requestsOf(app, &pb.KeyRequests{Requests: []*pb.KeyRequest{r}}, nil, nil)[0]
+}
+
+// requests is requestsOf for the anonymous application.
+func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
+	return p.requestsOf("", rs, seen, notices)
+}
+
+// requestsOf validates and enqueues the requests of one message of
+// application app (the unpacked ones, then the packed ones), or answers
+// them at once; it
 // returns their jobs in that order. The jobs share one allocation. seen
 // (nil: not checked) holds the ids already accepted on the stream: a
 // request reusing one is refused, and the ids accepted now join it.
 // notices (nil: none) takes void notices for the stream's delivered ids.
-func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
+func (p *Party) requestsOf(app string, rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.KeyReply) []*job {
 	most := len(rs.Requests)
 	pk := rs.Packed
 	if pk != nil {
@@ -541,7 +552,7 @@ func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.Key
 		}
 	}
 	for _, j := range js {
-		j.notice = notices
+		j.notice, j.app = notices, app
 	}
 	p.admit(js, errs)
 	if seen != nil {
@@ -559,6 +570,7 @@ func (p *Party) requests(rs *pb.KeyRequests, seen *idSet, notices chan<- *pb.Key
 // for all their keys) when the client asked for packed_replies.
 func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	ctx := stream.Context()
+	app := appOf(ctx) // the stream's requests are this application's
 	order := make(chan *job, streamOrder)
 	// held bounds the keys of this stream that are admitted but not yet
 	// sent (MaxStreamKeys). When it is full, reading stops and gRPC's flow
@@ -583,7 +595,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.StrideReplies {
 				stride.Store(true)
 			}
-			js := p.requests(rs, &seen, notices)
+			js := p.requestsOf(app, rs, &seen, notices)
 			for k, j := range js {
 				if held.acquire(ctx, j.keys()) == nil {
 					select {
@@ -599,7 +611,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 					for _, j := range js[k:] {
 						ids = append(ids, j.id)
 					}
-					p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+					p.pend.fail(app, ids, ErrClassUnavailable, "application stream closed")
 				}
 				return
 			}
@@ -763,7 +775,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 		for j := range order {
 			ids = append(ids, j.id)
 		}
-		p.pend.fail(ids, ErrClassUnavailable, "application stream closed")
+		p.pend.fail(app, ids, ErrClassUnavailable, "application stream closed")
 	}
 	return err
 }
@@ -772,10 +784,10 @@ var packedPool = sync.Pool{New: func() any { return newReplyBuf() }}
 
 // Get answers one request.
 func (p *Party) Get(ctx context.Context, r *pb.KeyRequest) (*pb.KeyReply, error) {
-	j := p.request(r)
+	j := p.requestOf(appOf(ctx), r)
 	if err := j.wait(ctx); err != nil {
 		if p.cfg.Party == 1 {
-			p.pend.fail([]uint64{j.id}, ErrClassUnavailable, "request cancelled")
+			p.pend.fail(j.app, []uint64{j.id}, ErrClassUnavailable, "request cancelled")
 		}
 		return nil, status.FromContextError(err).Err()
 	}

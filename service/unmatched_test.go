@@ -14,6 +14,7 @@ import (
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
+	"github.com/kord-fss/kord/proto/modulepb"
 )
 
 // sendAlone sends reqs on a stream of their own at s and returns it.
@@ -194,4 +195,35 @@ func TestSkippedBatchAbandonFails(t *testing.T) {
 		}
 	}
 	streamBound(t, s, 1, 16, "", p)
+}
+
+// TestUnmatchedLargeCorrelation: a correlation that reaches party 0 only
+// and takes more counters than one module submission (msg.MaxShares) is
+// skipped like any unmatched id: party 1 moves its module past all of its
+// counters, the stray is answered unmatched at party 0, and the session
+// goes on delivering pairs (it was ended, with a module refusal, when the
+// skip asked for every counter in one submission).
+func TestUnmatchedLargeCorrelation(t *testing.T) {
+	s := pairOfSites(t, Config{MatchTimeout: 300 * time.Millisecond, Batch: 8})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	big := &modulepb.Correlation{Kind: uint32(msg.CorrMatVec), Ring: 32, In: 64, Out: 64, Part: uint32(msg.CorrFull)}
+	if n, err := socket.CorrFromPB(big).Blocks(); err != nil || n <= msg.MaxShares {
+		t.Fatalf("the stray takes %d counters (%v), want more than %d", n, err, msg.MaxShares)
+	}
+	a0 := sendAlone(t, ctx, s[0], &pb.KeyRequest{Id: 1 << 40, Mode: ModeCorrelation, Corr: big})
+	r, err := a0.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := replyClass(t, r); c != ErrClassUnmatched {
+		t.Fatalf("stray correlation answered %q (%v), want unmatched", c, r.Err)
+	}
+	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}
+	streamBound(t, s, 1, 20, "", p)
+	for b := range 2 {
+		if n := s[b].party.sessions.Load(); n != 1 {
+			t.Errorf("party %d: %d sessions, want 1 (skipping the stray ended a session)", b, n)
+		}
+	}
 }

@@ -119,7 +119,7 @@ func TestHeldViews(t *testing.T) {
 	p := unconnectedParty1(t)
 	held := func(seq, id, first uint64, n int) *heldBatch {
 		j := p.request(&pb.KeyRequest{Id: id, Mode: "derived", Type: "dpf", InBits: 8, OutBits: 8, Count: uint32(n)})
-		js, _, _ := p.pend.claim(context.Background(), []*pb.BatchItem{j.item}, msg.MAC, time.Now())
+		js, _, _ := p.pend.claim(context.Background(), "", []*pb.BatchItem{j.item}, msg.MAC, time.Now())
 		if len(js) != 1 {
 			t.Fatalf("request %d not claimed", id)
 		}

@@ -64,14 +64,20 @@ func TestPartyProbes(t *testing.T) {
 
 // TestPairSkipPaired: kord pair against a paired pair fails, and with
 // --skip-paired succeeds without pairing again (a pairing Job that runs
-// again after an upgrade).
+// again after an upgrade). The application API runs TLS (as the cluster
+// runs it): kord pair dials as the operator, and without its certificate
+// gets nowhere.
 func TestPairSkipPaired(t *testing.T) {
-	_, c := startCluster(t, t.TempDir(), cluster.Options{Batch: 16, PeerPlaintext: true})
+	_, c := startCluster(t, t.TempDir(), cluster.Options{Batch: 16})
 	app := c.Party(0).Ready["app"]
-	if out, errOut, code := runKord(t, "pair", "--app", app, "--timeout", "10s"); code == 0 {
+	op := c.AppArgs(0)
+	if out, errOut, code := runKord(t, append([]string{"pair", "--app", app, "--timeout", "10s"}, op...)...); code == 0 {
 		t.Fatalf("pairing a paired pair again succeeded: %s %s", out, errOut)
 	}
-	if out, errOut, code := runKord(t, "pair", "--app", app, "--skip-paired"); code != 0 || !strings.Contains(out, "already paired") {
+	if out, errOut, code := runKord(t, append([]string{"pair", "--app", app, "--skip-paired"}, op...)...); code != 0 || !strings.Contains(out, "already paired") {
 		t.Fatalf("--skip-paired: exit %d: %s %s", code, out, errOut)
+	}
+	if out, errOut, code := runKord(t, "pair", "--app", app, "--skip-paired", "--timeout", "3s"); code == 0 {
+		t.Fatalf("kord pair without the operator's certificate reached a TLS application API: %s %s", out, errOut)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
@@ -211,7 +212,10 @@ Links (each round trip split evenly between the directions):
 				// Ctrl-C stops the run and its child processes.
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress})
+				if rn.prefetch < 0 {
+					return badInput("--prefetch-bytes must be 0 or more")
+				}
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch})
 				if err != nil {
 					return err
 				}
@@ -232,6 +236,10 @@ Links (each round trip split evenly between the directions):
 				rep.KeySupplyMsPerImage, rep.KeySupplyShare, *rep.OfflineInterSiteBytesPerImage,
 				rep.DealerKeySupplyMsPerImage, rep.DealerKeySupplyShare, rep.DealerBytesPerPartyPerImage,
 				rep.SessionBytesPerParty, rep.KeySupplyPath, rep.DealerPath)
+			if rep.PrefetchWindow > 0 {
+				fmt.Fprintf(w, "overlapped pass (material of %d images held at most): online %.1f ms per image, plus %.1f ms waiting for keys; wall %.1f ms per image\n",
+					rep.PrefetchWindow, rep.OverlapOnlineMsPerImage, rep.OnlineKeyWaitMsPerImage, rep.OverlapWallMsPerImage)
+			}
 			if rep.Mismatches > 0 {
 				return fmt.Errorf("%d secure outputs differ from the cleartext model", rep.Mismatches)
 			}
@@ -255,12 +263,19 @@ Links (each round trip split evenly between the directions):
 // process of the five-process demo (inferdemo.PartyMain).
 func inferPartyCmd() *cobra.Command {
 	var a inferdemo.PartyArgs
+	var tlsf appTLSFlags
 	cmd := &cobra.Command{
 		Use:    "party",
 		Short:  "One online party of `kord infer demo` (started by it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
+				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
+					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
+				}
+				a.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca, ServerName: tlsf.server}
+			}
 			return inferdemo.PartyMain(cmd.Context(), a, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
@@ -275,6 +290,8 @@ func inferPartyCmd() *cobra.Command {
 	f.StringVar(&a.Dealer, "dealer", "", "the trusted dealer's port for this party (empty: no dealer baseline)")
 	f.StringVar(&a.Online, "online", "", "party 0: party 1's online address")
 	f.StringVar(&a.OnlineListen, "online-listen", "127.0.0.1:0", "party 1: where to listen for party 0")
+	tlsf.add(f)
+	f.Int64Var(&a.PrefetchBytes, "prefetch-bytes", 0, "material fetched ahead in an overlapped pass after the timed one (0: none)")
 	return cmd
 }
 

@@ -44,6 +44,7 @@ type resnetFlags struct {
 	quiet    bool
 	compare  bool
 	perReq   int
+	prefetch int64
 }
 
 func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
@@ -52,6 +53,7 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 	f.BoolVar(&r.noDealer, "no-dealer", false, "ResNet: skip the trusted dealer's key supply of the same inventory")
 	f.BoolVar(&r.quiet, "quiet", false, "ResNet: no per-layer progress lines on stderr")
 	f.BoolVar(&r.compare, "compare-overlap", false, "ResNet: run every image sequentially (the reported split) and then overlapped, in the same run")
+	f.Int64Var(&r.prefetch, "prefetch-bytes", inferdemo.DefaultPrefetchBytes, "material an online process may fetch ahead of the online phase (MLP/CNN: each party's, the image in use counted, an overlapped pass after the timed one when it holds 2 images or more, 0: none; ResNet with --overlap/--compare-overlap: both parties' steps held ready)")
 	f.IntVar(&r.perReq, "per-request", infer.DefaultDaemonPerRequest, "ResNet through the daemons: most keys per request (1..4096; a step's keys go as several requests, all sent at once)")
 }
 
@@ -83,7 +85,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
 	cfg := inferdemo.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
-		Link: link, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap}}
+		Link: link, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, PrefetchBytes: r.prefetch}}
 	if !r.quiet {
 		cfg.Stream.Progress = cmd.ErrOrStderr()
 		cfg.Log = cmd.ErrOrStderr()

@@ -56,6 +56,28 @@ func TestInferDemoLinkJSON(t *testing.T) {
 	if p, _ := r["key_supply_path"].(string); !strings.Contains(p, "five processes") || !strings.Contains(p, "party daemon") {
 		t.Errorf("key_supply_path must name the five-process path: %q", p)
 	}
+	// the default prefetch: an overlapped pass of both images, checked too
+	if w, _ := r["prefetch_window_images"].(float64); w < 2 {
+		t.Errorf("prefetch_window_images = %v, want ≥ 2 by default", r["prefetch_window_images"])
+	}
+	if v, ok := r["online_key_wait_ms_per_image"].(float64); !ok || v < 0 {
+		t.Errorf("online_key_wait_ms_per_image = %v, want a time", r["online_key_wait_ms_per_image"])
+	}
+	if v, _ := r["overlap_online_ms_per_image"].(float64); v <= 0 {
+		t.Errorf("overlap_online_ms_per_image = %v, want > 0", r["overlap_online_ms_per_image"])
+	}
+}
+
+// TestInferDemoNoPrefetch: --prefetch-bytes 0 leaves out the overlapped
+// pass (no window, no wait); a negative bound is bad input.
+func TestInferDemoNoPrefetch(t *testing.T) {
+	r := inferDemoJSON(t, "--prefetch-bytes", "0")
+	if r["prefetch_window_images"] != 0.0 || r["online_key_wait_ms_per_image"] != 0.0 || r["overlap_online_ms_per_image"] != 0.0 {
+		t.Errorf("--prefetch-bytes 0: window %v, wait %v; want no overlapped pass", r["prefetch_window_images"], r["online_key_wait_ms_per_image"])
+	}
+	if _, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--images", "1", "--prefetch-bytes", "-1"); code != 2 || !strings.Contains(errOut, "--prefetch-bytes") {
+		t.Errorf("--prefetch-bytes -1: exit %d, %s; want 2 naming the flag", code, errOut)
+	}
 }
 
 // TestInferDemoInProcessJSON: --in-process keeps the single-process run

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/llamaexport"
 	"github.com/kord-fss/kord/cmd/kord/internal/llamagates"
 )
@@ -29,6 +30,7 @@ func llamaErr(err error) error {
 }
 
 func llamaExportCmd() *cobra.Command {
+	var tlsf appTLSFlags
 	var (
 		c        llamaexport.Config
 		betaS    string
@@ -65,6 +67,12 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 			} else {
 				c.Betas = vs
 			}
+			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
+				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
+					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
+				}
+				c.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca}
+			}
 			rep, err := llamaexport.Export(cmd.Context(), c)
 			if err != nil {
 				return llamaErr(err)
@@ -85,6 +93,9 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 	f.StringVar(&betaS, "beta", "1", "the public payload β (below 2^Bout), or a vector B1,B2,... (up to 64 elements)")
 	f.StringVar(&c.Party0, "party0", "", "party 0's application address (host:port or unix:///path); none: in-process module pair")
 	f.StringVar(&c.Party1, "party1", "", "party 1's application address")
+	f.StringVar(&tlsf.cert, "app-tls-cert", "", "the parties' TLS application API: this application's certificate (kord certs --apps NAME); empty: plaintext")
+	f.StringVar(&tlsf.key, "app-tls-key", "", "its private key")
+	f.StringVar(&tlsf.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -18,10 +18,14 @@ import (
 // verify` agrees, for one payload element and for a payload vector; a
 // truncated .dat is refused with a clear error.
 func TestLlamaExportDaemons(t *testing.T) {
-	_, c := startCluster(t, t.TempDir(), cluster.Options{PeerPlaintext: true, InProcessModules: true})
+	// The parties' application API on TLS, as the cluster runs it with
+	// the peer link's TLS: export dials as the cluster's application.
+	_, c := startCluster(t, t.TempDir(), cluster.Options{InProcessModules: true})
 	dir := filepath.Join(t.TempDir(), "out")
+	af := c.AppTLS(0)
 	_, errOut, code := runKord(t, "llama", "export", "--dir", dir, "--keys", "600", "--in-bits", "32", "--out-bits", "32", "--beta", "5",
-		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"])
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"],
+		"--app-tls-cert", af.Cert, "--app-tls-key", af.Key, "--app-ca", af.CA)
 	if code != 0 {
 		t.Fatalf("kord llama export: exit %d\n%s", code, errOut)
 	}
@@ -41,7 +45,8 @@ func TestLlamaExportDaemons(t *testing.T) {
 	// A payload vector from the same daemons.
 	vdir := filepath.Join(t.TempDir(), "vec")
 	if _, errOut, code := runKord(t, "llama", "export", "--dir", vdir, "--keys", "50", "--in-bits", "20", "--out-bits", "16", "--beta", "3,0xffff,0",
-		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"]); code != 0 {
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"],
+		"--app-tls-cert", af.Cert, "--app-tls-key", af.Key, "--app-ca", af.CA); code != 0 {
 		t.Fatalf("kord llama export --beta 3,0xffff,0: exit %d\n%s", code, errOut)
 	}
 	if out, errOut, code := runKord(t, "llama", "verify", "--dir", vdir, "--beta", "3,65535,0"); code != 0 || !strings.Contains(out, "50 key pairs") {

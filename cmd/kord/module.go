@@ -23,6 +23,7 @@ func moduleCmd() *cobra.Command {
 		partyUIDs                []string
 		sockGroup, sealKeyFile   string
 		sameUID, unverified      bool
+		rmSecret                 bool
 		workers                  int
 	)
 	cmd := &cobra.Command{
@@ -49,7 +50,8 @@ The provisioning secret (the same for both modules of a pair) is needed
 only until pairing: --secret-file FILE (mode 0600, owned by the module's
 user) or the environment KORD_SECRET, in the form written by
 ` + "`kord secret new`" + `. A paired module never reads it: remove the file after
-pairing. --secret (the secret on the command line, visible in ps) is no
+pairing, or let the module do it with --remove-secret-after-pairing.
+--secret (the secret on the command line, visible in ps) is no
 longer accepted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,7 +68,8 @@ longer accepted.`,
 			return serve.Module(context.Background(), serve.ModuleConfig{
 				Files: daemon.ModuleFiles{Party: party, State: state, SecretFile: secret,
 					SealKeyFile: sealKeyFile, KEM: kem, Window: window, Workers: workers},
-				Socket: sock, SocketGroup: sockGroup, PartyUIDs: partyUIDs, AllowSameUID: sameUID, AllowUnverified: unverified,
+				RemoveSecretAfterPairing: rmSecret,
+				Socket:                   sock, SocketGroup: sockGroup, PartyUIDs: partyUIDs, AllowSameUID: sameUID, AllowUnverified: unverified,
 				Journal: journal, LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
@@ -79,6 +82,7 @@ longer accepted.`,
 	f.BoolVar(&unverified, "allow-unverified-peer", false, "where the OS reports no peer credentials, serve any peer that can open the socket")
 	f.StringVar(&state, "state", "", "bbolt state file (pairing secret, counters; created mode 0600, owned by the module's user, in a directory not writable by group or others)")
 	f.StringVar(&secret, "secret-file", "", "provisioning secret file as written by kord secret new (mode 0600, owned by the module's user; not read once paired); or the environment KORD_SECRET")
+	f.BoolVar(&rmSecret, "remove-secret-after-pairing", false, "delete --secret-file once the module is paired (at once if it already is); for a copy of the secret on a tmpfs")
 	f.StringVar(&sealKeyFile, "seal-key-file", "", "seal the pairing secret in the state file under this 32-byte key (raw or hex, mode 0600), e.g. written by a KMS or TPM unseal step")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.Uint64Var(&window, "window", store.DefaultWindow, "counters reserved per state-file commit (1 = commit every change)")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/serve"
+	"github.com/kord-fss/kord/internal/appauth"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/service"
 )
@@ -21,7 +22,9 @@ func partyCmd() *cobra.Command {
 		modSock, listen, peerListen, peer     string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
 		tlsPeerName                           string
-		peerPlaintext                         bool
+		peerPlaintext, appPlaintext           bool
+		appCert, appKey, appCA, appUIDs       string
+		operator, appGroup                    string
 		matchTimeout, peerTimeout, modTimeout time.Duration
 		inProc                                daemon.ModuleFiles
 	)
@@ -45,8 +48,22 @@ chain to (kord certs makes all of them), and the peer's certificate must
 also carry the peer's name (--tls-peer-name, default kord-party-1 for
 party 0 and kord-party-0 for party 1). Without them the party refuses to
 start; --peer-plaintext runs the link without transport security and must
-be given explicitly. The application API (--listen) is not TLS: serve it on
-loopback or a Unix socket. Prometheus metrics are served on --metrics at
+be given explicitly.
+
+The application API (--listen) authenticates each application, whose
+identity scopes its request ids (docs/api.md, "Application identity"). On
+TCP it runs TLS 1.3 with client certificates: --app-tls-cert and
+--app-tls-key are the party's certificate (its kord certs party certificate
+serves), --app-ca the CA applications' certificates chain to; an
+application's name is the URI kord-app:NAME in its certificate (kord certs
+--apps NAME). A TCP address other than loopback without them is refused
+unless --app-plaintext is given; on loopback, no TLS flag means plaintext
+(local development). On a Unix socket (unix:///path) the kernel reports
+each caller's uid, which --app-uid NAME=UID,... maps to its name (other
+uids are refused); --app-socket-group opens the socket to a group. Only
+the --operator identity may call Pair and read the full Status (others
+get a limited one); with --app-plaintext, everyone is the anonymous
+application and the operator. Prometheus metrics are served on --metrics at
 /metrics, with the probes /healthz (200 while the party serves) and
 /readyz (200 once its module answers, is paired and the peer session is
 up; else 503; the body says which, as a JSON record).
@@ -86,7 +103,15 @@ module process stays the default.`,
 			if maxStreamKeys < 1 {
 				return badInput("--max-stream-keys %d must be at least 1", maxStreamKeys)
 			}
-			return serve.Party(context.Background(), serve.PartyConfig{Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
+			uids, err := appauth.ParseUIDs(appUIDs)
+			if err != nil {
+				return badInput("%v", err)
+			}
+			app := appauth.Config{Listen: listen, TLSCert: appCert, TLSKey: appKey, CA: appCA, Plaintext: appPlaintext, UIDs: uids, Operator: operator}
+			if _, err := app.Check(); err != nil {
+				return badInput("%v", err)
+			}
+			return serve.Party(context.Background(), serve.PartyConfig{App: app, AppSocketGroup: appGroup, Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
 				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
 				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
@@ -113,6 +138,13 @@ module process stays the default.`,
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
+	f.StringVar(&appCert, "app-tls-cert", "", "application API (TCP): this party's certificate (PEM)")
+	f.StringVar(&appKey, "app-tls-key", "", "application API (TCP): this party's private key (PEM)")
+	f.StringVar(&appCA, "app-ca", "", "application API (TCP): CA that signed the applications' client certificates (PEM)")
+	f.BoolVar(&appPlaintext, "app-plaintext", false, "serve the application API without TLS or identities (a TCP address other than loopback needs this or --app-tls-*)")
+	f.StringVar(&appUIDs, "app-uid", "", "application API on a Unix socket: NAME=UID,... the uids (or user names) that may connect and their application names")
+	f.StringVar(&appGroup, "app-socket-group", "", "application API on a Unix socket: open it to this group (mode 0660)")
+	f.StringVar(&operator, "operator", appauth.DefaultOperator, "the application identity that may call Pair and Status")
 	addPartyModuleFlags(cmd, &inProc)
 	daemon.CommonFlags(cmd.Flags())
 	daemon.PrefaultFlag(cmd.Flags())
@@ -121,6 +153,7 @@ module process stays the default.`,
 
 func pairCmd() *cobra.Command {
 	var app string
+	var tlsf appTLSFlags
 	var timeout time.Duration
 	var skipPaired bool
 	cmd := &cobra.Command{
@@ -130,7 +163,9 @@ func pairCmd() *cobra.Command {
 pairing of the two modules: party 0 relays the modules' pairing messages
 through party 1. Both modules must have been started with the same
 provisioning secret and must not be paired yet. The result is kept in each
-module's state file.`,
+module's state file. A TLS application API needs the operator's
+certificate (kord certs --apps operator: --app-tls-cert app-operator.crt
+--app-tls-key app-operator.key --app-ca ca.crt).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := daemon.Configure(cmd.Flags()); err != nil {
@@ -139,7 +174,7 @@ module's state file.`,
 			if app == "" {
 				return badInput("--app is required")
 			}
-			c, err := dialApp(app)
+			c, err := dialApp(app, tlsf)
 			if err != nil {
 				return err
 			}
@@ -164,6 +199,7 @@ module's state file.`,
 		},
 	}
 	cmd.Flags().StringVar(&app, "app", "", "party 0's application address")
+	tlsf.add(cmd.Flags())
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after")
 	cmd.Flags().BoolVar(&skipPaired, "skip-paired", false, "exit 0 without pairing when party 0's module is already paired (a pairing job that may run again)")
 	daemon.CommonFlags(cmd.Flags())

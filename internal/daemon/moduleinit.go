@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/kord-fss/kord/module/provision"
+	"github.com/kord-fss/kord/module/store"
 )
 
 // ModuleInit is what `kord module-init` prepares for a module that runs
@@ -24,6 +25,10 @@ type ModuleInit struct {
 	// --secret-file check wants it. It must be in the format of kord
 	// secret new.
 	SecretFrom, SecretTo string
+	// SealKeyFrom, when set, is copied to SealKeyTo the same way: a
+	// mounted seal key (32 bytes, raw or hex: --seal-key-file) checked
+	// before it is written.
+	SealKeyFrom, SealKeyTo string
 }
 
 // PrepareModule does what m says. It refuses a state directory or secret
@@ -39,8 +44,16 @@ func PrepareModule(m ModuleInit) error {
 	if (m.SecretFrom == "") != (m.SecretTo == "") {
 		return BadInput("--secret-from and --secret-to go together")
 	}
+	if (m.SealKeyFrom == "") != (m.SealKeyTo == "") {
+		return BadInput("--seal-key-from and --seal-key-to go together")
+	}
 	if err := ownDir(m.StateDir, m.UID, m.GID); err != nil {
 		return err
+	}
+	if m.SealKeyFrom != "" {
+		if err := copySealKey(m); err != nil {
+			return err
+		}
 	}
 	if m.SecretFrom == "" {
 		return nil
@@ -59,23 +72,46 @@ func PrepareModule(m ModuleInit) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Lstat(m.SecretTo); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		return BadInput("--secret-to %s is a symbolic link; give the file itself", m.SecretTo)
+	return writePrivate("--secret-to", m.SecretTo, []byte(enc+"\n"), m.UID, m.GID)
+}
+
+// copySealKey copies m.SealKeyFrom to m.SealKeyTo once it parses as a
+// seal key.
+func copySealKey(m ModuleInit) error {
+	b, err := os.ReadFile(m.SealKeyFrom)
+	if err != nil {
+		return fmt.Errorf("--seal-key-from: %w", err)
 	}
-	tmp := m.SecretTo + ".tmp"
+	defer clear(b)
+	k, err := store.ParseSealKey(b)
+	if err != nil {
+		return BadInput("--seal-key-from %s: %v", m.SealKeyFrom, err)
+	}
+	clear(k)
+	return writePrivate("--seal-key-to", m.SealKeyTo, b, m.UID, m.GID)
+}
+
+// writePrivate writes data to path (not a symbolic link), owned by
+// uid:gid, mode 0600, through a temporary file renamed into place; flag
+// names path in errors.
+func writePrivate(flag, path string, data []byte, uid, gid int) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return BadInput("%s %s is a symbolic link; give the file itself", flag, path)
+	}
+	tmp := path + ".tmp"
 	os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("--secret-to: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
-	_, werr := f.WriteString(enc + "\n")
-	if err := errors.Join(werr, f.Chown(m.UID, m.GID), f.Chmod(0o600), f.Close()); err != nil {
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Chown(uid, gid), f.Chmod(0o600), f.Close()); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("--secret-to %s: %w", m.SecretTo, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
-	if err := os.Rename(tmp, m.SecretTo); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("--secret-to: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return nil
 }

@@ -39,8 +39,17 @@ func TestPrepareModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := filepath.Join(vol, "secret")
-	if err := PrepareModule(ModuleInit{StateDir: stateDir, UID: os.Geteuid(), GID: os.Getegid(), SecretFrom: from, SecretTo: to}); err != nil {
+	seal := bytes.Repeat([]byte{7}, store.SealKeySize)
+	sealFrom, sealTo := filepath.Join(root, "seal.key"), filepath.Join(vol, "seal.key")
+	if err := os.WriteFile(sealFrom, seal, 0o444); err != nil {
 		t.Fatal(err)
+	}
+	if err := PrepareModule(ModuleInit{StateDir: stateDir, UID: os.Geteuid(), GID: os.Getegid(), SecretFrom: from, SecretTo: to,
+		SealKeyFrom: sealFrom, SealKeyTo: sealTo}); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := store.ReadSealKeyFile(sealTo); err != nil || !bytes.Equal(k, seal) {
+		t.Fatalf("seal key copy: %v (equal %v)", err, bytes.Equal(k, seal))
 	}
 	st, err := os.Stat(stateDir)
 	if err != nil || st.Mode().Perm() != 0o700 {
@@ -82,6 +91,8 @@ func TestPrepareModuleBadInput(t *testing.T) {
 		{ModuleInit{StateDir: root, UID: me, GID: gid, SecretFrom: bad}, "go together"},
 		{ModuleInit{StateDir: link, UID: me, GID: gid}, "symbolic link"},
 		{ModuleInit{StateDir: filepath.Join(root, "s"), UID: me, GID: gid, SecretFrom: bad, SecretTo: filepath.Join(root, "out")}, "--secret-from " + bad},
+		{ModuleInit{StateDir: root, UID: me, GID: gid, SealKeyFrom: bad}, "--seal-key-from and --seal-key-to go together"},
+		{ModuleInit{StateDir: filepath.Join(root, "s"), UID: me, GID: gid, SealKeyFrom: bad, SealKeyTo: filepath.Join(root, "out")}, "--seal-key-from " + bad},
 	} {
 		err := PrepareModule(c.m)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

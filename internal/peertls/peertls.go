@@ -138,8 +138,24 @@ func serial() *big.Int {
 // (mode 0700) if needed. The CA's private key is never written: to renew
 // or replace a certificate, run Init again and replace all five files at
 // both sites. Init refuses to overwrite any existing file.
-func Init(dir string, validity time.Duration) error {
+func Init(dir string, validity time.Duration) error { return InitApps(dir, validity, nil) }
+
+// InitApps is Init that also issues, under the same CA, a client
+// certificate and key for each application name in apps (AppCertFile,
+// AppKeyFile; IssueApp), before the CA's key is discarded.
+func InitApps(dir string, validity time.Duration, apps []string) error {
 	names := []string{CAFile, CertFile(0), KeyFile(0), CertFile(1), KeyFile(1)}
+	seen := map[string]bool{}
+	for _, a := range apps {
+		if err := CheckAppName(a); err != nil {
+			return fmt.Errorf("peertls: %w", err)
+		}
+		if seen[a] {
+			return fmt.Errorf("peertls: application %q named twice", a)
+		}
+		seen[a] = true
+		names = append(names, AppCertFile(a), AppKeyFile(a))
+	}
 	for _, n := range names {
 		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			return fmt.Errorf("peertls: %s already exists: remove the old files or choose another directory", filepath.Join(dir, n))
@@ -164,6 +180,18 @@ func Init(dir string, validity time.Duration) error {
 			return err
 		}
 		if err := writeNew(filepath.Join(dir, CertFile(b)), cert, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, a := range apps {
+		cert, key, err := ca.IssueApp(a)
+		if err != nil {
+			return fmt.Errorf("peertls: application %s: %w", a, err)
+		}
+		if err := writeNew(filepath.Join(dir, AppKeyFile(a)), key, 0o600); err != nil {
+			return err
+		}
+		if err := writeNew(filepath.Join(dir, AppCertFile(a)), cert, 0o644); err != nil {
 			return err
 		}
 	}
@@ -198,26 +226,13 @@ func Config(f Files, b int, peerName string) (*tls.Config, error) {
 	if peerName == "" {
 		peerName = PartyName(1 - b)
 	}
-	kp, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	kp, err := loadPair(f.Cert, f.Key)
 	if err != nil {
-		return nil, fmt.Errorf("peertls: certificate %s and key %s: %w", f.Cert, f.Key, err)
+		return nil, err
 	}
-	if kp.Leaf == nil { // GODEBUG=x509keypairleaf=0
-		if kp.Leaf, err = x509.ParseCertificate(kp.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("peertls: certificate %s: %w", f.Cert, err)
-		}
-	}
-	if now := time.Now(); now.After(kp.Leaf.NotAfter) || now.Before(kp.Leaf.NotBefore) {
-		return nil, fmt.Errorf("peertls: certificate %s is valid only from %s to %s: make new ones (kord certs)",
-			f.Cert, kp.Leaf.NotBefore.UTC().Format(time.RFC3339), kp.Leaf.NotAfter.UTC().Format(time.RFC3339))
-	}
-	pemCA, err := os.ReadFile(f.CA)
+	pool, err := loadCA(f.CA)
 	if err != nil {
-		return nil, fmt.Errorf("peertls: CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pemCA) {
-		return nil, fmt.Errorf("peertls: CA: no PEM certificate in %s", f.CA)
+		return nil, err
 	}
 	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS13}
 	if b == 0 {
@@ -237,4 +252,36 @@ func Config(f Files, b int, peerName string) (*tls.Config, error) {
 		return nil
 	}
 	return c, nil
+}
+
+// loadPair loads a certificate and its key and checks that the
+// certificate is valid now; errors name the files.
+func loadPair(cert, key string) (tls.Certificate, error) {
+	kp, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return kp, fmt.Errorf("peertls: certificate %s and key %s: %w", cert, key, err)
+	}
+	if kp.Leaf == nil { // GODEBUG=x509keypairleaf=0
+		if kp.Leaf, err = x509.ParseCertificate(kp.Certificate[0]); err != nil {
+			return kp, fmt.Errorf("peertls: certificate %s: %w", cert, err)
+		}
+	}
+	if now := time.Now(); now.After(kp.Leaf.NotAfter) || now.Before(kp.Leaf.NotBefore) {
+		return kp, fmt.Errorf("peertls: certificate %s is valid only from %s to %s: make new ones (kord certs)",
+			cert, kp.Leaf.NotBefore.UTC().Format(time.RFC3339), kp.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return kp, nil
+}
+
+// loadCA reads a PEM CA certificate file into a pool.
+func loadCA(ca string) (*x509.CertPool, error) {
+	pemCA, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, fmt.Errorf("peertls: CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCA) {
+		return nil, fmt.Errorf("peertls: CA: no PEM certificate in %s", ca)
+	}
+	return pool, nil
 }

@@ -371,6 +371,11 @@ type CollectResponse struct {
 // PairTagSize is the size of CollectResponse.PairTag.
 const PairTagSize = 16
 
+// MaxShares bounds the shares of one SubmitShares request. A host that
+// must move its module past more counters (a skipped batch) submits them
+// in requests of at most MaxShares.
+const MaxShares = 4096
+
 // MaxBulk bounds Bulk.N: a slab of the largest shape (64-bit DCF keys,
 // about 1.2 KiB each) stays under 20 MiB.
 const MaxBulk = 16384

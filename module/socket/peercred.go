@@ -141,3 +141,7 @@ func LookupUser(s string) (int, error) {
 	}
 	return strconv.Atoi(u.Uid)
 }
+
+// PeerCredOf asks the kernel who is at the other end of the Unix socket
+// connection c (a party checks its applications' uids with it).
+func PeerCredOf(c net.Conn) (PeerCred, error) { return peerCredOf(c) }

@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultWindow is how many counters a Bolt store reserves per commit.
-const DefaultWindow = 4096
+const DefaultWindow = 1 << 16
 
 var (
 	bucket      = []byte("kord/v1/module")

@@ -805,8 +805,12 @@ type StatusReply struct {
 	InFlight       uint64                 `protobuf:"varint,11,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Session        uint64                 `protobuf:"varint,12,opt,name=session,proto3" json:"session,omitempty"`
 	PackedRequests bool                   `protobuf:"varint,13,opt,name=packed_requests,json=packedRequests,proto3" json:"packed_requests,omitempty"` // this party reads KeyRequests.packed
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// limited: the caller is not the operator identity (docs/api.md,
+	// "Application identity"), so only party, paired, peer_connected and
+	// packed_requests are filled in: nothing of other applications' activity.
+	Limited       bool `protobuf:"varint,14,opt,name=limited,proto3" json:"limited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusReply) Reset() {
@@ -926,6 +930,13 @@ func (x *StatusReply) GetSession() uint64 {
 func (x *StatusReply) GetPackedRequests() bool {
 	if x != nil {
 		return x.PackedRequests
+	}
+	return false
+}
+
+func (x *StatusReply) GetLimited() bool {
+	if x != nil {
+		return x.Limited
 	}
 	return false
 }
@@ -1747,7 +1758,13 @@ type Batch struct {
 	// β rule), the per-key path for a run of consume items. Party 1 derives
 	// the same split from the items (bulkRuns) and refuses a batch whose
 	// runs differ. Empty: the whole batch goes the per-key path.
-	Runs          []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	Runs []uint32 `protobuf:"varint,12,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	// app: the application identity every request of the batch is from
+	// (docs/api.md, "Application identity"): the name in its client
+	// certificate or its Unix uid's name; empty for an unauthenticated
+	// application API. Request ids are scoped by it: party 1 claims each
+	// item only from its own application of that name.
+	App           string `protobuf:"bytes,13,opt,name=app,proto3" json:"app,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1857,6 +1874,13 @@ func (x *Batch) GetRuns() []uint32 {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *Batch) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
 }
 
 type BatchReply struct {
@@ -2368,7 +2392,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"key_stride\x18\n" +
 	" \x01(\rR\tkeyStride\"\x0f\n" +
-	"\rStatusRequest\"\xa8\x03\n" +
+	"\rStatusRequest\"\xc2\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired\x12%\n" +
@@ -2383,7 +2407,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	" \x01(\x04R\apending\x12\x1b\n" +
 	"\tin_flight\x18\v \x01(\x04R\binFlight\x12\x18\n" +
 	"\asession\x18\f \x01(\x04R\asession\x12'\n" +
-	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\"\r\n" +
+	"\x0fpacked_requests\x18\r \x01(\bR\x0epackedRequests\x12\x18\n" +
+	"\alimited\x18\x0e \x01(\bR\alimited\"\r\n" +
 	"\vPairRequest\"#\n" +
 	"\tPairReply\x12\x16\n" +
 	"\x06paired\x18\x01 \x01(\bR\x06paired\"\x98\x02\n" +
@@ -2447,7 +2472,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12(\n" +
 	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\"-\n" +
 	"\bSyncDone\x12!\n" +
-	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xe0\x02\n" +
+	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xf2\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\rR\x04tier\x12#\n" +
@@ -2464,7 +2489,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x06queued\x18\n" +
 	" \x01(\x04R\x06queued\x12\x19\n" +
 	"\bvoid_ids\x18\v \x03(\x04R\avoidIds\x12\x12\n" +
-	"\x04runs\x18\f \x03(\rR\x04runsJ\x04\b\x06\x10\a\"\xdf\x02\n" +
+	"\x04runs\x18\f \x03(\rR\x04runs\x12\x10\n" +
+	"\x03app\x18\r \x01(\tR\x03appJ\x04\b\x06\x10\a\"\xdf\x02\n" +
 	"\n" +
 	"BatchReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12#\n" +

@@ -31,7 +31,7 @@ import (
 
 // Limits on one request.
 const (
-	MaxBatch  = 4096
+	MaxBatch  = msg.MaxShares
 	MaxPoints = 1 << 16
 )
 

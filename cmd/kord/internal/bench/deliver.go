@@ -582,5 +582,14 @@ func (rep *DeliverReport) Draw(file string) error {
 		pl.Legend.Add(s.label, bars)
 	}
 	pl.NominalX(names...)
+	// Headroom above the tallest bar for the legend (one line a series),
+	// so that it never covers a bar.
+	top := 0.0
+	for _, s := range series {
+		for _, v := range s.v {
+			top = max(top, v)
+		}
+	}
+	pl.Y.Min, pl.Y.Max = 0, top*(1.12+0.08*float64(len(series)))
 	return pl.Save(10*vg.Inch, 5*vg.Inch, file)
 }

@@ -152,8 +152,11 @@ type Cluster struct {
 	mods     [2]*Daemon
 	parties  [2]*Daemon
 	apps     [2]*client.Client
-	started  int // processes started in all
-	mu       sync.Mutex
+	// appTLS: the application's certificate files for party b's TLS
+	// application API (nil: plaintext, on loopback or a Unix socket).
+	appTLS  [2]*client.TLSFiles
+	started int // processes started in all
+	mu      sync.Mutex
 }
 
 // Options set up a cluster; the zero value is the default deployment.
@@ -258,13 +261,29 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	case o.PeerPlaintext:
 		peerArgs = [2][]string{{"--peer-plaintext"}, {"--peer-plaintext"}}
 	case !o.OwnPeerTLS:
+		// As a production deployment: the peer link on mutual TLS, and
+		// the application API on TLS with the demo application's client
+		// certificate (under the same CA), which is also the operator
+		// (it pairs the modules and reads Status).
 		tdir := filepath.Join(dir, "tls")
-		if err := peertls.Init(tdir, 24*time.Hour); err != nil {
+		if err := peertls.InitApps(tdir, 24*time.Hour, []string{DemoApp}); err != nil {
 			return nil, err
 		}
 		for b := range peerArgs {
 			f := peertls.PartyFiles(tdir, b)
 			peerArgs[b] = []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
+			if !o.AppUnix {
+				af := peertls.AppFiles(tdir, DemoApp)
+				c.appTLS[b] = &client.TLSFiles{Cert: af.Cert, Key: af.Key, CA: af.CA, ServerName: peertls.PartyName(b)}
+				peerArgs[b] = append(peerArgs[b], "--app-tls-cert", f.Cert, "--app-tls-key", f.Key, "--app-ca", f.CA, "--operator", DemoApp)
+			}
+		}
+	}
+	if o.AppUnix {
+		// The kernel names the demo's uid (this process's) the demo
+		// application.
+		for b := range peerArgs {
+			peerArgs[b] = append(peerArgs[b], "--app-uid", DemoApp+"="+strconv.Itoa(os.Getuid()), "--operator", DemoApp)
 		}
 	}
 	for b := 0; b < 2 && !o.InProcessModules; b++ {
@@ -322,7 +341,7 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	c.parties[0] = p0
 	c.started++
 	for b := 0; b < 2; b++ {
-		if c.apps[b], err = client.Dial(appTarget(c.parties[b].Ready["app"]), nil); err != nil {
+		if c.apps[b], err = c.dialApp(b, c.parties[b].Ready["app"]); err != nil {
 			return nil, err
 		}
 	}
@@ -482,7 +501,7 @@ func (c *Cluster) RestartParty(ctx context.Context, b int, old *Daemon) error {
 	if err != nil {
 		return err
 	}
-	app, err := client.Dial(appTarget(p.Ready["app"]), nil)
+	app, err := c.dialApp(b, p.Ready["app"])
 	if err != nil {
 		p.Kill()
 		return err
@@ -495,4 +514,33 @@ func (c *Cluster) RestartParty(ctx context.Context, b int, old *Daemon) error {
 	c.mu.Unlock()
 	prev.Close() // its streams break and are sent again on the new client
 	return nil
+}
+
+// DemoApp is the application identity of a cluster's client: its
+// certificate's name (TLS) or its uid's (AppUnix), and the parties'
+// --operator.
+const DemoApp = "kord-demo"
+
+// dialApp dials party b's application API at its ready address addr,
+// with the cluster's application certificate when the API runs TLS.
+func (c *Cluster) dialApp(b int, addr string) (*client.Client, error) {
+	if f := c.appTLS[b]; f != nil {
+		return client.DialTLS(appTarget(addr), *f)
+	}
+	return client.Dial(appTarget(addr), nil)
+}
+
+// AppTLS is the application's certificate files for party b's TLS
+// application API (nil: plaintext).
+func (c *Cluster) AppTLS(b int) *client.TLSFiles { return c.appTLS[b] }
+
+// AppArgs are the flags a child process (kord infer party) needs to dial
+// party b's application API as the cluster's application: none when it
+// is plaintext.
+func (c *Cluster) AppArgs(b int) []string {
+	f := c.appTLS[b]
+	if f == nil {
+		return nil
+	}
+	return []string{"--app-tls-cert", f.Cert, "--app-tls-key", f.Key, "--app-ca", f.CA, "--app-server-name", f.ServerName}
 }

@@ -69,6 +69,7 @@ type PairsReport struct {
 	Batch     int    `json:"batch"`
 	InFlight  int    `json:"in_flight"`
 	PeerLink  string `json:"peer_link"`
+	AppLink   string `json:"app_link"` // as ProcessReport.AppLink
 	// Keys is the key pairs asked for; PairsVerified those delivered at
 	// both sites and checked (Eval(0,k0,x)+Eval(1,k1,x) = f(x) at α, α±1
 	// and a random x); PairsFailed delivered pairs that did not check.
@@ -160,9 +161,9 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 		o.Stall = 3 * time.Second
 	}
 	rep := &PairsReport{Mode: "pairs", Pairs: o.Pairs, CPUs: runtime.NumCPU(), Class: pairsClass.Name(), Batch: o.Batch, InFlight: o.InFlight,
-		Keys: o.Keys, Refused: map[string]int{}, Fault: o.Fault, PeerLink: "mutual TLS 1.3"}
+		Keys: o.Keys, Refused: map[string]int{}, Fault: o.Fault, PeerLink: "mutual TLS 1.3", AppLink: AppLinkTLS}
 	if o.Plaintext {
-		rep.PeerLink = "plaintext"
+		rep.PeerLink, rep.AppLink = "plaintext", AppLinkPlain
 	}
 	say("starting %d pairs (%d modules, %d parties) as child processes on loopback… ", o.Pairs, 2*o.Pairs, 2*o.Pairs)
 	cs := make([]*cluster.Cluster, o.Pairs)

@@ -76,6 +76,9 @@ type ProcessReport struct {
 	// PeerLink is how the parties' peer link ran: "mutual TLS 1.3" (the
 	// default) or "plaintext" (--peer-plaintext).
 	PeerLink string `json:"peer_link"`
+	// AppLink is how the application API ran: "TLS 1.3, client
+	// certificate" (with the peer link's TLS) or "plaintext (loopback)".
+	AppLink string `json:"app_link"`
 }
 
 func processClasses() []loadgen.Class {
@@ -124,9 +127,9 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 		return nil, err
 	}
 	defer c.Remove()
-	rep.PeerLink = "mutual TLS 1.3"
+	rep.PeerLink, rep.AppLink = "mutual TLS 1.3", AppLinkTLS
 	if plaintext {
-		rep.PeerLink = "plaintext"
+		rep.PeerLink, rep.AppLink = "plaintext", AppLinkPlain
 	}
 	rep.KEM = kem
 	if kem == "" {
@@ -307,8 +310,8 @@ func PrintProcesses(w io.Writer, rep *ProcessReport, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client) on %d CPUs; peer link %s; %d pairs verified, %d failed\n\n",
-		rep.Processes, rep.CPUs, rep.PeerLink, rep.PairsVerified, rep.PairsFailed)
+	fmt.Fprintf(w, "\nkord demo: %d OS processes (2 modules, 2 parties, this client) on %d CPUs; peer link %s; application API %s; %d pairs verified, %d failed\n\n",
+		rep.Processes, rep.CPUs, rep.PeerLink, rep.AppLink, rep.PairsVerified, rep.PairsFailed)
 	fmt.Fprintf(w, "%-26s %12s %10s %10s\n", "path", "keys/s", "p50 ms", "p99 ms")
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "processes over loopback", rep.KeysPerSec, rep.LatencyP50, rep.LatencyP99)
 	fmt.Fprintf(w, "%-26s %12.0f %10.3f %10.3f\n", "in-process (same run)", rep.InProcessKeysPerSec, rep.InProcessLatencyP50, rep.InProcessLatencyP99)
@@ -346,3 +349,11 @@ func PrintProcesses(w io.Writer, rep *ProcessReport, asJSON bool) error {
 		"  explicit opt-in for semi-honest hosts and network only (docs/api.md, \"Tiers\").\n", rep.DefaultTier)
 	return nil
 }
+
+// The application API's transport in the demo's reports: TLS with the
+// demo application's client certificate whenever the peer link runs TLS
+// (cluster.Start), plaintext on loopback with --peer-plaintext.
+const (
+	AppLinkTLS   = "TLS 1.3, client certificate"
+	AppLinkPlain = "plaintext (loopback)"
+)

@@ -85,7 +85,25 @@ type DemoReport struct {
 	DealerSessionMs             float64 `json:"dealer_session_ms"`
 	DealerSessionBytesPerParty  int64   `json:"dealer_session_bytes_per_party"`
 	DealerPath                  string  `json:"dealer_path"`
+	// The overlapped pass (five processes, --prefetch-bytes of two
+	// images' material or more): the same images again, each party
+	// fetching the next images' material from its daemon while it
+	// evaluates the current one, at most PrefetchWindow images' material
+	// held at once (PrefetchBytes). OnlineKeyWaitMsPerImage is the time
+	// the online parties waited for material there (the slower party per
+	// image); KeySupplyMsPerImage stays the supply measured on its own,
+	// in the first pass. All 0: no overlapped pass.
+	OnlineKeyWaitMsPerImage    float64 `json:"online_key_wait_ms_per_image"`
+	OverlapOnlineMsPerImage    float64 `json:"overlap_online_ms_per_image"`
+	OverlapWallMsPerImage      float64 `json:"overlap_wall_ms_per_image"`
+	OverlapKeySupplyMsPerImage float64 `json:"overlap_key_supply_ms_per_image"`
+	PrefetchWindow             int     `json:"prefetch_window_images"`
+	PrefetchBytes              int64   `json:"prefetch_bytes"`
 }
+
+// DefaultPrefetchBytes is the default memory bound of the material an
+// online process fetches ahead (`kord infer demo --prefetch-bytes`).
+const DefaultPrefetchBytes = 256 << 20
 
 // KeySupplyPathInProcess and DealerPathInProcess describe where today's
 // demo measures the two key supplies.

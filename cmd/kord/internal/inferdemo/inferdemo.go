@@ -37,8 +37,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+
+	"google.golang.org/grpc/credentials"
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
@@ -59,6 +62,10 @@ type Config struct {
 	Bin string
 	// Progress, when not nil, gets a line per stage.
 	Progress io.Writer
+	// PrefetchBytes bounds each online party's material in the overlapped
+	// pass (PartyConfig.PrefetchBytes; under two images' material:
+	// no overlapped pass).
+	PrefetchBytes int64
 }
 
 // KeySupplyPath and DealerPath describe where Processes measures the two
@@ -206,6 +213,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	say("paired.\n")
 
 	common := []string{"--model", cfg.Model, "--images", strconv.Itoa(cfg.Images), "--link", link.Name}
+	withPrefetch := []string{"--prefetch-bytes", strconv.FormatInt(cfg.PrefetchBytes, 10)}
 	if cfg.File != "" {
 		common = append(common, "--file", cfg.File)
 	}
@@ -221,7 +229,8 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	withParty := func(b int, extra ...string) []string {
 		a := append([]string{"infer", "party", "--party", strconv.Itoa(b), "--app", c.Party(b).Ready["app"],
 			"--start", strconv.Itoa(cfg.Start), "--dealer", []string{dl.Party0, dl.Party1}[b]}, common...)
-		return append(a, extra...)
+		a = append(a, c.AppArgs(b)...) // the application API's TLS, as the cluster runs it
+		return append(append(a, withPrefetch...), extra...)
 	}
 	var ps [2]*child
 	if ps[1], err = startChild(ctx, bin, dir, "online1", withParty(1, "--online-listen", "127.0.0.1:0")...); err != nil {
@@ -256,7 +265,15 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	}
 	say("running %d images…\n", cfg.Images)
 	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
-		Source: "party daemons (derived keys and derived correlations), five processes", KeySupplyPath: KeySupplyPath, DealerPath: DealerPath}
+		Source: "party daemons (derived keys and derived correlations), five processes", KeySupplyPath: KeySupplyPath, DealerPath: DealerPath,
+		PrefetchWindow: sess[0].PrefetchWindow, PrefetchBytes: cfg.PrefetchBytes}
+	total := cfg.Images
+	if sess[0].PrefetchWindow != sess[1].PrefetchWindow {
+		return nil, fmt.Errorf("the parties' prefetch windows differ: %d and %d", sess[0].PrefetchWindow, sess[1].PrefetchWindow)
+	}
+	if sess[0].PrefetchWindow >= 2 {
+		total *= 2 // the overlapped pass follows
+	}
 	var imgs [2][]PartyImage
 	var wg sync.WaitGroup
 	var errs [2]error
@@ -264,7 +281,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 		wg.Add(1)
 		go func(b int) {
 			defer wg.Done()
-			for len(imgs[b]) < cfg.Images {
+			for len(imgs[b]) < total {
 				l, err := ps[b].next()
 				if err != nil {
 					errs[b] = err
@@ -307,9 +324,9 @@ func fill(rep *DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, sess [2
 		dealerBytes[1] += b.DealerBytes
 		x := infer.QuantizeImage(set.Images[cfg.Start+i], m.Frac)
 		want, _, err := m.Ref(x)
-		same := err == nil && len(want) == len(b.Logits)
-		for j := 0; same && j < len(want); j++ {
-			same = want[j] == b.Logits[j]
+		same := err == nil && slices.Equal(want, b.Logits)
+		if len(imgs[1]) == 2*n { // the overlapped pass: the same image again
+			same = same && slices.Equal(want, imgs[1][n+i].Logits)
 		}
 		if same {
 			rep.BitExact++
@@ -346,13 +363,27 @@ func fill(rep *DemoReport, m *infer.Model, set *infer.MNIST, cfg Config, sess [2
 	rep.SessionWeightMaskWords = sess[0].WeightMaskWords
 	rep.OfflineItemsPerImage = sess[0].Keys + sess[0].Corrs
 	rep.OfflineBytesPerPartyPerImage = max(sess[0].MaterialBytes, sess[1].MaterialBytes)
-	v := float64(crossed) / float64(n)
+	v := float64(crossed) / float64(len(imgs[0])) // both passes' evaluations
 	rep.OfflineInterSiteBytesPerImage = &v
 	rep.SessionOfflineMs = float64(max(sess[0].SessionOfflineNs, sess[1].SessionOfflineNs)) / 1e6
 	rep.SessionOnlineMs = float64(max(sess[0].SessionOnlineNs, sess[1].SessionOnlineNs)) / 1e6
 	rep.SessionBytesPerParty = max(sess[0].SessionBytes, sess[1].SessionBytes)
 	rep.DealerSessionMs = float64(max(sess[0].DealerSessionNs, sess[1].DealerSessionNs)) / 1e6
 	rep.DealerSessionBytesPerParty = max(sess[0].DealerSessionBytes, sess[1].DealerSessionBytes)
+	if len(imgs[0]) == 2*n && len(imgs[1]) == 2*n {
+		var wait, on, wall, sup int64
+		for i := n; i < 2*n; i++ {
+			a, b := imgs[0][i], imgs[1][i]
+			wait += max(a.KeyWaitNs, b.KeyWaitNs)
+			on += max(a.OnlineNs, b.OnlineNs)
+			wall += max(a.KeyWaitNs+a.OnlineNs, b.KeyWaitNs+b.OnlineNs)
+			sup += max(a.KeySupplyNs, b.KeySupplyNs)
+		}
+		rep.OnlineKeyWaitMsPerImage = ms(wait)
+		rep.OverlapOnlineMsPerImage = ms(on)
+		rep.OverlapWallMsPerImage = ms(wall)
+		rep.OverlapKeySupplyMsPerImage = ms(sup)
+	}
 }
 
 func loadModel(name, file string) (*infer.Model, error) {
@@ -372,9 +403,14 @@ type PartyArgs struct {
 	// App is the party daemon's application address; Dealer the dealer's
 	// port for this party ("" = no dealer baseline).
 	App, Dealer string
+	// AppTLS: the application's certificate files when the party daemon's
+	// API runs TLS (nil: plaintext).
+	AppTLS *client.TLSFiles
 	// Online (party 0) is party 1's online address; OnlineListen (party
 	// 1) where to listen for party 0.
 	Online, OnlineListen string
+	// PrefetchBytes is PartyConfig.PrefetchBytes.
+	PrefetchBytes int64
 }
 
 // PartyMain is `kord infer party`: one online party process. It writes
@@ -403,7 +439,7 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 	if err != nil {
 		return err
 	}
-	cfg := PartyConfig{B: a.B, Model: m, Count: a.Images, FirstID: 1}
+	cfg := PartyConfig{B: a.B, Model: m, Count: a.Images, FirstID: 1, PrefetchBytes: a.PrefetchBytes}
 	if a.B == 1 {
 		_, set, err := infer.LoadMNIST()
 		if err != nil {
@@ -417,7 +453,13 @@ func partyMain(ctx context.Context, a PartyArgs, in io.Reader, enc *json.Encoder
 		}
 		cfg.Model = m.Arch() // the client never holds the weights
 	}
-	app, err := client.Dial(a.App, nil)
+	var creds credentials.TransportCredentials
+	if a.AppTLS != nil {
+		if creds, err = client.AppTLS(*a.AppTLS); err != nil {
+			return err
+		}
+	}
+	app, err := client.Dial(a.App, creds)
 	if err != nil {
 		return err
 	}

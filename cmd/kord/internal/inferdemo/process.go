@@ -44,6 +44,13 @@ type PartyConfig struct {
 	Ready func(PartySession) error
 	// Report receives each image's outcome.
 	Report func(PartyImage) error
+	// PrefetchBytes, when it holds two evaluations' material or more,
+	// adds an overlapped pass: after the images with the key supply and
+	// the online phase timed apart, the same images again with the
+	// material of the next evaluations fetched from the daemon while the
+	// current one is evaluated, at most PrefetchBytes of material (the
+	// evaluation in use and those fetched ahead) held at once.
+	PrefetchBytes int64
 }
 
 // PartySession is what a party reports once its session is open.
@@ -59,6 +66,10 @@ type PartySession struct {
 	SessionBytes       int64 `json:"session_online_bytes"`
 	DealerSessionNs    int64 `json:"dealer_session_ns"`
 	DealerSessionBytes int64 `json:"dealer_session_bytes"`
+	// PrefetchWindow is the evaluations' material held at once in the
+	// overlapped pass (0: no overlapped pass; its images follow the
+	// others, Index counting on).
+	PrefetchWindow int `json:"prefetch_window,omitempty"`
 }
 
 // PartyImage is one evaluation at one party.
@@ -72,6 +83,11 @@ type PartyImage struct {
 	OnlineNs    int64   `json:"online_ns"`
 	OnlineBytes int64   `json:"online_bytes"`
 	Rounds      int64   `json:"rounds"`
+	// Overlapped: an image of the overlapped pass; KeySupplyNs is then
+	// the fetch's own time (alongside the previous online phase) and
+	// KeyWaitNs the time the online phase waited for its material.
+	Overlapped bool  `json:"overlapped,omitempty"`
+	KeyWaitNs  int64 `json:"key_wait_ns,omitempty"`
 }
 
 // RunParty runs one online party: its session through its daemon (weight
@@ -112,7 +128,9 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 	var info PartySession
 	info.B = b
 	t0 := time.Now()
-	ps, sess, err := infer.NewPartySupply(ctx, b, cfg.App, arch, cfg.FirstID)
+	sctx, scancel := context.WithCancel(ctx) // ends a fetch under way
+	defer scancel()
+	ps, sess, err := infer.NewPartySupply(sctx, b, cfg.App, arch, cfg.FirstID)
 	if err != nil {
 		return err
 	}
@@ -122,6 +140,9 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 	info.Keys, info.Corrs, info.MaterialBytes = ps.PlanCounts(m.Ring)
 	info.CorrWords = ps.CorrWords()
 	info.WeightMaskWords = sess.WeightMaskWords()
+	if info.MaterialBytes > 0 && cfg.PrefetchBytes/info.MaterialBytes >= 2 {
+		info.PrefetchWindow = int(min(cfg.PrefetchBytes/info.MaterialBytes, int64(n)+1))
+	}
 	if cfg.Dealer != nil {
 		t0 = time.Now()
 		data, err := ReadShipment(cfg.Dealer)
@@ -181,6 +202,49 @@ func RunParty(ctx context.Context, cfg PartyConfig) error {
 		out, err := infer.Eval(&gates.Party{B: b, Conn: conn}, mine, sess, mat, x)
 		if err != nil {
 			return fmt.Errorf("infer: image %d: %w", i, err)
+		}
+		rep.OnlineNs = time.Since(t0).Nanoseconds()
+		rep.OnlineBytes, rep.Rounds = conn.Sent()-sent, conn.Rounds()-rounds
+		rep.Logits = out
+		if cfg.Report != nil {
+			if err := cfg.Report(rep); err != nil {
+				return err
+			}
+		}
+	}
+	if info.PrefetchWindow >= 2 {
+		return overlapped(ctx, scancel, cfg, ps, sess, conn, mine, n, info.PrefetchWindow)
+	}
+	return nil
+}
+
+// overlapped is RunParty's overlapped pass: the same n evaluations, each
+// one's material fetched (ps.Gen) while the previous ones are evaluated,
+// at most window evaluations' material alive at once. Reports follow
+// the first pass's (Index n …).
+func overlapped(ctx context.Context, scancel context.CancelFunc, cfg PartyConfig, ps *infer.PartySupply, sess *infer.Session, conn *gates.Conn, mine *infer.Model, n, window int) error {
+	pf := startPrefetch(ctx, n, window, func(int) (*infer.Material, error) { return ps.Gen() }, (*infer.Material).Wipe)
+	defer func() {
+		scancel() // a fetch under way ends (the stream is not used again)
+		pf.stop()
+	}()
+	for i := 0; i < n; i++ {
+		mat, gen, wait, err := pf.next(ctx)
+		if err != nil {
+			return fmt.Errorf("infer: image %d (overlapped), key supply through the daemon: %w", i, err)
+		}
+		rep := PartyImage{B: cfg.B, Index: n + i, Overlapped: true, KeySupplyNs: gen.Nanoseconds(), KeyWaitNs: wait.Nanoseconds()}
+		var x []int64
+		if cfg.B == 1 {
+			x = cfg.Images[i]
+		}
+		sent, rounds := conn.Sent(), conn.Rounds()
+		t0 := time.Now()
+		out, err := infer.Eval(&gates.Party{B: cfg.B, Conn: conn}, mine, sess, mat, x)
+		mat.Wipe() // Eval wipes it too, unless it refused it
+		pf.release()
+		if err != nil {
+			return fmt.Errorf("infer: image %d (overlapped): %w", i, err)
 		}
 		rep.OnlineNs = time.Since(t0).Nanoseconds()
 		rep.OnlineBytes, rep.Rounds = conn.Sent()-sent, conn.Rounds()-rounds

@@ -116,8 +116,21 @@ type ResNetDemoReport struct {
 	MaxStepMaterialBytes   int64          `json:"max_step_material_bytes_per_party"`
 	Keys                   map[string]int `json:"keys"`
 	// With CompareOverlap: the same images overlapped, same run.
-	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image,omitempty"`
+	OverlapWallMsPerImage float64 `json:"overlap_wall_ms_per_image"`
 	OverlapSpeedup        float64 `json:"overlap_speedup,omitempty"` // sequential wall / overlapped wall
+	// OnlineKeyWaitMsPerImage: with Overlap or CompareOverlap, the time
+	// the online parties waited for material in the overlapped run;
+	// AheadSteps the steps the supplier could hold ready there
+	// (StreamConfig.PrefetchBytes).
+	OnlineKeyWaitMsPerImage float64 `json:"online_key_wait_ms_per_image"`
+	AheadSteps              int     `json:"ahead_steps,omitempty"`
+	// The overlapped run's online time (its wall less the waits) and its
+	// supply's own time, alongside; the MNIST demo's prefetch fields
+	// (PrefetchWindow 0: a ResNet prefetches steps, AheadSteps).
+	OverlapOnlineMsPerImage    float64 `json:"overlap_online_ms_per_image"`
+	OverlapKeySupplyMsPerImage float64 `json:"overlap_key_supply_ms_per_image"`
+	PrefetchWindow             int     `json:"prefetch_window_images"`
+	PrefetchBytes              int64   `json:"prefetch_bytes"`
 }
 
 // Paths of the ResNet demo's two key supplies.
@@ -179,7 +192,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		interSite = func() int64 { return 0 }
 	}
 	linkStart := interSite()
-	var online, supply, dealer, dealerSession, wall, owall, ref time.Duration
+	var online, supply, dealer, dealerSession, wall, owall, ref, wait, osupply time.Duration
 	for i := 0; i < cfg.Images; i++ {
 		x := infer.ResNetImage(m, infer.ResNetSeed+uint64(i))
 		t0 := time.Now()
@@ -200,6 +213,12 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 		online += time.Duration(sr.OnlineMs * 1e6)
 		supply += time.Duration(sr.SupplyMs * 1e6)
 		wall += time.Duration(sr.WallMs * 1e6)
+		if cfg.Stream.Overlap { // this run is the overlapped one
+			wait += time.Duration(sr.KeyWaitMs * 1e6)
+			owall += time.Duration(sr.WallMs * 1e6)
+			osupply += time.Duration(sr.SupplyMs * 1e6)
+			rep.AheadSteps = sr.Ahead
+		}
 		same := slices.Equal(got, want)
 		if cfg.CompareOverlap {
 			sc := cfg.Stream
@@ -210,6 +229,9 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			}
 			logf("image %d: overlapped, wall %.1f s (supply %.1f s running alongside)", i, sr2.WallMs/1000, sr2.SupplyMs/1000)
 			owall += time.Duration(sr2.WallMs * 1e6)
+			wait += time.Duration(sr2.KeyWaitMs * 1e6)
+			osupply += time.Duration(sr2.SupplyMs * 1e6)
+			rep.AheadSteps = sr2.Ahead
 			same = same && slices.Equal(got2, want)
 		}
 		if same {
@@ -248,6 +270,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.Accuracy /= n
 	rep.OnlineMsPerImage, rep.KeySupplyMsPerImage, rep.WallMsPerImage, rep.RefMsPerImage = per(online), per(supply), per(wall), per(ref)
 	rep.DealerKeySupplyMsPerImage = per(dealer)
+	rep.OnlineKeyWaitMsPerImage = per(wait)
 	rep.DealerSessionMs = per(dealerSession)
 	if dealer > 0 {
 		rep.DealerSessionBytesPerParty = int64(rep.SessionWeightMaskWords) * int64((m.Ring+7)/8)
@@ -255,8 +278,13 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	rep.OfflineMsPerImage = rep.KeySupplyMsPerImage
 	rep.OfflineDerivedKeysPerImage = rep.OfflineKeysPerImage
 	rep.RefAccuracy = 1
+	rep.PrefetchBytes = cfg.Stream.PrefetchBytes
 	if owall > 0 {
 		rep.OverlapWallMsPerImage = per(owall)
+		rep.OverlapOnlineMsPerImage = per(owall - wait)
+		rep.OverlapKeySupplyMsPerImage = per(osupply)
+	}
+	if owall > 0 && cfg.CompareOverlap {
 		rep.OverlapSpeedup = float64(wall) / float64(owall)
 	}
 	rep.OnlineBytesPerPartyPerImage /= int64(cfg.Images)

@@ -28,6 +28,9 @@ type ModuleConfig struct {
 	// --allow-same-uid and --allow-unverified-peer (daemon.ModuleAccess).
 	PartyUIDs                     []string
 	AllowSameUID, AllowUnverified bool
+	// RemoveSecretAfterPairing (--remove-secret-after-pairing): delete
+	// Files.SecretFile once the module is paired.
+	RemoveSecretAfterPairing bool
 	// Journal, if not empty, is the file every keystream position used
 	// is appended to (testing).
 	Journal string
@@ -98,6 +101,9 @@ func Module(ctx context.Context, c ModuleConfig) error {
 	defer stop()
 	defer daemon.StartProcess(fmt.Sprintf("module%d", party), c.PrefaultMiB)()
 	context.AfterFunc(ctx, func() { l.Close() })
+	if c.RemoveSecretAfterPairing && c.Files.SecretFile != "" {
+		go removeSecretAfterPairing(ctx, dev, c.Files.SecretFile, log)
+	}
 	log.Info("module listening", "socket", c.Socket, "state", c.Files.State, "locked", dev.Locked())
 	daemon.Ready(stdout(c.Out), "socket", c.Socket, "pid", os.Getpid())
 	if err := socket.NewServer(dev, opts).Serve(l); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/kord-fss/kord/internal/appauth"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/provision"
@@ -53,6 +55,12 @@ type PartyConfig struct {
 	// link's transport (daemon.PeerTLS).
 	TLSCert, TLSKey, TLSCA, TLSPeerName string
 	PeerPlaintext                       bool
+	// App is the application API's authentication (appauth: TLS with
+	// client certificates, Unix uids, or plaintext); its Listen is
+	// Listen. AppSocketGroup, if set, opens a Unix socket --listen to that
+	// group (mode 0660) for applications under other users.
+	App            appauth.Config
+	AppSocketGroup string
 	// LogLevel is --log-level; PrefaultMiB --prefault-heap.
 	LogLevel    string
 	PrefaultMiB int
@@ -74,6 +82,14 @@ func Party(ctx context.Context, c PartyConfig) error {
 		return err
 	}
 	log := base.With("party", party)
+	// The application API's credentials are read first: a bad file is
+	// reported before anything else happens.
+	ac := c.App
+	ac.Listen = c.Listen
+	appOpts, appMode, err := ac.ServerOptions(log)
+	if err != nil {
+		return daemon.BadInput("%v", err)
+	}
 	creds, tc, err := daemon.PeerTLS(c.TLSCert, c.TLSKey, c.TLSCA, c.TLSPeerName, c.PeerPlaintext, party)
 	if err != nil {
 		return err
@@ -89,6 +105,12 @@ func Party(ctx context.Context, c PartyConfig) error {
 		}
 	} else {
 		log.Warn("peer link without transport security (--peer-plaintext)")
+	}
+	switch appMode {
+	case appauth.ModePlaintext:
+		log.Warn("application API without TLS or identities: every caller is the anonymous application and the operator", "listen", c.Listen, "explicit", ac.Plaintext)
+	default:
+		log.Info("application API authenticated", "mode", appMode, "operator", ac.Operator)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -108,12 +130,12 @@ func Party(ctx context.Context, c PartyConfig) error {
 	defer stop()
 	defer daemon.StartProcess(fmt.Sprintf("party%d", party), c.PrefaultMiB)()
 
-	appL, err := daemon.Listen(c.Listen)
+	appL, err := listenApp(c.Listen, c.AppSocketGroup)
 	if err != nil {
 		return err
 	}
 	opts := daemon.ServerOptions()
-	app := grpc.NewServer(opts...)
+	app := grpc.NewServer(append(opts[:len(opts):len(opts)], appOpts...)...)
 	p.Register(app, nil)
 	go app.Serve(appL)
 	defer app.Stop()
@@ -179,4 +201,21 @@ func openPartyModule(c PartyConfig, log *slog.Logger) (mod socket.Module, close 
 	log.Warn("the module runs inside the party process (--module in-process): whoever compromises the party reads the module's secrets (docs/threat-model.md, \"The module inside the party\")",
 		"state", m.State, "locked", dev.Locked())
 	return socket.Local(dev), func() { st.Close() }, nil
+}
+
+// listenApp listens on the application address; a Unix socket with group
+// (a name or gid) is opened to that group (mode 0660).
+func listenApp(addr, group string) (net.Listener, error) {
+	if group == "" {
+		return daemon.Listen(addr)
+	}
+	path, ok := strings.CutPrefix(addr, "unix://")
+	if !ok {
+		return nil, daemon.BadInput("--app-socket-group is for a Unix socket --listen (unix:///path), not %s", addr)
+	}
+	gid, err := socket.LookupGroup(group)
+	if err != nil {
+		return nil, daemon.BadInput("--app-socket-group: %v", err)
+	}
+	return socket.ListenGroup(path, gid)
 }

@@ -106,7 +106,15 @@ func testServe(t *testing.T, inProcess bool) {
 		if inProcess {
 			continue
 		}
-		c := ModuleConfig{Files: files[b], Socket: sockets[b], AllowSameUID: true, LogLevel: "error"}
+		// Each module its own copy of the secret (as the chart's tmpfs
+		// copies), removed once it is paired.
+		own := filepath.Join(dir, fmt.Sprintf("secret%d", b))
+		text, err := os.ReadFile(secret)
+		if err != nil || os.WriteFile(own, text, 0o600) != nil {
+			t.Fatal(err)
+		}
+		files[b].SecretFile = own
+		c := ModuleConfig{Files: files[b], Socket: sockets[b], AllowSameUID: true, LogLevel: "error", RemoveSecretAfterPairing: true}
 		mods[b] = run(t, ctx, "module", func(out io.Writer) error { c.Out = out; return Module(ctx, c) })
 		if mods[b].ready["socket"] != sockets[b] {
 			t.Fatalf("module %d ready on %q, want %q", b, mods[b].ready["socket"], sockets[b])
@@ -141,8 +149,29 @@ func testServe(t *testing.T, inProcess bool) {
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer pcancel()
+	for b := range 2 {
+		if _, err := os.Stat(files[b].SecretFile); err != nil {
+			t.Fatalf("module %d's secret file before pairing: %v", b, err)
+		}
+	}
 	if err := apps[0].Pair(pctx); err != nil {
 		t.Fatalf("pairing: %v", err)
+	}
+	if !inProcess {
+		// --remove-secret-after-pairing: both copies go once paired.
+		for b := range 2 {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := os.Stat(files[b].SecretFile)
+				if errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("module %d's secret file still there after pairing (%v)", b, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 	}
 
 	p := fss.Params{Type: fss.DCF, InBits: 16, OutBits: 32}

@@ -65,4 +65,18 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- if ne (len .Values.tls.secrets) 2 -}}
 {{- fail "tls.secrets: give one Secret per site (two names)" -}}
 {{- end -}}
+{{- if ne (len .Values.seal.secrets) 2 -}}
+{{- fail "seal.secrets: give one Secret per site (two names, or \"\" for an unsealed site)" -}}
+{{- end -}}
+{{- if not .Values.app.operator -}}
+{{- fail "app.operator: name the operator identity (its certificate's kord-app:NAME)" -}}
+{{- end -}}
+{{- if and .Values.pairing.enabled (not .Values.app.operatorSecret) -}}
+{{- fail "app.operatorSecret: the pairing Job needs the operator's certificate (a Secret with tls.crt, tls.key, ca.crt)" -}}
+{{- end -}}
+{{- $site0 := false -}}
+{{- range .Values.sites -}}{{- if eq (int .) 0 -}}{{- $site0 = true -}}{{- end -}}{{- end -}}
+{{- if and (not $site0) (not .Values.peer.allowFrom) -}}
+{{- fail "peer.allowFrom: site 0 is not in this release, so name where its parties connect from (NetworkPolicy peers, e.g. an ipBlock), or nothing may reach the peer port" -}}
+{{- end -}}
 {{- end -}}
