@@ -184,10 +184,15 @@ func (f *follower) serve(ctx context.Context) error {
 		select {
 		case r = <-f.in:
 		case <-tick.C:
-			if seq, late := f.p.heldOverdue(timeout); late {
+			seq, late := f.p.heldOverdue(timeout)
+			if !late {
+				continue
+			}
+			select {
+			case r = <-f.in: // a message already read goes first
+			default:
 				return fmt.Errorf("%w: no confirmation of batch %d from the peer within %v", errDesync, seq, timeout)
 			}
-			continue
 		case <-ctx.Done():
 			return ctx.Err()
 		}
