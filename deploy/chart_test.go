@@ -283,7 +283,7 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 		// make the volume group-writable, which the module refuses).
 		state := flag(t, mod, "state")
 		sm := mountOf(t, mod, state)
-		if volume(t, s, sm.Name) != nil || len(s.Spec.VolumeClaimTemplates) != 1 || s.Spec.VolumeClaimTemplates[0].Name != sm.Name {
+		if volume(t, s, sm.Name) != nil || len(s.Spec.VolumeClaimTemplates) != 2 || s.Spec.VolumeClaimTemplates[0].Name != sm.Name {
 			t.Fatalf("site %d: state %s on volume %s, want the StatefulSet's volume claim", site, state, sm.Name)
 		}
 		if q := s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.IsZero() {
@@ -310,6 +310,20 @@ func checkSites(t *testing.T, m *manifests, pairs int) {
 			}
 		}
 		checkModuleInit(t, init, state)
+
+		// The party's own state file on a claim of its own, its directory
+		// given to the party's user; pods are replaced only when deleted
+		// (both sites are upgraded together: docs/operations.md).
+		pstate := flag(t, party, "party-state")
+		pm := mountOf(t, party, pstate)
+		pinit := container(t, pod.InitContainers, "party-init")
+		if s.Spec.VolumeClaimTemplates[1].Name != pm.Name || pm.Name == sm.Name || flag(t, pinit, "state-dir") != path.Dir(pstate) ||
+			mountOf(t, pinit, pstate).Name != pm.Name || flag(t, pinit, "uid") != strconv.FormatInt(*psc.RunAsUser, 10) {
+			t.Fatalf("site %d: the party's state %s on %+v, prepared by %v", site, pstate, pm, pinit.Args)
+		}
+		if s.Spec.UpdateStrategy.Type != "OnDelete" {
+			t.Fatalf("site %d: update strategy %q, want OnDelete", site, s.Spec.UpdateStrategy.Type)
+		}
 
 		// Peer link: party 1 listens where its Service and container say;
 		// party 0 dials that port on site 1's pod of its own pair.

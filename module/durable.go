@@ -105,6 +105,15 @@ func (m *Durable) CollectRange(_ context.Context, first uint64, count int, point
 	return m.d.CollectRange(first, count, points, emit)
 }
 
+// RecollectRange hands emit the outputs handed out before at counters
+// first … first+count-1, each only if it was generated for expect[i] (the
+// request's own shares, shape and payload, as submitted): a party that
+// restarted completes a request only with the output made for it. It
+// refuses the whole call (ErrBadRequest) otherwise, emitting nothing.
+func (m *Durable) RecollectRange(_ context.Context, first uint64, count int, points [][]uint64, expect []msg.Share, emit func(*msg.CollectResponse)) error {
+	return m.d.RecollectRange(first, count, points, expect, emit)
+}
+
 // CollectSlab hands emit the slab of the bulk at first (count keys); a
 // repeat of a recent one gives the same bytes. The slab is the module's
 // remembered copy, valid only during emit.

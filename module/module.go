@@ -103,6 +103,10 @@ func NewSoftware(c Config) (Device, error) {
 // forget the oldest.
 const MaxWeights = engine.MaxWeights
 
+// RejectRecollect is the Poll reject class of re-collects refused because
+// the output was generated for another request (Durable.RecollectRange).
+const RejectRecollect = engine.RejectRecollect
+
 // KEMs lists the pairing KEM names this build supports, each run hybrid
 // with X25519.
 func KEMs() []string { return engine.KEMs() }

@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +86,27 @@ func (k *killable) Do(ctx context.Context, calls []socket.Call, stop bool) ([]so
 	}
 	return k.Module.Do(ctx, calls, stop)
 }
+
+// withState is c with party b's state file (its record of what it served,
+// ledger.go) in the test's state directory: a party started again with it
+// has restarted.
+func withState(t testing.TB, c Config, b int) Config {
+	stateDirs.Lock()
+	defer stateDirs.Unlock()
+	d, ok := stateDirs.m[t]
+	if !ok {
+		d = t.TempDir()
+		stateDirs.m[t] = d
+		t.Cleanup(func() { stateDirs.Lock(); delete(stateDirs.m, t); stateDirs.Unlock() })
+	}
+	c.State = filepath.Join(d, fmt.Sprintf("party%d.db", b))
+	return c
+}
+
+var stateDirs = struct {
+	sync.Mutex
+	m map[testing.TB]string
+}{m: map[testing.TB]string{}}
 
 // confirmTrap is party 1's end of a peer session that calls hit (once)
 // when party 0's confirmation of batch seq arrives, instead of handing it
@@ -253,8 +276,8 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 		}
 		return &confirmTrap{ServerStream: ss, seq: 3, hit: hit, on: armed}
 	}
-	s[1] = startParty1(t, "", mods[1], cfg, wrap)
-	s[0] = startSite(t, 0, mods[0], s[1].addr, cfg)
+	s[1] = startParty1(t, "", mods[1], withState(t, cfg, 1), wrap)
+	s[0] = startSite(t, 0, mods[0], s[1].addr, withState(t, cfg, 0))
 	if err := s[0].app.Pair(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -276,9 +299,9 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	// Restart it on the same module and have its application resend.
 	mods[kill] = &killable{Module: mods[kill].Module}
 	if kill == 1 {
-		s[1] = startParty1(t, s[1].addr, mods[1], cfg, wrap)
+		s[1] = startParty1(t, s[1].addr, mods[1], withState(t, cfg, 1), wrap)
 	} else {
-		s[0] = startSite(t, 0, mods[0], s[1].addr, cfg)
+		s[0] = startSite(t, 0, mods[0], s[1].addr, withState(t, cfg, 0))
 	}
 	// The victim's stream has ended: its requests without an answer are
 	// resent; the survivor's stream goes on.
@@ -350,8 +373,8 @@ func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	wrap := func(ss grpc.ServerStream) grpc.ServerStream {
 		return &confirmTrap{ServerStream: ss, seq: 3, hit: hit, on: armed}
 	}
-	s[1] = startParty1(t, "", mods[1], cfg, wrap)
-	s[0] = startSite(t, 0, mods[0], s[1].addr, cfg)
+	s[1] = startParty1(t, "", mods[1], withState(t, cfg, 1), wrap)
+	s[0] = startSite(t, 0, mods[0], s[1].addr, withState(t, cfg, 0))
 	if err := s[0].app.Pair(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +411,7 @@ func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	}
 	<-done1
 	mods[1] = &killable{Module: mods[1].Module}
-	s[1] = startParty1(t, s[1].addr, mods[1], cfg, wrap)
+	s[1] = startParty1(t, s[1].addr, mods[1], withState(t, cfg, 1), wrap)
 	// An id with keys at site 0 and no answer at site 1.
 	var victim uint64
 	for victim == 0 && ctx.Err() == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kord-fss/kord/fss"
@@ -29,6 +30,15 @@ type follower struct {
 	transcript []byte // the hash chain over the batches accepted
 	expected   uint64 // the counter the next batch must start at
 	lastSeq    uint64 // the last batch accepted
+	// sendMu: the finisher's replies and the void sender share the link.
+	sendMu sync.Mutex
+}
+
+// send sends m to party 0.
+func (f *follower) send(m *pb.PeerMsg) error {
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
+	return f.link.Send(m)
 }
 
 // serveSession is party 1's side of a session over the gRPC peer link.
@@ -74,18 +84,19 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if hello == nil {
 		return fmt.Errorf("%w: expected hello", errDesync)
 	}
+	if err := checkVersion(hello.Version); err != nil {
+		// State this party's version, so that party 0 says so too.
+		f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Version: ProtocolVersion}}})
+		p.log.Error("peer session refused", "err", err)
+		return err
+	}
 	if n := p.pend.failSpent(peerSpent(hello.Spent, hello.Run)); n > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(n))
 	}
-	// fresh: this party has had no session since it started (recover.go).
+	// fresh: this party has had no session since it started, so what it
+	// reported spent before is lost (party 0 settles its doubt so). Its
+	// record is used only after a real restart (ledger.takeRestart).
 	fresh := p.sessions.Load() == 0
-	if fresh {
-		var recs []*recoverRec
-		for _, r := range peerSpent(hello.Spent, hello.Run) {
-			recs = append(recs, &recoverRec{shape: shape{id: r.id}, class: ErrClassSpent})
-		}
-		p.keepRecovered(recs)
-	}
 	p.heldMu.Lock()
 	newRun := p.heldRun != hello.Run
 	doubt := p.held
@@ -94,7 +105,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	if newRun {
 		// Party 0 restarted (or this is the first session): what it
 		// delivered of the held batches is settled at its witness.
-		recent = append(p.recentItems(), heldItems(doubt)...)
+		recent = append(p.listItems(), heldItems(doubt)...)
 	} else {
 		p.settleHeld(hello.Run, hello.DeliveredThrough, hello.Confirms)
 	}
@@ -123,7 +134,8 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err = f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_HelloReply{HelloReply: &pb.HelloReply{Challenge: chal, Witness: w,
-		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent}}}); err != nil {
+		PackedItems: !p.cfg.itemsUnpacked, Bulk: !p.cfg.noBulk, Spent: spent, Fresh: fresh, Recent: recent,
+		Version: ProtocolVersion}}}); err != nil {
 		return err
 	}
 	if m, err = waitRecv(ctx, f.in, p.cfg.PeerTimeout, "witness"); err != nil {
@@ -134,10 +146,16 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: expected the peer's witness", errDesync)
 	}
 	if newRun {
-		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldOkConfirms)
+		p.resolveHeld(hello.Run, pw.HeldOk, pw.HeldVoid, pw.HeldSpent, pw.HeldOkConfirms)
 	}
-	if fresh && len(pw.Recent) > 0 {
-		p.keepRecovered(recsOf(pw.Recent))
+	if p.ledger.takeRestart() {
+		// This party's first session after its own restart: its record,
+		// narrowed by party 0's lists, answers its application's resends.
+		peer := pw.Recent
+		for _, r := range peerSpent(hello.Spent, hello.Run) {
+			peer = append(peer, &pb.RecentItem{Item: &pb.BatchItem{Id: r.id}, ErrorClass: ErrClassSpent})
+		}
+		p.keepRecovered(p.ownRecovery(peer, true))
 	}
 	rc, err := p.mod.Reconcile(ctx, pw.Witness)
 	if err != nil {
@@ -167,6 +185,13 @@ func (f *follower) serve(ctx context.Context) error {
 	go func() {
 		fin <- f.finisher(ctx, work, stop)
 	}()
+	vctx, vcancel := context.WithCancel(ctx)
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		f.p.sendVoids(vctx, f.send)
+	}()
+	defer func() { vcancel(); <-vdone }()
 	defer func() {
 		close(work)
 		err := <-fin
@@ -205,6 +230,8 @@ func (f *follower) serve(ctx context.Context) error {
 			if err := f.confirm(v.Confirm); err != nil {
 				return err
 			}
+		case *pb.PeerMsg_VoidNotice:
+			f.p.peerVoid(v.VoidNotice.Ids)
 		case *pb.PeerMsg_Batch:
 			select {
 			case <-stop:
@@ -500,7 +527,7 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 			n := uint64(len(r.FrameData))
 			p.frameBytes.Add(n)
 			r.VoidIds = p.takeVoid()
-			err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
+			err := f.send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 			if err != nil {
 				p.frameBytes.Add(^(n - 1)) // not sent after all
 				p.restoreVoid(r.VoidIds)
@@ -593,6 +620,10 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 	reps, digest, conf, err := outputs(res, pr.frames, js, pr.segs, b.FirstCounter)
 	if err != nil {
 		return fail(class, "%v", err), nil
+	}
+	// Recorded before the reply lets party 0 deliver (recover.go).
+	if p.ledger.durable() {
+		p.ledger.put(servedOf(js, reps))
 	}
 	p.heldMu.Lock()
 	p.heldRun = f.run

@@ -128,7 +128,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		}
 	}()
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Hello{Hello: &pb.Hello{Run: p.run, DeliveredThrough: p.delivered.Load(), Challenge: chal,
-		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Confirms: p.keptConfirms()}}}); err != nil {
+		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Confirms: p.keptConfirms(), Version: ProtocolVersion}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	m, err := recvWithin(ctx, l.link, p.cfg.PeerTimeout, "hello reply")
@@ -138,6 +138,10 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	hr := m.GetHelloReply()
 	if hr == nil {
 		return fmt.Errorf("%w: expected a hello reply", errDesync)
+	}
+	if err := checkVersion(hr.Version); err != nil {
+		p.log.Error("peer session refused", "err", err)
+		return err
 	}
 	// Requests party 1 burned (its module opened our frames for them and
 	// the batch was not delivered) are not batched again.
@@ -155,17 +159,28 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	}
 	wm := &pb.Witness{Witness: w}
 	if len(hr.Recent) > 0 {
-		// This party restarted (recover.go): complete or void what party
-		// 1 holds, and keep what it delivered for resends.
-		var recs []*recoverRec
-		wm.HeldOk, wm.HeldVoid, wm.HeldOkConfirms, recs = p.settleHeldRemote(hr.Recent)
-		p.keepRecovered(recs)
+		// Party 1 holds batches for an earlier run of this party: settled
+		// from this site's own record alone (recover.go).
+		wm.HeldOk, wm.HeldVoid, wm.HeldSpent, wm.HeldOkConfirms = p.settleHeldOwn(hr.Recent)
+		// A resend of a held id answered void here gets void too (the
+		// same class at both sites, also in a later session).
+		voids := make([]*recoverRec, len(wm.HeldVoid))
+		for i, id := range wm.HeldVoid {
+			voids[i] = &recoverRec{shape: shape{id: id}, class: ErrClassVoid}
+		}
+		p.ledger.answered(wm.HeldVoid, ErrClassVoid)
+		p.keepRecovered(voids)
+	}
+	if p.ledger.takeRestart() {
+		// This party's first session after its own restart: its record,
+		// narrowed by party 1's lists, answers its application's resends.
+		p.keepRecovered(p.ownRecovery(hr.Recent, false))
 	}
 	doubt := p.settleDoubt(hr.Fresh)
 	if hr.Fresh {
 		// Party 1 restarted: what this site delivered, and what it failed
 		// spent since, for its application's resends.
-		wm.Recent = append(p.recentItems(), tombstones(doubt, ErrClassSpent)...)
+		wm.Recent = append(p.listItems(), tombstones(doubt, ErrClassSpent)...)
 	}
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
@@ -184,10 +199,14 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 // run runs the batch pipeline until a stage fails (or ctx ends), then
 // returns the batches still in flight to the queue.
 func (l *leader) run(ctx context.Context) error {
-	l.wg.Add(3)
+	l.wg.Add(4)
 	go l.sender(ctx)
 	go l.receiver(ctx)
 	go l.watchdog(ctx)
+	go func() {
+		defer l.wg.Done()
+		l.p.sendVoids(ctx, l.send)
+	}()
 	err := <-l.errc
 	l.cancel()
 	l.wg.Wait()
@@ -332,6 +351,10 @@ func (l *leader) receiver(ctx context.Context) {
 		if err != nil {
 			l.fail(fmt.Errorf("peer: %w", err))
 			return
+		}
+		if vn := m.GetVoidNotice(); vn != nil {
+			l.p.peerVoid(vn.Ids)
+			continue
 		}
 		if err := l.reply(ctx, m.GetBatchReply()); err != nil {
 			l.fail(err)

@@ -126,7 +126,7 @@ func TestResolveHeldNeedsConfirmation(t *testing.T) {
 	h := &heldBatch{seq: 1, jobs: jobs, replies: reps}
 	p.held, p.heldRun = []*heldBatch{h}, 5
 	good := heldConfirm(h, 0)
-	p.resolveHeld(6, []uint64{20, 21, 22}, nil, [][]byte{good, good, nil})
+	p.resolveHeld(6, []uint64{20, 21, 22}, nil, nil, [][]byte{good, good, nil})
 	class := func(j *job) string {
 		if j.reply == nil {
 			return ""

@@ -43,6 +43,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -94,8 +95,13 @@ type Config struct {
 	// replies. Answered keys leave MaxPending's count, so without it an
 	// application that sends without reading would pile replies up.
 	MaxStreamKeys int
-	Logger        *slog.Logger
-	Registry      prometheus.Registerer
+	// State is the party's state file (ledger.go): its own durable
+	// record of what it served for recent ids, which alone decides what
+	// it hands out again after a restart. "" keeps none: a restarted
+	// party then completes nothing generated before (those ids are void).
+	State    string
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
 
 	// oneShotReplies (tests): party 0 does not ask for early frames, as
 	// a party 0 that predates them, so party 1 answers in one part.
@@ -160,7 +166,9 @@ type Party struct {
 	recentNext int
 	tags       [][16]byte // pair tags by counter mod recentKeys
 	tagCtr     []uint64
-	// what a restarted party's peer sent it (recover.go)
+	// this party's own durable record (ledger.go)
+	ledger *ledger
+	// what a restarted party answers resends with (recover.go)
 	recoverMu     sync.RWMutex
 	recovered     map[uint64]*recoverRec
 	recoveredN    atomic.Int64
@@ -169,6 +177,9 @@ type Party struct {
 	// tell the peer with the next batch (party 0) or batch reply (party 1)
 	voidMu  sync.Mutex
 	voidOut []uint64
+	// voidKick wakes the session's void sender (sendVoids) when voidOut
+	// gets an id.
+	voidKick chan struct{}
 }
 
 type heldBatch struct {
@@ -217,7 +228,7 @@ func New(c Config) (*Party, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
-		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0)}
+		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0), voidKick: make(chan struct{}, 1)}
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
@@ -239,18 +250,34 @@ func New(c Config) (*Party, error) {
 		}
 		p.peerConn, p.peer = conn, pb.NewPeerLinkClient(conn)
 	}
+	l, err := openLedger(c.State, p.log)
+	if err != nil {
+		if p.peerConn != nil {
+			p.peerConn.Close()
+		}
+		return nil, err
+	}
+	p.ledger = l
+	if l.restarted {
+		p.log.Info("restarted over this party's state file: its record answers resends in the first peer session",
+			"state", c.State, "epoch", l.epoch, "ids", len(l.byID))
+	}
 	return p, nil
 }
 
 // peerBackoff is party 0's reconnection backoff to party 1.
-var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+// MaxDelay bounds how long a restarted party 1 waits to be dialled again
+// after a longer outage (a whole site's restart): a dial to a closed port
+// costs nothing worth saving.
+var peerBackoff = backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond}
 
 // Close releases the peer connection.
 func (p *Party) Close() error {
+	err := p.ledger.close()
 	if p.peerConn != nil {
-		return p.peerConn.Close()
+		err = errors.Join(err, p.peerConn.Close())
 	}
-	return nil
+	return err
 }
 
 // peerCreds are the peer link's transport credentials: PeerCreds, or
@@ -316,13 +343,25 @@ func (p *Party) Run(ctx context.Context) error {
 		}
 	}()
 	backoff := 20 * time.Millisecond
+	waitingPair := false // said once that the module waits for pairing
 	for ctx.Err() == nil {
 		before := p.delivered.Load()
 		err := p.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		p.log.Warn("peer session ended; resynchronising", "err", err)
+		switch {
+		case errors.Is(err, module.ErrNotPaired):
+			// Not a fault: every fresh pair starts so. Said once, with
+			// what ends it, not once a second until then.
+			if !waitingPair {
+				p.log.Info("the module is not paired yet: waiting for pairing (run `kord pair --app ADDR` with this party's --listen address once both parties are up)")
+				waitingPair = true
+			}
+		default:
+			waitingPair = false
+			p.log.Warn("peer session ended; resynchronising", "err", err)
+		}
 		if p.delivered.Load() != before {
 			backoff = 20 * time.Millisecond
 		}
@@ -419,6 +458,10 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
 	p.record(jobs, reps)
+	if p.cfg.Party == 0 && p.ledger.durable() {
+		// Recorded before the application or party 1 gets them (recover.go).
+		p.ledger.put(servedOf(jobs, reps))
+	}
 	n := 0
 	var next uint64
 	for i, j := range jobs {

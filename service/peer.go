@@ -89,10 +89,10 @@ func (p *Party) settleHeld(run, through uint64, confirms []*pb.Confirm) {
 // resolveHeld settles, after a restart of party 0 (a new run), the
 // batches held for its predecessor: party 0 named the requests whose pair
 // it completed (ok, each with its confirmation: delivered when it matches
-// this site's own outputs, confirm.go; failed tampered when it does not)
-// and those it could not (void); any other is failed spent as before (a
-// party 0 that does not know the lists).
-func (p *Party) resolveHeld(run uint64, ok, void []uint64, confirms [][]byte) {
+// this site's own outputs, confirm.go; failed tampered when it does not),
+// those it could not (void) and those it had answered spent (spent); any
+// other is failed spent as before (a party 0 that does not know the lists).
+func (p *Party) resolveHeld(run uint64, ok, void, spent []uint64, confirms [][]byte) {
 	p.heldMu.Lock()
 	held := p.held
 	p.held = nil
@@ -109,6 +109,10 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64, confirms [][]byte) {
 	for _, id := range void {
 		voidSet[id] = true
 	}
+	spentSet := make(map[uint64]bool, len(spent))
+	for _, id := range spent {
+		spentSet[id] = true
+	}
 	for _, h := range held {
 		var dj, rest []*job
 		var dr [][]msg.CollectResponse
@@ -122,11 +126,18 @@ func (p *Party) resolveHeld(run uint64, ok, void []uint64, confirms [][]byte) {
 				// confirmation of this site's outputs: not delivered.
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
+				p.ledger.answered([]uint64{j.id}, ErrClassTampered)
 				j.fail(ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α", j.id, h.seq)
 			case voidSet[j.id]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
+				p.ledger.answered([]uint64{j.id}, ErrClassVoid)
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
+			case spentSet[j.id]:
+				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				p.m.rejects.WithLabelValues(ErrClassSpent).Inc()
+				p.ledger.answered([]uint64{j.id}, ErrClassSpent)
+				j.fail(ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α", j.id, h.seq)
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				rest = append(rest, j)

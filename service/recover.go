@@ -1,9 +1,12 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,36 +16,41 @@ import (
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
-// Recovery after a party restart (issue 20): a pair is delivered at both
-// sites or at neither across any single daemon crash.
+// Recovery after a party restart (issues 20, 33): a pair is delivered at
+// both sites or at neither across a crash of either party.
 //
 // A party that crashes loses its requests and the answers it had not yet
 // sent; its module keeps running and hands out the same output again for
 // a recent counter (its collect is idempotent over the last 8192
-// counters). Each party therefore remembers, for its last recentKeys
-// keys, which request got which counters and the pair tags of its
-// outputs (never the keys). At the first session after one of them
-// restarted, the other sends it that list:
+// counters). What a restarted party may hand out again is decided by its
+// own durable record alone (ledger.go): for each recent id, the counters
+// it served, the request's shape, a digest of its own side of the request
+// (its shares) and a digest of its own outputs' pair tags. Party 0 writes
+// an entry when it delivers (after the two sites' digests agreed), party
+// 1 when it holds a batch (before its reply lets party 0 deliver).
 //
-//   - party 1 restarted (HelloReply.fresh): party 0 sends the requests it
-//     delivered (Witness.recent). When the application at site 1 resends
-//     such an id (the Recovery table: resend every unanswered id), party 1
-//     re-collects the same counters from its module and delivers them if
-//     their pair tags give the digest party 0 sent; otherwise it answers
-//     void. Requests party 0 failed spent are in Hello.spent, and a resend
-//     of one is answered spent.
-//   - party 0 restarted (a new Hello.run): party 1 sends the requests it
-//     delivered and those it holds unconfirmed (HelloReply.recent, held).
-//     Party 0 re-collects each held one at once: if its module had
-//     collected the same counters with the same digest, the pair is
-//     complete and party 1 delivers it (Witness.held_ok); otherwise party
-//     1 fails it void (Witness.held_void; its module had opened party 0's
-//     frames: α spent). A resend at site 0 is answered from party 0's
-//     module the same way, or void.
+// Only in its first session after its own restart (the record's epoch
+// says so; a first start is not a restart) does a party use it. Its peer
+// sends what it knows at that handshake (HelloReply.recent and held,
+// Witness.recent, spent tombstones); those lists can only narrow:
 //
-// No frame is opened again on either path: the spent rule holds. A
-// request resent with another shape than the one delivered is void. The
-// lists are kept recoverWindow; an id resent later is a new request.
+//   - an id the peer answered spent or void gets that class here too;
+//   - an id the peer delivered or holds that this site has no entry for,
+//     or one at other counters or with another pair-tag digest, is void
+//     (the peer's application is told);
+//   - party 1 hands out an entry again only if party 0 lists the same id
+//     delivered at the same counters with the same digest (party 1
+//     recorded it before party 0 compared).
+//
+// A resend is answered from the entry only if its shape and its own
+// shares digest equal the entry's, and the outputs the module hands out
+// again at the entry's counters have the entry's pair-tag digest;
+// otherwise void. Held batches of party 1 after party 0's restart are
+// settled from party 0's entries (same id, counters, digest: delivered;
+// else void), never by asking the module about the peer's digest. No
+// frame is opened again on any path: the spent rule holds. The
+// restarted party keeps this recoverWindow; an id resent later is a new
+// request.
 
 // recentKeys bounds the keys a party remembers (the module's re-collect
 // window).
@@ -114,9 +122,13 @@ type recoverRec struct {
 	// slabFirst, slabN: the bulk to re-collect whole (slabN 0: per counter)
 	slabFirst uint64
 	slabN     int
-	digest    []byte
-	class     string // non-empty: answer the id with this class
-	at        time.Time
+	digest    []byte   // this site's recorded pair-tag digest
+	req       [32]byte // this site's recorded request digest
+	class     string   // non-empty: answer the id with this class
+	// notify: the peer holds or delivered a share of the id; answering it
+	// void here is reported to the peer (its application is told).
+	notify bool
+	at     time.Time
 }
 
 // record notes the delivered jobs (outputs reps) for a restarted peer.
@@ -194,6 +206,36 @@ func (p *Party) recentItems() []*pb.RecentItem {
 			continue
 		}
 		out = append(out, &pb.RecentItem{Item: r.item(), FirstCounter: r.first, Digest: d, BulkFirst: r.slabFirst, BulkN: uint32(r.slabN)})
+	}
+	return out
+}
+
+// listItems is what this site tells a restarted peer it served: its own
+// record's entries (outputs served, or the class answered), oldest first,
+// which outlive this party's own restarts; without a state file, what it
+// delivered since it started.
+func (p *Party) listItems() []*pb.RecentItem {
+	if !p.ledger.durable() {
+		return p.recentItems()
+	}
+	es := p.ledger.entries()
+	all := make([]served, 0, len(es))
+	for _, s := range es {
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b served) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]*pb.RecentItem, 0, len(all))
+	for _, s := range all {
+		if s.class != "" {
+			c := ErrClassSpent
+			if s.class == ErrClassVoid {
+				c = ErrClassVoid
+			}
+			out = append(out, &pb.RecentItem{Item: &pb.BatchItem{Id: s.id}, ErrorClass: c})
+			continue
+		}
+		out = append(out, &pb.RecentItem{Item: s.shape.item(), FirstCounter: s.first, Digest: slices.Clone(s.tags[:]),
+			BulkFirst: s.slabFirst, BulkN: uint32(s.slabN)})
 	}
 	return out
 }
@@ -290,12 +332,17 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 	for i, j := range js {
 		r := recs[i]
 		if r.class != "" {
+			if r.class == ErrClassVoid && r.notify {
+				p.addVoid(j.id)
+			}
+			p.ledger.answered([]uint64{j.id}, r.class)
 			p.m.rejects.WithLabelValues(r.class).Inc()
-			j.fail(r.class, "request %d: its batch ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
+			j.fail(r.class, "request %d: its pair ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
 			continue
 		}
 		outs, err := p.recollect(j, r)
 		if err != nil {
+			p.ledger.answered([]uint64{j.id}, ErrClassVoid)
 			p.addVoid(j.id) // the peer delivered its keys: it tells its application
 			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",
@@ -313,7 +360,10 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 // recollect re-collects j's outputs at r's counters and checks them.
 func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) {
 	if shapeOf(j.item) != r.shape {
-		return nil, fmt.Errorf("the request differs from the one delivered before")
+		return nil, fmt.Errorf("the request differs from the one served before")
+	}
+	if reqDigest(j) != r.req {
+		return nil, fmt.Errorf("the request's shares differ from the ones served before")
 	}
 	if r.n < 1 || r.n > MaxCount || len(r.digest) == 0 {
 		return nil, fmt.Errorf("no counters recorded")
@@ -328,7 +378,13 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 			return nil, err
 		}
 	} else {
-		cr := &socket.CollectRange{First: r.first, Count: r.n}
+		// The module hands the outputs out again only for the request
+		// they were generated for (socket.CollectRange.Expect).
+		ex, err := expectOf(j, r.n)
+		if err != nil {
+			return nil, err
+		}
+		cr := &socket.CollectRange{First: r.first, Count: r.n, Expect: ex}
 		if j.points != nil {
 			cr.Points = make([][]uint64, r.n)
 			for k := range cr.Points {
@@ -350,12 +406,28 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 	}
 	if d := outputsDigest(outs); string(d) != string(r.digest) {
 		wipeReplies([][]msg.CollectResponse{outs})
-		return nil, fmt.Errorf("the pair tags differ from the peer's")
+		return nil, fmt.Errorf("the module's outputs at the recorded counters are not the ones served")
 	}
 	j.keyBuf, j.keyOff, j.slabFirst, j.slabN, j.slab = nil, 0, r.slabFirst, r.slabN, nil
 	j.keyRef, j.keyRegion = nil, nil // outs are views of another buffer, not pooled
 	j.clearView()
 	return outs, nil
+}
+
+// expectOf is j's share requests for n keys, as they were submitted to
+// the module (a derived job's one shape for each of its keys).
+func expectOf(j *job, n int) ([]msg.Share, error) {
+	switch {
+	case j.derived > 0 && len(j.shares) == 1 && j.derived == n:
+		out := make([]msg.Share, n)
+		for i := range out {
+			out[i] = j.shares[0]
+		}
+		return out, nil
+	case j.derived == 0 && len(j.shares) == n:
+		return slices.Clone(j.shares), nil
+	}
+	return nil, fmt.Errorf("the request has another number of keys than the one served before")
 }
 
 // recollectSlab re-collects the bulk r's keys came from and returns r's
@@ -385,67 +457,182 @@ func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.Collect
 	return outs[off : off+r.n : off+r.n], nil
 }
 
-// recsOf reads a peer's RecentItems (malformed ones are skipped).
-func recsOf(items []*pb.RecentItem) []*recoverRec {
-	out := make([]*recoverRec, 0, len(items))
+// peerView is what the peer's lists say of one id.
+type peerView struct {
+	class  string // spent or void: the peer answered it so
+	first  uint64
+	digest []byte
+	shape  shape
+	listed bool // delivered or held there
+}
+
+// peerViews reads the peer's lists (malformed items are skipped).
+func peerViews(items []*pb.RecentItem) map[uint64]peerView {
+	out := make(map[uint64]peerView, len(items))
 	for _, it := range items {
-		if c := it.GetErrorClass(); c != "" && it.GetItem() != nil {
+		if it.GetItem() == nil {
+			continue
+		}
+		id := it.Item.GetId()
+		v := out[id]
+		if c := it.GetErrorClass(); c != "" {
 			if c != ErrClassVoid {
 				c = ErrClassSpent // the only other class a peer sends
 			}
-			out = append(out, &recoverRec{shape: shape{id: it.Item.GetId()}, class: c})
+			if v.class != ErrClassVoid {
+				v.class = c
+			}
+		} else if !v.listed {
+			v.listed, v.first, v.digest, v.shape = true, it.FirstCounter, it.Digest, shapeOf(it.Item)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+// ownRecovery (a party in its first session after its own restart)
+// builds what it answers resends with: its own ledger's entries, narrowed
+// by the peer's lists. needPeer (party 1): an entry is handed out again
+// only if the peer lists the id delivered at the same counters with the
+// same digest.
+func (p *Party) ownRecovery(peer []*pb.RecentItem, needPeer bool) []*recoverRec {
+	own := p.ledger.entries()
+	pv := peerViews(peer)
+	out := make([]*recoverRec, 0, len(own)+len(pv))
+	for id, s := range own {
+		r := &recoverRec{shape: s.shape, first: s.first, n: s.n, slabFirst: s.slabFirst, slabN: s.slabN,
+			digest: slices.Clone(s.tags[:]), req: s.req}
+		v := pv[id]
+		same := v.listed && v.first == s.first && string(v.digest) == string(s.tags[:]) && v.shape == s.shape
+		switch {
+		case s.class != "":
+			r.class = s.class
+		case v.class != "":
+			r.class = v.class
+		case v.listed && !same, !v.listed && needPeer:
+			r.class, r.notify = ErrClassVoid, v.listed
+		}
+		out = append(out, r)
+	}
+	for id, v := range pv {
+		if _, ok := own[id]; ok {
 			continue
 		}
-		if it.GetItem() == nil || len(it.Digest) != sha256.Size {
-			continue
-		}
-		sh := shapeOf(it.Item)
-		n := int(max(sh.count, 1))
-		r := &recoverRec{shape: sh, first: it.FirstCounter, n: n, digest: it.Digest}
-		if bn := it.GetBulkN(); bn > 0 && bn <= msg.MaxBulk {
-			r.slabFirst, r.slabN = it.GetBulkFirst(), int(bn)
+		// Not served here (as far as this site's record goes): the peer's
+		// word gives it a class, never outputs.
+		r := &recoverRec{shape: shape{id: id}, class: v.class}
+		if r.class == "" {
+			r.class, r.notify = ErrClassVoid, true
 		}
 		out = append(out, r)
 	}
 	return out
 }
 
-// settleHeldRemote (party 0, after a restart) checks party 1's held
-// requests against its own module: ok ids have the same outputs
-// collected (the pair is complete), the others are void. It wipes what it
-// re-collected; a resend re-collects again.
-func (p *Party) settleHeldRemote(items []*pb.RecentItem) (ok, void []uint64, confirms [][]byte, recs []*recoverRec) {
+// settleHeldOwn (party 0, at a handshake where party 1 lists batches it
+// held for an earlier run of party 0) settles them from this site's own
+// record: an id this site delivered at the same counters with the same
+// pair-tag digest is complete (party 1 delivers it), one it answered
+// spent or tampered is spent (as its application was told), any other is
+// void. It asks the module nothing.
+func (p *Party) settleHeldOwn(items []*pb.RecentItem) (ok, void, spent []uint64, confirms [][]byte) {
 	for _, it := range items {
-		rs := recsOf([]*pb.RecentItem{it})
-		if !it.Held {
-			recs = append(recs, rs...)
+		if !it.Held || it.GetItem() == nil || it.GetErrorClass() != "" {
 			continue
 		}
-		if len(rs) == 0 {
+		id := it.Item.GetId()
+		s, found := p.ledger.get(id)
+		if found && s.class == "" && s.first == it.FirstCounter && string(s.tags[:]) == string(it.Digest) &&
+			s.shape == shapeOf(it.Item) && s.conf != ([32]byte{}) {
+			// With the confirmation of this site's tags (confirm.go),
+			// recorded when it delivered.
+			ok, confirms = append(ok, id), append(confirms, slices.Clone(s.conf[:]))
 			continue
 		}
-		r := rs[0]
-		j := &job{id: r.id, item: r.item()}
-		var conf []byte
-		if r.mode == uint32(msg.Consume) {
-			// The points are the application's: not known until a resend.
-			r.class = ErrClassVoid
-		} else if outs, err := p.recollect(j, r); err != nil || len(outs) == 0 {
-			r.class = ErrClassVoid
-		} else {
-			conf = itemConfirm(outs[0].Counter, func(k int) [16]byte { return outs[k].PairTag }, len(outs))
-			wipeReplies([][]msg.CollectResponse{outs})
+		if found && (s.class == ErrClassSpent || s.class == ErrClassTampered) {
+			spent = append(spent, id) // as this site answered it
+			continue
 		}
-		if r.class == "" {
-			ok, confirms = append(ok, r.id), append(confirms, conf)
-		} else {
-			void = append(void, r.id)
-			p.log.Warn("a pair held by party 1 across this party's restart cannot be completed; void at both sites",
-				"id", r.id, "first_counter", r.first, "keys", r.n)
-		}
-		recs = append(recs, r)
+		void = append(void, id)
+		p.log.Warn("a pair held by party 1 for an earlier run of this party is not in this site's record; void at both sites",
+			"id", id, "first_counter", it.FirstCounter)
 	}
-	return ok, void, confirms, recs
+	return ok, void, spent, confirms
+}
+
+// servedOf is the ledger entries of delivered (party 0) or held (party 1)
+// jobs with their outputs reps; correlations are not re-collected and
+// get none.
+func servedOf(jobs []*job, reps [][]msg.CollectResponse) []*served {
+	out := make([]*served, 0, len(jobs))
+	for i, j := range jobs {
+		if len(reps[i]) == 0 && j.vn == 0 || j.corr != nil {
+			continue
+		}
+		s := &served{shape: shapeOf(j.item), req: reqDigest(j), slabFirst: j.slabFirst, slabN: j.slabN}
+		var d, c []byte
+		if j.vn > 0 {
+			s.first, s.n = j.vFirst, j.vn
+			d = recoverDigest(func(k int) ([16]byte, bool) { return j.tagAt(k), true }, j.vn)
+			c = itemConfirm(j.vFirst, j.tagAt, j.vn)
+		} else {
+			s.first, s.n = reps[i][0].Counter, len(reps[i])
+			d = outputsDigest(reps[i])
+			c = itemConfirm(s.first, func(k int) [16]byte { return reps[i][k].PairTag }, len(reps[i]))
+		}
+		copy(s.tags[:], d)
+		copy(s.conf[:], c)
+		out = append(out, s)
+	}
+	return out
+}
+
+// reqDigest is the digest of this site's side of j's request: its
+// application identity, its shape,
+// its shares of α and β (or a derived request's fields), its payload
+// vector's shares and its evaluation points. It is kept on disk; it
+// carries no key material.
+func reqDigest(j *job) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("kord/v1/served-request"))
+	var b []byte
+	// The application identity its id is scoped by (apptls).
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(j.app)))
+	b = append(b, j.app...)
+	sh := shapeOf(j.item)
+	b = binary.LittleEndian.AppendUint64(b, sh.id)
+	b = binary.LittleEndian.AppendUint64(b, sh.beta)
+	for _, v := range []uint32{sh.mode, sh.typ, sh.in, sh.out, sh.count} {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	if sh.deriveBeta {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(sh.vec)))
+	b = append(b, sh.vec...)
+	put := func(tag byte, vs ...uint64) {
+		b = append(b, tag)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	}
+	b = append(b, 'S')
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(j.shares)))
+	for _, x := range j.shares {
+		b = binary.LittleEndian.AppendUint64(b, x.AlphaShare)
+		b = binary.LittleEndian.AppendUint64(b, x.BetaShare)
+		b = binary.LittleEndian.AppendUint64(b, x.Beta)
+	}
+	put('V', j.betaVec...)
+	put('P', j.points...)
+	h.Write(b)
+	clear(b)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // tombstones lists ids this site failed with class, for a restarted peer.
@@ -474,6 +661,7 @@ func (p *Party) settleDoubt(fresh bool) []uint64 {
 		p.logSpent(j)
 		ids = append(ids, j.id)
 	}
+	p.ledger.answered(ids, ErrClassSpent)
 	if len(js) > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
 	}
@@ -486,6 +674,30 @@ func (p *Party) addVoid(id uint64) {
 	defer p.voidMu.Unlock()
 	if len(p.voidOut) < maxSpentLog {
 		p.voidOut = append(p.voidOut, id)
+	}
+	select {
+	case p.voidKick <- struct{}{}:
+	default:
+	}
+}
+
+// sendVoids sends the ids to report void as soon as there are any
+// (VoidNotice), until ctx ends or a send fails; send is the session's.
+func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.voidKick:
+		}
+		ids := p.takeVoid()
+		if len(ids) == 0 {
+			continue
+		}
+		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids}}}); err != nil {
+			p.restoreVoid(ids)
+			return
+		}
 	}
 }
 
@@ -530,6 +742,13 @@ func (p *Party) peerVoid(ids []uint64) {
 		}
 	}
 	p.recentMu.Unlock()
+	var known []uint64
+	for _, id := range ids {
+		if _, ok := p.ledger.get(id); ok {
+			known = append(known, id)
+		}
+	}
+	p.ledger.answered(known, ErrClassVoid)
 	for i, id := range found {
 		p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 		p.log.Warn("the peer could not complete a pair after its restart: the keys delivered here for this id are void", "id", id)

@@ -330,7 +330,9 @@ func TestAPIBadInput(t *testing.T) {
 // TestMismatchedRequestsRefused: the two sites ask for different shapes
 // under one id; both get a mismatch error, never keys, and the stream goes on.
 func TestMismatchedRequestsRefused(t *testing.T) {
-	s := pairOfSites(t, Config{Batch: 8, MatchTimeout: 200 * time.Millisecond})
+	// Both requests must arrive within the match timeout to be compared
+	// (else each is unmatched): 2 s, for a busy machine.
+	s := pairOfSites(t, Config{Batch: 8, MatchTimeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reps, _ := getBoth(ctx, s, func(b int) *pb.KeyRequest {

@@ -246,20 +246,22 @@ func (p *Party) back(jobs []*job, class, why string) {
 		class = ErrClassSpent
 	}
 	var again []*job
-	n := 0
+	var ids []uint64
 	for _, j := range jobs {
 		if j.spent.Load() {
 			if !j.answered() {
 				j.fail(class, "%s; α spent: choose a fresh α (not a new sharing of it)", why)
 				p.logSpent(j)
-				n++
+				ids = append(ids, j.id)
 			}
 			continue
 		}
 		again = append(again, j)
 	}
-	if n > 0 {
-		p.m.rejects.WithLabelValues(class).Add(float64(n))
+	if len(ids) > 0 {
+		p.m.rejects.WithLabelValues(class).Add(float64(len(ids)))
+		// A resend after a restart gets the class, never outputs.
+		p.ledger.answered(ids, class)
 	}
 	if p.cfg.Party == 0 {
 		p.q.requeue(again)

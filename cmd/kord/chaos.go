@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,15 +28,21 @@ func chaosCmd() *cobra.Command {
 		Long: `kord chaos runs two modules and two parties as child processes (peer link
 with mutual TLS, certificates made for the run) and attacks them:
 
-  crash     kill -9 a daemon (--kill all, modules or parties) at random
-            points of a stream and restart it (--trials, 20 in CI, 200 for
-            the long run); the application at a killed party's site resends
-            the ids it has no answer for. Checks no counter rollback, no
-            rollback alarm (rollbacks_detected: nothing was restored), no
-            keystream position used twice (module journals), no mismatched
-            pair delivered, no orphaned share (keys at one site only), and
-            that the stream resumes; reports per daemon the time from its
-            restart to the first new pair (recovery_ms: median, p90, max)
+  crash     kill -9 a daemon (--kill all, modules or parties), a whole site
+            (--kill site: site 0 or 1's module and party together, chosen
+            at random per trial from --seed) or both parties
+            (--kill both-parties) at random points of a stream and restart
+            what was killed (--trials, 20 in CI, 200 for the long run); the
+            application at a killed party's site resends the ids it has no
+            answer for. Checks no counter rollback, no rollback alarm
+            (rollbacks_detected: nothing was restored), no keystream
+            position used twice (keystream_positions_reused), no
+            mismatched pair delivered (pairs_mismatched), no orphaned share
+            (keys at one site with neither its twin at the other nor a void
+            notice: orphaned_shares), and that the stream resumes; counts
+            shares voided after delivery (voided_after_delivery) and
+            reports per kind killed the time from the restart to the first
+            new pair (recovery_ms: n, median, p90, max)
   rollback  restore a module's state file from an older copy; the module must
             detect it from its peer's witness and resynchronise forward
   network   a fault proxy between the parties that delays, partitions, resets
@@ -44,9 +51,11 @@ with mutual TLS, certificates made for the run) and attacks them:
   soak      a sustained stream for --duration reporting keys/s and RSS
 
 Exit status 1 if any check fails.`,
-		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"crash", "rollback", "network", "soak"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badInput("give one test: crash, rollback, network or soak (kord chaos --help says what each does)")
+			}
 			if seed == 0 {
 				seed = uint64(time.Now().UnixNano())
 			}
@@ -62,8 +71,8 @@ Exit status 1 if any check fails.`,
 				if trials < 1 {
 					return badInput("--trials must be at least 1")
 				}
-				if kill != "all" && kill != "modules" && kill != "parties" {
-					return badInput("--kill %q: want all, modules or parties", kill)
+				if !slices.Contains([]string{"all", "modules", "parties", "site", "both-parties"}, kill) {
+					return badInput("--kill %q: want all, modules, parties, site or both-parties", kill)
 				}
 				rep, err = chaos.Crash(ctx, trials, kill, seed, progress)
 			case "rollback":
@@ -92,6 +101,6 @@ Exit status 1 if any check fails.`,
 	f.DurationVar(&duration, "duration", 10*time.Second, "network, soak: how long")
 	f.Uint64Var(&seed, "seed", 0, "random seed (0 = from the clock)")
 	f.BoolVar(&asJSON, "json", false, "no progress on stderr")
-	f.StringVar(&kill, "kill", "all", "crash: which daemons to kill: all, modules or parties")
+	f.StringVar(&kill, "kill", "all", "crash: what to kill: all, modules or parties (one daemon a trial), site (site 0 or 1's module and party together, at random) or both-parties")
 	return cmd
 }

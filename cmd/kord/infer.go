@@ -123,10 +123,11 @@ func inferDemoCmd() *cobra.Command {
 		dealer      bool
 		inProcess   bool
 		linkName    string
+		outPath     string
 		rn          resnetFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--model mlp|cnn|resnet18] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--in-process [--dealer]]",
+		Use:   "demo [--model mlp|cnn|resnet18] [--images N] [--start K] [--link loopback|lan|1gbps|wan] [--json] [--out FILE] [--in-process [--dealer]]",
 		Short: "Run N MNIST test images through the two-party protocol and check each against the cleartext model",
 		Long: `Runs the model owner (party 0, the weights) and the client (party 1, the
 image) in one session: each linear layer's weight mask is drawn once and
@@ -164,18 +165,39 @@ asking both daemons for each step's keys and correlations as it comes
 pair in this process. The trusted dealer's supply of the same material is
 timed in process (--no-dealer skips it).
 
+--out FILE writes the answer itself, one JSON line per image, as the
+client (party 1) reconstructs it: {"index": the image's index, "class":
+the predicted class, "logits": [...]}. --start K starts at image K (for
+MNIST the test set's; for a ResNet the seeded images' index).
+
 Links (each round trip split evenly between the directions):
   loopback  unshaped
   lan       10 Gbit/s, 0.05 ms round trip
   1gbps     1 Gbit/s, 0.1 ms round trip
   wan       40 Mbit/s, 20 ms round trip`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			var out func(int, []int64) error
+			if outPath != "" {
+				o, oerr := createOutput(outPath)
+				if oerr != nil {
+					return oerr
+				}
+				defer func() {
+					if derr := o.done(err); err == nil {
+						err = derr
+					}
+				}()
+				out = o.write
+			}
 			if isResNet(model) {
-				return resnetDemo(cmd, model, file, images, asJSON, linkName, dealer, inProcess, rn)
+				if start < 0 || start > 1<<20 {
+					return badInput("--start %d: want 0..%d for a ResNet's seeded images", start, 1<<20)
+				}
+				return resnetDemo(cmd, model, file, start, images, asJSON, linkName, dealer, inProcess, rn, out)
 			}
 			if model != "mlp" && model != "cnn" {
-				return badInput("--model must be mlp or cnn")
+				return badInput("--model %q: want mlp, cnn or resnet18 (also resnet18-s<side>-w<width>-c<classes>)", model)
 			}
 			if images < 1 || images > 10000 {
 				return badInput("--images must be in 1..10000")
@@ -197,7 +219,7 @@ Links (each round trip split evenly between the directions):
 				if err != nil {
 					return err
 				}
-				rep, err = inferdemo.Demo(context.Background(), inferdemo.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link})
+				rep, err = inferdemo.Demo(context.Background(), inferdemo.DemoConfig{Model: m, Set: testSet, Start: start, Images: images, Dealer: dealer, Link: link, Output: out})
 				if err != nil {
 					return err
 				}
@@ -215,7 +237,7 @@ Links (each round trip split evenly between the directions):
 				if rn.prefetch < 0 {
 					return badInput("--prefetch-bytes must be 0 or more")
 				}
-				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch})
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch, Output: out})
 				if err != nil {
 					return err
 				}
@@ -250,7 +272,8 @@ Links (each round trip split evenly between the directions):
 	f.StringVar(&model, "model", "cnn", "mlp, cnn, or resnet18 (also resnet18-s<side>-w<width>-c<classes>; seeded weights and images)")
 	f.StringVar(&file, "file", "", "model file (default: the committed weights of --model, built into kord)")
 	f.IntVar(&images, "images", 10, "test images to run")
-	f.IntVar(&start, "start", 0, "index of the first test image (to run the 10,000 in slices)")
+	f.IntVar(&start, "start", 0, "index of the first image (MNIST: of the 10,000 test images, to run them in slices; ResNet: of the seeded images)")
+	f.StringVar(&outPath, "out", "", "write each image's index, predicted class and logits (party 1's view) to this new file, one JSON line per image")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&dealer, "dealer", false, "with --in-process: run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
 	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes (ResNet: instead of the daemons)")

@@ -60,7 +60,7 @@ func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
 // resnetDemo is `kord infer demo --model resnet18…`: flags to
 // inferdemo.ResNet (the daemons of two sites, or with --in-process a
 // module pair in this process) and its report printed.
-func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool, linkName string, dealer, inProcess bool, r resnetFlags) error {
+func resnetDemo(cmd *cobra.Command, model, file string, start, images int, asJSON bool, linkName string, dealer, inProcess bool, r resnetFlags, out func(int, []int64) error) error {
 	link, err := netshape.Preset(linkName)
 	if err != nil {
 		return badInput("--link must be one of loopback, lan, 1gbps, wan")
@@ -84,7 +84,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, images int, asJSON bool,
 	if r.compare && r.overlap {
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
-	cfg := inferdemo.ResNetDemoConfig{Model: m, Images: images, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
+	cfg := inferdemo.ResNetDemoConfig{Model: m, Start: start, Images: images, Output: out, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
 		Link: link, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, PrefetchBytes: r.prefetch}}
 	if !r.quiet {
 		cfg.Stream.Progress = cmd.ErrOrStderr()

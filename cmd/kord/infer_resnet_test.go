@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
+	"github.com/kord-fss/kord/infer"
 )
 
 // TestInferResNetInventory: `kord infer inventory --model resnet18 --json`
@@ -70,8 +72,9 @@ func TestInferResNetDemo(t *testing.T) {
 // TestInferResNetDemoInProcess: --in-process keeps the single-process
 // path (a module pair in this process), here with --compare-overlap.
 func TestInferResNetDemoInProcess(t *testing.T) {
+	outFile := filepath.Join(t.TempDir(), "out.jsonl")
 	out, errOut, code := runKord(t, "infer", "demo", "--model", "resnet18-s32-w4-c10", "--images", "1", "--in-process",
-		"--compare-overlap", "--no-dealer", "--chunk", "4096", "--quiet", "--json")
+		"--compare-overlap", "--no-dealer", "--chunk", "4096", "--quiet", "--json", "--start", "2", "--out", outFile)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -82,6 +85,18 @@ func TestInferResNetDemoInProcess(t *testing.T) {
 	if v, _ := r["overlap_wall_ms_per_image"].(float64); v <= 0 {
 		t.Fatalf("no overlapped run: %s", out)
 	}
+	// --start 2 runs the seeded image 2; --out has its answer.
+	m, err := infer.ResNetModel("resnet18-s32-w4-c10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInferOut(t, outFile, 2, 1, func(i int) []int64 {
+		want, _, err := m.Ref(infer.ResNetImage(m, infer.ResNetSeed+uint64(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return want
+	})
 }
 
 // resnetDemoFields checks a ResNet demo's JSON: every field of the MNIST

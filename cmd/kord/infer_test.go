@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/kord-fss/kord/infer"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,9 +48,12 @@ func inferDemoJSON(t *testing.T, extra ...string) map[string]any {
 // TestInferDemoLinkJSON: the default run is the five-process path (two
 // modules, two party daemons, two online parties and the dealer as
 // processes): at most one byte between the sites per key or correlation,
-// batch headers included.
+// batch headers included. --out writes party 1's answer for each image
+// from --start.
 func TestInferDemoLinkJSON(t *testing.T) {
-	r := inferDemoJSON(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	r := inferDemoJSON(t, "--start", "7", "--out", out)
+	checkInferOut(t, out, 7, 2, mlpRef(t))
 	items, _ := r["offline_items_per_image"].(float64)
 	if b, _ := r["offline_inter_site_bytes_per_image"].(float64); b > items {
 		t.Errorf("%v bytes between the sites per image for %v keys and correlations: over one byte each", b, items)
@@ -83,7 +88,12 @@ func TestInferDemoNoPrefetch(t *testing.T) {
 // TestInferDemoInProcessJSON: --in-process keeps the single-process run
 // (an in-process module pair: nothing between the module sites).
 func TestInferDemoInProcessJSON(t *testing.T) {
-	r := inferDemoJSON(t, "--in-process")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	r := inferDemoJSON(t, "--in-process", "--start", "3", "--out", out)
+	checkInferOut(t, out, 3, 2, mlpRef(t))
+	if _, errOut, code := runKord(t, "infer", "demo", "--model", "mlp", "--images", "1", "--out", out); code != 2 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("--out over an existing file: exit %d, %q", code, errOut)
+	}
 	if r["offline_inter_site_bytes_per_image"] != 0.0 {
 		t.Errorf("inter-site bytes %v, want 0", r["offline_inter_site_bytes_per_image"])
 	}
@@ -116,5 +126,49 @@ func TestInferDemoBadModelFile(t *testing.T) {
 	out, _, code := runKord(t, "infer", "party", "--party", "1", "--model", "cnn", "--file", bad, "--app", "127.0.0.1:1")
 	if code == 0 || !strings.Contains(out, `"error"`) || !strings.Contains(out, "model file") {
 		t.Fatalf("party: exit %d: %s", code, out)
+	}
+}
+
+// checkInferOut reads `kord infer demo --out` and checks one line per
+// image from start, in order: the index, the class the logits give, and
+// logits equal to the cleartext model's (ref) for that image.
+func checkInferOut(t *testing.T, path string, start, images int, ref func(index int) []int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != images {
+		t.Fatalf("--out has %d lines, want %d:\n%s", len(lines), images, data)
+	}
+	for i, l := range lines {
+		var o inferOutput
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, l)
+		}
+		want := ref(start + i)
+		if o.Index != start+i || !slices.Equal(o.Logits, want) || o.Class != infer.Argmax(want) {
+			t.Fatalf("line %d: %s; want index %d, class %d, logits %v", i, l, start+i, infer.Argmax(want), want)
+		}
+	}
+}
+
+// mlpRef is the cleartext MLP's logits for MNIST test image i.
+func mlpRef(t *testing.T) func(int) []int64 {
+	m, err := infer.Load("../../infer/testdata/mlp.kordnn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, test, err := infer.LoadMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(i int) []int64 {
+		want, _, err := m.Ref(infer.QuantizeImage(test.Images[i], m.Frac))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return want
 	}
 }

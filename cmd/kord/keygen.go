@@ -98,19 +98,41 @@ func keygenCmd() *cobra.Command {
 
 // evalCmd is `kord eval`: one key share at one point.
 func evalCmd() *cobra.Command {
-	var keyHex, xS string
+	var (
+		keyHex, xS, profile    string
+		inBits, outBits, party int
+	)
 	cmd := &cobra.Command{
-		Use:   "eval --key HEX --x X",
+		Use:   "eval --key HEX --x X [--profile llama --in-bits L --out-bits N --party B]",
 		Short: "Evaluate one key share at x; prints the output share as an unsigned decimal",
-		Args:  cobra.NoArgs,
+		Long: `kord eval evaluates one key share at x and prints the output share
+as an unsigned decimal. A kord-v1 key (kord keygen, the daemons) carries
+its shape. A LLAMA key (kord keygen --profile llama, kord llama export)
+does not: give --profile llama with its --in-bits, --out-bits and the
+--party whose key it is (0: the server's, 1: the client's); the payload
+group G follows from the key's length, and the G output shares are
+printed on one line.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			raw, err := hex.DecodeString(strings.TrimSpace(keyHex))
 			if err != nil {
 				return badInput("--key is not valid hex: %v", err)
 			}
+			switch profile {
+			case "llama":
+				return evalLlama(cmd.OutOrStdout(), raw, xS, inBits, outBits, party)
+			case "", "kord-v1":
+			default:
+				return badInput("--profile: unknown key profile %q (want kord-v1 or llama)", profile)
+			}
+			for _, f := range []string{"in-bits", "out-bits", "party"} {
+				if cmd.Flags().Changed(f) {
+					return badInput("--%s is for --profile llama: a kord-v1 key carries its shape", f)
+				}
+			}
 			k, err := fss.ParseKey(raw)
 			if err != nil {
-				return badInput("--key: %v", err)
+				return badInput("--key: %v (a LLAMA key, from kord keygen --profile llama or kord llama export, needs --profile llama --in-bits L --out-bits N --party B)", err)
 			}
 			x, err := parseWord("--x", xS, k.Params().InBits)
 			if err != nil {
@@ -124,8 +146,13 @@ func evalCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&keyHex, "key", "", "a serialized key share, hex")
-	cmd.Flags().StringVar(&xS, "x", "", "the input point (decimal, or 0x hex), below 2^ℓ")
+	f := cmd.Flags()
+	f.StringVar(&keyHex, "key", "", "a serialized key share, hex")
+	f.StringVar(&xS, "x", "", "the input point (decimal, or 0x hex), below 2^ℓ")
+	f.StringVar(&profile, "profile", "kord-v1", "the key's profile: kord-v1 or llama")
+	f.IntVar(&inBits, "in-bits", 0, "--profile llama: the key's input width Bin")
+	f.IntVar(&outBits, "out-bits", 0, "--profile llama: the key's output width Bout")
+	f.IntVar(&party, "party", -1, "--profile llama: whose key it is, 0 (server) or 1 (client)")
 	cmd.MarkFlagRequired("key")
 	cmd.MarkFlagRequired("x")
 	return cmd

@@ -80,3 +80,35 @@ func parseWords(flag, s string, bits int) ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// evalLlama is `kord eval --profile llama`: party's LLAMA key share raw at
+// the point xS, its G output shares on one line.
+func evalLlama(w io.Writer, raw []byte, xS string, inBits, outBits, party int) error {
+	switch {
+	case inBits < 1 || inBits > 64:
+		return badInput("--profile llama needs --in-bits, 1..64 (a LLAMA key does not carry its shape), got %d", inBits)
+	case outBits < 1 || outBits > 64:
+		return badInput("--profile llama needs --out-bits, 1..64, got %d", outBits)
+	case party != 0 && party != 1:
+		return badInput("--profile llama needs --party 0 (the server's key) or 1 (the client's), got %d", party)
+	}
+	// (Bin+1)·(16 + E·G) bytes: G from the length.
+	per, e := len(raw)/(inBits+1), llama.ElemBytes(outBits)
+	if len(raw)%(inBits+1) != 0 || per <= 16 || (per-16)%e != 0 {
+		return badInput("--key: %d bytes is no LLAMA key of Bin %d, Bout %d (any group): check --in-bits and --out-bits", len(raw), inBits, outBits)
+	}
+	k, err := llama.Parse(llama.Params{InBits: inBits, OutBits: outBits, Group: (per - 16) / e}, raw)
+	if err != nil {
+		return badInput("--key: %v", err)
+	}
+	x, err := parseWord("--x", xS, inBits)
+	if err != nil {
+		return err
+	}
+	ys, err := llama.Eval(party, k, x)
+	if err != nil {
+		return badInput("%v", err)
+	}
+	fmt.Fprintln(w, strings.Trim(fmt.Sprint(ys), "[]"))
+	return nil
+}

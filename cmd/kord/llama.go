@@ -48,7 +48,9 @@ addresses, an in-process module pair. It writes to DIR:
 
   server.dat, client.dat        each party's keys in LLAMA's layout, concatenated in request order
   server.shares, client.shares  each party's additive share of each α, one decimal per line
-  params.json                   {"profile":"llama","type":"dcf","in_bits","out_bits","group","keys"}
+  params.json                   {"profile":"llama","type":"dcf","in_bits","out_bits","group","keys","beta"}
+
+It refuses a --dir that is not empty (--force writes there anyway).
 
 A LLAMA program reads server.dat (party 0, its SERVER) and client.dat
 (party 1, its CLIENT) where its dealer's files were; each party masks its
@@ -97,6 +99,7 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 	f.StringVar(&tlsf.key, "app-tls-key", "", "its private key")
 	f.StringVar(&tlsf.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
+	f.BoolVar(&c.Force, "force", false, "write into --dir even if it is not empty (replacing an export there)")
 	return cmd
 }
 
@@ -125,22 +128,24 @@ func llamaVerifyCmd() *cobra.Command {
 			if err != nil {
 				return llamaErr(err)
 			}
-			beta, err := parseWords("--beta", betaS, e.Params.OutBits)
-			if err != nil {
-				return err
+			beta := e.Params.Beta
+			if cmd.Flags().Changed("beta") || len(beta) == 0 {
+				if beta, err = parseWords("--beta", betaS, e.Params.OutBits); err != nil {
+					return err
+				}
 			}
 			if len(beta) != e.Params.Group {
 				return badInput("--beta has %d elements, the export's group (params.json) is %d", len(beta), e.Params.Group)
 			}
 			if err := e.VerifyVec(beta); err != nil {
-				return fmt.Errorf("kord llama verify: %w", err)
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d key pairs evaluate to %s·[x < α] with α = server share + client share\n", e.Params.Keys, strings.Trim(fmt.Sprint(beta), "[]"))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "export directory")
-	cmd.Flags().StringVar(&betaS, "beta", "1", "the payload the keys were exported with (B1,B2,... for a vector)")
+	cmd.Flags().StringVar(&betaS, "beta", "1", "the payload to check the keys against (B1,B2,... for a vector); default: the β params.json records (1 for an export that records none)")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -40,9 +41,11 @@ func main() {
 	if err == nil {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "kord:", err)
+	fmt.Fprintln(os.Stderr, "kord:", oncePrefixes(err.Error()))
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	// A file the user named that is not there is bad input wherever it
+	// is met: one exit status for it in every command.
+	if errors.As(err, &ue) || isCobraUsage(err) || errors.Is(err, fs.ErrNotExist) {
 		os.Exit(2)
 	}
 	os.Exit(1)
@@ -78,4 +81,21 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		}
 		return cmd.Help()
 	}
+}
+
+// oncePrefixes drops a context prefix that repeats the one before it
+// ("module: module: not paired" is "module: not paired") and a leading
+// "kord: " (main prints its own). Layers that each name themselves are
+// kept; only the exact repeats go.
+func oncePrefixes(msg string) string {
+	msg = strings.TrimPrefix(msg, "kord: ")
+	parts := strings.Split(msg, ": ")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		if p == out[len(out)-1] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
 }

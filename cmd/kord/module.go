@@ -74,7 +74,7 @@ longer accepted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&party, "party", 0, "this module's party: 0 or 1")
+	f.IntVar(&party, "party", 0, "this module's party: 0 or 1 (required)")
 	f.StringVar(&sock, "socket", "", "Unix socket path to serve the host on (created mode 0600, or 0660 with --socket-group)")
 	f.StringVar(&sockGroup, "socket-group", "", "give the socket this group (NAME or GID) and mode 0660, for a party under another user in that group")
 	f.StringSliceVar(&partyUIDs, "party-uid", nil, "user (NAME or UID) the host, kord party, runs as; only these may connect (repeatable or comma-separated; root too must be listed)")

@@ -42,6 +42,7 @@ func init() {
 	ntruKeygenCmd.Flags().String("set", "ees1087ep1", "parameter set: ees1087ep1 or ees1499ep1")
 	ntruKeygenCmd.Flags().String("pub", "", "output file for the public key blob")
 	ntruKeygenCmd.Flags().String("priv", "", "output file for the private key blob")
+	ntruKeygenCmd.Flags().Bool("force", false, "replace --pub and --priv if they exist")
 	for _, c := range []*cobra.Command{ntruEncryptCmd, ntruDecryptCmd} {
 		c.Flags().String("key", "", "key blob file")
 		c.Flags().String("in", "", "input file")
@@ -69,13 +70,21 @@ func runNtruKeygen(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	force, _ := cmd.Flags().GetBool("force")
+	// Neither file is replaced unless asked: a private key overwritten is
+	// every ciphertext to it lost.
+	for _, p := range []string{privPath, pubPath} {
+		if _, err := os.Lstat(p); err == nil && !force {
+			return badInput("%s already exists: keygen overwrites no key (give another path, or --force)", p)
+		}
+	}
 	pub, _ := key.Public().MarshalBinary()
 	priv, _ := key.MarshalBinary()
-	if err := os.WriteFile(pubPath, pub, 0o644); err != nil {
-		return badInput("writing public key: %v", err)
-	}
 	if err := os.WriteFile(privPath, priv, 0o600); err != nil {
 		return badInput("writing private key: %v", err)
+	}
+	if err := os.WriteFile(pubPath, pub, 0o644); err != nil {
+		return badInput("writing public key: %v", err)
 	}
 	return nil
 }

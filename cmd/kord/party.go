@@ -20,8 +20,9 @@ func partyCmd() *cobra.Command {
 		party, batch, inFlight, maxPending    int
 		maxStreamKeys                         int
 		modSock, listen, peerListen, peer     string
+		partyState                            string
 		metricsAddr, tlsCert, tlsKey, tlsCA   string
-		tlsPeerName                           string
+		tlsPeerName, tlsName                  string
 		peerPlaintext, appPlaintext           bool
 		appCert, appKey, appCA, appUIDs       string
 		operator, appGroup                    string
@@ -29,7 +30,7 @@ func partyCmd() *cobra.Command {
 		inProc                                daemon.ModuleFiles
 	)
 	cmd := &cobra.Command{
-		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext)",
+		Use:   "party --party B --module (SOCKET | in-process --state FILE --secret-file FILE) --listen ADDR (--peer-listen ADDR | --peer ADDR) (--tls-cert F --tls-key F --tls-ca F | --peer-plaintext) [--party-state FILE]",
 		Short: "Run a party's host daemon: applications' gRPC API, the peer link and the module socket",
 		Long: `kord party runs one site's host. It talks to its module (kord module) over
 the module's Unix socket (or, with --module in-process, runs the software
@@ -67,6 +68,13 @@ application and the operator. Prometheus metrics are served on --metrics at
 /metrics, with the probes /healthz (200 while the party serves) and
 /readyz (200 once its module answers, is paired and the peer session is
 up; else 503; the body says which, as a JSON record).
+
+--party-state FILE is the party's own record of what it served for each
+recent request id (counters, shape, digests of its own shares and pair
+tags; no key material). After a restart it alone decides which requests
+the party completes again from its module when the application resends
+them; the peer's word can only make such a request void or spent. Keep
+it on the site's persistent volume, beside the module's state file.
 
 --module in-process runs the software module (what kord module runs) inside
 the party, from the state file and secret kord module would take (--state,
@@ -114,17 +122,18 @@ module process stays the default.`,
 			return serve.Party(context.Background(), serve.PartyConfig{App: app, AppSocketGroup: appGroup, Party: party, Module: modSock, InProcess: inProc, ModuleTimeout: modTimeout,
 				Listen: listen, PeerListen: peerListen, Peer: peer, Metrics: metricsAddr,
 				Batch: batch, InFlight: inFlight, MaxPending: maxPending, MaxStreamKeys: maxStreamKeys,
-				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout,
-				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, PeerPlaintext: peerPlaintext,
+				MatchTimeout: matchTimeout, PeerTimeout: peerTimeout, PartyState: partyState,
+				TLSCert: tlsCert, TLSKey: tlsKey, TLSCA: tlsCA, TLSPeerName: tlsPeerName, TLSName: tlsName, PeerPlaintext: peerPlaintext,
 				LogLevel: common.LogLevel, PrefaultMiB: common.PrefaultMiB, Out: cmd.OutOrStdout()})
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1")
+	f.IntVar(&party, "party", 0, "this party: 0 (orders the requests, dials the peer) or 1 (required)")
 	f.StringVar(&modSock, "module", "", "the module's Unix socket, or in-process to run the software module inside the party (with --state, --secret-file)")
 	f.StringVar(&listen, "listen", "127.0.0.1:7300", "application API address (host:port or unix:///path)")
 	f.StringVar(&peerListen, "peer-listen", "", "party 1: address to accept the peer party on")
 	f.StringVar(&peer, "peer", "", "party 0: party 1's peer address")
+	f.StringVar(&partyState, "party-state", "", "the party's own state file (bbolt, created mode 0600): what it served for each recent request id, which alone decides what it hands out again after a restart (docs/operations.md, Recovery); without it a restarted party completes nothing generated before")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and the /healthz, /readyz probes on (empty = off)")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
@@ -137,6 +146,7 @@ module process stays the default.`,
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")
 	f.StringVar(&tlsPeerName, "tls-peer-name", "", "peer link: the name the peer's certificate must carry (default kord-party-1 for party 0, kord-party-0 for party 1)")
+	f.StringVar(&tlsName, "tls-name", "", "peer link: the name this party's --tls-cert must carry, the one the peer requires (default kord-party-B, the peer's default --tls-peer-name); checked at start")
 	f.BoolVar(&peerPlaintext, "peer-plaintext", false, "run the peer link without TLS (instead of --tls-*): anyone on the network path can read and alter it")
 	f.StringVar(&appCert, "app-tls-cert", "", "application API (TCP): this party's certificate (PEM)")
 	f.StringVar(&appKey, "app-tls-key", "", "application API (TCP): this party's private key (PEM)")

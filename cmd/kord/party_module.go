@@ -35,6 +35,9 @@ func readPartyDaemon(cmd *cobra.Command, party int) (daemon.Common, error) {
 	if err != nil {
 		return common, err
 	}
+	if !cmd.Flags().Changed("party") {
+		return common, badInput("--party is required: 0 or 1, this site's party (party 0 dials the peer and starts pairing; each site's module and party take the same --party)")
+	}
 	if party != 0 && party != 1 {
 		return common, badInput("--party %d: want 0 or 1", party)
 	}

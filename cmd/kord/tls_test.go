@@ -119,18 +119,22 @@ func TestPeerLinkTLSRefused(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		args [2][]string
-		who  int    // the party that refuses the other's certificate
+		who  int    // the party that refuses the other's certificate (-1: refused at start)
 		why  string // and why ("" = accepted)
 	}{
 		{"party 0's certificate from another CA", [2][]string{tlsArgs(r0), tlsArgs(g1)}, 1, "signed by unknown authority"},
 		{"party 1's certificate from another CA", [2][]string{tlsArgs(g0), tlsArgs(r1)}, 0, "signed by unknown authority"},
 		// The right CA, the wrong identity: party 0 presents party 1's
-		// certificate and key, or party 1 party 0's.
-		{"party 0 presents kord-party-1", [2][]string{tlsArgs(g1), tlsArgs(g1)}, 1, "not for kord-party-0"},
-		{"party 1 presents kord-party-0", [2][]string{tlsArgs(g0), tlsArgs(g0)}, 0, "valid for kord-party-0, not kord-party-1"},
+		// certificate and key, or party 1 party 0's. Each party checks
+		// its own certificate at start and refuses (who -1).
+		{"party 0 presents kord-party-1", [2][]string{tlsArgs(g1), tlsArgs(g1)}, -1, "party0 did not start"},
+		{"party 1 presents kord-party-0", [2][]string{tlsArgs(g0), tlsArgs(g0)}, -1, "party1 did not start"},
+		// Told with --tls-name that the peer requires another name, a
+		// party starts; the peer refuses it by its own rule.
+		{"party 0 presents kord-party-1, named", [2][]string{append(tlsArgs(g1), "--tls-name", peertls.PartyName(1)), tlsArgs(g1)}, 1, "not for kord-party-0"},
 		// The same, accepted when the peer name says so: the flag is
 		// what pins the identity.
-		{"party 1 expects kord-party-1", [2][]string{tlsArgs(g1), append(tlsArgs(g1), "--tls-peer-name", peertls.PartyName(1))}, 0, ""},
+		{"party 1 expects kord-party-1", [2][]string{append(tlsArgs(g1), "--tls-name", peertls.PartyName(1)), append(tlsArgs(g1), "--tls-peer-name", peertls.PartyName(1))}, 0, ""},
 	} {
 		accept := c.why == ""
 		pctx, pcancel := context.WithTimeout(ctx, 40*time.Second)
@@ -145,6 +149,8 @@ func TestPeerLinkTLSRefused(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		case !accept && err == nil:
 			t.Fatalf("%s: the parties paired", c.name)
+		case !accept && c.who == -1 && (!strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), "--tls-name")):
+			t.Fatalf("%s: want a refusal at start naming --tls-name: %v", c.name, err)
 		case !accept && c.who == 0 && !strings.Contains(err.Error(), c.why):
 			t.Fatalf("%s: refused, but not for %q: %v", c.name, c.why, err)
 		case !accept && c.who == 1:

@@ -61,7 +61,7 @@ func ModuleAccess(uids []string, same, unverified bool) (socket.Access, error) {
 func openModuleState(state, secretFile string, o store.BoltOptions) (*store.Bolt, []byte, error) {
 	open := func() (*store.Bolt, error) {
 		st, err := store.OpenBoltWith(state, o)
-		if errors.Is(err, store.ErrPermissions) || errors.Is(err, store.ErrSeal) {
+		if errors.Is(err, store.ErrPermissions) || errors.Is(err, store.ErrSeal) || errors.Is(err, store.ErrInUse) {
 			return nil, BadInput("%v", err)
 		}
 		return st, err

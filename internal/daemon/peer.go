@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 
@@ -66,4 +67,25 @@ func Listen(addr string) (net.Listener, error) {
 		return socket.Listen(addr[7:])
 	}
 	return net.Listen("tcp", addr)
+}
+
+// CheckOwnCert checks, before the party says ready, that its own
+// certificate (tc, from PeerTLS) carries ownName, the name the peer will
+// require (peertls.PartyName(party) unless given: the peer's default
+// --tls-peer-name). A party given the other party's certificate is
+// refused at start instead of failing every handshake later.
+func CheckOwnCert(tc *tls.Config, party int, ownName string) error {
+	leaf := tc.Certificates[0].Leaf
+	byDefault := ownName == ""
+	if byDefault {
+		ownName = peertls.PartyName(party)
+	}
+	if err := leaf.VerifyHostname(ownName); err != nil {
+		fix := fmt.Sprintf("give party %d's own certificate (kord certs writes %s)", party, peertls.CertFile(party))
+		if byDefault {
+			fix += ", or, if the peer runs with --tls-peer-name NAME, --tls-name NAME here"
+		}
+		return BadInput("--tls-cert: the peer will require the name %s and this certificate does not carry it (%v): %s", ownName, err, fix)
+	}
+	return nil
 }

@@ -156,14 +156,16 @@ func TestOneWayDelay(t *testing.T) {
 // TestDelayPipelines: many writes in a row cost about one delay, not one
 // per write. Asserted loosely (well under the serialized sum).
 func TestDelayPipelines(t *testing.T) {
-	p := Profile{Name: "t", RTT: 40 * time.Millisecond} // 20 ms one way, no bandwidth limit
+	// 100 ms one way, no bandwidth limit: serialized, 50 writes would take
+	// 5 s; the bound (2.5 s) leaves a loaded machine 2.4 s of slack.
+	p := Profile{Name: "t", RTT: 200 * time.Millisecond}
 	a, b, err := TCPPair(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	defer b.Close()
-	const writes = 50 // serialized per write this would be ≥ 1 s
+	const writes = 50
 	t0 := time.Now()
 	go func() {
 		for i := 0; i < writes; i++ {

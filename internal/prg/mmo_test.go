@@ -286,7 +286,7 @@ func kernelAndStep(b *testing.B, l, r, in []Block, step func() int) (bestK, best
 		for range 3 {
 			c := 0
 			start := time.Now()
-			for time.Since(start) < 2*time.Millisecond {
+			for c == 0 || time.Since(start) < 2*time.Millisecond {
 				for range 16 {
 					ExpandSeeds(l, r, in)
 				}
@@ -295,7 +295,7 @@ func kernelAndStep(b *testing.B, l, r, in []Block, step func() int) (bestK, best
 			bestK = max(bestK, float64(c)/time.Since(start).Seconds())
 			c = 0
 			start = time.Now()
-			for time.Since(start) < 2*time.Millisecond {
+			for c == 0 || time.Since(start) < 2*time.Millisecond {
 				c += step()
 			}
 			bestS = max(bestS, float64(c)/time.Since(start).Seconds())

@@ -124,6 +124,12 @@ type CollectRange struct {
 	First  uint64
 	Count  int
 	Points [][]uint64
+	// Expect (a re-collect after a party restart; nil: an ordinary
+	// collect): the share request each counter's output must have been
+	// generated for. The module then hands out only outputs it handed out
+	// before, each only if generated for exactly that request, and
+	// refuses the call otherwise (RangeRecollector).
+	Expect []msg.Share
 }
 
 // FramesResult answers a Frames call: how many frames were accepted and,
@@ -168,6 +174,9 @@ func checkRange(r *CollectRange) error {
 	if r.Points != nil && len(r.Points) != r.Count {
 		return fmt.Errorf("%w: collect range: %d point lists for %d counters", module.ErrBadRequest, len(r.Points), r.Count)
 	}
+	if r.Expect != nil && len(r.Expect) != r.Count {
+		return fmt.Errorf("%w: collect range: %d expected requests for %d counters", module.ErrBadRequest, len(r.Expect), r.Count)
+	}
 	if r.First+uint64(r.Count) < r.First {
 		return fmt.Errorf("%w: collect range: counters overflow", module.ErrBadRequest)
 	}
@@ -180,11 +189,24 @@ type RangeCollector interface {
 	CollectRange(ctx context.Context, first uint64, count int, points [][]uint64, emit func(*msg.CollectResponse)) error
 }
 
+// RangeRecollector is a module that re-collects a run of counters only
+// for the requests their outputs were generated for (module.Durable).
+type RangeRecollector interface {
+	RecollectRange(ctx context.Context, first uint64, count int, points [][]uint64, expect []msg.Share, emit func(*msg.CollectResponse)) error
+}
+
 // collectRange collects each counter of r in order and hands each output
 // to emit; it stops at the first error.
 func collectRange(ctx context.Context, dev module.Device, r *CollectRange, emit func(*msg.CollectResponse)) error {
 	if err := checkRange(r); err != nil {
 		return err
+	}
+	if r.Expect != nil {
+		rc, ok := dev.(RangeRecollector)
+		if !ok {
+			return fmt.Errorf("%w: collect range: this module does not check re-collected outputs against their request", module.ErrBadRequest)
+		}
+		return rc.RecollectRange(ctx, r.First, r.Count, r.Points, r.Expect, emit)
 	}
 	if rc, ok := dev.(RangeCollector); ok {
 		return rc.CollectRange(ctx, r.First, r.Count, r.Points, emit)
@@ -208,6 +230,9 @@ func collectRange(ctx context.Context, dev module.Device, r *CollectRange, emit 
 // rangeToPB encodes a CollectRange.
 func rangeToPB(r *CollectRange) *pb.CollectRangeRequest {
 	o := &pb.CollectRangeRequest{First: r.First, Count: uint32(r.Count)}
+	for _, s := range r.Expect {
+		o.Expect = append(o.Expect, ShareToPB(s))
+	}
 	if r.Points != nil {
 		o.PointLens = make([]uint32, len(r.Points))
 		for i, p := range r.Points {
@@ -223,6 +248,15 @@ func rangeFromPB(r *pb.CollectRangeRequest) (*CollectRange, error) {
 	o := &CollectRange{First: r.GetFirst(), Count: int(r.GetCount())}
 	if r.GetCount() > maxRange {
 		o.Count = 0 // refused by checkRange
+	}
+	if ex := r.GetExpect(); len(ex) > 0 {
+		if len(ex) != o.Count {
+			return nil, fmt.Errorf("%w: collect range: %d expected requests for %d counters", module.ErrBadRequest, len(ex), o.Count)
+		}
+		o.Expect = make([]msg.Share, len(ex))
+		for i, s := range ex {
+			o.Expect[i] = ShareFromPB(s)
+		}
 	}
 	if lens := r.GetPointLens(); len(lens) > 0 {
 		if len(lens) != o.Count {

@@ -41,6 +41,7 @@ type Server struct {
 	journal io.Writer
 	conns   sync.WaitGroup
 	access  Access
+	open    openConns
 }
 
 // ServerOptions configure a Server.
@@ -61,7 +62,9 @@ func NewServer(dev module.Device, o ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{dev: dev, log: o.Logger, journal: o.Journal, access: o.Access}
+	s := &Server{dev: dev, log: o.Logger, journal: o.Journal, access: o.Access}
+	s.open.init()
+	return s
 }
 
 // Listen listens on a Unix socket at path with mode 0600, removing a
@@ -113,12 +116,16 @@ func listen(path string, gid int) (net.Listener, error) {
 	return l, nil
 }
 
-// Serve accepts connections until l is closed.
+// Serve accepts connections until l is closed. Then it ends the open
+// connections (drain.go): each finishes the request it is running, and
+// its reply is written, but reads no other; Serve returns once all are
+// closed, within DrainTimeout.
 func (s *Server) Serve(l net.Listener) error {
 	defer s.conns.Wait()
 	for {
 		c, err := l.Accept()
 		if err != nil {
+			s.open.drain()
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -137,14 +144,18 @@ func (s *Server) Serve(l net.Listener) error {
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
+	if !s.open.add(c) {
+		return // the server is draining
+	}
+	defer s.open.remove(c)
 	bigSendBuffer(c)
-	ctx := context.Background()
+	ctx := s.open.ctx
 	var rbuf, wbuf []byte
 	for {
 		var err error
 		rbuf, err = readMsgInto(c, rbuf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !s.open.draining() {
 				s.log.Warn("socket: dropping connection", "err", err)
 			}
 			return

@@ -179,7 +179,7 @@ func TestSocketSessionAndMismatch(t *testing.T) {
 		}
 		c1, _ := cs[1].Challenge(ctx)
 		w1, err := cs[1].Witness(ctx, c0)
-		if err != nil || len(w1) != 112 {
+		if err != nil || len(w1) != 113 {
 			t.Fatalf("witness: %d bytes, %v", len(w1), err)
 		}
 		r0, err := cs[0].Reconcile(ctx, w1)

@@ -25,6 +25,14 @@ var (
 // that others may write (checkPath, checkFile).
 var ErrPermissions = errors.New("store: unsafe state file")
 
+// ErrInUse is returned by OpenBoltWith when another process holds the
+// state file.
+var ErrInUse = errors.New("store: state file in use")
+
+// LockWait is how long OpenBoltWith waits for another process to release
+// the state file's lock before it returns ErrInUse.
+const LockWait = 500 * time.Millisecond
+
 // Bolt keeps a module's pairing secret and counters in a bbolt file (mode
 // 0600). Counters are committed by reservation: a Save that moves Next or
 // PeerFloor past the reserved high-water marks commits (with fsync) new
@@ -99,7 +107,12 @@ func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
 		}
 		return f, nil
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, OpenFile: open})
+	// The file lock is held for the life of the process that holds it:
+	// waiting on it only delays the answer, so the wait is short.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: LockWait, OpenFile: open})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is locked by another process (a kord module, or kord party --module in-process, still running on it): stop that process first, or give this one its own --state", ErrInUse, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}

@@ -1253,7 +1253,11 @@ type Hello struct {
 	// confirms: the confirmations (Confirm.mac) of party 0's last delivered
 	// batches, for party 1's held batches whose Confirm was lost with the
 	// session; party 1 delivers such a batch only with its confirmation.
-	Confirms      []*Confirm `protobuf:"bytes,6,rep,name=confirms,proto3" json:"confirms,omitempty"`
+	Confirms []*Confirm `protobuf:"bytes,6,rep,name=confirms,proto3" json:"confirms,omitempty"`
+	// version: party 0's peer protocol version (service.ProtocolVersion;
+	// 0: a party from before versions were stated). Party 1 refuses a
+	// session of another version, saying which.
+	Version       uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1328,6 +1332,13 @@ func (x *Hello) GetConfirms() []*Confirm {
 		return x.Confirms
 	}
 	return nil
+}
+
+func (x *Hello) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 // SpentRequests names requests by the batch they were last in and their
@@ -1407,7 +1418,10 @@ type HelloReply struct {
 	Recent []*RecentItem `protobuf:"bytes,6,rep,name=recent,proto3" json:"recent,omitempty"`
 	// bulk: party 1 reads Batch.runs: a batch whose runs are set goes to
 	// each module as one bulk request per run (one frame, one slab).
-	Bulk          bool `protobuf:"varint,7,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	Bulk bool `protobuf:"varint,7,opt,name=bulk,proto3" json:"bulk,omitempty"`
+	// version: party 1's peer protocol version (as Hello.version); party 0
+	// refuses a session of another version, saying which.
+	Version       uint32 `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1491,12 +1505,18 @@ func (x *HelloReply) GetBulk() bool {
 	return false
 }
 
+func (x *HelloReply) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 // RecentItem is one request a party delivered (or, party 1, holds
 // answered and unconfirmed): its batch header item, the first counter of
-// its keys and the SHA-256 over their pair tags. The restarted peer
-// re-collects the same counters from its own module (collect is
-// idempotent for recent counters) and hands its share out only if its
-// pair tags give the same digest.
+// its keys and the SHA-256 over their pair tags. A restarted peer uses
+// these only to narrow what its own record lets it hand out again
+// (docs/api.md, "Recovery after a party restart"): never to add to it.
 type RecentItem struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Item         *BatchItem             `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
@@ -1609,10 +1629,10 @@ type Witness struct {
 	// recent: party 0's recent deliveries, sent when HelloReply.fresh.
 	Recent []*RecentItem `protobuf:"bytes,2,rep,name=recent,proto3" json:"recent,omitempty"`
 	// held_ok, held_void: for the held items of HelloReply.recent, the ids
-	// whose pair party 0 completed (its module had collected the same
-	// counters with the same digest: party 1 delivers) and those it could
-	// not (party 1 fails them void; so does party 0 if the application
-	// asks again).
+	// whose pair party 0's own record says it delivered at the same
+	// counters with the same digest (party 1 delivers) and those it did not
+	// (party 1 fails them void; so does party 0 if the application asks
+	// again).
 	HeldOk   []uint64 `protobuf:"varint,3,rep,packed,name=held_ok,json=heldOk,proto3" json:"held_ok,omitempty"`
 	HeldVoid []uint64 `protobuf:"varint,4,rep,packed,name=held_void,json=heldVoid,proto3" json:"held_void,omitempty"`
 	// held_ok_confirms: one per held_ok id, in order: SHA-256(
@@ -1620,8 +1640,12 @@ type Witness struct {
 	// of that request's outputs). Party 1 delivers a held request only when
 	// it equals the same hash over its own module's tags (as Confirm.mac).
 	HeldOkConfirms [][]byte `protobuf:"bytes,5,rep,name=held_ok_confirms,json=heldOkConfirms,proto3" json:"held_ok_confirms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// held_spent: held ids party 0's record says it answered spent (or
+	// tampered) before its restart: party 1 fails them spent, the class
+	// site 0's application already has.
+	HeldSpent     []uint64 `protobuf:"varint,6,rep,packed,name=held_spent,json=heldSpent,proto3" json:"held_spent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Witness) Reset() {
@@ -1685,6 +1709,13 @@ func (x *Witness) GetHeldVoid() []uint64 {
 func (x *Witness) GetHeldOkConfirms() [][]byte {
 	if x != nil {
 		return x.HeldOkConfirms
+	}
+	return nil
+}
+
+func (x *Witness) GetHeldSpent() []uint64 {
+	if x != nil {
+		return x.HeldSpent
 	}
 	return nil
 }
@@ -2108,6 +2139,7 @@ type PeerMsg struct {
 	//	*PeerMsg_Batch
 	//	*PeerMsg_BatchReply
 	//	*PeerMsg_Confirm
+	//	*PeerMsg_VoidNotice
 	M             isPeerMsg_M `protobuf_oneof:"m"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2213,6 +2245,15 @@ func (x *PeerMsg) GetConfirm() *Confirm {
 	return nil
 }
 
+func (x *PeerMsg) GetVoidNotice() *VoidNotice {
+	if x != nil {
+		if x, ok := x.M.(*PeerMsg_VoidNotice); ok {
+			return x.VoidNotice
+		}
+	}
+	return nil
+}
+
 type isPeerMsg_M interface {
 	isPeerMsg_M()
 }
@@ -2245,6 +2286,10 @@ type PeerMsg_Confirm struct {
 	Confirm *Confirm `protobuf:"bytes,7,opt,name=confirm,proto3,oneof"`
 }
 
+type PeerMsg_VoidNotice struct {
+	VoidNotice *VoidNotice `protobuf:"bytes,8,opt,name=void_notice,json=voidNotice,proto3,oneof"`
+}
+
 func (*PeerMsg_Hello) isPeerMsg_M() {}
 
 func (*PeerMsg_HelloReply) isPeerMsg_M() {}
@@ -2259,6 +2304,57 @@ func (*PeerMsg_BatchReply) isPeerMsg_M() {}
 
 func (*PeerMsg_Confirm) isPeerMsg_M() {}
 
+func (*PeerMsg_VoidNotice) isPeerMsg_M() {}
+
+// VoidNotice (either party, any time in a session of protocol 2): ids
+// this site answered void after a restart whose keys the peer may have
+// delivered; the peer sends the stream that got them a void reply. It
+// goes as soon as there is one, not with the next batch, so that an idle
+// pair still tells its applications.
+type VoidNotice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VoidNotice) Reset() {
+	*x = VoidNotice{}
+	mi := &file_kord_v1_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VoidNotice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VoidNotice) ProtoMessage() {}
+
+func (x *VoidNotice) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VoidNotice.ProtoReflect.Descriptor instead.
+func (*VoidNotice) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *VoidNotice) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 type PairMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       []byte                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2269,7 +2365,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2377,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2390,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -2433,17 +2529,18 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\vderive_beta\x18\x04 \x01(\fR\n" +
 	"deriveBeta\x12\x14\n" +
 	"\x05betas\x18\x05 \x03(\x04R\x05betas\x12*\n" +
-	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xe3\x01\n" +
+	"\x05corrs\x18\x06 \x03(\v2\x14.kord.v1.CorrelationR\x05corrs\"\xfd\x01\n" +
 	"\x05Hello\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\x04R\x03run\x12+\n" +
 	"\x11delivered_through\x18\x02 \x01(\x04R\x10deliveredThrough\x12\x1c\n" +
 	"\tchallenge\x18\x03 \x01(\fR\tchallenge\x12!\n" +
 	"\fearly_frames\x18\x04 \x01(\bR\vearlyFrames\x12,\n" +
 	"\x05spent\x18\x05 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12,\n" +
-	"\bconfirms\x18\x06 \x03(\v2\x10.kord.v1.ConfirmR\bconfirms\"5\n" +
+	"\bconfirms\x18\x06 \x03(\v2\x10.kord.v1.ConfirmR\bconfirms\x12\x18\n" +
+	"\aversion\x18\a \x01(\rR\aversion\"5\n" +
 	"\rSpentRequests\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\xec\x01\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\"\x86\x02\n" +
 	"\n" +
 	"HelloReply\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x18\n" +
@@ -2452,7 +2549,8 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05spent\x18\x04 \x01(\v2\x16.kord.v1.SpentRequestsR\x05spent\x12\x14\n" +
 	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12+\n" +
 	"\x06recent\x18\x06 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x12\n" +
-	"\x04bulk\x18\a \x01(\bR\x04bulk\"\xee\x01\n" +
+	"\x04bulk\x18\a \x01(\bR\x04bulk\x12\x18\n" +
+	"\aversion\x18\b \x01(\rR\aversion\"\xee\x01\n" +
 	"\n" +
 	"RecentItem\x12&\n" +
 	"\x04item\x18\x01 \x01(\v2\x12.kord.v1.BatchItemR\x04item\x12#\n" +
@@ -2464,13 +2562,15 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"errorClass\x12\x1d\n" +
 	"\n" +
 	"bulk_first\x18\a \x01(\x04R\tbulkFirst\x12\x15\n" +
-	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xb0\x01\n" +
+	"\x06bulk_n\x18\b \x01(\rR\x05bulkN\"\xcf\x01\n" +
 	"\aWitness\x12\x18\n" +
 	"\awitness\x18\x01 \x01(\fR\awitness\x12+\n" +
 	"\x06recent\x18\x02 \x03(\v2\x13.kord.v1.RecentItemR\x06recent\x12\x17\n" +
 	"\aheld_ok\x18\x03 \x03(\x04R\x06heldOk\x12\x1b\n" +
 	"\theld_void\x18\x04 \x03(\x04R\bheldVoid\x12(\n" +
-	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\"-\n" +
+	"\x10held_ok_confirms\x18\x05 \x03(\fR\x0eheldOkConfirms\x12\x1d\n" +
+	"\n" +
+	"held_spent\x18\x06 \x03(\x04R\theldSpent\"-\n" +
 	"\bSyncDone\x12!\n" +
 	"\fnext_counter\x18\x01 \x01(\x04R\vnextCounter\"\xf2\x02\n" +
 	"\x05Batch\x12\x10\n" +
@@ -2513,7 +2613,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1f\n" +
 	"\verror_class\x18\x03 \x01(\tR\n" +
 	"errorClass\x12\x10\n" +
-	"\x03mac\x18\x04 \x01(\fR\x03mac\"\xdc\x02\n" +
+	"\x03mac\x18\x04 \x01(\fR\x03mac\"\x94\x03\n" +
 	"\aPeerMsg\x12&\n" +
 	"\x05hello\x18\x01 \x01(\v2\x0e.kord.v1.HelloH\x00R\x05hello\x126\n" +
 	"\vhello_reply\x18\x02 \x01(\v2\x13.kord.v1.HelloReplyH\x00R\n" +
@@ -2523,8 +2623,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x05batch\x18\x05 \x01(\v2\x0e.kord.v1.BatchH\x00R\x05batch\x126\n" +
 	"\vbatch_reply\x18\x06 \x01(\v2\x13.kord.v1.BatchReplyH\x00R\n" +
 	"batchReply\x12,\n" +
-	"\aconfirm\x18\a \x01(\v2\x10.kord.v1.ConfirmH\x00R\aconfirmB\x03\n" +
-	"\x01m\"?\n" +
+	"\aconfirm\x18\a \x01(\v2\x10.kord.v1.ConfirmH\x00R\aconfirm\x126\n" +
+	"\vvoid_notice\x18\b \x01(\v2\x13.kord.v1.VoidNoticeH\x00R\n" +
+	"voidNoticeB\x03\n" +
+	"\x01m\"\x1e\n" +
+	"\n" +
+	"VoidNotice\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\"?\n" +
 	"\vPairMessage\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x12\x16\n" +
 	"\x06paired\x18\x02 \x01(\bR\x06paired2\xdb\x01\n" +
@@ -2549,7 +2654,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -2574,22 +2679,23 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*BatchReply)(nil),            // 20: kord.v1.BatchReply
 	(*Confirm)(nil),               // 21: kord.v1.Confirm
 	(*PeerMsg)(nil),               // 22: kord.v1.PeerMsg
-	(*PairMessage)(nil),           // 23: kord.v1.PairMessage
-	(*modulepb.Correlation)(nil),  // 24: kord.v1.Correlation
-	(*modulepb.CorrShares)(nil),   // 25: kord.v1.CorrShares
-	(*modulepb.PollResponse)(nil), // 26: kord.v1.PollResponse
+	(*VoidNotice)(nil),            // 23: kord.v1.VoidNotice
+	(*PairMessage)(nil),           // 24: kord.v1.PairMessage
+	(*modulepb.Correlation)(nil),  // 25: kord.v1.Correlation
+	(*modulepb.CorrShares)(nil),   // 26: kord.v1.CorrShares
+	(*modulepb.PollResponse)(nil), // 27: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
-	24, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
-	25, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
+	25, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
+	26, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
 	1,  // 2: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
 	0,  // 3: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
 	4,  // 4: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 5: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 6: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	26, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	24, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
-	24, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
+	27, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	25, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
+	25, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
 	14, // 10: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
 	21, // 11: kord.v1.Hello.confirms:type_name -> kord.v1.Confirm
 	14, // 12: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
@@ -2605,23 +2711,24 @@ var file_kord_v1_service_proto_depIdxs = []int32{
 	19, // 22: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
 	20, // 23: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
 	21, // 24: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	3,  // 25: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 26: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 27: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 28: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	23, // 29: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	22, // 30: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 31: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 32: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 33: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 34: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	23, // 35: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	22, // 36: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	23, // 25: kord.v1.PeerMsg.void_notice:type_name -> kord.v1.VoidNotice
+	3,  // 26: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 27: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	7,  // 28: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	9,  // 29: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	24, // 30: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	22, // 31: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 32: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 33: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	8,  // 34: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	10, // 35: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	24, // 36: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	22, // 37: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -2637,6 +2744,7 @@ func file_kord_v1_service_proto_init() {
 		(*PeerMsg_Batch)(nil),
 		(*PeerMsg_BatchReply)(nil),
 		(*PeerMsg_Confirm)(nil),
+		(*PeerMsg_VoidNotice)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2644,7 +2752,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1157,11 +1157,17 @@ func (x *PeerFramesResponse) GetReject() string {
 // first+count-1. point_lens is empty or has one entry per counter (0 for
 // keys that are not consume mode); points holds their points in order.
 type CollectRangeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
-	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	Points        []uint64               `protobuf:"varint,3,rep,packed,name=points,proto3" json:"points,omitempty"`
-	PointLens     []uint32               `protobuf:"varint,4,rep,packed,name=point_lens,json=pointLens,proto3" json:"point_lens,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	First     uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Count     uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Points    []uint64               `protobuf:"varint,3,rep,packed,name=points,proto3" json:"points,omitempty"`
+	PointLens []uint32               `protobuf:"varint,4,rep,packed,name=point_lens,json=pointLens,proto3" json:"point_lens,omitempty"`
+	// expect (a re-collect after a party restart): one share request per
+	// counter, the request the host is answering. The module hands out
+	// only outputs it handed out before, and only if each was generated
+	// for exactly that request (its own shares, shape and payload);
+	// otherwise it refuses the call.
+	Expect        []*Share `protobuf:"bytes,5,rep,name=expect,proto3" json:"expect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1220,6 +1226,13 @@ func (x *CollectRangeRequest) GetPoints() []uint64 {
 func (x *CollectRangeRequest) GetPointLens() []uint32 {
 	if x != nil {
 		return x.PointLens
+	}
+	return nil
+}
+
+func (x *CollectRangeRequest) GetExpect() []*Share {
+	if x != nil {
+		return x.Expect
 	}
 	return nil
 }
@@ -2346,13 +2359,14 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x04lens\x18\x02 \x03(\rR\x04lens\"H\n" +
 	"\x12PeerFramesResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\rR\baccepted\x12\x16\n" +
-	"\x06reject\x18\x02 \x01(\tR\x06reject\"x\n" +
+	"\x06reject\x18\x02 \x01(\tR\x06reject\"\xa0\x01\n" +
 	"\x13CollectRangeRequest\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x16\n" +
 	"\x06points\x18\x03 \x03(\x04R\x06points\x12\x1d\n" +
 	"\n" +
-	"point_lens\x18\x04 \x03(\rR\tpointLens\"\xef\x01\n" +
+	"point_lens\x18\x04 \x03(\rR\tpointLens\x12&\n" +
+	"\x06expect\x18\x05 \x03(\v2\x0e.kord.v1.ShareR\x06expect\"\xef\x01\n" +
 	"\x14CollectRangeResponse\x12\x14\n" +
 	"\x05modes\x18\x01 \x01(\fR\x05modes\x12\x12\n" +
 	"\x04keys\x18\x02 \x01(\fR\x04keys\x12\x19\n" +
@@ -2491,31 +2505,32 @@ var file_kord_v1_module_proto_depIdxs = []int32{
 	7,  // 1: kord.v1.SubmitRequest.bulk:type_name -> kord.v1.Bulk
 	5,  // 2: kord.v1.SubmitRequest.corr:type_name -> kord.v1.Correlation
 	5,  // 3: kord.v1.CorrShares.corr:type_name -> kord.v1.Correlation
-	24, // 4: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
-	8,  // 5: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
-	6,  // 6: kord.v1.CollectResponse.corr:type_name -> kord.v1.CorrShares
-	0,  // 7: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
-	2,  // 8: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
-	4,  // 9: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
-	14, // 10: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
-	16, // 11: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
-	18, // 12: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
-	10, // 13: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
-	12, // 14: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
-	3,  // 15: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
-	9,  // 16: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
-	15, // 17: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
-	17, // 18: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
-	19, // 19: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
-	11, // 20: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
-	13, // 21: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
-	20, // 22: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
-	21, // 23: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	1,  // 4: kord.v1.CollectRangeRequest.expect:type_name -> kord.v1.Share
+	24, // 5: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
+	8,  // 6: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
+	6,  // 7: kord.v1.CollectResponse.corr:type_name -> kord.v1.CorrShares
+	0,  // 8: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
+	2,  // 9: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
+	4,  // 10: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
+	14, // 11: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
+	16, // 12: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
+	18, // 13: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
+	10, // 14: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
+	12, // 15: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
+	3,  // 16: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
+	9,  // 17: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
+	15, // 18: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
+	17, // 19: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
+	19, // 20: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
+	11, // 21: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
+	13, // 22: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
+	20, // 23: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
+	21, // 24: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_module_proto_init() }

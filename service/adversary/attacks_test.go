@@ -25,7 +25,7 @@ import (
 // mutation classes that act through them (gate in mutate_test.go,
 // composeGate in composite_test.go). Set it to false once branches
 // recovery and corrbind are merged.
-const knownOpen = true
+const knownOpen = false
 
 const (
 	recoveryAttack = "forged recovery records: the honest site re-delivers, for any id, the outputs at counters the peer's record names (HelloReply.recent / Witness.recent accepted at any handshake)"

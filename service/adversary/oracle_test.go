@@ -96,6 +96,7 @@ type oracle struct {
 	mu        sync.Mutex
 	delivered map[uint64]uint64 // counter → request id it was delivered for
 	ranges    map[uint64][]rng  // request id → counters of the batches it was in (honest view)
+	instance  map[uint64]*req   // request id → the request the honest application last asked under it
 	found     []string          // violations
 	unpaired  int               // outputs whose partner the adversary never collected
 	corrs     []*msg.CorrShares // the correlation shares delivered (copies)
@@ -107,7 +108,7 @@ type oracle struct {
 type rng struct{ first, n uint64 }
 
 func newOracle(t testing.TB, known bool) *oracle {
-	return &oracle{t: t, known: known, delivered: map[uint64]uint64{}, ranges: map[uint64][]rng{}}
+	return &oracle{t: t, known: known, delivered: map[uint64]uint64{}, ranges: map[uint64][]rng{}, instance: map[uint64]*req{}}
 }
 
 func (o *oracle) violation(format string, args ...any) {
@@ -164,6 +165,22 @@ func (o *oracle) sawBatch(b *pb.Batch) {
 	}
 }
 
+// newInstances starts check (iii)'s record afresh for each of qs that is
+// another request than the one last asked under its id (an id reused for
+// a fresh α once the first was answered): the frames opened for the
+// earlier request are not frames of this one, whose α the site may call
+// reusable. A resend of the same request (the same *req) keeps its record.
+func (o *oracle) newInstances(qs []*req) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, q := range qs {
+		if prev := o.instance[q.id]; prev != nil && prev != q {
+			delete(o.ranges, q.id)
+		}
+		o.instance[q.id] = q
+	}
+}
+
 // honestOpened reports whether the honest module opened a frame at any
 // counter of a batch id was in.
 func (o *oracle) honestOpened(id uint64) bool {
@@ -197,6 +214,9 @@ func (o *oracle) askHonest(qs []*req) {
 func (o *oracle) askAt(qs []*req, at [2]bool) {
 	var hw, aw sync.WaitGroup
 	h := o.w.honest
+	if at[h] {
+		o.newInstances(qs)
+	}
 	actx, acancel := context.WithTimeout(context.Background(), o.endBound())
 	defer acancel()
 	for _, q := range qs {

@@ -29,18 +29,24 @@ var ErrWitness = errors.New("module: counter witness rejected")
 // LabelWitness is the HKDF label of the per-direction witness keys.
 const LabelWitness = "kord/v1/witness/dir"
 
-// Witness layout: magic ‖ party ‖ peer's challenge ‖ own challenge ‖
-// next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖ accepted(8, LE) ‖
-// HMAC-SHA256. (Before accepted: 104 bytes; both modules of a pair run the
-// same version.)
+// Witness layout: magic ‖ protocol version ‖ party ‖ peer's challenge ‖
+// own challenge ‖ next(8, LE) ‖ peer floor(8, LE) ‖ generated(8, LE) ‖
+// accepted(8, LE) ‖ HMAC-SHA256. Before the version byte (module
+// protocol 1): 112 bytes; before accepted: 104. Both modules of a pair run
+// the same protocol version; a module refuses another, saying which.
 const (
 	challengeSize  = kdf.SessionChallengeSize
-	witnessBody    = len(witnessMagic) + 1 + 2*challengeSize + 32
-	witnessSize    = witnessBody + sha256.Size // 112
-	witnessSizeOld = witnessSize - 8
+	witnessBody    = len(witnessMagic) + 2 + 2*challengeSize + 32
+	witnessSize    = witnessBody + sha256.Size // 113
+	witnessSizeV1  = witnessSize - 1
+	witnessSizeOld = witnessSizeV1 - 8
 	witnessMagic   = "kord/v1/witness"
 	collectCache   = 8192
 )
+
+// ProtocolVersion is the module protocol version a Durable states in its
+// witness (the modules' handshake). 2: the version is stated (issue 33).
+const ProtocolVersion = 2
 
 // Durable is a software module for the module daemon: its store keeps the
 // pairing and counters, it restarts paired, and it stays locked — no key
@@ -239,6 +245,10 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 		d.mu.Unlock()
 		return r, nil
 	}
+	var rq msg.Share
+	if o := d.ready[req.Counter]; o != nil {
+		rq = o.req
+	}
 	d.mu.Unlock()
 	r, err := d.Engine.Collect(ctx, req)
 	if err != nil {
@@ -247,6 +257,7 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.slot(req.Counter)
+	c.req = rq
 	key, evals := append(c.resp.Key[:0], r.Key...), append(c.resp.Evals[:0], r.Evals...)
 	c.resp = *r
 	c.resp.Key, c.resp.Evals = key, evals
@@ -277,6 +288,10 @@ func (d *Durable) slot(counter uint64) *cached {
 	c.used = false
 	clear(c.resp.Key)
 	clear(c.resp.Evals)
+	c.req = msg.Share{}
+	if o := d.ready[counter]; o != nil {
+		c.req = o.req // the output about to be collected into the slot
+	}
 	return c
 }
 
@@ -324,6 +339,46 @@ func (d *Durable) CollectRange(first uint64, count int, points [][]uint64, emit 
 	}
 	return nil
 }
+
+// RecollectRange hands emit the outputs handed out before at counters
+// first … first+count-1, each only if it was generated for expect[i]
+// (same own shares, shape and payload as submitted) and, in consume mode,
+// for the same points. It checks every counter before it emits any and
+// refuses the call otherwise: nothing is generated or handed out for a
+// request other than the one an output was made for.
+func (d *Durable) RecollectRange(first uint64, count int, points [][]uint64, expect []msg.Share, emit func(*msg.CollectResponse)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(expect) != count {
+		return bad("Expect: %d requests for %d counters", len(expect), count)
+	}
+	cs := make([]*cached, count)
+	for i := range count {
+		counter := first + uint64(i)
+		var pts []uint64
+		if points != nil {
+			pts = points[i]
+		}
+		c := d.cached(counter, pts)
+		if c == nil {
+			return bad("Counter: no output handed out at counter %d is remembered (a re-collect hands out only those)", counter)
+		}
+		if c.req != expect[i] {
+			d.rejects[RejectRecollect]++
+			d.log.Warn("re-collect refused: the output was generated for another request", "party", d.party, "counter", counter)
+			return bad("Expect[%d]: the output at counter %d was generated for another request; refused", i, counter)
+		}
+		cs[i] = c
+	}
+	for _, c := range cs {
+		emit(&c.resp)
+	}
+	return nil
+}
+
+// RejectRecollect counts re-collects refused because the output was
+// generated for another request (Poll: Rejects).
+const RejectRecollect = "recollect_mismatch"
 
 // CollectSlab hands emit the slab of the bulk at first (Count keys), as
 // Collect would: a repeat of a recent one gives the same bytes. The slab
@@ -439,7 +494,9 @@ func cloneSlab(s *msg.Slab) *msg.Slab {
 type cached struct {
 	resp   msg.CollectResponse
 	points []uint64
-	used   bool
+	// req: the request the output was generated for (RecollectRange).
+	req  msg.Share
+	used bool
 }
 
 // cloneCollect copies r; empty keys and evaluations come back nil.
@@ -490,7 +547,7 @@ func (d *Durable) Witness(peerChallenge []byte) ([]byte, error) {
 	}
 	w := make([]byte, 0, witnessSize)
 	w = append(w, witnessMagic...)
-	w = append(w, byte(d.party))
+	w = append(w, ProtocolVersion, byte(d.party))
 	w = append(w, peerChallenge...)
 	w = append(w, d.own...)
 	w = binary.LittleEndian.AppendUint64(w, d.ctr.Next)
@@ -525,8 +582,14 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if len(w) == witnessSizeOld && string(w[:len(witnessMagic)]) == witnessMagic {
 		return nil, fmt.Errorf("%w: a %d-byte witness, of a version before the accepted mark (want %d bytes): run the same kord version on both modules of a pair", ErrWitness, len(w), witnessSize)
 	}
+	if len(w) == witnessSizeV1 && string(w[:len(witnessMagic)]) == witnessMagic {
+		return nil, fmt.Errorf("%w: the peer module speaks module protocol 1 (before versions were stated), this module %d: upgrade both modules of a pair together (docs/operations.md, \"Upgrading a pair\")", ErrWitness, ProtocolVersion)
+	}
 	if len(w) != witnessSize || string(w[:len(witnessMagic)]) != witnessMagic {
 		return nil, fmt.Errorf("%w: malformed", ErrWitness)
+	}
+	if v := w[len(witnessMagic)]; v != ProtocolVersion {
+		return nil, fmt.Errorf("%w: the peer module speaks module protocol %d, this module %d: upgrade both modules of a pair together (docs/operations.md, \"Upgrading a pair\")", ErrWitness, v, ProtocolVersion)
 	}
 	body, tag := w[:witnessBody], w[witnessBody:]
 	m := hmac.New(sha256.New, d.wkey[1-d.party][:])
@@ -534,7 +597,7 @@ func (d *Durable) Reconcile(w []byte) (*Reconciled, error) {
 	if !hmac.Equal(m.Sum(nil), tag) {
 		return nil, fmt.Errorf("%w: authentication", ErrWitness)
 	}
-	o := len(witnessMagic)
+	o := len(witnessMagic) + 1
 	if int(body[o]) != 1-d.party || !hmac.Equal(body[o+1:o+1+challengeSize], chal) {
 		return nil, fmt.Errorf("%w: not a fresh witness of the peer", ErrWitness)
 	}

@@ -174,8 +174,11 @@ type output struct {
 	counter     uint64
 	alpha, beta uint64
 	tag         [kdf.TagSize]byte // the pair tag (kdf.PRF.PairTag)
-	wiped       bool              // dropped: no key is made for it
-	chunk       *keyChunk         // the buffer raw is a slice of
+	// req: this party's request the output was generated for (own
+	// shares, shape, payload), for a Durable's re-collect check.
+	req   msg.Share
+	wiped bool      // dropped: no key is made for it
+	chunk *keyChunk // the buffer raw is a slice of
 }
 
 // keyChunk is the buffer one generate call writes its keys into; each
@@ -235,6 +238,7 @@ func (o *output) wipe() {
 		o.chunk = nil
 	}
 	o.alphaShare, o.betaShare, o.alpha, o.beta = 0, 0, 0, 0
+	o.req = msg.Share{}
 }
 
 // Engine is one software module. It is safe for concurrent use; requests
@@ -828,7 +832,7 @@ func (e *Engine) acceptSlot(sl *slot, peer [][2]uint64, outs []*output) {
 		o := e.newOutput()
 		*o = output{mode: s.Mode, profile: s.Profile, params: p, counter: r.counter,
 			alpha: (s.AlphaShare + peer[i][0]) & prg.Mask(p.InBits),
-			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits)}
+			beta:  (s.BetaShare + peer[i][1]) & prg.Mask(p.OutBits), req: s}
 		o.setTag(e.prf)
 		outs[i] = o
 	}
@@ -851,7 +855,7 @@ func (e *Engine) acceptDerived(r *record) error {
 		beta, beta0 = s.Beta, s.Beta
 	}
 	o := e.newOutput()
-	*o = output{mode: msg.Derived, profile: s.Profile, params: p, counter: r.counter, alpha: alpha, beta: beta}
+	*o = output{mode: msg.Derived, profile: s.Profile, params: p, counter: r.counter, alpha: alpha, beta: beta, req: s}
 	o.setTag(e.prf)
 	e.dispatches++
 	if e.party == 0 {

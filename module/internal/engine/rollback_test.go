@@ -225,11 +225,42 @@ func TestWitnessOldSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := append(w1[:witnessBody-8:witnessBody-8], make([]byte, 32)...)
+	old := append(w1[:witnessBody-9:witnessBody-9], make([]byte, 32)...)
 	if len(old) != 104 {
 		t.Fatalf("old witness of %d bytes", len(old))
 	}
 	if _, err = p.d[0].Reconcile(old); !errors.Is(err, ErrWitness) || !strings.Contains(err.Error(), "same kord version") {
 		t.Fatalf("an old-format witness: %v", err)
+	}
+}
+
+// TestWitnessOtherVersion: a witness of module protocol 1 (112 bytes, no
+// version byte) or of another stated version is refused with a message
+// naming both versions and what to do; the module stays locked.
+func TestWitnessOtherVersion(t *testing.T) {
+	p := newBoltPair(t)
+	for name, mangle := range map[string]func(w []byte) []byte{
+		"protocol 1": func(w []byte) []byte {
+			v1 := append([]byte(nil), w[:len(witnessMagic)]...)
+			return append(v1, w[len(witnessMagic)+1:]...)
+		},
+		"protocol 3": func(w []byte) []byte {
+			w = append([]byte(nil), w...)
+			w[len(witnessMagic)] = 3
+			return w
+		},
+	} {
+		c0, _ := p.d[0].Challenge()
+		if _, err := p.d[1].Challenge(); err != nil {
+			t.Fatal(err)
+		}
+		w1, err := p.d[1].Witness(c0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.d[0].Reconcile(mangle(w1))
+		if !errors.Is(err, ErrWitness) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "Upgrading a pair") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -182,8 +182,8 @@ func (p *boltPair) session(order int, name string) [2]*Reconciled {
 		witness(1)
 		reconcile(0)
 	}
-	if len(w[0]) != witnessSize || len(w[1]) != witnessSize || witnessSize != 112 {
-		t.Fatalf("witnesses of %d and %d bytes, want 112", len(w[0]), len(w[1]))
+	if len(w[0]) != witnessSize || len(w[1]) != witnessSize || witnessSize != 113 {
+		t.Fatalf("witnesses of %d and %d bytes, want 113", len(w[0]), len(w[1]))
 	}
 	if rc[0].Next != rc[1].Next {
 		t.Fatalf("%s: modules resynchronised to %d and %d", name, rc[0].Next, rc[1].Next)
@@ -376,7 +376,7 @@ func TestWitnessNeedsOwnChallenge(t *testing.T) {
 	}
 	ch := p.d[0].ch
 	bad := bytes.Clone(w1)
-	bad[len(witnessMagic)+1+challengeSize] ^= 1 // the carried own challenge
+	bad[len(witnessMagic)+2+challengeSize] ^= 1 // the carried own challenge
 	if _, err := p.d[0].Reconcile(bad); !errors.Is(err, ErrWitness) || p.d[0].ch != ch {
 		t.Fatalf("an altered witness: %v (channel replaced: %v)", err, p.d[0].ch != ch)
 	}

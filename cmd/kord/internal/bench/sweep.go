@@ -24,7 +24,7 @@ func GenSweep(w io.Writer, p fss.Params, keys, maxW int, file string) error {
 	}
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("kord batched Gen, %v (kernel %s)", p, prg.Active())
-	pl.X.Label.Text = "keys per GenWithRoots call (batch size)"
+	pl.X.Label.Text = "keys per GenWithRoots call (batch size; log scale)"
 	pl.Y.Label.Text = "keys/s (millions)"
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = plot.LogTicks{Prec: -1}

@@ -16,6 +16,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,10 +43,16 @@ type Report struct {
 	// one site and whose partner never reached the other (a refusal, or
 	// no answer at all after every resend); must be 0.
 	OrphanedShares int `json:"orphaned_shares"`
-	// Kills counts the kill -9s per daemon (crash).
+	// VoidedAfterDelivery: key shares an application received and later
+	// got a void notice for (the other site could not complete the pair
+	// after a restart): not orphaned, but not usable.
+	VoidedAfterDelivery int `json:"voided_after_delivery"`
+	// Kills counts the kill -9s per kind killed (crash): a daemon
+	// (module0 … party1), a whole site (site0, site1: its module and
+	// party together) or both parties (both-parties).
 	Kills map[string]int `json:"kills,omitempty"`
-	// RecoveryMs: per daemon killed, the time from its restart (the
-	// process ready) to the first new pair delivered at both sites, in
+	// RecoveryMs: per kind killed, the time from the restart (the
+	// processes ready) to the first new pair delivered at both sites, in
 	// milliseconds (crash).
 	RecoveryMs         map[string]Dist    `json:"recovery_ms,omitempty"`
 	Refused            int                `json:"requests_refused"`
@@ -93,6 +100,7 @@ type load struct {
 	id                            uint64
 	verified, mismatched, refused int
 	oneSided                      int // keys at one site, a refusal or nothing at the other
+	voidedAfter                   int // keys an application got, then a void notice for
 	maxCounter                    uint64
 	pairsAt                       []time.Time // when each verified pair was complete at both sites
 }
@@ -155,8 +163,14 @@ func maxTime(a, b time.Time) time.Time {
 // answer for are sent again on a new stream (to the restarted party)
 // until ctx ends.
 func (l *load) stream(ctx context.Context, reqs [2][]*pb.KeyRequest) (reps [2][]*client.Reply, at [2][]time.Time, err error) {
-	var wg sync.WaitGroup
+	var wg, answered sync.WaitGroup
 	var errs [2]error
+	// settle: each site's last stream stays open, reading void notices,
+	// until it is closed: right away when every id got keys at both sites
+	// or a refusal at both, else once the notices came or voidGrace passed.
+	settle := make(chan struct{})
+	var settleOnce sync.Once
+	defer settleOnce.Do(func() { close(settle) })
 	for b := 0; b < 2; b++ {
 		n := len(reqs[b])
 		reps[b], at[b] = make([]*client.Reply, n), make([]time.Time, n)
@@ -165,19 +179,24 @@ func (l *load) stream(ctx context.Context, reqs [2][]*pb.KeyRequest) (reps [2][]
 			pos[r.Id] = i
 		}
 		wg.Add(1)
+		answered.Add(1)
 		go func() {
 			defer wg.Done()
+			once := sync.OnceFunc(answered.Done)
+			defer once()
 			for ctx.Err() == nil {
 				var todo []*pb.KeyRequest
+				l.mu.Lock()
 				for i, r := range reqs[b] {
 					if reps[b][i] == nil {
 						todo = append(todo, r)
 					}
 				}
+				l.mu.Unlock()
 				if len(todo) == 0 {
 					return
 				}
-				if err := l.streamOnce(ctx, b, todo, pos, reps[b], at[b]); err != nil {
+				if err := l.streamOnce(ctx, b, todo, pos, reps[b], at[b], once, settle); err != nil {
 					select { // the party is down: try again shortly
 					case <-time.After(10 * time.Millisecond):
 					case <-ctx.Done():
@@ -187,12 +206,44 @@ func (l *load) stream(ctx context.Context, reqs [2][]*pb.KeyRequest) (reps [2][]
 			errs[b] = ctx.Err()
 		}()
 	}
+	answered.Wait()
+	for deadline := time.Now().Add(voidGrace); time.Now().Before(deadline) && ctx.Err() == nil; {
+		l.mu.Lock()
+		n := oneSided(reps)
+		l.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	settleOnce.Do(func() { close(settle) })
 	wg.Wait()
 	return reps, at, errors.Join(errs[0], errs[1])
 }
 
-// streamOnce sends todo on one stream of site b and records the answers.
-func (l *load) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos map[uint64]int, reps []*client.Reply, at []time.Time) error {
+// voidGrace is how long a round waits for the void notices of ids that
+// got keys at one site and a refusal at the other (a notice rides on the
+// next batch between the parties).
+const voidGrace = 3 * time.Second
+
+// oneSided counts ids answered with keys at one site and a refusal (or
+// nothing) at the other; l.mu held.
+func oneSided(reps [2][]*client.Reply) int {
+	n := 0
+	for i := range reps[0] {
+		r0, r1 := reps[0][i], reps[1][i]
+		if r0 == nil || r1 == nil || refusal(r0) != refusal(r1) {
+			n++
+		}
+	}
+	return n
+}
+
+// streamOnce sends todo on one stream of site b and records the answers;
+// once every id has one it calls answered and reads on (void notices)
+// until settle is closed.
+func (l *load) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos map[uint64]int, reps []*client.Reply, at []time.Time,
+	answered func(), settle <-chan struct{}) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, err := l.c.App(b).Stream(sctx)
@@ -205,14 +256,22 @@ func (l *load) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos
 				return
 			}
 		}
-		st.CloseSend()
+		// No CloseSend: the stream stays open for void notices (settle).
 	}()
-	for left := len(todo); left > 0; {
+	go func() {
+		<-settle
+		cancel()
+	}()
+	for left := len(todo); ; {
 		r, err := st.Recv()
 		if err != nil {
+			if left == 0 {
+				return nil
+			}
 			return err
 		}
 		i, ok := pos[r.ID]
+		l.mu.Lock()
 		switch {
 		case !ok:
 		case reps[i] == nil:
@@ -221,10 +280,16 @@ func (l *load) streamOnce(ctx context.Context, b int, todo []*pb.KeyRequest, pos
 		case isVoid(r):
 			// A void notice: the keys this site got for the id are void
 			// (the other site could not complete the pair after a restart).
+			if !refusal(reps[i]) {
+				l.voidedAfter++
+			}
 			reps[i] = r
 		}
+		l.mu.Unlock()
+		if left == 0 {
+			answered()
+		}
 	}
-	return nil
 }
 
 func isVoid(r *client.Reply) bool {
@@ -267,7 +332,7 @@ func positions(path string) (used, reused int, err error) {
 
 func (r *Report) finish(l *load, c *cluster.Cluster, start time.Time) {
 	r.PairsVerified, r.PairsMismatched, r.Refused, r.OneSided = l.verified, l.mismatched, l.refused, l.oneSided
-	r.OrphanedShares = l.oneSided
+	r.OrphanedShares, r.VoidedAfterDelivery = l.oneSided, l.voidedAfter
 	for b := 0; b < 2; b++ {
 		u, re, err := positions(c.JournalPath(b))
 		if err != nil {
@@ -309,10 +374,13 @@ func moduleNext(ctx context.Context, c *cluster.Cluster, b int) (uint64, bool, e
 	return st.Module.NextCounter, st.Module.Locked, nil
 }
 
-// Crash kill -9s a daemon (which: modules, parties or all four) at
-// random points of a stream and restarts it; the application at a killed
-// party's site resends what it has no answer for. It reports orphaned
-// shares and, per daemon, the time from its restart to the first new pair.
+// Crash kill -9s a daemon (which: modules, parties or all four), a whole
+// site (site: its module and party together, site 0 or 1 at random) or
+// both parties (both-parties) at random points of a stream and restarts
+// what it killed; the application at a killed party's site resends what
+// it has no answer for. It reports orphaned shares, shares voided after
+// delivery and, per kind killed, the time from the restart to the first
+// new pair.
 func Crash(ctx context.Context, trials int, which string, seed uint64, progress io.Writer) (*Report, error) {
 	var victims []string
 	switch which {
@@ -322,8 +390,12 @@ func Crash(ctx context.Context, trials int, which string, seed uint64, progress 
 		victims = []string{"module0", "module1"}
 	case "parties":
 		victims = []string{"party0", "party1"}
+	case "site":
+		victims = []string{"site0", "site1"}
+	case "both-parties":
+		victims = []string{"both-parties"}
 	default:
-		return nil, fmt.Errorf("kill %q: want all, modules or parties", which)
+		return nil, fmt.Errorf("kill %q: want all, modules, parties, site or both-parties", which)
 	}
 	start := time.Now()
 	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 32, Journal: true,
@@ -357,22 +429,8 @@ func Crash(ctx context.Context, trials int, which string, seed uint64, progress 
 	for t := 0; t < trials; t++ {
 		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 		victim := victims[rng.IntN(len(victims))]
-		b := int(victim[len(victim)-1] - '0')
-		if victim[0] == 'm' {
-			c.KillModule(b)
-			if err := c.StartModule(ctx, b); err != nil {
-				return nil, err
-			}
-		} else {
-			if b == 0 { // its counters go with it
-				if st, err := c.App(0).Status(ctx); err == nil {
-					rep.Resyncs += st.Resyncs
-				}
-			}
-			old := c.KillParty(b)
-			if err := c.RestartParty(ctx, b, old); err != nil {
-				return nil, err
-			}
+		if err := kill(ctx, c, victim, rep); err != nil {
+			return nil, err
 		}
 		restarted := time.Now()
 		rep.Kills[victim]++
@@ -441,6 +499,49 @@ func Crash(ctx context.Context, trials int, which string, seed uint64, progress 
 		rep.OK = false
 	}
 	return rep, nil
+}
+
+// kill kill -9s victim (a daemon, a site or both parties) and restarts
+// it: a site's module before its party, as a node's restart would.
+func kill(ctx context.Context, c *cluster.Cluster, victim string, rep *Report) error {
+	var mods, parties []int
+	switch victim {
+	case "both-parties":
+		parties = []int{0, 1}
+	default:
+		b := int(victim[len(victim)-1] - '0')
+		switch victim[0] {
+		case 'm':
+			mods = []int{b}
+		case 'p':
+			parties = []int{b}
+		case 's':
+			mods, parties = []int{b}, []int{b}
+		}
+	}
+	if slices.Contains(parties, 0) { // party 0's counters go with it
+		if st, err := c.App(0).Status(ctx); err == nil {
+			rep.Resyncs += st.Resyncs
+		}
+	}
+	old := make([]*cluster.Daemon, len(parties))
+	for i, b := range parties {
+		old[i] = c.KillParty(b)
+	}
+	for _, b := range mods {
+		c.KillModule(b)
+	}
+	for _, b := range mods {
+		if err := c.StartModule(ctx, b); err != nil {
+			return err
+		}
+	}
+	for i, b := range parties {
+		if err := c.RestartParty(ctx, b, old[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rollback restores a module's state file from an older copy.
@@ -535,7 +636,8 @@ func Network(ctx context.Context, d time.Duration, seed uint64, progress io.Writ
 	rep := &Report{Test: "network"}
 	fp.active.Store(true)
 	end := time.Now().Add(d)
-	for time.Now().Before(end) {
+	// At least one round under faults, however late the clock starts.
+	for rounds := 0; rounds == 0 || time.Now().Before(end); rounds++ {
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := l.round(rctx, 8+l.rng.IntN(40))
 		cancel()
@@ -581,7 +683,7 @@ func Soak(ctx context.Context, d time.Duration, seed uint64, progress io.Writer)
 	rep := &Report{Test: "soak", RSSMiB: map[string]float64{}}
 	end := time.Now().Add(d)
 	t0 := time.Now()
-	for time.Now().Before(end) {
+	for rounds := 0; rounds == 0 || time.Now().Before(end); rounds++ { // a rate from at least one round
 		if err := l.round(ctx, 2000); err != nil {
 			return nil, err
 		}

@@ -84,15 +84,20 @@ func StartDaemon(ctx context.Context, site int, bin, name, logPath string, args 
 			return nil, fmt.Errorf("%s did not start: %s", name, lastLines(tail, 5))
 		}
 		p.Ready = kv
-	case <-time.After(20 * time.Second):
+	case <-time.After(readyWait):
 		p.Kill()
-		return nil, fmt.Errorf("%s did not become ready", name)
+		return nil, fmt.Errorf("%s did not become ready within %v", name, readyWait)
 	case <-ctx.Done():
 		p.Kill()
 		return nil, ctx.Err()
 	}
 	return p, nil
 }
+
+// readyWait bounds a daemon's start: a daemon that has not said ready by
+// then is taken for hung. A start takes a second or two on a quiet
+// machine; the bound leaves a busy one (tests beside other builds) room.
+const readyWait = time.Minute
 
 func lastLines(b []byte, n int) string {
 	lines := 0
@@ -219,6 +224,9 @@ func (c *Cluster) sockPath(b int) string { return filepath.Join(c.dir, fmt.Sprin
 // StatePath is module b's state file.
 func (c *Cluster) StatePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("m%d.db", b)) }
 
+// PartyStatePath is party b's own state file (kord party --party-state).
+func (c *Cluster) PartyStatePath(b int) string { return filepath.Join(c.dir, fmt.Sprintf("p%d.db", b)) }
+
 // JournalPath is module b's journal of keystream positions (Journal).
 func (c *Cluster) JournalPath(b int) string {
 	return filepath.Join(c.dir, fmt.Sprintf("m%d.journal", b))
@@ -293,7 +301,7 @@ func Start(ctx context.Context, dir string, o Options) (_ *Cluster, err error) {
 	}
 	common := func(b int) []string {
 		a := []string{"party", "--party", strconv.Itoa(b), "--module", c.sockPath(b), "--listen", "127.0.0.1:0",
-			"--metrics", "127.0.0.1:0", "--log-level", "warn"}
+			"--metrics", "127.0.0.1:0", "--log-level", "warn", "--party-state", c.PartyStatePath(b)}
 		if o.AppUnix {
 			a[6] = "unix://" + c.appSock(b)
 		}
@@ -387,6 +395,33 @@ func (p *Daemon) Stop() {
 		p.Kill()
 	}
 }
+
+// Terminate sends SIGTERM and waits up to grace for the process to exit.
+// It returns how long the process took and its exit code, or ok false
+// (and the process killed) if it was still running after grace.
+func (p *Daemon) Terminate(grace time.Duration) (took time.Duration, code int, ok bool) {
+	t0 := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return time.Since(t0), p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(grace):
+		p.Kill()
+		return time.Since(t0), -1, false
+	}
+}
+
+// Log is the daemon's log so far (its stderr) in the cluster.
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(c.logPath(name))
+	return string(b)
+}
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// SocketPath is module b's socket.
+func (c *Cluster) SocketPath(b int) string { return c.sockPath(b) }
 
 // moduleInProcess is kord party's --module value that runs the module
 // inside the party process.

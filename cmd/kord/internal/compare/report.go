@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/bench"
 )
@@ -60,12 +61,13 @@ func (rep *Report) Write(w io.Writer, asJSON bool) error {
 }
 
 // Draw plots, per block and width (kord's otp and mac tiers), how many
-// times more time and bytes the baseline takes per key than kord, as
-// log10 of the ratios (bars start at ratio 1), to a PNG file.
+// times more time and bytes the baseline takes per key than kord, on a
+// log scale (bars start at ratio 1), to a PNG file. The row names are
+// set at an angle so that long ones (the gates' blocks) do not overlap.
 func (rep *Report) Draw(file string) error {
 	pl := plot.New()
-	pl.Title.Text = fmt.Sprintf("kord compare (%s link, %d CPUs): dealerless 2PC baseline ÷ kord, per key (* extrapolated)", rep.Link, rep.CPUs)
-	pl.Y.Label.Text = "log10(baseline / kord)"
+	pl.Title.Text = fmt.Sprintf("kord compare --link %s (%d CPUs): baseline ÷ kord per key\n(dealerless 2PC baseline against kord; * extrapolated)", rep.Link, rep.CPUs)
+	pl.Y.Label.Text = "baseline / kord (log scale)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
 	pl.Legend.Left = true
@@ -87,7 +89,8 @@ func (rep *Report) Draw(file string) error {
 			series[3] = append(series[3], lg(r.BytesRatio))
 		}
 	}
-	w := vg.Points(10)
+	w := vg.Points(9)
+	top := 0.0
 	for i, label := range []string{"time, kord otp", "time, kord mac", "bytes, kord otp", "bytes, kord mac"} {
 		if len(series[i]) != len(names) {
 			continue
@@ -101,9 +104,20 @@ func (rep *Report) Draw(file string) error {
 		bars.Offset = vg.Length(float64(i)-1.5) * w
 		pl.Add(bars)
 		pl.Legend.Add(label, bars)
+		for _, v := range series[i] {
+			top = math.Max(top, v)
+		}
 	}
 	pl.NominalX(names...)
+	pl.X.Tick.Label.Rotation = math.Pi / 5
+	pl.X.Tick.Label.XAlign = draw.XRight
+	pl.X.Tick.Label.YAlign = draw.YCenter
 	pl.Y.Min = 0
-	pl.Y.Max *= 1.3 // room for the legend above the bars
-	return pl.Save(10*vg.Inch, 5*vg.Inch, file)
+	pl.Y.Max = math.Ceil(top) + 1.2 // room for the legend above the bars
+	var ticks []plot.Tick
+	for e := 0.0; e <= pl.Y.Max; e++ {
+		ticks = append(ticks, plot.Tick{Value: e, Label: fmt.Sprintf("%.0f×", math.Pow(10, e))})
+	}
+	pl.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	return pl.Save(12*vg.Inch, 6*vg.Inch, file)
 }

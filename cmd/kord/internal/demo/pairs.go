@@ -615,5 +615,6 @@ func PlotPairs(file string, sw *PairsSweep) error {
 		ticks = append(ticks, plot.Tick{Value: a.X, Label: fmt.Sprintf("%.0f", a.X)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Marker = plainTicks{}
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, file)
 }

@@ -29,6 +29,9 @@ type DemoConfig struct {
 	// Corr overrides the correlation source (nil: the module pair's
 	// derived correlations, or the dealer with Dealer).
 	Corr infer.CorrSource
+	// Output, when set, gets each image's index in Set and the logits
+	// the client (party 1) reconstructed, in order.
+	Output func(index int, logits []int64) error
 }
 
 // DemoReport is what `kord infer demo --json` prints.
@@ -257,6 +260,11 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 		modSupply += t1.Sub(t0)
 		dealerSupply += t2.Sub(t1)
 		online += time.Since(t2)
+		if cfg.Output != nil {
+			if err := cfg.Output(i, got); err != nil {
+				return nil, err
+			}
+		}
 		if slices.Equal(got, want) {
 			rep.BitExact++
 		} else {

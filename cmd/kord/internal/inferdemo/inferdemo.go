@@ -66,6 +66,9 @@ type Config struct {
 	// pass (PartyConfig.PrefetchBytes; under two images' material:
 	// no overlapped pass).
 	PrefetchBytes int64
+	// Output, when set, gets each image's index and the logits the
+	// client (party 1) reconstructed, in order, once the run is done.
+	Output func(index int, logits []int64) error
 }
 
 // KeySupplyPath and DealerPath describe where Processes measures the two
@@ -303,6 +306,15 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	}
 	crossed := c.crossed() - startBytes
 	fill(rep, m, set, cfg, sess, imgs, crossed)
+	if cfg.Output != nil {
+		// The first pass's images; an overlapped pass evaluates the same
+		// images again (fill checks that both agree with the model).
+		for i, im := range imgs[1][:cfg.Images] {
+			if err := cfg.Output(cfg.Start+i, im.Logits); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return rep, nil
 }
 

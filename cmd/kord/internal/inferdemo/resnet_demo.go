@@ -18,7 +18,11 @@ import (
 // ResNetDemoConfig is one run of `kord infer demo --model resnet18…`.
 type ResNetDemoConfig struct {
 	Model  *infer.Model // with weights (ResNetModel or a model file)
-	Images int          // images ResNetImage(Model, ResNetSeed+i), i < Images
+	Images int          // images ResNetImage(Model, ResNetSeed+Start+i), i < Images
+	Start  int          // the first image's index
+	// Output, when set, gets each image's index (Start+i) and the logits
+	// the client (party 1) reconstructed, in order.
+	Output func(index int, logits []int64) error
 	Stream infer.StreamConfig
 	// Link shapes the online parties' loopback connection (the zero
 	// Profile: unshaped); it sets Stream.Pair.
@@ -53,7 +57,8 @@ type ResNetDemoConfig struct {
 // top-1 class equals the cleartext model's.
 type ResNetDemoReport struct {
 	Model string `json:"model"`
-	// Start is 0: the images are ResNetImage(Model, ResNetSeed+i).
+	// Start is the first image's index: the images are
+	// ResNetImage(Model, ResNetSeed+Start+i).
 	Start      int     `json:"start"`
 	Images     int     `json:"images"`
 	Link       string  `json:"link"`
@@ -162,7 +167,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	}
 	shape := cfg.Link
 	cfg.Stream.Pair = func() (net.Conn, net.Conn, error) { return netshape.TCPPair(shape) }
-	rep := &ResNetDemoReport{Model: m.Name, Images: cfg.Images, Link: link,
+	rep := &ResNetDemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link,
 		Source:        "module pair (derived keys and derived correlations), streamed",
 		KeySupplyPath: ResNetSupplyPath, DealerPath: ResNetDealerPath, Overlap: cfg.Stream.Overlap}
 	var src infer.Sources
@@ -194,7 +199,7 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 	linkStart := interSite()
 	var online, supply, dealer, dealerSession, wall, owall, ref, wait, osupply time.Duration
 	for i := 0; i < cfg.Images; i++ {
-		x := infer.ResNetImage(m, infer.ResNetSeed+uint64(i))
+		x := infer.ResNetImage(m, infer.ResNetSeed+uint64(cfg.Start+i))
 		t0 := time.Now()
 		want, st, err := m.Ref(x)
 		if err != nil {
@@ -233,6 +238,11 @@ func ResNetDemo(ctx context.Context, cfg ResNetDemoConfig) (*ResNetDemoReport, e
 			osupply += time.Duration(sr2.SupplyMs * 1e6)
 			rep.AheadSteps = sr2.Ahead
 			same = same && slices.Equal(got2, want)
+		}
+		if cfg.Output != nil {
+			if err := cfg.Output(cfg.Start+i, got); err != nil {
+				return nil, err
+			}
 		}
 		if same {
 			rep.BitExact++

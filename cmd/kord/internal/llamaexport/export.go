@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,9 @@ type Config struct {
 	// parties' TLS application APIs (ServerName is filled in per party:
 	// peertls.PartyName); nil: plaintext.
 	AppTLS *client.TLSFiles
+	// Force lets Export write into a directory that is not empty,
+	// replacing the export files there.
+	Force bool
 }
 
 // Validate reports what is wrong with c.
@@ -143,6 +147,9 @@ type Params struct {
 	OutBits int    `json:"out_bits"`
 	Group   int    `json:"group"`
 	Keys    int    `json:"keys"`
+	// Beta is the public payload the keys were made for, Group elements
+	// (absent from exports made before it was recorded).
+	Beta []uint64 `json:"beta,omitempty"`
 }
 
 // Llama is the key shape p describes.
@@ -160,6 +167,14 @@ func (p Params) check() error {
 	}
 	if p.Keys < 1 || p.Keys > MaxKeys {
 		return bad("%s: keys %d is outside 1..%d", ParamsJSON, p.Keys, MaxKeys)
+	}
+	if len(p.Beta) > 0 && len(p.Beta) != p.Group {
+		return bad("%s: beta has %d elements, group is %d", ParamsJSON, len(p.Beta), p.Group)
+	}
+	for j, v := range p.Beta {
+		if v&^prg.Mask(p.OutBits) != 0 {
+			return bad("%s: beta element %d: %d does not fit in %d output bits", ParamsJSON, j, v, p.OutBits)
+		}
 	}
 	return nil
 }
@@ -241,6 +256,9 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if ents, err := os.ReadDir(c.Dir); err == nil && len(ents) > 0 && !c.Force {
+		return nil, bad("dir: %s exists and is not empty: give another directory, or --force to overwrite the export there", c.Dir)
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
@@ -264,7 +282,7 @@ func Export(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llamaexport: %w", err)
 	}
-	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: c.group(), Keys: c.Keys}
+	p := Params{Profile: "llama", Type: "dcf", InBits: c.InBits, OutBits: c.OutBits, Group: c.group(), Keys: c.Keys, Beta: c.Payload()}
 	js, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -553,8 +571,20 @@ func (e *Files) VerifyVec(beta []uint64) error {
 	}
 	for i := range e.Params.Keys {
 		if err := llama.CheckPair(p, e.Key(0, i), e.Key(1, i), e.Alpha(i), beta); err != nil {
-			return fmt.Errorf("key %d: %w", i, err)
+			return fmt.Errorf("key %d: %w: %s", i, err, e.likelyCause(beta))
 		}
 	}
 	return nil
+}
+
+// likelyCause says, for a pair that does not evaluate to beta·[x < α],
+// what most likely differs: the payload asked for, or the files.
+func (e *Files) likelyCause(beta []uint64) string {
+	if len(e.Params.Beta) > 0 && !slices.Equal(e.Params.Beta, beta) {
+		return fmt.Sprintf("the keys were made for β = %v (params.json), not %v", e.Params.Beta, beta)
+	}
+	if len(e.Params.Beta) == 0 {
+		return fmt.Sprintf("either β is not %v (params.json does not record it: give the --beta the export was made with) or the .dat and .shares files do not belong together", beta)
+	}
+	return "the .dat and .shares files do not belong together (from different exports, or altered)"
 }

@@ -1,10 +1,12 @@
 package llamaexport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ import (
 func TestExportInProcess(t *testing.T) {
 	dir := t.TempDir()
 	rep, e := exportRead(t, context.Background(), Config{Dir: dir, Keys: 300, InBits: 32, OutBits: 32, Beta: 1})
-	if e.Params != (Params{Profile: "llama", Type: "dcf", InBits: 32, OutBits: 32, Group: 1, Keys: 300}) {
+	if !reflect.DeepEqual(e.Params, Params{Profile: "llama", Type: "dcf", InBits: 32, OutBits: 32, Group: 1, Keys: 300, Beta: []uint64{1}}) {
 		t.Fatalf("params %+v", e.Params)
 	}
 	if int64(len(e.Keys[0])) != rep.DatBytes || rep.KeyBytes != e.Params.Llama().KeySize() {
@@ -34,8 +36,8 @@ func TestExportInProcess(t *testing.T) {
 	if err := e.Verify(1); err != nil {
 		t.Fatal(err)
 	}
-	if e.Verify(2) == nil {
-		t.Fatal("the keys verify for another β")
+	if err := e.Verify(2); err == nil || !strings.Contains(err.Error(), "made for β = [1]") {
+		t.Fatalf("the keys verify for another β, or the failure does not name the β they were made for: %v", err)
 	}
 	// The α are the modules' draws: not all equal.
 	if e.Alpha(0) == e.Alpha(1) && e.Alpha(1) == e.Alpha(2) {
@@ -51,8 +53,20 @@ func TestExportInProcess(t *testing.T) {
 		}
 	}
 	js, _ := os.ReadFile(filepath.Join(dir, ParamsJSON))
-	if got := strings.TrimSpace(string(js)); got != `{"profile":"llama","type":"dcf","in_bits":32,"out_bits":32,"group":1,"keys":300}` {
+	if got := strings.TrimSpace(string(js)); got != `{"profile":"llama","type":"dcf","in_bits":32,"out_bits":32,"group":1,"keys":300,"beta":[1]}` {
 		t.Fatalf("params.json: %s", got)
+	}
+	// A second export into the same directory is refused (nothing
+	// replaced) unless forced.
+	before, _ := os.ReadFile(filepath.Join(dir, ServerDat))
+	if _, err := Export(context.Background(), Config{Dir: dir, Keys: 3, InBits: 32, OutBits: 32, Beta: 1}); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("an export over an export: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, ServerDat)); !bytes.Equal(before, after) {
+		t.Fatal("a refused export changed server.dat")
+	}
+	if _, err := Export(context.Background(), Config{Dir: dir, Keys: 3, InBits: 32, OutBits: 32, Beta: 1, Force: true}); err != nil {
+		t.Fatalf("a forced export: %v", err)
 	}
 }
 
@@ -148,7 +162,7 @@ func TestExportVector(t *testing.T) {
 		betas[j] = uint64(j*13+1) & 0xff
 	}
 	rep, e := exportRead(t, context.Background(), Config{Dir: dir, Keys: 70, InBits: 16, OutBits: 8, Betas: betas})
-	if e.Params != (Params{Profile: "llama", Type: "dcf", InBits: 16, OutBits: 8, Group: 19, Keys: 70}) {
+	if !reflect.DeepEqual(e.Params, Params{Profile: "llama", Type: "dcf", InBits: 16, OutBits: 8, Group: 19, Keys: 70, Beta: betas}) {
 		t.Fatalf("params %+v", e.Params)
 	}
 	if rep.KeyBytes != 17*(16+19) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kord-fss/kord/internal/kat"
 	"github.com/kord-fss/kord/module/attack"
@@ -98,8 +99,25 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "honest key after attacks: %v\n", r.HonestAfterAttacks)
 	for _, o := range r.AlphaOracle {
-		fmt.Fprintf(w, "alpha oracle %-8s %-5s α %d  probes %4d  refused %4d  outcomes %4d (at most %2d per α)  α recovered %d\n",
-			o.Tier, o.Policy, o.Alphas, o.Probes, o.Rejected, o.Outcomes, o.MaxOutcomesPerAlpha, o.Recovered)
+		// The reuse run is the control: the old retry rule, under which
+		// the attack must recover every α (proof that it can); kord's
+		// rule (burn) must recover none.
+		role := "kord's rule: must recover no α"
+		if o.Policy == attack.Reuse.String() {
+			role = "control, the old rule: must recover every α"
+		}
+		fmt.Fprintf(w, "alpha oracle %-8s %-5s α %d  probes %4d  refused %4d  outcomes %4d (at most %2d per α)  α recovered %d  (%s)\n",
+			o.Tier, o.Policy, o.Alphas, o.Probes, o.Rejected, o.Outcomes, o.MaxOutcomesPerAlpha, o.Recovered, role)
 	}
 	fmt.Fprintf(w, "attack seed: %d\n", r.Seed)
+	fmt.Fprintln(w, r.Verdict())
+}
+
+// Verdict is the report's one-line verdict: "selftest: PASS", or
+// "selftest: FAIL" and the first check that failed.
+func (r *Report) Verdict() string {
+	if err := r.Err(); err != nil {
+		return "selftest: FAIL " + strings.TrimPrefix(err.Error(), "selftest: ")
+	}
+	return "selftest: PASS"
 }

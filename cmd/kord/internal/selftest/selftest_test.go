@@ -27,7 +27,8 @@ func TestRun(t *testing.T) {
 	}
 	var text strings.Builder
 	r.WriteText(&text)
-	if !strings.Contains(text.String(), "honest key after attacks: true") || !strings.HasSuffix(text.String(), "attack seed: 9\n") {
+	if !strings.Contains(text.String(), "honest key after attacks: true") || !strings.HasSuffix(text.String(), "attack seed: 9\nselftest: PASS\n") ||
+		!strings.Contains(text.String(), "reuse α 64") || strings.Count(text.String(), "(control, the old rule") != 1 {
 		t.Errorf("text report:\n%s", text.String())
 	}
 	if _, err := Run(context.Background(), 0, 9); err == nil {
@@ -42,9 +43,15 @@ func TestErr(t *testing.T) {
 	if r.Err() != nil {
 		t.Fatal(r.Err())
 	}
+	if v := r.Verdict(); v != "selftest: PASS" {
+		t.Errorf("verdict %q", v)
+	}
 	r.attacksClean = false
 	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "forged frame") {
 		t.Errorf("attacks: %v", err)
+	}
+	if v := r.Verdict(); !strings.HasPrefix(v, "selftest: FAIL a forged frame") {
+		t.Errorf("verdict %q", v)
 	}
 	r.oracleOK = false
 	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "α oracle") {

@@ -75,6 +75,19 @@ func Module(ctx context.Context, c ModuleConfig) error {
 	} else if !ok {
 		log.Info("this OS cannot mark the module undumpable: run it under its own user")
 	}
+	// The socket first: a start that fails on it (in use by a running
+	// module, a bad path) fails before any state file is made.
+	listen := socket.Listen
+	if gid >= 0 {
+		listen = func(p string) (net.Listener, error) { return socket.ListenGroup(p, gid) }
+	}
+	l, err := listen(c.Socket)
+	if err != nil {
+		return daemon.BadInput("--socket: %v", err)
+	}
+	defer l.Close()
+	ready := false
+	defer undoNewState(c.Files.State, &ready)()
 	dev, st, err := daemon.OpenDurableModule(c.Files, base, log)
 	if err != nil {
 		return err
@@ -89,14 +102,6 @@ func Module(ctx context.Context, c ModuleConfig) error {
 		defer f.Close()
 		opts.Journal = f
 	}
-	listen := socket.Listen
-	if gid >= 0 {
-		listen = func(p string) (net.Listener, error) { return socket.ListenGroup(p, gid) }
-	}
-	l, err := listen(c.Socket)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	defer daemon.StartProcess(fmt.Sprintf("module%d", party), c.PrefaultMiB)()
@@ -105,6 +110,7 @@ func Module(ctx context.Context, c ModuleConfig) error {
 		go removeSecretAfterPairing(ctx, dev, c.Files.SecretFile, log)
 	}
 	log.Info("module listening", "socket", c.Socket, "state", c.Files.State, "locked", dev.Locked())
+	ready = true
 	daemon.Ready(stdout(c.Out), "socket", c.Socket, "pid", os.Getpid())
 	if err := socket.NewServer(dev, opts).Serve(l); err != nil {
 		return fmt.Errorf("module: %w", err)

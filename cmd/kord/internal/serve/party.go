@@ -20,6 +20,7 @@ import (
 	"github.com/kord-fss/kord/internal/appauth"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/internal/peertls"
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/provision"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -51,6 +52,8 @@ type PartyConfig struct {
 	// PeerTimeout go to service.Config.
 	Batch, InFlight, MaxPending, MaxStreamKeys int
 	MatchTimeout, PeerTimeout                  time.Duration
+	// PartyState is the party's own state file (service.Config.State).
+	PartyState string
 	// TLSCert, TLSKey, TLSCA, TLSPeerName and PeerPlaintext are the peer
 	// link's transport (daemon.PeerTLS).
 	TLSCert, TLSKey, TLSCA, TLSPeerName string
@@ -61,6 +64,10 @@ type PartyConfig struct {
 	// group (mode 0660) for applications under other users.
 	App            appauth.Config
 	AppSocketGroup string
+	// TLSName is the name this party's certificate must carry: the name
+	// the peer requires ("" = peertls.PartyName(Party), the peer's
+	// default), checked at start (daemon.CheckOwnCert).
+	TLSName string
 	// LogLevel is --log-level; PrefaultMiB --prefault-heap.
 	LogLevel    string
 	PrefaultMiB int
@@ -94,7 +101,13 @@ func Party(ctx context.Context, c PartyConfig) error {
 	if err != nil {
 		return err
 	}
+	if tc == nil && c.TLSName != "" {
+		return daemon.BadInput("--tls-name goes with --tls-cert, not --peer-plaintext")
+	}
 	if tc != nil {
+		if err := daemon.CheckOwnCert(tc, party, c.TLSName); err != nil {
+			return err
+		}
 		peerName := c.TLSPeerName
 		if peerName == "" {
 			peerName = peertls.PartyName(1 - party)
@@ -114,14 +127,22 @@ func Party(ctx context.Context, c PartyConfig) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	started := false
+	if c.Module == ModuleInProcess {
+		defer undoNewState(c.InProcess.State, &started)()
+	}
+	defer undoNewState(c.PartyState, &started)() // "" leaves nothing to undo
 	mod, closeMod, err := openPartyModule(c, log)
 	if err != nil {
 		return err
 	}
 	defer closeMod()
+	if err := checkModuleParty(mod, c, log); err != nil {
+		return err
+	}
 	p, err := service.New(service.Config{Party: party, Module: mod, Batch: c.Batch, InFlight: c.InFlight, PeerAddr: c.Peer,
 		PeerCreds: creds, PeerPlaintext: creds == nil, MatchTimeout: c.MatchTimeout, PeerTimeout: c.PeerTimeout, MaxPending: c.MaxPending,
-		MaxStreamKeys: c.MaxStreamKeys, Logger: base, Registry: reg})
+		MaxStreamKeys: c.MaxStreamKeys, State: c.PartyState, Logger: base, Registry: reg})
 	if err != nil {
 		return err
 	}
@@ -164,6 +185,7 @@ func Party(ctx context.Context, c PartyConfig) error {
 		defer hs.Close()
 		ready = append(ready, "metrics", ml.Addr().String())
 	}
+	started = true
 	log.Info("party serving", ready...)
 	daemon.Ready(stdout(c.Out), ready...)
 	err = p.Run(ctx)
@@ -218,4 +240,23 @@ func listenApp(addr, group string) (net.Listener, error) {
 		return nil, daemon.BadInput("--app-socket-group: %v", err)
 	}
 	return socket.ListenGroup(path, gid)
+}
+
+// checkModuleParty asks the module which party it is before the party
+// says ready, and refuses a module of the other party. A module that does
+// not answer yet (not started, restarting) is no reason to refuse: the
+// party waits for it, and /readyz says so.
+func checkModuleParty(mod socket.Module, c PartyConfig, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.ModuleTimeout, 5*time.Second))
+	defer cancel()
+	st, err := mod.Poll(ctx, &msg.PollRequest{})
+	if err != nil {
+		log.Warn("the module does not answer yet; the party waits for it", "module", c.Module, "err", err)
+		return nil
+	}
+	if st.Party != c.Party {
+		return daemon.BadInput("--party %d, but the module at %s is party %d: give --module the socket of this site's module (the one started with --party %d)",
+			c.Party, c.Module, st.Party, c.Party)
+	}
+	return nil
 }

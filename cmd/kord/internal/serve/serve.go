@@ -8,7 +8,9 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,4 +27,19 @@ func stdout(w io.Writer) io.Writer {
 		return os.Stdout
 	}
 	return w
+}
+
+// undoNewState notes whether the state file at path exists; the function
+// it returns removes the file if it did not and *ready is still false, so
+// that a start that fails before the daemon says ready leaves no state
+// file of its making. Defer it before the state file is opened (it must
+// run after the file is closed).
+func undoNewState(path string, ready *bool) func() {
+	_, err := os.Lstat(path)
+	fresh := path != "" && errors.Is(err, fs.ErrNotExist)
+	return func() {
+		if fresh && !*ready {
+			os.Remove(path)
+		}
+	}
 }
