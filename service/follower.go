@@ -21,6 +21,7 @@ import (
 type follower struct {
 	p    *Party
 	link peerLink
+	in   <-chan recvd // link's messages (reader)
 
 	// Set by the handshake; transcript, expected and lastSeq are the
 	// preparer's alone.
@@ -61,7 +62,7 @@ func (p *Party) follow(ctx context.Context, link peerLink) error {
 	if sctx.Err() != nil {
 		return sctx.Err()
 	}
-	f := &follower{p: p, link: link}
+	f := &follower{p: p, link: link, in: reader(sctx, link)}
 	if err := f.handshake(sctx); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (p *Party) follow(ctx context.Context, link peerLink) error {
 // (or a restart on either side) left open.
 func (f *follower) handshake(ctx context.Context) (err error) {
 	p := f.p
-	m, err := f.link.Recv()
+	m, err := waitRecv(ctx, f.in, p.cfg.PeerTimeout, "hello")
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		Version: ProtocolVersion}}}); err != nil {
 		return err
 	}
-	if m, err = f.link.Recv(); err != nil {
+	if m, err = waitRecv(ctx, f.in, p.cfg.PeerTimeout, "witness"); err != nil {
 		return err
 	}
 	pw := m.GetWitness()
@@ -202,8 +203,29 @@ func (f *follower) serve(ctx context.Context) error {
 			f.p.log.Warn("peer session: finishing batches", "err", err)
 		}
 	}()
+	// A held batch whose confirmation does not come within PeerTimeout
+	// ends the session; the next handshake settles it (settleHeld).
+	timeout := f.p.cfg.PeerTimeout
+	tick := time.NewTicker(max(timeout/20, 5*time.Millisecond))
+	defer tick.Stop()
 	for {
-		m, err := f.link.Recv()
+		var r recvd
+		select {
+		case r = <-f.in:
+		case <-tick.C:
+			seq, late := f.p.heldOverdue(timeout)
+			if !late {
+				continue
+			}
+			select {
+			case r = <-f.in: // a message already read goes first
+			default:
+				return fmt.Errorf("%w: no confirmation of batch %d from the peer within %v", errDesync, seq, timeout)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		m, err := r.m, r.err
 		if err != nil {
 			return err
 		}
@@ -610,7 +632,7 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 	}
 	p.heldMu.Lock()
 	p.heldRun = f.run
-	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps, confirm: conf})
+	p.held = append(p.held, &heldBatch{seq: b.Seq, first: b.FirstCounter, jobs: js, replies: reps, confirm: conf, at: time.Now()})
 	p.heldMu.Unlock()
 	p.m.pending.Set(float64(p.pend.size()))
 	rep.Digest = digest

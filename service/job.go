@@ -97,12 +97,15 @@ type job struct {
 	// run, seq: the party 0 run and batch the job was last sent in (0
 	// before), which name it in a SpentRequests report.
 	run, seq uint64
-	// arrived (party 1): when the request joined the pending set, for its
-	// own match timeout. batched (party 0): when it was first sent in a
+	// arrived: when the request joined the pending set (party 1), for its
+	// own match timeout, or the queue (party 0: expireQueued). batched (party 0): when it was first sent in a
 	// batch; missed: party 1 had no request with its id then, so it is
 	// retried in a batch of its own until batched + MatchTimeout.
 	arrived, batched time.Time
 	missed           bool
+	// putBack (party 1): returned to the pending set once already, which
+	// restarted its match timeout (pending.putBack).
+	putBack bool
 	// refused: answered at once, never queued (its id is not used up).
 	refused bool
 	// notice: where a void notice for this request goes once delivered
@@ -884,6 +887,9 @@ func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
 
 func (q *queue) push(j *job) {
 	q.mu.Lock()
+	if j.arrived.IsZero() {
+		j.arrived = time.Now()
+	}
 	q.jobs = append(q.jobs, j)
 	q.keys += j.keys()
 	q.mu.Unlock()
@@ -892,10 +898,14 @@ func (q *queue) push(j *job) {
 
 // pushAll appends js in order and returns the queue's length.
 func (q *queue) pushAll(js []*job) int {
+	now := time.Now()
 	q.mu.Lock()
 	q.jobs = append(q.jobs, js...)
 	for _, j := range js {
 		q.keys += j.keys()
+		if j.arrived.IsZero() {
+			j.arrived = now
+		}
 	}
 	n := len(q.jobs)
 	q.mu.Unlock()
@@ -980,6 +990,13 @@ func (q *queue) takeDoubt(take bool) []*job {
 		j.doubt = false
 		return false
 	})
+}
+
+// expire removes and returns the queued jobs that arrived before t.
+func (q *queue) expire(t time.Time) []*job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.removeLocked(func(j *job) bool { return j.arrived.Before(t) })
 }
 
 // extract removes and returns the queued jobs whose requests (application
@@ -1124,20 +1141,19 @@ func (p *pending) pruneUnmatched(now time.Time, keep time.Duration) {
 }
 
 // expire fails, as unmatched, the pending requests that have waited
-// longer than timeout, counted from their arrival or the start of the
-// peer session (since, zero: no session) whichever is later, and that
-// party 0 cannot be holding either: its queue was empty after that time
-// (a batch said so, or no batch came for idleDrained). It remembers their
-// ids (keep: how long) and returns how many it failed.
+// longer than timeout, counted from their arrival (or, during a session,
+// the start of the peer session, since, whichever is later), and that
+// party 0 cannot be holding either: no session is up (since zero: party
+// 0 is unreachable or withholds its handshake, and batches nothing), or
+// its queue was empty after that time (a batch said so, or no batch came
+// for idleDrained). It remembers their ids (keep: how long) and returns
+// how many it failed.
 func (p *pending) expire(timeout time.Duration, since time.Time, keep time.Duration) int {
-	if since.IsZero() {
-		return 0 // no session: party 0 may hold every one of them
-	}
 	var gone []*job
 	now := time.Now()
 	p.mu.Lock()
 	drained := p.drainedAt
-	if last := max(p.batchAt.UnixNano(), since.UnixNano()); now.Sub(time.Unix(0, last)) > idleDrained {
+	if last := max(p.batchAt.UnixNano(), since.UnixNano()); since.IsZero() || now.Sub(time.Unix(0, last)) > idleDrained {
 		drained = now
 	}
 	for id, j := range p.jobs {
@@ -1240,7 +1256,11 @@ func (p *pending) putBack(js []*job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range js {
-		j.arrived = now // its match timeout starts again
+		if !j.putBack {
+			// Its match timeout starts again, once: a peer that has it
+			// claimed and refused without end must not keep it waiting.
+			j.arrived, j.putBack = now, true
+		}
 		p.jobs[rid{j.app, j.id}] = j
 	}
 	p.notify()

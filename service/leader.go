@@ -101,7 +101,10 @@ func (p *Party) lead(ctx context.Context, cancel context.CancelFunc, link peerLi
 		return err
 	}
 	p.peerUp.Store(true)
-	defer p.peerUp.Store(false)
+	defer func() {
+		p.downAt.Store(time.Now().UnixNano())
+		p.peerUp.Store(false)
+	}()
 	return l.run(ctx)
 }
 
@@ -128,7 +131,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		EarlyFrames: !p.cfg.oneShotReplies, Spent: spent, Confirms: p.keptConfirms(), Version: ProtocolVersion}}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
-	m, err := l.link.Recv()
+	m, err := recvWithin(ctx, l.link, p.cfg.PeerTimeout, "hello reply")
 	if err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
@@ -183,7 +186,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	if err := l.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_Witness{Witness: wm}}); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
-	if m, err = l.link.Recv(); err != nil {
+	if m, err = recvWithin(ctx, l.link, p.cfg.PeerTimeout, "sync done"); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	if sd := m.GetSyncDone(); sd == nil || sd.NextCounter != rc.Next {

@@ -154,6 +154,7 @@ type Party struct {
 	pairMismatches                                                          atomic.Uint64 // batches whose pair tags disagreed
 
 	sessionAt atomic.Int64 // when the current peer session started (unix ns)
+	downAt    atomic.Int64 // party 0: when the last session ended, or the party started (unix ns)
 
 	spentMu  sync.Mutex
 	spentLog []spentRef // requests failed spent, to report at the next hello
@@ -186,7 +187,8 @@ type heldBatch struct {
 	first   uint64 // first counter
 	jobs    []*job
 	replies [][]msg.CollectResponse
-	confirm []byte // the confirmation party 0 must send (confirm.go)
+	confirm []byte    // the confirmation party 0 must send (confirm.go)
+	at      time.Time // when it was answered (its confirmation is due within PeerTimeout)
 }
 
 // New returns a party. Party 0 needs PeerAddr.
@@ -230,6 +232,7 @@ func New(c Config) (*Party, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
+	p.downAt.Store(time.Now().UnixNano())
 	if c.Party == 0 && !c.inProcess {
 		if c.PeerAddr == "" {
 			return nil, errors.New("service: party 0 needs the peer's address")
@@ -325,6 +328,20 @@ func (p *Party) Run(ctx context.Context) error {
 			}
 		}
 	}
+	// A request queued while no session has been up for PeerTimeout
+	// fails on its own (deadline.go): the peer may never complete one.
+	go func() {
+		t := time.NewTicker(max(p.cfg.PeerTimeout/20, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p.expireQueued(p.cfg.PeerTimeout)
+		}
+	}()
 	backoff := 20 * time.Millisecond
 	waitingPair := false // said once that the module waits for pairing
 	for ctx.Err() == nil {
