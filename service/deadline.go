@@ -94,6 +94,10 @@ func (p *Party) expireQueued(d time.Duration) int {
 	gone := p.q.expire(time.Now().Add(-d))
 	for _, j := range gone {
 		if j.doubt {
+			// Recorded before the application is told (Party.back).
+			if !p.ledger.answered([]rid{{j.app, j.id}}, ErrClassSpent) {
+				continue // going down: the restarted party answers it
+			}
 			j.fail(ErrClassSpent, "request %d: no peer session within %v after the batch it was in was lost, which party 1's module may have opened; α spent: choose a fresh α", j.id, d)
 			p.logSpent(j)
 			p.m.rejects.WithLabelValues(ErrClassSpent).Inc()

@@ -627,8 +627,12 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 		return fail(class, "%v", err), nil
 	}
 	// Recorded before the reply lets party 0 deliver (recover.go).
-	if p.ledger.durable() {
-		p.ledger.put(servedOf(js, reps))
+	if p.ledger.durable() && !p.ledger.put(servedOf(js, reps)) {
+		// Going down (the state file is closed): no reply without the
+		// record; what the module opened is left to the next process.
+		wipeJobReplies(js, reps)
+		p.back(js, ErrClassSpent, "the party stopped before the batch was answered")
+		return nil, errLedgerClosed
 	}
 	p.heldMu.Lock()
 	p.heldRun = f.run

@@ -45,6 +45,8 @@ var (
 	keyLVersion   = []byte("version")
 	keyLEpoch     = []byte("epoch")
 	errLedgerData = errors.New("service: malformed ledger entry")
+	// errLedgerClosed: the party's state file was closed (it is going down).
+	errLedgerClosed = errors.New("service: the party state file is closed")
 )
 
 // served is one id's entry: what this site served for it, or how it
@@ -78,11 +80,15 @@ type ledger struct {
 	seq       uint64
 	epoch     uint64
 	restarted bool // opened over a file an earlier process wrote
-	used      bool // the restart's recovery has been taken
-	dirty     bool
-	stop      chan struct{}
-	done      chan struct{}
-	log       *slog.Logger
+	// closed: the file was closed (the party is going down); entries
+	// are refused from then on (put), so that nothing is answered that
+	// the next process's record would not hold.
+	closed bool
+	used   bool // the restart's recovery has been taken
+	dirty  bool
+	stop   chan struct{}
+	done   chan struct{}
+	log    *slog.Logger
 }
 
 // openLedger opens the party's state file at path (created mode 0600),
@@ -186,7 +192,7 @@ func (l *ledger) close() error {
 	}
 	l.mu.Lock()
 	db := l.db
-	l.db = nil
+	l.db, l.closed = nil, true
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.done
@@ -199,7 +205,7 @@ func (l *ledger) close() error {
 func (l *ledger) durable() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.db != nil
+	return l.db != nil || l.closed
 }
 
 // takeRestart reports, once, whether this party restarted over its own
@@ -235,15 +241,21 @@ func (l *ledger) get(id rid) (served, bool) {
 }
 
 // put records entries (one write, no fsync), evicting the oldest past
-// ledgerCap.
-func (l *ledger) put(ss []*served) {
+// ledgerCap. It reports false when the file is closed (the party is going
+// down): then nothing is recorded, and the caller must not answer, deliver
+// or reply for those entries, since the next process's record would not
+// hold them (recover.go: each site's own record decides).
+func (l *ledger) put(ss []*served) bool {
 	if len(ss) == 0 || l == nil {
-		return
+		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
 	if l.db == nil {
-		return // no state file: nothing outlives the process
+		return true // no state file: nothing outlives the process
 	}
 	for _, s := range ss {
 		l.seq++
@@ -297,17 +309,20 @@ func (l *ledger) put(ss []*served) {
 		// unknown here and the peer's lists make them void.
 		l.log.Warn("party state file: writing served requests", "err", err)
 	}
+	return true
 }
 
 // answered records that the requests ids were answered class (spent,
 // void, tampered): after a restart a resend of one gets that class, never
 // outputs; the same id of another application is another request.
-func (l *ledger) answered(ids []rid, class string) {
+// It reports false when the file is closed (put): record before
+// answering, and answer only on true.
+func (l *ledger) answered(ids []rid, class string) bool {
 	ss := make([]*served, len(ids))
 	for i, id := range ids {
 		ss[i] = &served{shape: shape{app: id.app, id: id.id}, class: class}
 	}
-	l.put(ss)
+	return l.put(ss)
 }
 
 // ledgerKey is an entry's key in the file: the id (8 bytes, big endian)

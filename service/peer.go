@@ -127,18 +127,24 @@ func (p *Party) resolveHeld(run uint64, ok, void, spent []rid, confirms [][]byte
 				// Party 0 says it completed the pair, without the
 				// confirmation of this site's outputs: not delivered.
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				if !p.ledger.answered([]rid{k}, ErrClassTampered) {
+					continue // going down (Party.back): the next process answers it
+				}
 				p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
-				p.ledger.answered([]rid{k}, ErrClassTampered)
 				j.fail(ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α", j.id, h.seq)
 			case voidSet[k]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				if !p.ledger.answered([]rid{k}, ErrClassVoid) {
+					continue // going down (Party.back): the next process answers it
+				}
 				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-				p.ledger.answered([]rid{k}, ErrClassVoid)
 				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
 			case spentSet[k]:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+				if !p.ledger.answered([]rid{k}, ErrClassSpent) {
+					continue // going down (Party.back): the next process answers it
+				}
 				p.m.rejects.WithLabelValues(ErrClassSpent).Inc()
-				p.ledger.answered([]rid{k}, ErrClassSpent)
 				j.fail(ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α", j.id, h.seq)
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])

@@ -87,17 +87,21 @@ func (p *Party) recoverJobs(js []*job, recs []*recoverRec) {
 	for i, j := range js {
 		r := recs[i]
 		if r.class != "" {
+			if !p.ledger.answered([]rid{{j.app, j.id}}, r.class) {
+				continue // going down (Party.back): the next process answers it
+			}
 			if r.class == ErrClassVoid && r.notify {
 				p.addVoid(rid{j.app, j.id})
 			}
-			p.ledger.answered([]rid{{j.app, j.id}}, r.class)
 			p.m.rejects.WithLabelValues(r.class).Inc()
 			j.fail(r.class, "request %d: its pair ended %s before a restart of a party (α spent: choose a fresh α)", j.id, r.class)
 			continue
 		}
 		outs, err := p.recollect(j, r)
 		if err != nil {
-			p.ledger.answered([]rid{{j.app, j.id}}, ErrClassVoid)
+			if !p.ledger.answered([]rid{{j.app, j.id}}, ErrClassVoid) {
+				continue // going down (Party.back): the next process answers it
+			}
 			p.addVoid(rid{j.app, j.id}) // the peer delivered its keys: it tells its application
 			p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
 			p.log.Warn("a request resent after a party restart cannot be completed; void at both sites",

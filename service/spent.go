@@ -253,23 +253,36 @@ func (p *Party) back(jobs []*job, class, why string) {
 	if class != ErrClassTampered {
 		class = ErrClassSpent
 	}
-	var again []*job
+	var again, spent []*job
 	var ids []rid
 	for _, j := range jobs {
 		if j.spent.Load() {
 			if !j.answered() {
-				j.fail(class, "%s; α spent: choose a fresh α (not a new sharing of it)", why)
-				p.logSpent(j)
+				spent = append(spent, j)
 				ids = append(ids, rid{j.app, j.id})
 			}
 			continue
 		}
 		again = append(again, j)
 	}
+	// Recorded before the application is told: a resend after a restart
+	// gets the class, never outputs, and the peer, which may hold the
+	// pair, is answered from this record alike (settleHeldOwn). Told
+	// first, a party going down between the two would leave spent here
+	// and void there.
+	if len(ids) > 0 && !p.ledger.answered(ids, class) {
+		// The party is going down (its state file is closed): left
+		// unanswered, their streams end with it; the application resends
+		// them and the next process answers from its record.
+		p.log.Warn("party stopping: requests whose frames a module opened are left to the restarted party", "n", len(ids))
+		spent, ids = nil, nil
+	}
+	for _, j := range spent {
+		j.fail(class, "%s; α spent: choose a fresh α (not a new sharing of it)", why)
+		p.logSpent(j)
+	}
 	if len(ids) > 0 {
 		p.m.rejects.WithLabelValues(class).Add(float64(len(ids)))
-		// A resend after a restart gets the class, never outputs.
-		p.ledger.answered(ids, class)
 	}
 	if p.cfg.Party == 0 {
 		p.q.requeue(again)

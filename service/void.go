@@ -34,13 +34,18 @@ func (p *Party) settleDoubt(fresh bool) []rid {
 	js := p.q.takeDoubt(fresh)
 	ids := make([]rid, 0, len(js))
 	for _, j := range js {
+		ids = append(ids, rid{j.app, j.id})
+	}
+	// Recorded before the application is told (Party.back).
+	if !p.ledger.answered(ids, ErrClassSpent) {
+		return nil // going down: the restarted party answers them
+	}
+	for _, j := range js {
 		j.fail(ErrClassSpent, "request %d: party 1 restarted while the request was in a batch sent to it, so its module may have opened this site's frame; α spent: choose a fresh α", j.id)
 		// Also in the spent log: if this handshake fails before party 1
 		// has the tombstones, the next hello still carries them.
 		p.logSpent(j)
-		ids = append(ids, rid{j.app, j.id})
 	}
-	p.ledger.answered(ids, ErrClassSpent)
 	if len(js) > 0 {
 		p.m.rejects.WithLabelValues(ErrClassSpent).Add(float64(len(js)))
 	}
