@@ -27,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kord-fss/kord/internal/loopback"
 )
 
 // Profile is one link: a bandwidth per direction and a round trip, split
@@ -361,33 +363,9 @@ func Dial(ctx context.Context, network, addr string, p Profile) (net.Conn, error
 // 127.0.0.1 (Nagle off), both shaped by p: each direction has the
 // profile's bandwidth and one-way delay on its own.
 func TCPPair(p Profile) (a, b net.Conn, err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, b, err = loopback.Pair()
 	if err != nil {
-		return nil, nil, fmt.Errorf("netshape: listen: %w", err)
+		return nil, nil, fmt.Errorf("netshape: %w", err)
 	}
-	defer ln.Close()
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- res{c, err}
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		return nil, nil, fmt.Errorf("netshape: dial: %w", err)
-	}
-	r := <-ch
-	if r.err != nil {
-		d.Close()
-		return nil, nil, fmt.Errorf("netshape: accept: %w", r.err)
-	}
-	for _, c := range []net.Conn{r.c, d} {
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-	}
-	return Wrap(r.c, p), Wrap(d, p), nil
+	return Wrap(a, p), Wrap(b, p), nil
 }

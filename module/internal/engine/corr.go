@@ -57,21 +57,8 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if len(req.Shares) != 0 || len(req.Frame) != 0 || req.Bulk != nil {
-		return nil, bad("Shares/Frame/Bulk: must be empty in a correlation submission")
-	}
-	if !e.paired {
-		return nil, ErrNotPaired
-	}
-	if len(e.corrs) >= MaxCorrs {
-		return nil, bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
-	}
-	held := 0
-	for _, sh := range e.corrs {
-		held += len(sh.A) + len(sh.R) + len(sh.Z) + len(sh.Packs)/8
-	}
-	if held+na+nr+nz > MaxCorrWordsHeld {
-		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, na+nr+nz, MaxCorrWordsHeld)
+	if err := e.corrRoom(req, na+nr+nz); err != nil {
+		return nil, err
 	}
 	switch c.Part {
 	case msg.CorrInput:
@@ -143,17 +130,7 @@ func (e *Engine) submitCorr(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		a, a0 = wb[:na], wb[na:]
 		r, r0, z0 = buf[:nr], buf[nr:2*nr], buf[2*nr:]
 	}
-	split := func(v, v0 []uint64) []uint64 {
-		dst := make([]uint64, len(v))
-		for i := range dst {
-			if e.party == 0 {
-				dst[i] = v0[i]
-			} else {
-				dst[i] = (v[i] - v0[i]) & m
-			}
-		}
-		return dst
-	}
+	split := func(v, v0 []uint64) []uint64 { return e.ownShare(v, v0, m) }
 	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c}
 	if c.Part != msg.CorrInput {
 		sh.A = split(a, a0)
@@ -273,4 +250,42 @@ func (e *Engine) dropCorrs(counter uint64) int {
 		}
 	}
 	return n
+}
+
+// corrRoom checks that a correlation submission (of any kind) carries no
+// shares, frame or bulk, that the module is paired, and that it has room
+// for one more correlation of words words; it moves nothing.
+func (e *Engine) corrRoom(req *msg.SubmitRequest, words int) error {
+	if len(req.Shares) != 0 || len(req.Frame) != 0 || req.Bulk != nil {
+		return bad("Shares/Frame/Bulk: must be empty in a correlation submission")
+	}
+	if !e.paired {
+		return ErrNotPaired
+	}
+	if len(e.corrs) >= MaxCorrs {
+		return bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
+	}
+	held := 0
+	for _, sh := range e.corrs {
+		held += len(sh.A) + len(sh.R) + len(sh.Z) + len(sh.Packs)/8
+	}
+	if held+words > MaxCorrWordsHeld {
+		return bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, words, MaxCorrWordsHeld)
+	}
+	return nil
+}
+
+// ownShare returns this party's additive share (mod m+1) of each value of
+// v, given party 0's drawn shares v0: v0 itself at party 0, v − v0 at
+// party 1.
+func (e *Engine) ownShare(v, v0 []uint64, m uint64) []uint64 {
+	dst := make([]uint64, len(v))
+	for i := range dst {
+		if e.party == 0 {
+			dst[i] = v0[i]
+		} else {
+			dst[i] = (v[i] - v0[i]) & m
+		}
+	}
+	return dst
 }

@@ -390,6 +390,24 @@ func (d *Durable) RecollectRange(first uint64, count int, points [][]uint64, exp
 // generated for another request (Poll: Rejects).
 const RejectRecollect = "recollect_mismatch"
 
+// recentSlab returns the slab of the bulk at first from the re-collect
+// window, or nil if the window has none there; a bulk there of another
+// size than count is refused (a bulk is collected whole). d.mu held.
+func (d *Durable) recentSlab(first uint64, count int) (*msg.Slab, error) {
+	if count <= 0 {
+		return nil, bad("Count: %d, want the bulk's N", count)
+	}
+	for _, s := range d.slabs {
+		if s.First == first {
+			if s.N != count {
+				return nil, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
+			}
+			return s, nil
+		}
+	}
+	return nil, nil
+}
+
 // CollectSlab hands emit the slab of the bulk at first (Count keys), as
 // Collect would: a repeat of a recent one gives the same bytes. The slab
 // is the module's remembered copy, valid only during emit (the caller
@@ -397,20 +415,14 @@ const RejectRecollect = "recollect_mismatch"
 func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit func(*msg.Slab)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if count <= 0 {
-		return bad("Count: %d, want the bulk's N", count)
-	}
-	for _, s := range d.slabs {
-		if s.First == first {
-			if s.N != count {
-				return bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
-			}
-			if d.slabHandedAsFD(s) {
-				return bad("the bulk at counter %d was handed out as a memfd: collect it as one (slab fds)", first)
-			}
-			emit(s)
-			return nil
+	if s, err := d.recentSlab(first, count); err != nil || s != nil {
+		if err == nil && d.slabHandedAsFD(s) {
+			err = bad("the bulk at counter %d was handed out as a memfd: collect it as one (slab fds)", first)
 		}
+		if err == nil {
+			emit(s)
+		}
+		return err
 	}
 	s, err := d.Engine.collectSlab(first, count, points)
 	if err != nil {

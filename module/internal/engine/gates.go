@@ -79,22 +79,8 @@ func (e *Engine) submitGates(req *msg.SubmitRequest) (*msg.SubmitResponse, error
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if len(req.Shares) != 0 || len(req.Frame) != 0 || req.Bulk != nil {
-		return nil, bad("Shares/Frame/Bulk: must be empty in a correlation submission")
-	}
-	if !e.paired {
-		return nil, ErrNotPaired
-	}
-	if len(e.corrs) >= MaxCorrs {
-		return nil, bad("Corr: %d correlations wait to be collected (collect or abandon first)", len(e.corrs))
-	}
-	words := nr + nz + c.PackBytes()/8
-	held := 0
-	for _, sh := range e.corrs {
-		held += len(sh.A) + len(sh.R) + len(sh.Z) + len(sh.Packs)/8
-	}
-	if held+words > MaxCorrWordsHeld {
-		return nil, bad("Corr: %d words wait to be collected; %d more would pass the limit of %d (collect or abandon first)", held, words, MaxCorrWordsHeld)
+	if err := e.corrRoom(req, nr+nz+c.PackBytes()/8); err != nil {
+		return nil, err
 	}
 	blocks := c.Packs()
 	// Commit before anything is drawn.

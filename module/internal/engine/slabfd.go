@@ -23,21 +23,15 @@ type SlabFDs interface {
 func (d *Durable) CollectSlabFD(first uint64, count int, fds SlabFDs, emit func(s *msg.Slab, fd int)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if count <= 0 {
-		return bad("Count: %d, want the bulk's N", count)
-	}
-	for _, s := range d.slabs {
-		if s.First == first {
-			if s.N != count {
-				return bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
-			}
+	if s, err := d.recentSlab(first, count); err != nil || s != nil {
+		if err == nil {
 			fd, ok := d.slabFD[s]
 			if !ok {
 				fd = -1
 			}
 			emit(s, fd)
-			return nil
 		}
+		return err
 	}
 	s, err := d.Engine.collectSlab(first, count, nil)
 	if err != nil {

@@ -59,17 +59,7 @@ func (e *Engine) tupleShares(c *msg.Correlation, first uint64, blocks int) (*msg
 			z[i] &= m
 		}
 	}
-	split := func(v, v0 []uint64) []uint64 {
-		dst := make([]uint64, len(v))
-		for i := range dst {
-			if e.party == 0 {
-				dst[i] = v0[i]
-			} else {
-				dst[i] = (v[i] - v0[i]) & m
-			}
-		}
-		return dst
-	}
+	split := func(v, v0 []uint64) []uint64 { return e.ownShare(v, v0, m) }
 	sh := &msg.CorrShares{Counter: first, Blocks: blocks, Corr: *c, A: split(a, a0), R: split(r, r0), Z: split(z, z0)}
 	e.prf.CorrTag(&desc, (*[kdf.TagSize]byte)(sh.PairTag[:]))
 	return sh, nil
