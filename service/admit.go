@@ -93,15 +93,19 @@ func (p *Party) refuse(j *job, err error) {
 	j.fail(class, "%v", err)
 }
 
-// deliver finishes the jobs of a batch with their outputs.
-func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
+// deliver finishes the jobs of a batch with their outputs. Party 0
+// reports false, delivering nothing (the outputs wiped), when its record
+// refused them: its state file is closed, the party is stopping, and
+// what it delivered now its next process would not know (ledger.put).
+func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) bool {
 	type shape struct{ typ, mode uint32 }
 	counts := make(map[shape]int, 2)
-	p.record(jobs, reps)
-	if p.cfg.Party == 0 && p.ledger.durable() {
-		// Recorded before the application or party 1 gets them (recover.go).
-		p.ledger.put(servedOf(jobs, reps))
+	// Recorded before the application or party 1 gets them (recover.go).
+	if p.cfg.Party == 0 && p.ledger.durable() && !p.ledger.put(servedOf(jobs, reps)) {
+		wipeJobReplies(jobs, reps)
+		return false
 	}
+	p.record(jobs, reps)
 	n := 0
 	var next uint64
 	for i, j := range jobs {
@@ -125,6 +129,7 @@ func (p *Party) deliver(jobs []*job, reps [][]msg.CollectResponse) {
 		}
 		p.m.keys.WithLabelValues(typ, mode).Add(float64(c))
 	}
+	return true
 }
 
 // request validates and enqueues one request, or answers it at once.

@@ -487,7 +487,11 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		return err
 	}
 	l.drop()
-	p.deliver(fl.jobs, reps)
+	if !p.deliver(fl.jobs, reps) {
+		// Stopping: neither delivered nor confirmed; the restarted
+		// party settles the batch party 1 holds from its record.
+		return errLedgerClosed
+	}
 	p.batches.Add(1)
 	p.m.batches.Inc()
 	p.keepConfirm(fl.seq, conf)

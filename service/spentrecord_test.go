@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
+	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
 // TestSpentRecordedBeforeAnswer: a request whose frame a module opened is
@@ -53,6 +55,11 @@ func TestSpentRecordedBeforeAnswer(t *testing.T) {
 	if b.answered() {
 		t.Fatalf("request 2 answered %q after the state file closed: the restarted party has no record of that answer", b.reply.GetErrorClass())
 	}
+	// Nor are outputs delivered that the record could not take.
+	c := &job{id: 3, item: &pb.BatchItem{Id: 3, Mode: uint32(msg.Derived), Count: 1}}
+	if p.deliver([]*job{c}, [][]msg.CollectResponse{{{Counter: 7, PairTag: [16]byte{1}}}}) || c.answered() {
+		t.Fatal("request 3 delivered after the state file closed: the restarted party has no record of it")
+	}
 
 	// The next process's record: request 1 spent, request 2 unknown (its
 	// pair is settled from the peer's lists, alike at both sites).
@@ -64,7 +71,9 @@ func TestSpentRecordedBeforeAnswer(t *testing.T) {
 	if s, ok := p2.ledger.get(rid{a.app, a.id}); !ok || s.class != ErrClassSpent {
 		t.Fatalf("after the restart, request 1's record %+v (found %v), want spent", s, ok)
 	}
-	if s, ok := p2.ledger.get(rid{b.app, b.id}); ok {
-		t.Fatalf("after the restart, request 2 recorded %+v though it was never answered", s)
+	for _, id := range []uint64{b.id, c.id} {
+		if s, ok := p2.ledger.get(rid{"", id}); ok {
+			t.Fatalf("after the restart, request %d recorded %+v though it was never answered", id, s)
+		}
 	}
 }
