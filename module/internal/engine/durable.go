@@ -82,6 +82,7 @@ type Durable struct {
 	// slabs remembers the bulk slabs handed out, oldest first, without a
 	// copy (see keepCollected).
 	slabs    []*msg.Slab
+	slabReqs []slabReq // the request of each of slabs, index for index
 	slabKeys int
 	// pins counts, per slab, the holders of CollectSlabPinned that have
 	// not released it yet (a socket writing it out after the lock); a
@@ -244,7 +245,7 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	}
 	if req.Count != 0 {
 		var out *msg.CollectResponse
-		err := d.CollectSlab(req.Counter, req.Count, req.Points, func(s *msg.Slab) {
+		err := d.CollectSlab(req.Counter, req.Count, req.Points, req.Expect, req.ExpectAt, func(s *msg.Slab) {
 			out = &msg.CollectResponse{Counter: s.First, Mode: s.Mode, Slab: cloneSlab(s)}
 		})
 		return out, err
@@ -392,15 +393,20 @@ const RejectRecollect = "recollect_mismatch"
 
 // recentSlab returns the slab of the bulk at first from the re-collect
 // window, or nil if the window has none there; a bulk there of another
-// size than count is refused (a bulk is collected whole). d.mu held.
-func (d *Durable) recentSlab(first uint64, count int) (*msg.Slab, error) {
+// size than count, or generated for another request than expect (nil: no
+// check; its shares those of keys at…), is refused (a bulk is collected
+// whole). d.mu held.
+func (d *Durable) recentSlab(first uint64, count int, expect *msg.Bulk, at int) (*msg.Slab, error) {
 	if count <= 0 {
 		return nil, bad("Count: %d, want the bulk's N", count)
 	}
-	for _, s := range d.slabs {
+	for i, s := range d.slabs {
 		if s.First == first {
 			if s.N != count {
 				return nil, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
+			}
+			if err := d.checkSlabReq(first, &d.slabReqs[i], expect, at); err != nil {
+				return nil, err
 			}
 			return s, nil
 		}
@@ -408,14 +414,43 @@ func (d *Durable) recentSlab(first uint64, count int) (*msg.Slab, error) {
 	return nil, nil
 }
 
+// CheckSlab refuses a collect of the bulk at first (count keys) unless
+// the bulk, remembered or waiting to be collected, was generated for
+// expect (its shares those of keys at… in bound mode: msg.CollectRequest.
+// Expect and ExpectAt): a party's re-collect after its restart checks this first, then
+// collects the same counters (a bulk's counters are never reused, so the
+// slab there stays the one checked). It is counted like a refused
+// re-collect (RejectRecollect).
+func (d *Durable) CheckSlab(first uint64, count int, expect *msg.Bulk, at int) error {
+	if expect == nil {
+		return bad("Expect: missing")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, err := d.recentSlab(first, count, expect, at); err != nil || s != nil {
+		return err
+	}
+	for i, sl := range d.Engine.slabs {
+		if sl.First == first {
+			if sl.N != count {
+				return bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, sl.N, count)
+			}
+			return d.checkSlabReq(first, &d.Engine.slabReqs[i], expect, at)
+		}
+	}
+	return bad("Counter: no bulk output at counter %d is ready or remembered", first)
+}
+
 // CollectSlab hands emit the slab of the bulk at first (Count keys), as
 // Collect would: a repeat of a recent one gives the same bytes. The slab
 // is the module's remembered copy, valid only during emit (the caller
-// copies what it keeps, e.g. into its answer on the socket).
-func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit func(*msg.Slab)) error {
+// copies what it keeps, e.g. into its answer on the socket). expect (nil:
+// none) and at: the bulk request the caller answers
+// (msg.CollectRequest.Expect, ExpectAt).
+func (d *Durable) CollectSlab(first uint64, count int, points []uint64, expect *msg.Bulk, at int, emit func(*msg.Slab)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s, err := d.recentSlab(first, count); err != nil || s != nil {
+	if s, err := d.recentSlab(first, count, expect, at); err != nil || s != nil {
 		if err == nil && d.slabHandedAsFD(s) {
 			err = bad("the bulk at counter %d was handed out as a memfd: collect it as one (slab fds)", first)
 		}
@@ -424,16 +459,17 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 		}
 		return err
 	}
-	s, err := d.Engine.collectSlab(first, count, points)
+	s, req, err := d.Engine.collectSlab(first, count, points, expect, at)
 	if err != nil {
 		return err
 	}
 	if d.noRing {
+		req.wipe()
 		emit(s)
 		d.recycleLocked(s)
 		return nil
 	}
-	d.keepCollected(s)
+	d.keepCollected(s, req)
 	emit(s)
 	return nil
 }
@@ -445,7 +481,7 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 // did) wipes it if it fell out of the re-collect window meanwhile.
 func (d *Durable) CollectSlabPinned(first uint64, count int, emit func(*msg.Slab)) (release func(), err error) {
 	var got *msg.Slab
-	err = d.CollectSlab(first, count, nil, func(s *msg.Slab) {
+	err = d.CollectSlab(first, count, nil, nil, 0, func(s *msg.Slab) {
 		// Under d.mu: pinned before anyone can recycle it.
 		if d.pins == nil {
 			d.pins, d.unpinned = map[*msg.Slab]int{}, map[*msg.Slab]bool{}
@@ -491,12 +527,14 @@ func (d *Durable) recycleLocked(s *msg.Slab) {
 // (more than a host holds between its module's collect and the
 // application's receipt: crash recovery re-collects by counter), and
 // wipes what falls out: each remembered key is wiped once, here.
-func (d *Durable) keepCollected(s *msg.Slab) {
+func (d *Durable) keepCollected(s *msg.Slab, req slabReq) {
 	d.slabs = append(d.slabs, s)
+	d.slabReqs = append(d.slabReqs, req)
 	d.slabKeys += s.N
 	drop := 0
 	for len(d.slabs)-drop > minSlabs && d.slabKeys-d.slabs[drop].N >= collectCache {
 		d.recycleLocked(d.slabs[drop])
+		d.slabReqs[drop].wipe()
 		d.slabKeys -= d.slabs[drop].N
 		drop++
 	}
@@ -504,6 +542,9 @@ func (d *Durable) keepCollected(s *msg.Slab) {
 		n := copy(d.slabs, d.slabs[drop:])
 		clear(d.slabs[n:])
 		d.slabs = d.slabs[:n]
+		m := copy(d.slabReqs, d.slabReqs[drop:])
+		clear(d.slabReqs[m:])
+		d.slabReqs = d.slabReqs[:m]
 	}
 }
 
