@@ -118,7 +118,18 @@ func (m *Durable) RecollectRange(_ context.Context, first uint64, count int, poi
 // repeat of a recent one gives the same bytes. The slab is the module's
 // remembered copy, valid only during emit.
 func (m *Durable) CollectSlab(_ context.Context, first uint64, count int, emit func(*msg.Slab)) error {
-	return m.d.CollectSlab(first, count, nil, emit)
+	return m.d.CollectSlab(first, count, nil, nil, 0, emit)
+}
+
+// CheckSlab refuses a collect of the bulk at first (count keys) unless
+// the module generated it for expect, the bulk request as submitted
+// (shape, count and public payload, a digest the module keeps with the
+// slab, and in bound mode the own shares of keys at… of it, which it
+// keeps too: msg.CollectRequest.Expect, ExpectAt); a refusal counts as
+// RejectRecollect. A socket checks
+// this before a slab collect that carries msg.CollectRequest.Expect.
+func (m *Durable) CheckSlab(_ context.Context, first uint64, count int, expect *msg.Bulk, at int) error {
+	return m.d.CheckSlab(first, count, expect, at)
 }
 
 // CollectSlabPinned is CollectSlab with the slab valid after the call,

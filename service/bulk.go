@@ -235,22 +235,11 @@ func submitCalls(calls []socket.Call, jobs []*job, segs []segment, tier msg.Tier
 			calls = append(calls, socket.Call{Submit: &msg.SubmitRequest{Kind: msg.SubmitShares, Tier: tier, Shares: sh}})
 			continue
 		}
-		s0 := jobs[s.j0].shares[0]
-		b := &msg.Bulk{Mode: s0.Mode, Profile: s0.Profile, Type: s0.Type, InBits: s0.InBits, OutBits: s0.OutBits, N: s.n,
-			DeriveBeta: s0.DeriveBeta, Beta: s0.Beta}
-		if j0 := jobs[s.j0]; j0.group > 1 {
-			// A payload vector: the segment is this one job.
-			b.Group, b.Betas = j0.group, j0.item.Betas
-			if s0.Mode == msg.Bound {
-				b.AlphaShares, b.BetaShares = []uint64{s0.AlphaShare}, append([]uint64(nil), j0.betaVec...)
-			}
-		} else if s0.Mode == msg.Bound {
-			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n)
+		b := bulkOf(jobs[s.j0], s.n)
+		if b.Mode == msg.Bound {
+			b.AlphaShares, b.BetaShares = make([]uint64, 0, s.n), make([]uint64, 0, s.n*b.G())
 			for _, j := range jobs[s.j0:s.j1] {
-				for _, x := range j.shares {
-					b.AlphaShares = append(b.AlphaShares, x.AlphaShare)
-					b.BetaShares = append(b.BetaShares, x.BetaShare)
-				}
+				appendBulkShares(b, j)
 			}
 		}
 		bulks = append(bulks, b)

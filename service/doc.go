@@ -42,6 +42,7 @@
 //	leader.go     the session (party 0's side, leader), its link interface
 //	follower.go   party 1's side of a session
 //	bulk.go       bulk batches: runs of one shape as one module request
+//	bulkreq.go    a bulk run's module request (submission, resend expectation)
 //	items.go      a batch's items as packed parallel lists
 //	confirm.go    the confirmation party 1 checks against its own module
 //	deadline.go   every peer read and held batch bounded in time

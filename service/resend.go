@@ -133,7 +133,7 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 	if r.slabN > 0 {
 		// A bulk's keys: the module re-collects the slab whole.
 		var err error
-		if outs, err = p.recollectSlab(ctx, r); err != nil {
+		if outs, err = p.recollectSlab(ctx, j, r); err != nil {
 			return nil, err
 		}
 	} else {
@@ -190,12 +190,24 @@ func expectOf(j *job, n int) ([]msg.Share, error) {
 }
 
 // recollectSlab re-collects the bulk r's keys came from and returns r's
-// outputs (views of the slab; the slab's other keys are wiped).
-func (p *Party) recollectSlab(ctx context.Context, r *recoverRec) ([]msg.CollectResponse, error) {
+// outputs (views of the slab; the slab's other keys are wiped). The module
+// hands the slab out only if it was generated for the bulk j's keys were
+// part of (msg.CollectRequest.Expect): its shape, N and, bound, j's own
+// shares at j's place in it.
+func (p *Party) recollectSlab(ctx context.Context, j *job, r *recoverRec) ([]msg.CollectResponse, error) {
 	if r.first < r.slabFirst || r.first-r.slabFirst+uint64(r.n) > uint64(r.slabN) {
 		return nil, fmt.Errorf("the recorded counters are outside their bulk")
 	}
-	res, err := p.mod.Do(ctx, []socket.Call{{Collect: &msg.CollectRequest{Counter: r.slabFirst, Count: r.slabN}}}, true)
+	ex, at := bulkOf(j, r.slabN), 0
+	if ex.Mode == msg.Bound {
+		appendBulkShares(ex, j)
+		at = int(r.first - r.slabFirst)
+		defer func() {
+			clear(ex.AlphaShares)
+			clear(ex.BetaShares)
+		}()
+	}
+	res, err := p.mod.Do(ctx, []socket.Call{{Collect: &msg.CollectRequest{Counter: r.slabFirst, Count: r.slabN, Expect: ex, ExpectAt: at}}}, true)
 	if err == nil {
 		err = res[0].Err
 	}

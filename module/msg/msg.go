@@ -333,6 +333,15 @@ type CollectRequest struct {
 	// Corr asks for the correlation submitted at Counter
 	// (SubmitCorrelation); the answer is CollectResponse.Corr.
 	Corr bool
+	// Expect (a range collect, Count > 0): the bulk request the caller
+	// answers, as submitted (a re-collect after a party restart). The
+	// module hands out the slab only if it was generated for exactly that
+	// request, and refuses the collect otherwise. Nil: no check. Expect.N
+	// is the bulk's N; in bound mode its shares are those of keys
+	// ExpectAt… of the bulk (at least one key: the ones the caller
+	// answers), in derived mode it has none.
+	Expect   *Bulk
+	ExpectAt int
 }
 
 // CollectResponse carries this party's output for one counter.

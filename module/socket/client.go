@@ -398,7 +398,12 @@ func collectReqToPB(r *msg.CollectRequest) *pb.CollectRequest {
 	if r.Count < 0 {
 		n = 2*msg.MaxBulk + 1 // refused by the module, naming Count
 	}
-	return &pb.CollectRequest{Counter: r.Counter, Points: r.Points, Count: n, Corr: r.Corr}
+	at := uint32(min(r.ExpectAt, 2*msg.MaxBulk+1))
+	if r.ExpectAt < 0 {
+		at = 2*msg.MaxBulk + 1 // out of every bulk: refused
+	}
+	return &pb.CollectRequest{Counter: r.Counter, Points: r.Points, Count: n, Corr: r.Corr, Expect: bulkToPB(r.Expect),
+		ExpectAt: at}
 }
 
 // Collect returns the output at a counter, or with Count > 0 the slab of

@@ -305,6 +305,28 @@ type slabCollector interface {
 	CollectSlab(ctx context.Context, first uint64, count int, emit func(*msg.Slab)) error
 }
 
+// slabChecker is a module that checks the bulk request a slab collect
+// expects before the slab is handed out (module.Durable.CheckSlab).
+type slabChecker interface {
+	CheckSlab(ctx context.Context, first uint64, count int, expect *msg.Bulk, at int) error
+}
+
+// checkExpect checks a slab collect's expected request (expect; none: no
+// check) before a fast path below hands the slab out: a slab generated for
+// another request is refused whole. The expectation's shares are wiped.
+func (s *Server) checkExpect(ctx context.Context, c *pb.CollectRequest) error {
+	ex := c.GetExpect()
+	if ex == nil {
+		return nil
+	}
+	defer wipeBulk(ex)
+	sc, ok := s.dev.(slabChecker)
+	if !ok {
+		return errors.New("socket: this module cannot check the request a slab was generated for")
+	}
+	return sc.CheckSlab(ctx, c.GetCounter(), n32(c.GetCount()), bulkFromPB(ex), n32(c.GetExpectAt()))
+}
+
 // slabHead runs the calls of req before its final collect. skipped: one
 // failed and req stops on error, so the collect is not run (head then
 // ends with its skip result).
@@ -333,13 +355,18 @@ func (s *Server) appendSlab(ctx context.Context, req *pb.ModuleRequest, sc slabC
 		return buf, buf, err
 	}
 	emitted := false
-	cerr := sc.CollectSlab(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
+	cerr := s.checkExpect(ctx, c)
+	if cerr != nil {
+		goto refused
+	}
+	cerr = sc.CollectSlab(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
 		cr := &pb.CollectResponse{Counter: sl.First, Mode: uint32(sl.Mode), Slab: slabToPB(sl)}
 		head.Results = append(head.Results, &pb.Result{Op: &pb.Result_Collect{Collect: cr}})
 		buf, err = appendMsg(dst, head)
 		cr.Slab = nil // the module's memory: not this response's to wipe
 		emitted = true
 	})
+refused:
 	if !emitted {
 		if cerr == nil {
 			cerr = errors.New("socket: the module emitted no slab")
@@ -373,10 +400,13 @@ func (s *Server) slabParts(ctx context.Context, req *pb.ModuleRequest, sp slabPi
 	}
 	start := len(dst)
 	emitted := false
-	release, cerr := sp.CollectSlabPinned(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
-		emitted = true
-		buf, out, err = appendSlabParts(dst, head, sl)
-	})
+	release, cerr := func() {}, s.checkExpect(ctx, c)
+	if cerr == nil {
+		release, cerr = sp.CollectSlabPinned(ctx, c.GetCounter(), n32(c.GetCount()), func(sl *msg.Slab) {
+			emitted = true
+			buf, out, err = appendSlabParts(dst, head, sl)
+		})
+	}
 	if !emitted {
 		release()
 		if cerr == nil {
@@ -556,7 +586,8 @@ func (s *Server) call(ctx context.Context, c *pb.Call) *pb.Result {
 		return &pb.Result{Op: &pb.Result_Poll{Poll: PollToPB(r, locked)}}
 	case *pb.Call_Collect:
 		r, err := s.dev.Collect(ctx, &msg.CollectRequest{Counter: op.Collect.GetCounter(), Points: op.Collect.GetPoints(),
-			Count: n32(op.Collect.GetCount()), Corr: op.Collect.GetCorr()})
+			Count: n32(op.Collect.GetCount()), Corr: op.Collect.GetCorr(), Expect: bulkFromPB(op.Collect.GetExpect()), ExpectAt: n32(op.Collect.GetExpectAt())})
+		wipeBulk(op.Collect.GetExpect())
 		if err != nil {
 			return fail(err)
 		}

@@ -36,7 +36,11 @@ func (s *Server) slabFDParts(ctx context.Context, req *pb.ModuleRequest, sc slab
 		return buf, net.Buffers{buf}, -1, err
 	}
 	emitted := false
-	cerr := sc.CollectSlabFD(ctx, c.GetCounter(), n32(c.GetCount()), s.memfds, func(sl *msg.Slab, mfd int) {
+	cerr := s.checkExpect(ctx, c)
+	if cerr != nil {
+		goto refused
+	}
+	cerr = sc.CollectSlabFD(ctx, c.GetCounter(), n32(c.GetCount()), s.memfds, func(sl *msg.Slab, mfd int) {
 		emitted = true
 		ps := slabToPB(sl)
 		if mfd >= 0 {
@@ -55,6 +59,7 @@ func (s *Server) slabFDParts(ctx context.Context, req *pb.ModuleRequest, sc slab
 		buf, err = appendMsg(dst, head)
 		cr.Slab = nil // the module's memory: not this response's to wipe
 	})
+refused:
 	if !emitted && err == nil {
 		if cerr == nil {
 			cerr = errors.New("socket: the module emitted no slab")

@@ -1519,7 +1519,15 @@ type CollectRequest struct {
 	Count uint32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
 	// corr: collect the derived correlation submitted at counter (once);
 	// the answer is CollectResponse.corr.
-	Corr          bool `protobuf:"varint,4,opt,name=corr,proto3" json:"corr,omitempty"`
+	Corr bool `protobuf:"varint,4,opt,name=corr,proto3" json:"corr,omitempty"`
+	// expect (with count > 0; a re-collect after a party restart): the bulk
+	// request the host is answering, as submitted, n the bulk's n; in bound
+	// mode its shares are those of keys expect_at.. of the bulk (at least
+	// one), in derived mode it has none. The module hands out the slab only
+	// if it was generated for exactly that request (shape, n, public
+	// payload, those own shares) and refuses the collect otherwise.
+	Expect        *Bulk  `protobuf:"bytes,5,opt,name=expect,proto3" json:"expect,omitempty"`
+	ExpectAt      uint32 `protobuf:"varint,6,opt,name=expect_at,json=expectAt,proto3" json:"expect_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1580,6 +1588,20 @@ func (x *CollectRequest) GetCorr() bool {
 		return x.Corr
 	}
 	return false
+}
+
+func (x *CollectRequest) GetExpect() *Bulk {
+	if x != nil {
+		return x.Expect
+	}
+	return nil
+}
+
+func (x *CollectRequest) GetExpectAt() uint32 {
+	if x != nil {
+		return x.ExpectAt
+	}
+	return 0
 }
 
 type CollectResponse struct {
@@ -2419,12 +2441,14 @@ const file_kord_v1_module_proto_rawDesc = "" +
 	"\x06locked\x18\v \x01(\bR\x06locked\x1a:\n" +
 	"\fRejectsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"l\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xb0\x01\n" +
 	"\x0eCollectRequest\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x16\n" +
 	"\x06points\x18\x02 \x03(\x04R\x06points\x12\x14\n" +
 	"\x05count\x18\x03 \x01(\rR\x05count\x12\x12\n" +
-	"\x04corr\x18\x04 \x01(\bR\x04corr\"\x8e\x02\n" +
+	"\x04corr\x18\x04 \x01(\bR\x04corr\x12%\n" +
+	"\x06expect\x18\x05 \x01(\v2\r.kord.v1.BulkR\x06expect\x12\x1b\n" +
+	"\texpect_at\x18\x06 \x01(\rR\bexpectAt\"\x8e\x02\n" +
 	"\x0fCollectResponse\x12\x18\n" +
 	"\acounter\x18\x01 \x01(\x04R\acounter\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x10\n" +
@@ -2531,30 +2555,31 @@ var file_kord_v1_module_proto_depIdxs = []int32{
 	5,  // 3: kord.v1.CorrShares.corr:type_name -> kord.v1.Correlation
 	1,  // 4: kord.v1.CollectRangeRequest.expect:type_name -> kord.v1.Share
 	24, // 5: kord.v1.PollResponse.rejects:type_name -> kord.v1.PollResponse.RejectsEntry
-	8,  // 6: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
-	6,  // 7: kord.v1.CollectResponse.corr:type_name -> kord.v1.CorrShares
-	0,  // 8: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
-	2,  // 9: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
-	4,  // 10: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
-	14, // 11: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
-	16, // 12: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
-	18, // 13: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
-	10, // 14: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
-	12, // 15: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
-	3,  // 16: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
-	9,  // 17: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
-	15, // 18: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
-	17, // 19: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
-	19, // 20: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
-	11, // 21: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
-	13, // 22: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
-	20, // 23: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
-	21, // 24: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	7,  // 6: kord.v1.CollectRequest.expect:type_name -> kord.v1.Bulk
+	8,  // 7: kord.v1.CollectResponse.slab:type_name -> kord.v1.Slab
+	6,  // 8: kord.v1.CollectResponse.corr:type_name -> kord.v1.CorrShares
+	0,  // 9: kord.v1.SyncRequest.op:type_name -> kord.v1.SyncRequest.Op
+	2,  // 10: kord.v1.Call.provision:type_name -> kord.v1.ProvisionRequest
+	4,  // 11: kord.v1.Call.submit:type_name -> kord.v1.SubmitRequest
+	14, // 12: kord.v1.Call.poll:type_name -> kord.v1.PollRequest
+	16, // 13: kord.v1.Call.collect:type_name -> kord.v1.CollectRequest
+	18, // 14: kord.v1.Call.sync:type_name -> kord.v1.SyncRequest
+	10, // 15: kord.v1.Call.peer_frames:type_name -> kord.v1.PeerFramesRequest
+	12, // 16: kord.v1.Call.collect_range:type_name -> kord.v1.CollectRangeRequest
+	3,  // 17: kord.v1.Result.provision:type_name -> kord.v1.ProvisionResponse
+	9,  // 18: kord.v1.Result.submit:type_name -> kord.v1.SubmitResponse
+	15, // 19: kord.v1.Result.poll:type_name -> kord.v1.PollResponse
+	17, // 20: kord.v1.Result.collect:type_name -> kord.v1.CollectResponse
+	19, // 21: kord.v1.Result.sync:type_name -> kord.v1.SyncResponse
+	11, // 22: kord.v1.Result.peer_frames:type_name -> kord.v1.PeerFramesResponse
+	13, // 23: kord.v1.Result.collect_range:type_name -> kord.v1.CollectRangeResponse
+	20, // 24: kord.v1.ModuleRequest.calls:type_name -> kord.v1.Call
+	21, // 25: kord.v1.ModuleResponse.results:type_name -> kord.v1.Result
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_module_proto_init() }

@@ -6,6 +6,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/internal/prg"
@@ -34,6 +35,7 @@ type bulkSlot struct {
 	params      fss.Params
 	group       int      // payload elements per key (1, or a llama vector's G)
 	alpha, beta []uint64 // n and n·group own shares
+	shape       [32]byte // bulkShape of the request, kept with its slab
 }
 
 func (b *bulkSlot) wipe() {
@@ -257,7 +259,7 @@ func (e *Engine) submitBulk(req *msg.SubmitRequest) (*msg.SubmitResponse, error)
 		return resp, nil
 	}
 	bs := &bulkSlot{first: first, n: b.N, profile: b.Profile, params: params, group: b.G(),
-		alpha: append([]uint64(nil), b.AlphaShares...), beta: append([]uint64(nil), b.BetaShares...)}
+		alpha: append([]uint64(nil), b.AlphaShares...), beta: append([]uint64(nil), b.BetaShares...), shape: bulkShape(b)}
 	sl := &slot{tier: req.Tier, bulk: bs}
 	f, err := e.sealBulk(sl)
 	if err != nil {
@@ -328,7 +330,7 @@ func (e *Engine) deriveSlab(first uint64, b *msg.Bulk) error {
 		}
 	}
 	sl.AlphaShares, sl.BetaShares = as, bs
-	e.keepSlab(sl)
+	e.keepSlab(sl, slabReq{shape: bulkShape(b)})
 	return nil
 }
 
@@ -398,8 +400,9 @@ func (e *Engine) makeSlab(first uint64, mode msg.Mode, pr msg.Profile, p fss.Par
 }
 
 // keepSlab queues a generated slab for collection.
-func (e *Engine) keepSlab(sl *msg.Slab) {
+func (e *Engine) keepSlab(sl *msg.Slab, req slabReq) {
 	e.slabs = append(e.slabs, sl)
+	e.slabReqs = append(e.slabReqs, req)
 	e.slabKeys += sl.N
 }
 
@@ -528,60 +531,71 @@ func (e *Engine) submitBulkFrame(sl *slot, frame []byte) (*msg.SubmitResponse, e
 	for k := range n * g {
 		s.beta[k] = (bs.beta[k] + peerB[k]) & mb
 	}
-	bs.wipe()
+	// The own shares stay with the slab (its request, for re-collects).
+	rq := slabReq{shape: bs.shape, alpha: bs.alpha, beta: bs.beta}
+	bs.alpha, bs.beta = nil, nil
 	e.slots = e.slots[1:]
 	next := e.ctr
 	next.PeerFloor = bs.first + uint64(n)
 	next.Accepted = next.PeerFloor
 	next.Generated += uint64(n)
 	if err := e.store.Save(next); err != nil {
+		rq.wipe()
 		return nil, fmt.Errorf("module: saving counters: %w", err)
 	}
 	e.ctr = next
 	slab, err := e.makeSlab(bs.first, msg.Bound, bs.profile, bs.params, g, n)
 	if err != nil {
+		rq.wipe()
 		return nil, err
 	}
-	e.keepSlab(slab)
+	e.keepSlab(slab, rq)
 	return &msg.SubmitResponse{Accepted: true, FirstCounter: bs.first, Count: n}, nil
 }
 
 // collectSlab hands out the slab of the bulk whose first counter is
-// first, once; the caller owns it (and wipes it).
-func (e *Engine) collectSlab(first uint64, count int, points []uint64) (*msg.Slab, error) {
+// first, once, with its request's digest; the caller owns it (and wipes
+// it, and the request's record). expect (nil: none; its shares those of
+// keys at…): the request the caller answers, which the slab must have
+// been generated for (checkSlabReq).
+func (e *Engine) collectSlab(first uint64, count int, points []uint64, expect *msg.Bulk, at int) (*msg.Slab, slabReq, error) {
 	if len(points) != 0 {
-		return nil, bad("Points: only for consume mode, which has no range collect")
+		return nil, slabReq{}, bad("Points: only for consume mode, which has no range collect")
 	}
 	for i, sl := range e.slabs {
 		if sl.First != first {
 			continue
 		}
 		if sl.N != count {
-			return nil, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, sl.N, count)
+			return nil, slabReq{}, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, sl.N, count)
 		}
-		copy(e.slabs[i:], e.slabs[i+1:])
-		e.slabs[len(e.slabs)-1] = nil
-		e.slabs = e.slabs[:len(e.slabs)-1]
+		req := e.slabReqs[i]
+		if err := e.checkSlabReq(first, &req, expect, at); err != nil {
+			return nil, slabReq{}, err
+		}
+		e.slabs = slices.Delete(e.slabs, i, i+1)
+		e.slabReqs = slices.Delete(e.slabReqs, i, i+1)
 		e.slabKeys -= sl.N
-		return sl, nil
+		return sl, req, nil
 	}
-	return nil, bad("Counter: no bulk output ready at counter %d", first)
+	return nil, slabReq{}, bad("Counter: no bulk output ready at counter %d", first)
 }
 
 // dropSlabs wipes and drops the uncollected slabs whose first counter is
 // at most counter (all with counter ^0); it returns the keys dropped.
 func (e *Engine) dropSlabs(counter uint64) int {
-	keep, n := e.slabs[:0], 0
-	for _, sl := range e.slabs {
+	keep, reqs, n := e.slabs[:0], e.slabReqs[:0], 0
+	for i, sl := range e.slabs {
 		if sl.First <= counter {
 			sl.Wipe()
+			e.slabReqs[i].wipe()
 			n += sl.N
 			continue
 		}
-		keep = append(keep, sl)
+		keep, reqs = append(keep, sl), append(reqs, e.slabReqs[i])
 	}
 	clear(e.slabs[len(keep):])
-	e.slabs = keep
+	e.slabs, e.slabReqs = keep, reqs
 	e.slabKeys -= n
 	return n
 }

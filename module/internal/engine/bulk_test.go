@@ -409,7 +409,7 @@ func TestBulkPinned(t *testing.T) {
 	}
 	for range 12 { // both fall out of the window
 		f := submit()
-		if err := d[0].CollectSlab(f, 1000, nil, func(*msg.Slab) {}); err != nil {
+		if err := d[0].CollectSlab(f, 1000, nil, nil, 0, func(*msg.Slab) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,7 +432,7 @@ func TestBulkPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	if err := d[0].CollectSlab(f, 1000, nil, func(s *msg.Slab) {
+	if err := d[0].CollectSlab(f, 1000, nil, nil, 0, func(s *msg.Slab) {
 		if !bytes.Equal(s.Keys, want) {
 			t.Fatal("a released slab in the window changed")
 		}

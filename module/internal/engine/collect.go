@@ -64,10 +64,11 @@ func (e *Engine) Collect(_ context.Context, req *msg.CollectRequest) (*msg.Colle
 		if req.Count < 0 {
 			return nil, bad("Count: %d is negative", req.Count)
 		}
-		sl, err := e.collectSlab(req.Counter, req.Count, req.Points)
+		sl, rq, err := e.collectSlab(req.Counter, req.Count, req.Points, req.Expect, req.ExpectAt)
 		if err != nil {
 			return nil, err
 		}
+		rq.wipe() // no re-collect window
 		return &msg.CollectResponse{Counter: sl.First, Mode: sl.Mode, Slab: sl}, nil
 	}
 	resp, err := e.collectLocked(req.Counter, req.Points, nil)

@@ -82,6 +82,7 @@ type Durable struct {
 	// slabs remembers the bulk slabs handed out, oldest first, without a
 	// copy (see keepCollected).
 	slabs    []*msg.Slab
+	slabReqs []slabReq // the request of each of slabs, index for index
 	slabKeys int
 	// pins counts, per slab, the holders of CollectSlabPinned that have
 	// not released it yet (a socket writing it out after the lock); a
@@ -244,7 +245,7 @@ func (d *Durable) Collect(ctx context.Context, req *msg.CollectRequest) (*msg.Co
 	}
 	if req.Count != 0 {
 		var out *msg.CollectResponse
-		err := d.CollectSlab(req.Counter, req.Count, req.Points, func(s *msg.Slab) {
+		err := d.CollectSlab(req.Counter, req.Count, req.Points, req.Expect, req.ExpectAt, func(s *msg.Slab) {
 			out = &msg.CollectResponse{Counter: s.First, Mode: s.Mode, Slab: cloneSlab(s)}
 		})
 		return out, err
@@ -390,32 +391,16 @@ func (d *Durable) RecollectRange(first uint64, count int, points [][]uint64, exp
 // generated for another request (Poll: Rejects).
 const RejectRecollect = "recollect_mismatch"
 
-// recentSlab returns the slab of the bulk at first from the re-collect
-// window, or nil if the window has none there; a bulk there of another
-// size than count is refused (a bulk is collected whole). d.mu held.
-func (d *Durable) recentSlab(first uint64, count int) (*msg.Slab, error) {
-	if count <= 0 {
-		return nil, bad("Count: %d, want the bulk's N", count)
-	}
-	for _, s := range d.slabs {
-		if s.First == first {
-			if s.N != count {
-				return nil, bad("Count: the bulk at counter %d has %d keys, not %d (collect a bulk whole)", first, s.N, count)
-			}
-			return s, nil
-		}
-	}
-	return nil, nil
-}
-
 // CollectSlab hands emit the slab of the bulk at first (Count keys), as
 // Collect would: a repeat of a recent one gives the same bytes. The slab
 // is the module's remembered copy, valid only during emit (the caller
-// copies what it keeps, e.g. into its answer on the socket).
-func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit func(*msg.Slab)) error {
+// copies what it keeps, e.g. into its answer on the socket). expect (nil:
+// none) and at: the bulk request the caller answers
+// (msg.CollectRequest.Expect, ExpectAt).
+func (d *Durable) CollectSlab(first uint64, count int, points []uint64, expect *msg.Bulk, at int, emit func(*msg.Slab)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s, err := d.recentSlab(first, count); err != nil || s != nil {
+	if s, err := d.recentSlab(first, count, expect, at); err != nil || s != nil {
 		if err == nil && d.slabHandedAsFD(s) {
 			err = bad("the bulk at counter %d was handed out as a memfd: collect it as one (slab fds)", first)
 		}
@@ -424,16 +409,17 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 		}
 		return err
 	}
-	s, err := d.Engine.collectSlab(first, count, points)
+	s, req, err := d.Engine.collectSlab(first, count, points, expect, at)
 	if err != nil {
 		return err
 	}
 	if d.noRing {
+		req.wipe()
 		emit(s)
 		d.recycleLocked(s)
 		return nil
 	}
-	d.keepCollected(s)
+	d.keepCollected(s, req)
 	emit(s)
 	return nil
 }
@@ -445,7 +431,7 @@ func (d *Durable) CollectSlab(first uint64, count int, points []uint64, emit fun
 // did) wipes it if it fell out of the re-collect window meanwhile.
 func (d *Durable) CollectSlabPinned(first uint64, count int, emit func(*msg.Slab)) (release func(), err error) {
 	var got *msg.Slab
-	err = d.CollectSlab(first, count, nil, func(s *msg.Slab) {
+	err = d.CollectSlab(first, count, nil, nil, 0, func(s *msg.Slab) {
 		// Under d.mu: pinned before anyone can recycle it.
 		if d.pins == nil {
 			d.pins, d.unpinned = map[*msg.Slab]int{}, map[*msg.Slab]bool{}
@@ -484,27 +470,6 @@ func (d *Durable) recycleLocked(s *msg.Slab) {
 		return
 	}
 	d.Engine.recycleLocked(s)
-}
-
-// keepCollected remembers a slab handed out, for repeats. It keeps at
-// least the last minSlabs slabs and at least the last collectCache keys
-// (more than a host holds between its module's collect and the
-// application's receipt: crash recovery re-collects by counter), and
-// wipes what falls out: each remembered key is wiped once, here.
-func (d *Durable) keepCollected(s *msg.Slab) {
-	d.slabs = append(d.slabs, s)
-	d.slabKeys += s.N
-	drop := 0
-	for len(d.slabs)-drop > minSlabs && d.slabKeys-d.slabs[drop].N >= collectCache {
-		d.recycleLocked(d.slabs[drop])
-		d.slabKeys -= d.slabs[drop].N
-		drop++
-	}
-	if drop > 0 {
-		n := copy(d.slabs, d.slabs[drop:])
-		clear(d.slabs[n:])
-		d.slabs = d.slabs[:n]
-	}
 }
 
 // cloneSlab copies s: the caller owns (and wipes) the copy.

@@ -142,6 +142,7 @@ type Engine struct {
 	bulk      bulkScratch // a bulk's working buffers, wiped after each use
 	slabs     []*msg.Slab // generated bulk outputs not collected yet, in order
 	slabKeys  int         // keys in slabs
+	slabReqs  []slabReq   // the request of each of slabs, index for index
 	freeSlabs []*msg.Slab // recycled slabs (wiped), for the next bulks
 
 	corrs   map[uint64]*msg.CorrShares // derived correlations not collected yet (corr.go)

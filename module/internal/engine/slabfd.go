@@ -23,7 +23,7 @@ type SlabFDs interface {
 func (d *Durable) CollectSlabFD(first uint64, count int, fds SlabFDs, emit func(s *msg.Slab, fd int)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s, err := d.recentSlab(first, count); err != nil || s != nil {
+	if s, err := d.recentSlab(first, count, nil, 0); err != nil || s != nil {
 		if err == nil {
 			fd, ok := d.slabFD[s]
 			if !ok {
@@ -33,7 +33,7 @@ func (d *Durable) CollectSlabFD(first uint64, count int, fds SlabFDs, emit func(
 		}
 		return err
 	}
-	s, err := d.Engine.collectSlab(first, count, nil)
+	s, req, err := d.Engine.collectSlab(first, count, nil, nil, 0)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (d *Durable) CollectSlabFD(first uint64, count int, fds SlabFDs, emit func(
 			d.Engine.log.Warn("module: a slab's memfd failed; handing slabs out as bytes", "err", ferr)
 		}
 	}
-	d.keepCollected(s)
+	d.keepCollected(s, req)
 	emit(s, fd)
 	return nil
 }
