@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,15 @@ func (r *recordingFDs) Make(keys []byte) (int, error) {
 	return sealedMemfd(keys)
 }
 func (r *recordingFDs) Close(fd int) { closeFD(fd) }
+
+// slabs returns the bytes of the memfds made so far. Make runs in the
+// server's goroutine, and the fd's way back through the kernel is no
+// synchronisation the race detector sees: read under the lock.
+func (r *recordingFDs) slabs() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.made)
+}
 
 // servedPairFDs is servedPair with module 0's server recording its
 // memfds.
@@ -86,8 +96,8 @@ func TestSlabFDSameBytes(t *testing.T) {
 	if !IsMapped(sl.Keys) {
 		t.Fatal("the slab's keys are not a mapping")
 	}
-	if len(rec.made) != 1 || !bytes.Equal(rec.made[0], sl.Keys) {
-		t.Fatalf("mapped keys differ from the bytes the module wrote (%d memfds)", len(rec.made))
+	if len(rec.slabs()) != 1 || !bytes.Equal(rec.slabs()[0], sl.Keys) {
+		t.Fatalf("mapped keys differ from the bytes the module wrote (%d memfds)", len(rec.slabs()))
 	}
 	peer, err := cs[1].Collect(ctx, &msg.CollectRequest{Counter: first, Count: n})
 	if err != nil {
@@ -103,8 +113,8 @@ func TestSlabFDSameBytes(t *testing.T) {
 	if k := again[0].Collect.Slab.Keys; IsMapped(k) || !bytes.Equal(k, sl.Keys) {
 		t.Fatalf("repeat collect (plain Do): mapped %v, same bytes %v", IsMapped(k), bytes.Equal(k, sl.Keys))
 	}
-	if len(rec.made) != 1 {
-		t.Fatalf("a repeat made another memfd (%d)", len(rec.made))
+	if len(rec.slabs()) != 1 {
+		t.Fatalf("a repeat made another memfd (%d)", len(rec.slabs()))
 	}
 	again[0].Buf.Release()
 	_, err = cs[0].Collect(ctx, &msg.CollectRequest{Counter: first, Count: n})
@@ -120,7 +130,7 @@ func TestSlabFDSameBytes(t *testing.T) {
 	first = derivedBulk(t, cs, n)
 	cs[0].UseSlabFDs(false)
 	res, err = cs[0].DoMapped(ctx, []Call{{Collect: &msg.CollectRequest{Counter: first, Count: n}}}, true)
-	if err != nil || res[0].Err != nil || IsMapped(res[0].Collect.Slab.Keys) || len(rec.made) != 1 {
+	if err != nil || res[0].Err != nil || IsMapped(res[0].Collect.Slab.Keys) || len(rec.slabs()) != 1 {
 		t.Fatalf("byte path: %v %v mapped %v", err, res[0].Err, IsMapped(res[0].Collect.Slab.Keys))
 	}
 	res[0].Buf.Release()
@@ -252,8 +262,8 @@ func TestSlabFDNoLeak(t *testing.T) {
 		}
 		res[0].Buf.Release()
 	}
-	if len(rec.made) != slabs {
-		t.Fatalf("%d memfds for %d slabs", len(rec.made), slabs)
+	if len(rec.slabs()) != slabs {
+		t.Fatalf("%d memfds for %d slabs", len(rec.slabs()), slabs)
 	}
 	after := openFDs(t)
 	// The window keeps minSlabs slabs of this size (8192 keys at least:
