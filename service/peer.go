@@ -117,6 +117,17 @@ func (p *Party) resolveHeld(run uint64, ok, void, spent []rid, confirms [][]byte
 	for _, h := range held {
 		var dj, rest []*job
 		var dr [][]msg.CollectResponse
+		// settle fails held item i (request k) with class, recorded first:
+		// if the record refuses (the party is going down, Party.back) the
+		// item stays unanswered and the next process answers it.
+		settle := func(i int, k rid, class, format string) {
+			wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
+			if !p.ledger.answered([]rid{k}, class) {
+				return
+			}
+			p.m.rejects.WithLabelValues(class).Inc()
+			h.jobs[i].fail(class, format, k.id, h.seq)
+		}
 		for i, j := range h.jobs {
 			k := rid{j.app, j.id} // party 0 names this application's request
 			conf, named := okSet[k]
@@ -126,26 +137,11 @@ func (p *Party) resolveHeld(run uint64, ok, void, spent []rid, confirms [][]byte
 			case named:
 				// Party 0 says it completed the pair, without the
 				// confirmation of this site's outputs: not delivered.
-				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
-				if !p.ledger.answered([]rid{k}, ErrClassTampered) {
-					continue // going down (Party.back): the next process answers it
-				}
-				p.m.rejects.WithLabelValues(ErrClassTampered).Inc()
-				j.fail(ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α", j.id, h.seq)
+				settle(i, k, ErrClassTampered, "party 0 restarted and named request %d (batch %d) complete without the confirmation of this site's keys; α spent: choose a fresh α")
 			case voidSet[k]:
-				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
-				if !p.ledger.answered([]rid{k}, ErrClassVoid) {
-					continue // going down (Party.back): the next process answers it
-				}
-				p.m.rejects.WithLabelValues(ErrClassVoid).Inc()
-				j.fail(ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α", j.id, h.seq)
+				settle(i, k, ErrClassVoid, "party 0 restarted and could not complete the pair of request %d (batch %d); any share of it at site 0 is void; α spent: choose a fresh α")
 			case spentSet[k]:
-				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
-				if !p.ledger.answered([]rid{k}, ErrClassSpent) {
-					continue // going down (Party.back): the next process answers it
-				}
-				p.m.rejects.WithLabelValues(ErrClassSpent).Inc()
-				j.fail(ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α", j.id, h.seq)
+				settle(i, k, ErrClassSpent, "party 0 failed request %d (batch %d) spent before its restart; α spent: choose a fresh α")
 			default:
 				wipeJobReplies(h.jobs[i:i+1], h.replies[i:i+1])
 				rest = append(rest, j)

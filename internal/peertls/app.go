@@ -1,13 +1,9 @@
 package peertls
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -56,29 +52,11 @@ func (ca *CA) IssueApp(name string) (certPEM, keyPEM []byte, err error) {
 	if err := CheckAppName(name); err != nil {
 		return nil, nil, err
 	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: AppScheme + ":" + name},
-		URIs:         []*url.URL{{Scheme: AppScheme, Opaque: name}},
-		NotBefore:    ca.cert.NotBefore,
-		NotAfter:     ca.cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &k.PublicKey, ca.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	kd, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), nil
+	return ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: AppScheme + ":" + name},
+		URIs:        []*url.URL{{Scheme: AppScheme, Opaque: name}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
 
 // AppName returns the application name a verified client certificate

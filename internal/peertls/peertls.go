@@ -100,19 +100,24 @@ func (ca *CA) CertPEM() []byte {
 // name), usable as TLS client and server, and returns both in PEM (the key
 // PKCS #8).
 func (ca *CA) Issue(name string) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		DNSNames:    []string{name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// issue makes a P-256 key and a certificate for it from tmpl's names and
+// uses, signed by ca, valid as long as ca, for digital signatures only,
+// and returns both in PEM (the key PKCS #8).
+func (ca *CA) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		NotBefore:    ca.cert.NotBefore,
-		NotAfter:     ca.cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = ca.cert.NotBefore, ca.cert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &k.PublicKey, ca.key)
 	if err != nil {
 		return nil, nil, err
