@@ -153,6 +153,7 @@ func llamaGatesCmd() *cobra.Command {
 	var (
 		c        llamagates.Config
 		jsonFlag bool
+		tlsf     appTLSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "gates --dir DIR --bits BW --relu N1 --ars N2 --shift S --maxpool N3 [--party0 ADDR --party1 ADDR]",
@@ -172,6 +173,12 @@ It writes to DIR:
 docs/interop-llama.md has how a LLAMA program uses them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
+				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
+					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
+				}
+				c.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca}
+			}
 			rep, err := llamagates.Write(cmd.Context(), c)
 			if err != nil {
 				return llamaErr(err)
@@ -193,6 +200,9 @@ docs/interop-llama.md has how a LLAMA program uses them.`,
 	f.IntVar(&c.MaxPool, "maxpool", 0, "number of pair-MaxPool packs N3")
 	f.StringVar(&c.Party0, "party0", "", "party 0's application address (host:port or unix:///path); none: in-process module pair")
 	f.StringVar(&c.Party1, "party1", "", "party 1's application address")
+	f.StringVar(&tlsf.cert, "app-tls-cert", "", "the parties' TLS application API: this application's certificate (kord certs --apps NAME); empty: plaintext")
+	f.StringVar(&tlsf.key, "app-tls-key", "", "its private key")
+	f.StringVar(&tlsf.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
 	return cmd
 }

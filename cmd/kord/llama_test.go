@@ -148,10 +148,14 @@ func TestLlamaExportVector(t *testing.T) {
 // the roots, masks and splits it holds; without addresses it uses an
 // in-process module pair; bad flags are refused naming the flag.
 func TestLlamaGatesDaemons(t *testing.T) {
-	_, c := startCluster(t, t.TempDir(), cluster.Options{PeerPlaintext: true, InProcessModules: true})
+	// The parties' application API on TLS (the cluster runs it with the
+	// peer link's TLS): gates dials as the cluster's application.
+	_, c := startCluster(t, t.TempDir(), cluster.Options{InProcessModules: true})
+	af := c.AppTLS(0)
 	dir := filepath.Join(t.TempDir(), "gates")
 	out, errOut, code := runKord(t, "llama", "gates", "--dir", dir, "--bits", "16", "--relu", "30", "--ars", "20", "--shift", "5", "--maxpool", "10",
-		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"])
+		"--party0", c.Party(0).Ready["app"], "--party1", c.Party(1).Ready["app"],
+		"--app-tls-cert", af.Cert, "--app-tls-key", af.Key, "--app-ca", af.CA)
 	if code != 0 || !strings.Contains(out, "wrote 60 llama gate packs") {
 		t.Fatalf("kord llama gates: exit %d\n%s%s", code, out, errOut)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/both"
+	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -67,7 +68,10 @@ type Config struct {
 	Relu, Ars, MaxPool int // N1, N2, N3
 	Shift              int // S, 1 ≤ S < BW (required when Ars > 0)
 	Party0, Party1     string
-	PacksPerRequest    int // packs one request asks for (0: msg.MaxGatePacks)
+	// AppTLS: the parties' application API runs TLS and this is the
+	// application's certificate, key and CA (nil: plaintext).
+	AppTLS          *client.TLSFiles
+	PacksPerRequest int // packs one request asks for (0: msg.MaxGatePacks)
 }
 
 // Validate reports what is wrong with c, naming the flag.
@@ -247,7 +251,7 @@ func Write(ctx context.Context, c Config) (*Report, error) {
 		err = fromLocalPair(ctx, p, reqs, s)
 	} else {
 		rep.Source = fmt.Sprintf("parties %s, %s", c.Party0, c.Party1)
-		err = fromParties(ctx, p, reqs, [2]string{c.Party0, c.Party1}, s)
+		err = fromParties(ctx, p, reqs, [2]string{c.Party0, c.Party1}, c.AppTLS, s)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("llamagates: %w", err)
@@ -299,7 +303,7 @@ func fromLocalPair(ctx context.Context, p Params, reqs []request, s *sink) error
 // fromParties asks both party daemons over one request stream each,
 // under ids drawn at random (fresh for every run), and writes each
 // site's replies in request order.
-func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string, s *sink) error {
+func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string, tlsf *client.TLSFiles, s *sink) error {
 	var idBase [8]byte
 	if _, err := rand.Read(idBase[:]); err != nil {
 		return err
@@ -310,7 +314,13 @@ func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string,
 		krs[i] = client.Correlation(base+uint64(i), r.corr(p))
 	}
 	return both.Run(ctx, func(ctx context.Context, b int) error {
-		if err := site(ctx, addrs[b], p, reqs, krs, func(r request, sh *msg.CorrShares) error {
+		var f *client.TLSFiles // the party's own name is its certificate's
+		if tlsf != nil {
+			ff := *tlsf
+			ff.ServerName = peertls.PartyName(b)
+			f = &ff
+		}
+		if err := site(ctx, addrs[b], f, p, reqs, krs, func(r request, sh *msg.CorrShares) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.put(b, r, sh)
@@ -323,8 +333,14 @@ func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string,
 
 // site runs one party's stream: sends every request, then hands put
 // each answer in order, checked to be for the request asked.
-func site(ctx context.Context, addr string, p Params, reqs []request, krs []*pb.KeyRequest, put func(request, *msg.CorrShares) error) error {
-	cl, err := client.Dial(addr, nil)
+func site(ctx context.Context, addr string, tlsf *client.TLSFiles, p Params, reqs []request, krs []*pb.KeyRequest, put func(request, *msg.CorrShares) error) error {
+	var cl *client.Client
+	var err error
+	if tlsf != nil {
+		cl, err = client.DialTLS(addr, *tlsf)
+	} else {
+		cl, err = client.Dial(addr, nil)
+	}
 	if err != nil {
 		return err
 	}
