@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/llamaexport"
 	"github.com/kord-fss/kord/cmd/kord/internal/llamagates"
 )
@@ -69,11 +68,8 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 			} else {
 				c.Betas = vs
 			}
-			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
-				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
-					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
-				}
-				c.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca}
+			if c.AppTLS, err = tlsf.files(); err != nil {
+				return err
 			}
 			rep, err := llamaexport.Export(cmd.Context(), c)
 			if err != nil {
@@ -173,11 +169,9 @@ It writes to DIR:
 docs/interop-llama.md has how a LLAMA program uses them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tlsf.cert != "" || tlsf.key != "" || tlsf.ca != "" {
-				if tlsf.cert == "" || tlsf.key == "" || tlsf.ca == "" {
-					return badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
-				}
-				c.AppTLS = &client.TLSFiles{Cert: tlsf.cert, Key: tlsf.key, CA: tlsf.ca}
+			var err error
+			if c.AppTLS, err = tlsf.files(); err != nil {
+				return err
 			}
 			rep, err := llamagates.Write(cmd.Context(), c)
 			if err != nil {

@@ -18,6 +18,18 @@ func (f *appTLSFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.server, "app-server-name", peertls.PartyName(0), "the name the party's certificate must carry")
 }
 
+// files returns the certificate files f names (nil: plaintext), or an
+// error if only some of the three flags are given.
+func (f *appTLSFlags) files() (*client.TLSFiles, error) {
+	if f.cert == "" && f.key == "" && f.ca == "" {
+		return nil, nil
+	}
+	if f.cert == "" || f.key == "" || f.ca == "" {
+		return nil, badInput("--app-tls-cert, --app-tls-key and --app-ca go together (all three are needed)")
+	}
+	return &client.TLSFiles{Cert: f.cert, Key: f.key, CA: f.ca}, nil
+}
+
 // dialApp dials a party's application address, with TLS when f names
 // certificate files.
 func dialApp(addr string, f appTLSFlags) (*client.Client, error) {
