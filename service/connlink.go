@@ -71,4 +71,17 @@ func (l *connLink) Recv() (*pb.PeerMsg, error) {
 	return m, nil
 }
 
+// CloseSend half-closes the connection (TCP's FIN after what was
+// written): the other end reads what was sent, then the end. A
+// connection that cannot half-close says so.
+func (l *connLink) CloseSend() error {
+	hc, ok := l.c.(interface{ CloseWrite() error })
+	if !ok {
+		return fmt.Errorf("service: peer link: a %T cannot half-close", l.c)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return hc.CloseWrite()
+}
+
 func (l *connLink) close() { l.c.Close() }

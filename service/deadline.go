@@ -71,6 +71,14 @@ func reader(ctx context.Context, link peerLink) <-chan recvd {
 	return ch
 }
 
+// holding reports whether party 1 holds a batch waiting for its
+// confirmation.
+func (p *Party) holding() bool {
+	p.heldMu.Lock()
+	defer p.heldMu.Unlock()
+	return len(p.held) > 0
+}
+
 // heldOverdue reports whether party 1's oldest held batch has waited for
 // its confirmation longer than d.
 func (p *Party) heldOverdue(d time.Duration) (uint64, bool) {

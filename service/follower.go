@@ -196,13 +196,34 @@ func (f *follower) serve(ctx context.Context) error {
 		f.p.sendVoids(vctx, f.send)
 	}()
 	defer func() { vcancel(); <-vdone }()
-	defer func() {
+	// closeWork ends the finisher once it has answered (or put back)
+	// every prepared batch.
+	workOpen := true
+	closeWork := func() {
+		if !workOpen {
+			return
+		}
+		workOpen = false
 		close(work)
-		err := <-fin
-		if err != nil && !errors.Is(err, errSessionDone) {
+		if err := <-fin; err != nil && !errors.Is(err, errSessionDone) {
 			f.p.log.Warn("peer session: finishing batches", "err", err)
 		}
-	}()
+	}
+	defer closeWork()
+	// Once this side refuses a batch (or its finisher fails) it takes no
+	// more batches, but the session ends only when the batches already
+	// answered have their confirmations (or the link, party 0's close or
+	// the confirmation deadline ends it sooner): party 0 delivers a batch
+	// whose reply it read before the refusal and confirms it, and leaving
+	// before that confirmation arrives would fail spent here what party
+	// 0's application already holds. end reports whether the session can
+	// end now.
+	ending := false
+	end := func() bool {
+		ending = true
+		closeWork()
+		return !f.p.holding()
+	}
 	// A held batch whose confirmation does not come within PeerTimeout
 	// ends the session; the next handshake settles it (settleHeld).
 	timeout := f.p.cfg.PeerTimeout
@@ -234,12 +255,21 @@ func (f *follower) serve(ctx context.Context) error {
 			if err := f.confirm(v.Confirm); err != nil {
 				return err
 			}
+			if ending && !f.p.holding() {
+				return nil
+			}
 		case *pb.PeerMsg_VoidNotice:
 			f.p.peerVoid(v.VoidNotice.Ids, v.VoidNotice.Apps)
 		case *pb.PeerMsg_Batch:
+			if ending {
+				continue // not taken: party 0 puts it back when the session ends
+			}
 			select {
-			case <-stop:
-				return nil // the finisher failed; the session ends
+			case <-stop: // the finisher failed
+				if end() {
+					return nil
+				}
+				continue
 			default:
 			}
 			f.p.pend.sawBatch(v.Batch.Queued)
@@ -247,7 +277,10 @@ func (f *follower) serve(ctx context.Context) error {
 			pr := f.prepare(ctx, v.Batch)
 			work <- pr
 			if pr.rep != nil && !pr.soft {
-				return nil // refused: the finisher sends the refusal and stops
+				// Refused: the finisher sends the refusal and stops.
+				if end() {
+					return nil
+				}
 			}
 		default:
 			return fmt.Errorf("%w: unexpected message", errDesync)

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -67,10 +68,18 @@ type leader struct {
 	slots  chan struct{}  // one per batch in flight
 	errc   chan error     // the first failure of any stage ends the session
 	wg     sync.WaitGroup // the stages
+
+	// endMu orders a batch's delivery and its confirmation against the
+	// session's end (flush): a batch is delivered only while ended is
+	// false, and its confirmation is sent before the link is half-closed.
+	endMu    sync.Mutex
+	ended    bool
+	recvDone chan struct{} // closed when the receiver stops
 }
 
 func newLeader(p *Party, link peerLink, cancel context.CancelFunc) *leader {
-	return &leader{p: p, link: link, cancel: cancel, slots: make(chan struct{}, p.cfg.InFlight), errc: make(chan error, 3)}
+	return &leader{p: p, link: link, cancel: cancel, slots: make(chan struct{}, p.cfg.InFlight), errc: make(chan error, 3),
+		recvDone: make(chan struct{})}
 }
 
 // session runs one party-0 session over the gRPC peer link (or the
@@ -209,10 +218,50 @@ func (l *leader) run(ctx context.Context) error {
 		l.p.sendVoids(ctx, l.send)
 	}()
 	err := <-l.errc
+	l.flush()
 	l.cancel()
 	l.wg.Wait()
 	l.lost()
 	return err
+}
+
+// errSessionEnding: a batch reply read after the session began to end;
+// the batch is not delivered (flush).
+var errSessionEnding = errors.New("service: the peer session is ending")
+
+// halfCloser is a link that can end its sending side alone (the gRPC
+// stream's CloseSend): what was sent before is still written.
+type halfCloser interface{ CloseSend() error }
+
+// flush ends the session's sending side in order. From now on no batch is
+// delivered (reply); what was sent — a confirmation above all — reaches
+// party 1 before the link is torn down. Cancelling a gRPC stream can drop
+// messages its transport has queued and not yet written: a confirmation
+// lost so leaves party 1 to fail spent a batch this site delivered (a
+// share at one site only), where this site's module failing the next
+// batch is what ended the session. So flush half-closes the link and
+// reads, dropping, what party 1 still sends until it ends its side on
+// reading the close, for at most confirmLinger. A link that cannot
+// half-close is torn down at once, as before.
+func (l *leader) flush() {
+	l.endMu.Lock()
+	l.ended = true
+	l.endMu.Unlock()
+	hc, ok := l.link.(halfCloser)
+	if !ok {
+		return
+	}
+	// The bound starts before the send lock: a Send blocked on a peer
+	// that reads nothing ends with the link.
+	t := time.AfterFunc(confirmLinger, l.cancel)
+	defer t.Stop()
+	l.sendMu.Lock()
+	err := hc.CloseSend()
+	l.sendMu.Unlock()
+	if err != nil {
+		return
+	}
+	<-l.recvDone // the receiver drops what comes after ended (receiver)
 }
 
 // fail ends the session with err (the first stage to fail wins; errc has
@@ -346,13 +395,22 @@ func (l *leader) drop() {
 }
 
 // receiver reads party 1's replies and finishes the batches in order.
+// Once the session ends it reads on, dropping what it reads, until party 1
+// ends its side (flush).
 func (l *leader) receiver(ctx context.Context) {
 	defer l.wg.Done()
+	defer close(l.recvDone)
+	failed := false
 	for {
 		m, err := l.link.Recv()
 		if err != nil {
-			l.fail(fmt.Errorf("peer: %w", err))
+			if !failed {
+				l.fail(fmt.Errorf("peer: %w", err))
+			}
 			return
+		}
+		if failed || l.isEnded() {
+			continue
 		}
 		if vn := m.GetVoidNotice(); vn != nil {
 			l.p.peerVoid(vn.Ids, vn.Apps)
@@ -360,30 +418,21 @@ func (l *leader) receiver(ctx context.Context) {
 		}
 		if err := l.reply(ctx, m.GetBatchReply()); err != nil {
 			l.fail(err)
-			return
+			failed = true
 		}
 	}
 }
 
-// confirmLinger bounds linger.
+// isEnded reports whether the session is ending (flush).
+func (l *leader) isEnded() bool {
+	l.endMu.Lock()
+	defer l.endMu.Unlock()
+	return l.ended
+}
+
+// confirmLinger bounds how long a session's end waits for party 1 to
+// read what was sent (flush).
 const confirmLinger = 2 * time.Second
-
-// linger, after a refusing confirmation, lets it reach party 1 before the
-// session is torn down: ending the session cancels the link's stream,
-// which can drop a message the transport has queued but not yet written,
-// and party 1 would then settle the batch at the next handshake as spent
-// (never confirmed) where party 0 failed it tampered. Party 1 ends the
-// session on reading the refusal, so this reads (and drops) what it still
-// sends until its side closes, for at most confirmLinger.
-func (l *leader) linger() {
-	t := time.AfterFunc(confirmLinger, l.cancel)
-	defer t.Stop()
-	for {
-		if _, err := l.link.Recv(); err != nil {
-			return
-		}
-	}
-}
 
 // reply handles party 1's reply to the oldest batch in flight: it has the
 // module open party 1's frames and collect, compares the pair digests and
@@ -435,6 +484,10 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		if frames.Count() > 0 {
 			markOpenedSegs(fl.jobs, fl.segs, fl.tier, -1) // whether it opened them is unknown
 		}
+		// The batch is spent here (lost); party 1, which holds it, fails
+		// it alike now instead of at a next session that a dead module
+		// may never allow.
+		l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: ErrClassSpent}}})
 		return fmt.Errorf("module: %w", err)
 	}
 	// From here the jobs covered by an accepted frame are spent:
@@ -481,10 +534,19 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 			why = fmt.Sprintf("batch %d not delivered: %v", fl.seq, err)
 		}
 		p.back(fl.jobs, class, why)
-		if l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}}) == nil {
-			l.linger()
-		}
+		// Party 1 fails the batch alike and ends the session on reading
+		// it; flush lets it arrive before the link is torn down.
+		l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: class}}})
 		return err
+	}
+	// Delivery and its confirmation are one step against the session's
+	// end: a batch is not delivered once flush has begun, and a
+	// confirmation sent goes out before the link's half-close.
+	l.endMu.Lock()
+	defer l.endMu.Unlock()
+	if l.ended {
+		wipeJobReplies(fl.jobs, reps)
+		return errSessionEnding
 	}
 	l.drop()
 	if !p.deliver(fl.jobs, reps) {

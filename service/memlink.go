@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"io"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
@@ -24,6 +25,9 @@ type memLink struct {
 	out  chan<- *pb.PeerMsg
 	done chan struct{}
 	shut *atomic.Bool
+	// sendShut: this end half-closed the link (CloseSend); set and read
+	// under the sender's lock, as a gRPC stream's CloseSend is.
+	sendShut bool
 	// tap (tests): called on every message this end sends, before the
 	// copy; it may alter the message, as an attacker on the link would.
 	tap func(*pb.PeerMsg)
@@ -48,6 +52,9 @@ func (l *memLink) Send(m *pb.PeerMsg) error {
 	if l.tap != nil {
 		l.tap(m)
 	}
+	if l.sendShut {
+		return errLinkClosed
+	}
 	c := proto.Clone(m).(*pb.PeerMsg)
 	select {
 	case <-l.done:
@@ -71,18 +78,37 @@ func (l *memLink) Send(m *pb.PeerMsg) error {
 // stream whose server has returned.
 func (l *memLink) Recv() (*pb.PeerMsg, error) {
 	select {
-	case m := <-l.in:
-		return m, nil
+	case m, ok := <-l.in:
+		return received(m, ok)
 	case <-l.done:
 		select {
-		case m := <-l.in:
-			return m, nil
+		case m, ok := <-l.in:
+			return received(m, ok)
 		default:
 			return nil, errLinkClosed
 		}
 	case <-l.ctx.Done():
 		return nil, l.ctx.Err()
 	}
+}
+
+// received is a read of the channel the other end sends on: its end (io.EOF)
+// once that end half-closed the link and everything it sent was read.
+func received(m *pb.PeerMsg, ok bool) (*pb.PeerMsg, error) {
+	if !ok {
+		return nil, io.EOF
+	}
+	return m, nil
+}
+
+// CloseSend half-closes the link: the other end reads what this end sent,
+// then io.EOF. Nothing more is sent from this end.
+func (l *memLink) CloseSend() error {
+	if !l.sendShut {
+		l.sendShut = true
+		close(l.out)
+	}
+	return nil
 }
 
 // close ends the link at both ends.

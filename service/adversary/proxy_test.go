@@ -3,6 +3,7 @@ package adversary
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -149,6 +150,13 @@ func (x *proxy) Session(down pb.PeerLink_SessionServer) error {
 	pump := func(dir int, recv func() (*pb.PeerMsg, error), send func(*pb.PeerMsg) error) {
 		for {
 			m, err := recv()
+			if dir == from0 && errors.Is(err, io.EOF) {
+				// Party 0 half-closed its side: passed on, as a TCP
+				// relay passes on a FIN, and the session ends when
+				// party 1 ends its side.
+				up.CloseSend()
+				return
+			}
 			if err != nil {
 				errc <- err
 				return
