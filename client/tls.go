@@ -36,3 +36,17 @@ func DialTLS(addr string, f TLSFiles) (*Client, error) {
 	}
 	return Dial(addr, creds)
 }
+
+// DialParty dials party b's application API at addr: over TLS with f,
+// the party's certificate checked to carry party b's name (kord certs:
+// kord-party-b, whatever f.ServerName says), or, when f is nil, without
+// transport security (loopback, or a Unix socket where the kernel names
+// the application).
+func DialParty(addr string, b int, f *TLSFiles) (*Client, error) {
+	if f == nil {
+		return Dial(addr, nil)
+	}
+	ff := *f
+	ff.ServerName = peertls.PartyName(b)
+	return DialTLS(addr, ff)
+}

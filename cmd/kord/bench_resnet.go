@@ -68,6 +68,7 @@ checked from both parties' shares.`,
 	f.IntVar(&o.Verify, "verify", 64, "key pairs verified per chunk, outside the clock")
 	f.BoolVar(&o.NoDealer, "no-dealer", false, "skip the trusted dealer's generation")
 	f.BoolVar(&o.NoCorr, "no-correlations", false, "skip the linear layers' correlations")
+	f.StringVar(&o.AppLink, "app-link", "unix", "how this client reaches the parties: unix (a same-host application on their Unix-socket API) or tcp (a remote application, TLS over TCP)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	benchCmd.AddCommand(cmd)
 }

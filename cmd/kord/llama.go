@@ -91,9 +91,7 @@ inputs with its own .shares. docs/interop-llama.md has the details.`,
 	f.StringVar(&betaS, "beta", "1", "the public payload β (below 2^Bout), or a vector B1,B2,... (up to 64 elements)")
 	f.StringVar(&c.Party0, "party0", "", "party 0's application address (host:port or unix:///path); none: in-process module pair")
 	f.StringVar(&c.Party1, "party1", "", "party 1's application address")
-	f.StringVar(&tlsf.cert, "app-tls-cert", "", "the parties' TLS application API: this application's certificate (kord certs --apps NAME); empty: plaintext")
-	f.StringVar(&tlsf.key, "app-tls-key", "", "its private key")
-	f.StringVar(&tlsf.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
+	tlsf.addBoth(f)
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
 	f.BoolVar(&c.Force, "force", false, "write into --dir even if it is not empty (replacing an export there)")
 	return cmd
@@ -194,9 +192,7 @@ docs/interop-llama.md has how a LLAMA program uses them.`,
 	f.IntVar(&c.MaxPool, "maxpool", 0, "number of pair-MaxPool packs N3")
 	f.StringVar(&c.Party0, "party0", "", "party 0's application address (host:port or unix:///path); none: in-process module pair")
 	f.StringVar(&c.Party1, "party1", "", "party 1's application address")
-	f.StringVar(&tlsf.cert, "app-tls-cert", "", "the parties' TLS application API: this application's certificate (kord certs --apps NAME); empty: plaintext")
-	f.StringVar(&tlsf.key, "app-tls-key", "", "its private key")
-	f.StringVar(&tlsf.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
+	tlsf.addBoth(f)
 	f.BoolVar(&jsonFlag, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -18,6 +18,15 @@ func (f *appTLSFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.server, "app-server-name", peertls.PartyName(0), "the name the party's certificate must carry")
 }
 
+// addBoth adds the flags of a command that dials both parties: no
+// --app-server-name, each party's certificate must carry its own name
+// (client.DialParty).
+func (f *appTLSFlags) addBoth(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cert, "app-tls-cert", "", "the parties' TLS application API: this application's certificate (kord certs --apps NAME); empty: plaintext")
+	fs.StringVar(&f.key, "app-tls-key", "", "its private key")
+	fs.StringVar(&f.ca, "app-ca", "", "CA the parties' certificates chain to (they must carry kord-party-0 and kord-party-1)")
+}
+
 // files returns the certificate files f names (nil: plaintext), or an
 // error if only some of the three flags are given.
 func (f *appTLSFlags) files() (*client.TLSFiles, error) {

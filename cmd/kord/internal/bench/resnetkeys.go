@@ -46,6 +46,10 @@ type ResNetKeysConfig struct {
 	Verify   int     // key pairs verified per chunk (outside the clock)
 	NoDealer bool    // skip the dealer's generation
 	NoCorr   bool    // skip the correlations
+	// AppLink is how this client reaches the parties: "unix" (the
+	// same-host application on the parties' Unix-socket API, named by its
+	// uid) or "tcp" (a remote application: TLS 1.3 over TCP).
+	AppLink string
 }
 
 // Check validates the flags.
@@ -64,6 +68,8 @@ func (o ResNetKeysConfig) Check() error {
 		return errors.New("--batch and --in-flight must be positive")
 	case o.Verify < 0:
 		return errors.New("--verify must be ≥ 0")
+	case o.AppLink != "unix" && o.AppLink != "tcp":
+		return fmt.Errorf("--app-link %q: want unix (a same-host application) or tcp (a remote one, over TLS)", o.AppLink)
 	}
 	return nil
 }
@@ -86,6 +92,7 @@ type ResNetKeysReport struct {
 	Model      string          `json:"model"`
 	Fraction   float64         `json:"fraction"`
 	Path       string          `json:"path"`
+	AppLink    string          `json:"app_link"` // as ProcessReport.AppLink
 	CPUs       int             `json:"cpus"`
 	Rows       []ResNetKeysRow `json:"rows"`
 	Keys       int             `json:"keys"`
@@ -132,6 +139,14 @@ type ResNetKeysReport struct {
 // ResNetKeysPath says what the timed path is.
 const ResNetKeysPath = "five processes: 2 modules and 2 party daemons as child processes (cmd/kord/internal/cluster, as kord demo), this client on one stream per site; derived-mode requests, every key generated in the modules and received by the client as batches"
 
+// AppLinkName says what an --app-link value is, for reports.
+func AppLinkName(link string) string {
+	if link == "tcp" {
+		return "tcp: TLS 1.3 with a client certificate (a remote application)"
+	}
+	return "unix: the parties' Unix socket, the application named by its uid (same host)"
+}
+
 // keyGroup is one kind of key of the inventory with its count.
 type keyGroup struct {
 	p          fss.Params
@@ -175,7 +190,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 	if err != nil {
 		return nil, err
 	}
-	rep := &ResNetKeysReport{Model: arch.Name, Fraction: o.Fraction, Path: ResNetKeysPath, CPUs: runtime.NumCPU(),
+	rep := &ResNetKeysReport{Model: arch.Name, Fraction: o.Fraction, Path: ResNetKeysPath, AppLink: AppLinkName(o.AppLink), CPUs: runtime.NumCPU(),
 		KORDTrees: infer.KORDResNet18Trees, KORDSeconds: infer.KORDResNet18KeygenSec, LLAMAGenSeconds: LLAMAResNet18GenSec,
 		Correlations: inv.Correlations, CorrelationWords: inv.CorrWords, SessionWeightMaskWord: inv.SessionWords,
 		CorrelationNote: "correlations: every lowered linear layer's (21 for ResNet-18), through the same processes as the keys; weight masks once per session (not in seconds), input correlations per evaluation (correlation_seconds); each module computes Z = L(A, R) itself"}
@@ -188,7 +203,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 		}
 		return n
 	}(), len(groups))
-	cl, err := cluster.StartResNet(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight})
+	cl, err := cluster.StartResNet(ctx, "", cluster.Options{Batch: o.Batch, InFlight: o.InFlight, AppUnix: o.AppLink == "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
@@ -370,7 +385,7 @@ func (rep *ResNetKeysReport) Write(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(rep)
 	}
-	fmt.Fprintf(w, "bench resnet18-keys: %s, %.0f%% of the inventory's %s keys, %d CPUs\n", rep.Model, 100*rep.Fraction, "DCF", rep.CPUs)
+	fmt.Fprintf(w, "bench resnet18-keys: %s, %.0f%% of the inventory's %s keys, %d CPUs; application link %s\n", rep.Model, 100*rep.Fraction, "DCF", rep.CPUs, rep.AppLink)
 	fmt.Fprintf(w, "%-12s %-8s %10s %9s %12s %10s %9s\n", "kind", "β", "keys", "seconds", "keys/s", "dealer s", "verified")
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "%-12s %-8s %10d %9.2f %12.0f %10.2f %9d\n", r.Kind, betaName(r.DeriveBeta), r.Keys, r.Seconds, r.KeysPerSec, r.DealerSec, r.Verified)

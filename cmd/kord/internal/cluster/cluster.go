@@ -566,10 +566,7 @@ const DemoApp = "kord-demo"
 // dialApp dials party b's application API at its ready address addr,
 // with the cluster's application certificate when the API runs TLS.
 func (c *Cluster) dialApp(b int, addr string) (*client.Client, error) {
-	if f := c.appTLS[b]; f != nil {
-		return client.DialTLS(appTarget(addr), *f)
-	}
-	return client.Dial(appTarget(addr), nil)
+	return client.DialParty(appTarget(addr), b, c.appTLS[b])
 }
 
 // AppTLS is the application's certificate files for party b's TLS

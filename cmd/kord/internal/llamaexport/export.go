@@ -42,7 +42,6 @@ import (
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/both"
-	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -357,13 +356,7 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 	var mu sync.Mutex // the sink's writers, written from both sites' goroutines
 	addrs := [2]string{c.Party0, c.Party1}
 	return both.Run(ctx, func(ctx context.Context, b int) error {
-		var tlsf *client.TLSFiles
-		if c.AppTLS != nil {
-			f := *c.AppTLS
-			f.ServerName = peertls.PartyName(b)
-			tlsf = &f
-		}
-		if err := site(ctx, addrs[b], tlsf, reqs, ks, func(key []byte, alphaShare uint64) error {
+		if err := site(ctx, addrs[b], b, c.AppTLS, reqs, ks, func(key []byte, alphaShare uint64) error {
 			mu.Lock()
 			defer mu.Unlock()
 			return s.put(b, key, alphaShare)
@@ -374,16 +367,10 @@ func fromParties(ctx context.Context, c Config, s *sink) error {
 	})
 }
 
-// site runs one party's stream: sends every request, then hands put each
+// site runs party b's stream: sends every request, then hands put each
 // key of the replies, in order; every key must be keySize bytes.
-func site(ctx context.Context, addr string, tlsf *client.TLSFiles, reqs []*pb.KeyRequest, keySize int, put func(key []byte, alphaShare uint64) error) error {
-	var cl *client.Client
-	var err error
-	if tlsf != nil {
-		cl, err = client.DialTLS(addr, *tlsf)
-	} else {
-		cl, err = client.Dial(addr, nil)
-	}
+func site(ctx context.Context, addr string, b int, tlsf *client.TLSFiles, reqs []*pb.KeyRequest, keySize int, put func(key []byte, alphaShare uint64) error) error {
+	cl, err := client.DialParty(addr, b, tlsf)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,6 @@ import (
 	"github.com/kord-fss/kord/fss/llama"
 	"github.com/kord-fss/kord/host"
 	"github.com/kord-fss/kord/internal/both"
-	"github.com/kord-fss/kord/internal/peertls"
 	"github.com/kord-fss/kord/module/msg"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
@@ -314,13 +313,7 @@ func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string,
 		krs[i] = client.Correlation(base+uint64(i), r.corr(p))
 	}
 	return both.Run(ctx, func(ctx context.Context, b int) error {
-		var f *client.TLSFiles // the party's own name is its certificate's
-		if tlsf != nil {
-			ff := *tlsf
-			ff.ServerName = peertls.PartyName(b)
-			f = &ff
-		}
-		if err := site(ctx, addrs[b], f, p, reqs, krs, func(r request, sh *msg.CorrShares) error {
+		if err := site(ctx, addrs[b], b, tlsf, p, reqs, krs, func(r request, sh *msg.CorrShares) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.put(b, r, sh)
@@ -331,16 +324,10 @@ func fromParties(ctx context.Context, p Params, reqs []request, addrs [2]string,
 	})
 }
 
-// site runs one party's stream: sends every request, then hands put
+// site runs party b's stream: sends every request, then hands put
 // each answer in order, checked to be for the request asked.
-func site(ctx context.Context, addr string, tlsf *client.TLSFiles, p Params, reqs []request, krs []*pb.KeyRequest, put func(request, *msg.CorrShares) error) error {
-	var cl *client.Client
-	var err error
-	if tlsf != nil {
-		cl, err = client.DialTLS(addr, *tlsf)
-	} else {
-		cl, err = client.Dial(addr, nil)
-	}
+func site(ctx context.Context, addr string, b int, tlsf *client.TLSFiles, p Params, reqs []request, krs []*pb.KeyRequest, put func(request, *msg.CorrShares) error) error {
+	cl, err := client.DialParty(addr, b, tlsf)
 	if err != nil {
 		return err
 	}
