@@ -17,6 +17,7 @@ import (
 
 	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/prg"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
@@ -238,19 +239,23 @@ func pump(ctx context.Context, s *site, reqs []*pb.KeyRequest, a *answers) error
 // generated. Those ids must be void at both sites, α spent.
 func TestPartyCrashRecovery(t *testing.T) {
 	for _, kill := range []int{1, 0} {
-		t.Run([]string{"party0", "party1"}[kill], func(t *testing.T) { testPartyCrash(t, kill, false) })
+		t.Run([]string{"party0", "party1"}[kill], func(t *testing.T) { testPartyCrash(t, kill, false, false) })
+		// Derived requests of minBulk keys: each is a bulk run, completed
+		// again from the module's slab (CollectRequest.expect).
+		t.Run([]string{"party0", "party1"}[kill]+"-derived-bulk", func(t *testing.T) { testPartyCrash(t, kill, false, true) })
 	}
 	t.Run("party0-unseen", func(t *testing.T) {
-		if void := testPartyCrash(t, 0, true); void == 0 {
+		if void := testPartyCrash(t, 0, true, false); void == 0 {
 			t.Error("no id answered void: the held batch party 0 never saw was delivered or left pending")
 		}
 	})
 }
 
 // testPartyCrash runs one crash; unseen: kill party 0 before it gets the
-// reply to batch 3 (else: after it confirmed batch 3). It returns how
-// many ids were answered void.
-func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
+// reply to batch 3 (else: after it confirmed batch 3); derived: the
+// requests are derived bulks of minBulk keys, not bound single keys. It
+// returns how many ids were answered void.
+func testPartyCrash(t *testing.T, kill int, unseen, derived bool) (void int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mods := killableModules(t)
@@ -285,6 +290,13 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 	const n = 160
 	p := fss.Params{Type: fss.DPF, InBits: 16, OutBits: 8}
 	ws, reqs := boundRequests(p, 1, n, "")
+	if derived {
+		for b := range reqs {
+			for i := range reqs[b] {
+				reqs[b][i] = client.Derived(uint64(1+i), p, minBulk, 0, true)
+			}
+		}
+	}
 	ans := [2]*answers{{got: map[uint64]*client.Reply{}}, {got: map[uint64]*client.Reply{}}}
 	var done [2]chan error
 	for b := range 2 {
@@ -323,10 +335,24 @@ func testPartyCrash(t *testing.T, kill int, unseen bool) (void int) {
 		c0, c1 := replyClass(t, r0), replyClass(t, r1)
 		switch {
 		case c0 == "" && c1 == "":
-			if len(r0.Shares) != 1 || len(r1.Shares) != 1 || r0.Shares[0].Counter != r1.Shares[0].Counter {
-				t.Fatalf("id %d: keys at counters that differ", id)
+			want := 1
+			if derived {
+				want = minBulk
 			}
-			checkPair(t, r0.Shares[0].Key, r1.Shares[0].Key, ws[i].alpha, ws[i].beta)
+			if len(r0.Shares) != want || len(r1.Shares) != want {
+				t.Fatalf("id %d: %d and %d keys, want %d", id, len(r0.Shares), len(r1.Shares), want)
+			}
+			for k := range want {
+				s0, s1 := r0.Shares[k], r1.Shares[k]
+				if s0.Counter != s1.Counter {
+					t.Fatalf("id %d: keys at counters that differ", id)
+				}
+				a, b := ws[i].alpha, ws[i].beta
+				if derived {
+					a, b = (s0.AlphaShare+s1.AlphaShare)&prg.Mask(p.InBits), (s0.BetaShare+s1.BetaShare)&prg.Mask(p.OutBits)
+				}
+				checkPair(t, s0.Key, s1.Key, a, b)
+			}
 			pairs++
 		case c0 == "" || c1 == "":
 			t.Fatalf("id %d: orphaned share: site 0 %q (%v), site 1 %q (%v)", id, c0, r0.Err, c1, r1.Err)
