@@ -165,6 +165,11 @@ asking both daemons for each step's keys and correlations as it comes
 pair in this process. The trusted dealer's supply of the same material is
 timed in process (--no-dealer skips it).
 
+The online parties share the daemons' host, so by default they reach
+them as a same-host application does: over the parties' Unix-socket API,
+named by their uid (--app-link unix); --app-link tcp has them connect as
+remote applications, TLS 1.3 over TCP with a client certificate.
+
 --out FILE writes the answer itself, one JSON line per image, as the
 client (party 1) reconstructs it: {"index": the image's index, "class":
 the predicted class, "logits": [...]}. --start K starts at image K (for
@@ -177,6 +182,9 @@ Links (each round trip split evenly between the directions):
   wan       40 Mbit/s, 20 ms round trip`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if rn.appLink != "unix" && rn.appLink != "tcp" {
+				return badInput("--app-link %q: want unix (a same-host application) or tcp (a remote one, over TLS)", rn.appLink)
+			}
 			var out func(int, []int64) error
 			if outPath != "" {
 				o, oerr := createOutput(outPath)
@@ -237,7 +245,7 @@ Links (each round trip split evenly between the directions):
 				if rn.prefetch < 0 {
 					return badInput("--prefetch-bytes must be 0 or more")
 				}
-				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch, Output: out})
+				rep, err = inferdemo.Processes(ctx, inferdemo.Config{Model: model, File: file, Start: start, Images: images, Link: link, Progress: progress, PrefetchBytes: rn.prefetch, Output: out, AppLink: rn.appLink})
 				if err != nil {
 					return err
 				}
@@ -278,6 +286,7 @@ Links (each round trip split evenly between the directions):
 	f.BoolVar(&dealer, "dealer", false, "with --in-process: run the online phase on the trusted-dealer baseline's material (both key supplies are measured either way)")
 	f.BoolVar(&inProcess, "in-process", false, "run both parties and an in-process module pair in this process instead of the five processes (ResNet: instead of the daemons)")
 	f.StringVar(&linkName, "link", "loopback", "shape the online link, the sites' peer link and the dealer's two links (ResNet: the first two): loopback, lan, 1gbps or wan")
+	f.StringVar(&rn.appLink, "app-link", "unix", "without --in-process: how the online parties reach their sites' party daemons: unix (a same-host application on the Unix-socket API) or tcp (a remote one, TLS over TCP)")
 	addResNetFlags(f, &rn)
 	return cmd
 }

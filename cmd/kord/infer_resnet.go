@@ -45,6 +45,7 @@ type resnetFlags struct {
 	compare  bool
 	perReq   int
 	prefetch int64
+	appLink  string // --app-link, every model's
 }
 
 func addResNetFlags(f *pflag.FlagSet, r *resnetFlags) {
@@ -85,7 +86,7 @@ func resnetDemo(cmd *cobra.Command, model, file string, start, images int, asJSO
 		return badInput("--compare-overlap runs both modes: leave out --overlap")
 	}
 	cfg := inferdemo.ResNetDemoConfig{Model: m, Start: start, Images: images, Output: out, NoDealer: r.noDealer, CompareOverlap: r.compare, PerRequest: r.perReq,
-		Link: link, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, PrefetchBytes: r.prefetch}}
+		Link: link, AppLink: r.appLink, Stream: infer.StreamConfig{Chunk: r.chunk, Overlap: r.overlap, PrefetchBytes: r.prefetch}}
 	if !r.quiet {
 		cfg.Stream.Progress = cmd.ErrOrStderr()
 		cfg.Log = cmd.ErrOrStderr()

@@ -139,14 +139,6 @@ type ResNetKeysReport struct {
 // ResNetKeysPath says what the timed path is.
 const ResNetKeysPath = "five processes: 2 modules and 2 party daemons as child processes (cmd/kord/internal/cluster, as kord demo), this client on one stream per site; derived-mode requests, every key generated in the modules and received by the client as batches"
 
-// AppLinkName says what an --app-link value is, for reports.
-func AppLinkName(link string) string {
-	if link == "tcp" {
-		return "tcp: TLS 1.3 with a client certificate (a remote application)"
-	}
-	return "unix: the parties' Unix socket, the application named by its uid (same host)"
-}
-
 // keyGroup is one kind of key of the inventory with its count.
 type keyGroup struct {
 	p          fss.Params
@@ -190,7 +182,7 @@ func ResNetKeys(ctx context.Context, o ResNetKeysConfig, stderr io.Writer) (*Res
 	if err != nil {
 		return nil, err
 	}
-	rep := &ResNetKeysReport{Model: arch.Name, Fraction: o.Fraction, Path: ResNetKeysPath, AppLink: AppLinkName(o.AppLink), CPUs: runtime.NumCPU(),
+	rep := &ResNetKeysReport{Model: arch.Name, Fraction: o.Fraction, Path: ResNetKeysPath, AppLink: cluster.AppLinkName(o.AppLink), CPUs: runtime.NumCPU(),
 		KORDTrees: infer.KORDResNet18Trees, KORDSeconds: infer.KORDResNet18KeygenSec, LLAMAGenSeconds: LLAMAResNet18GenSec,
 		Correlations: inv.Correlations, CorrelationWords: inv.CorrWords, SessionWeightMaskWord: inv.SessionWords,
 		CorrelationNote: "correlations: every lowered linear layer's (21 for ResNet-18), through the same processes as the keys; weight masks once per session (not in seconds), input correlations per evaluation (correlation_seconds); each module computes Z = L(A, R) itself"}

@@ -192,6 +192,15 @@ type Options struct {
 	AppUnix bool
 }
 
+// AppLinkName says what an --app-link value (unix or tcp; Options.AppUnix)
+// is, for reports.
+func AppLinkName(link string) string {
+	if link == "tcp" {
+		return "tcp: TLS 1.3 with a client certificate (a remote application)"
+	}
+	return "unix: the parties' Unix socket, the application named by its uid (same host)"
+}
+
 // appSock is party b's application socket (AppUnix).
 func (c *Cluster) appSock(b int) string { return filepath.Join(c.dir, fmt.Sprintf("app%d.sock", b)) }
 

@@ -34,12 +34,17 @@ type DemoConfig struct {
 	Output func(index int, logits []int64) error
 }
 
+// InProcessAppLink is a report's app_link when the material came from
+// modules in the application's own process.
+const InProcessAppLink = "none: the modules run in this process"
+
 // DemoReport is what `kord infer demo --json` prints.
 type DemoReport struct {
 	Model                       string  `json:"model"`
 	Start                       int     `json:"start"`
 	Images                      int     `json:"images"`
 	Link                        string  `json:"link"`
+	AppLink                     string  `json:"app_link"` // cluster.AppLinkName, or InProcessAppLink
 	Source                      string  `json:"source"`
 	BitExact                    int     `json:"bit_exact"`
 	Mismatches                  int     `json:"mismatches"`
@@ -164,7 +169,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (*DemoReport, error) {
 	if link.Name == "" {
 		link = netshape.Profile{Name: "loopback"}
 	}
-	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
+	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name, AppLink: InProcessAppLink,
 		KeySupplyPath: KeySupplyPathInProcess, DealerPath: DealerPathInProcess}
 	ms, err := gates.NewModuleSource(ctx)
 	if err != nil {

@@ -69,6 +69,11 @@ type Config struct {
 	// Output, when set, gets each image's index and the logits the
 	// client (party 1) reconstructed, in order, once the run is done.
 	Output func(index int, logits []int64) error
+	// AppLink is how the online parties reach their sites' party
+	// daemons: "unix" (or ""; a same-host application on the Unix-socket
+	// API, named by its uid) or "tcp" (TLS 1.3 over TCP, as a remote
+	// application).
+	AppLink string
 }
 
 // KeySupplyPath and DealerPath describe where Processes measures the two
@@ -208,7 +213,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 	defer cancel()
 
 	say("starting 2 modules and 2 party daemons (peer link %s)… ", link.Name)
-	c, err := startSites(ctx, dir, link, false, cluster.Options{Batch: 4096})
+	c, err := startSites(ctx, dir, link, false, cluster.Options{Batch: 4096, AppUnix: cfg.AppLink != "tcp"})
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +235,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 		return nil, err
 	}
 	withParty := func(b int, extra ...string) []string {
-		a := append([]string{"infer", "party", "--party", strconv.Itoa(b), "--app", c.Party(b).Ready["app"],
+		a := append([]string{"infer", "party", "--party", strconv.Itoa(b), "--app", c.AppAddr(b),
 			"--start", strconv.Itoa(cfg.Start), "--dealer", []string{dl.Party0, dl.Party1}[b]}, common...)
 		a = append(a, c.AppArgs(b)...) // the application API's TLS, as the cluster runs it
 		return append(append(a, withPrefetch...), extra...)
@@ -267,7 +272,7 @@ func Processes(ctx context.Context, cfg Config) (_ *DemoReport, err error) {
 		}
 	}
 	say("running %d images…\n", cfg.Images)
-	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name,
+	rep := &DemoReport{Model: m.Name, Start: cfg.Start, Images: cfg.Images, Link: link.Name, AppLink: cluster.AppLinkName(cfg.AppLink),
 		Source: "party daemons (derived keys and derived correlations), five processes", KeySupplyPath: KeySupplyPath, DealerPath: DealerPath,
 		PrefetchWindow: sess[0].PrefetchWindow, PrefetchBytes: cfg.PrefetchBytes}
 	total := cfg.Images

@@ -46,6 +46,8 @@ type ResNetDemoConfig struct {
 	FirstID uint64
 	// PerRequest is DaemonSource.PerRequest (0: DefaultDaemonPerRequest).
 	PerRequest int
+	// AppLink is Config.AppLink, for the daemons ResNet starts.
+	AppLink string
 	// InterSite, with Daemons, reads the bytes that have crossed between
 	// the sites so far (a counting proxy on the daemons' peer link).
 	InterSite func() int64
@@ -62,6 +64,7 @@ type ResNetDemoReport struct {
 	Start      int     `json:"start"`
 	Images     int     `json:"images"`
 	Link       string  `json:"link"`
+	AppLink    string  `json:"app_link"` // cluster.AppLinkName with the daemons, else InProcessAppLink
 	Source     string  `json:"source"`
 	BitExact   int     `json:"bit_exact"`
 	Mismatches int     `json:"mismatches"`

@@ -81,7 +81,7 @@ func ResNet(ctx context.Context, cfg ResNetDemoConfig, inProcess bool) (*ResNetD
 			return nil, err
 		}
 		defer os.RemoveAll(dir) // after the daemons stop, even if they did not start
-		if s, err = startSites(ctx, dir, link, true, cluster.Options{}); err != nil {
+		if s, err = startSites(ctx, dir, link, true, cluster.Options{AppUnix: cfg.AppLink != "tcp"}); err != nil {
 			return nil, fmt.Errorf("starting the daemons: %w", err)
 		}
 		defer s.Close()
@@ -96,7 +96,9 @@ func ResNet(ctx context.Context, cfg ResNetDemoConfig, inProcess bool) (*ResNetD
 	if err != nil {
 		return nil, err
 	}
+	rep.AppLink = InProcessAppLink
 	if s != nil {
+		rep.AppLink = cluster.AppLinkName(cfg.AppLink)
 		rep.PeakRSSByProcess = s.PeakRSS()
 	}
 	return rep, nil
