@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/bench"
+	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/service"
 )
 
@@ -45,7 +46,11 @@ checked from both parties' shares.`,
 			if err := o.Check(); err != nil {
 				return badInput("%v", err)
 			}
+			// KORD_CPUPROFILE_DIR profiles this process (the client) as
+			// the daemons profile themselves.
+			stopProfile := daemon.Profile("bench-resnet18-keys")
 			rep, err := bench.ResNetKeys(context.Background(), o, cmd.ErrOrStderr())
+			stopProfile()
 			if err != nil {
 				return err
 			}
