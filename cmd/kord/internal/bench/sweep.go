@@ -24,6 +24,7 @@ func GenSweep(w io.Writer, p fss.Params, keys, maxW int, file string) error {
 	}
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("kord batched Gen, %v (kernel %s)", p, prg.Active())
+	pl.Title.Padding = vg.Points(8) // clear of the image's top edge
 	pl.X.Label.Text = "keys per GenWithRoots call (batch size; log scale)"
 	pl.Y.Label.Text = "keys/s (millions)"
 	pl.X.Scale = plot.LogScale{}
