@@ -38,7 +38,10 @@ derived mode, measure in one run:
              for all rows: requests of --batch keys each (bound: one bound
              bulk request, client.BoundBulk; derived: count), key pairs
              received by the application as client batches (key views over
-             the received messages);
+             the received messages) over --app-link: by default the
+             parties' Unix sockets, as a same-host application (tcp:
+             TLS 1.3 over loopback, as a remote one; the JSON's app_link
+             says which);
   floor      the transport floor: the row's key-share bytes (--keys keys
              per party, --batch keys a write) pushed for both parties at
              once over the sockets of the processes path, a Unix socket
@@ -96,7 +99,7 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 	f.IntVar(&o.Chunk, "chunk", bench.DeliverDefaultChunk, "keys delivered between two verification pauses (the clock stops while the pairs are verified)")
 	f.DurationVar(&o.RawTime, "raw-time", 300*time.Millisecond, "time of the raw BatchGen measurements per row (half before, half after the delivered paths)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.StringVar(&o.AppLink, "app-link", "tcp", "how the application reaches the parties: unix (a Unix socket each, as on one host), tcp (loopback) or slab (unix, with each party taking its module's slabs as sealed memfds: the processes columns then measure that path)")
+	f.StringVar(&o.AppLink, "app-link", "unix", "how the application reaches the parties: unix (a Unix socket each, as on one host), tcp (loopback, TLS 1.3, as a remote application) or slab (unix, with each party taking its module's slabs as sealed memfds: the processes columns then measure that path)")
 	f.StringVar(&pngFile, "png", "", "draw delivered keys/s per path beside raw Gen, per row, to this PNG")
 	benchCmd.AddCommand(cmd)
 }

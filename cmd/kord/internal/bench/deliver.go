@@ -77,6 +77,10 @@ type DeliverReport struct {
 	CPUs int          `json:"cpus"`
 	// SlabNote says what slab_keys_per_sec measures.
 	SlabNote string `json:"slab_note"`
+	// AppLink is how the application reached the parties in the
+	// processes columns (cluster.AppLinkName; slab: unix, the module's
+	// slabs as memfds).
+	AppLink string `json:"app_link"`
 }
 
 // Defaults of bench deliver: the fastest settings measured on the 2-core
@@ -167,7 +171,11 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		}
 	}
 	say("done.\n")
-	rep := &DeliverReport{CPUs: runtime.NumCPU(), SlabNote: SlabNote}
+	link := o.AppLink
+	if link == "slab" {
+		link = "unix"
+	}
+	rep := &DeliverReport{CPUs: runtime.NumCPU(), SlabNote: SlabNote, AppLink: cluster.AppLinkName(link)}
 	for i, k := range deliverClasses() {
 		row := DeliverRow{Type: k.Type.String(), InBits: k.InBits, Tier: k.TierID(), Mode: k.Mode.String()}
 		say("  [%d/%d] %-18s raw… ", i+1, len(deliverClasses()), k.Name())
@@ -591,34 +599,39 @@ func (rep *DeliverReport) Write(w io.Writer, asJSON bool) error {
 	return nil
 }
 
-// Draw draws, per row, raw Gen, the two delivered rates and the transport
-// floor (when measured) as grouped bars (millions of keys/s) to a PNG file.
+// Draw draws, per row, raw Gen, the delivered rates (in process, five
+// processes, and with slab memfds when measured) and the transport floor
+// (when measured) as grouped bars (millions of keys/s) to a PNG file.
 func (rep *DeliverReport) Draw(file string) error {
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("kord bench deliver: verified key pairs delivered vs raw BatchGen (1 worker), %d CPUs", rep.CPUs)
+	pl.Title.Padding = vg.Points(8) // clear of the image's top edge
 	pl.Y.Label.Text = "keys/s (millions)"
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top = true
-	var raw, ip, pr, fl plotter.Values
+	var raw, ip, pr, sl, fl plotter.Values
 	names := make([]string, len(rep.Rows))
-	floor := false
+	floor, slab := false, false
 	for i, r := range rep.Rows {
 		raw = append(raw, r.RawKeysPerSec/1e6)
 		ip = append(ip, r.InProcKeysPerSec/1e6)
 		pr = append(pr, r.ProcKeysPerSec/1e6)
+		sl = append(sl, r.SlabKeysPerSec/1e6)
 		fl = append(fl, r.FloorKeysPerSec/1e6)
 		floor = floor || r.FloorKeysPerSec > 0
+		slab = slab || r.SlabKeysPerSec > 0
 		names[i] = fmt.Sprintf("%s-%d\n%s", r.Type, r.InBits, r.Tier)
 	}
-	series := []struct {
+	type serie struct {
 		v     plotter.Values
 		label string
-	}{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes (kord demo)"}}
+	}
+	series := []serie{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes, module slabs as bytes"}}
+	if slab {
+		series = append(series, serie{sl, "five processes, module slabs as sealed memfds"})
+	}
 	if floor {
-		series = append(series, struct {
-			v     plotter.Values
-			label string
-		}{fl, "transport floor (the key bytes over the same sockets)"})
+		series = append(series, serie{fl, "transport floor (the key bytes over the same sockets)"})
 	}
 	w := vg.Points(12)
 	for i, s := range series {
@@ -633,6 +646,8 @@ func (rep *DeliverReport) Draw(file string) error {
 		pl.Legend.Add(s.label, bars)
 	}
 	pl.NominalX(names...)
+	// Half a group's gap at each end, so that the outer groups' bars fit.
+	pl.X.Min, pl.X.Max = -0.6, float64(len(names))-0.4
 	// Headroom above the tallest bar for the legend (one line a series),
 	// so that it never covers a bar.
 	top := 0.0

@@ -86,6 +86,7 @@ func PlotColor(i int) color.Color {
 	pal := []color.Color{
 		color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255},
 		color.RGBA{44, 160, 44, 255}, color.RGBA{148, 103, 189, 255},
+		color.RGBA{255, 127, 14, 255}, color.RGBA{127, 127, 127, 255},
 	}
 	return pal[(i-1)%len(pal)]
 }
