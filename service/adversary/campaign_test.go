@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
@@ -205,15 +207,45 @@ func TestCampaign(t *testing.T) {
 	t.Logf("seed %d (rerun: -campaign.seed=%d)", seed, seed)
 	for honest := range 2 {
 		t.Run(fmt.Sprintf("honest%d", honest), func(t *testing.T) {
-			campaign(t, honest, seed, *campaignSteps)
+			campaign(t, honest, seed, *campaignSteps, false)
 		})
 	}
 }
 
-func campaign(t *testing.T, honest int, seed uint64, steps int) {
+// TestCampaignSlabFDs is the campaign with the honest party taking its
+// module's bulk slabs as sealed memfds read in place (kord party
+// --module-slab-fds, the same-host slab path of issue 34): the adversary
+// meets the honest party on that path, and every check holds there too.
+func TestCampaignSlabFDs(t *testing.T) {
+	if !socket.SlabFDSupported {
+		t.Skip("slab memfds need Linux")
+	}
+	seed := *campaignSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun: -campaign.seed=%d)", seed, seed)
+	for honest := range 2 {
+		t.Run(fmt.Sprintf("honest%d", honest), func(t *testing.T) {
+			before := socket.MappedSlabs()
+			campaign(t, honest, seed, *campaignSteps, true)
+			if socket.MappedSlabs() == before {
+				t.Fatal("the honest party mapped no slab: the campaign never took the memfd path")
+			}
+		})
+	}
+}
+
+// campaign runs steps seeded steps against honest; slabFDs: the honest
+// party takes its module's bulk slabs as sealed memfds.
+func campaign(t *testing.T, honest int, seed uint64, steps int, slabFDs bool) {
 	r := rand.New(rand.NewPCG(seed, uint64(honest)))
 	o := newOracle(t, false)
 	w := newWorld(t, honest, o)
+	mapped := socket.MappedSlabs()
+	if slabFDs {
+		w.mods[honest].(*socket.Client).UseSlabFDs(true)
+	}
 	mx := &mutator{w: w, r: rand.New(rand.NewPCG(seed, uint64(honest)+2))}
 	w.px.setHook(mx.hook)
 	id := uint64(1)
@@ -273,6 +305,27 @@ func campaign(t *testing.T, honest int, seed uint64, steps int) {
 		if t.Failed() {
 			return
 		}
+	}
+	// If no batch of the campaign was of slabs only (the seed decides),
+	// a bulk alone in its batch takes the memfd path: mutated at the
+	// first try, plain after that (a mutation may end the batch before
+	// its collect).
+	for try := 0; slabFDs && !t.Failed() && try < 3 && socket.MappedSlabs() == mapped; try++ {
+		var q *req
+		for q == nil || q.count < 8 {
+			q = derivedReq(r, id, fss.Params{Type: fss.DCF, InBits: 12, OutBits: 12})
+		}
+		id++
+		if try == 0 {
+			dir := r.IntN(2)
+			mx.arm(mutations[r.IntN(len(mutations))], dir, msgTypes[dir][r.IntN(len(msgTypes[dir]))], 0)
+		}
+		o.ask([]*req{q})
+		if d := mx.disarm(); d != "" {
+			total.mutated.Add(1)
+			t.Logf("bulk step: %s", d)
+		}
+		total.steps.Add(1)
 	}
 	// The campaign must have done something: pairs checked end to end.
 	o.mu.Lock()
