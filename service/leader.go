@@ -237,9 +237,9 @@ type halfCloser interface{ CloseSend() error }
 // delivered (reply); what was sent — a confirmation above all — reaches
 // party 1 before the link is torn down. Cancelling a gRPC stream can drop
 // messages its transport has queued and not yet written: a confirmation
-// lost so leaves party 1 to fail spent a batch this site delivered (a
-// share at one site only), where this site's module failing the next
-// batch is what ended the session. So flush half-closes the link and
+// lost so (as when this site's module failed on the next batch) leaves
+// party 1 to fail spent a batch this site delivered: a share at one site
+// only. So flush half-closes the link and
 // reads, dropping, what party 1 still sends until it ends its side on
 // reading the close, for at most confirmLinger. A link that cannot
 // half-close is torn down at once, as before.
