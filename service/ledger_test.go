@@ -194,3 +194,26 @@ func TestLedgerRefusesFormat1(t *testing.T) {
 		t.Fatalf("opening a format-1 file: %v", err)
 	}
 }
+
+// BenchmarkLedgerPut is the state file's cost per delivered batch: one
+// put of one entry (a bulk request) into a full ledger, evicting the
+// oldest. Its CPU is what the party spends on bbolt per batch.
+func BenchmarkLedgerPut(b *testing.B) {
+	l, err := openLedger(filepath.Join(b.TempDir(), "party0.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.close()
+	id := uint64(0)
+	for range ledgerCap {
+		id++
+		l.put([]*served{testServed(id)})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		id++
+		if !l.put([]*served{testServed(id)}) {
+			b.Fatal("put refused")
+		}
+	}
+}
