@@ -166,10 +166,11 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 		p.m.rejects.WithLabelValues("witness").Inc()
 		return err
 	}
+	p.noteReconciled(rc)
 	if err := f.link.Send(&pb.PeerMsg{M: &pb.PeerMsg_SyncDone{SyncDone: &pb.SyncDone{NextCounter: rc.Next}}}); err != nil {
 		return err
 	}
-	p.noteSync(rc.Next, rc.RolledBack)
+	p.noteSync(rc.Next)
 	f.run, f.early = hello.Run, hello.EarlyFrames
 	f.transcript = newTranscript(hello.Challenge, chal)
 	f.expected, f.lastSeq = rc.Next, hello.DeliveredThrough

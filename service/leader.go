@@ -124,7 +124,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	p := l.p
 	chal, err := p.mod.Challenge(ctx)
 	if err != nil {
-		return fmt.Errorf("module: %w", err)
+		return moduleErr(err)
 	}
 	spent, refs, _ := p.takeSpent(p.run)
 	// The report is kept until the handshake completes: a hello that
@@ -162,9 +162,10 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 		p.m.rejects.WithLabelValues("witness").Inc()
 		return fmt.Errorf("module: reconciling the peer's witness: %w", err)
 	}
+	p.noteReconciled(rc)
 	w, err := p.mod.Witness(ctx, hr.Challenge)
 	if err != nil {
-		return fmt.Errorf("module: %w", err)
+		return moduleErr(err)
 	}
 	wm := &pb.Witness{Witness: w}
 	if len(hr.Recent) > 0 {
@@ -201,7 +202,7 @@ func (l *leader) handshake(ctx context.Context) (err error) {
 	if sd := m.GetSyncDone(); sd == nil || sd.NextCounter != rc.Next {
 		return fmt.Errorf("%w: the modules did not agree on a counter after the witness exchange", errDesync)
 	}
-	p.noteSync(rc.Next, rc.RolledBack)
+	p.noteSync(rc.Next)
 	l.hr, l.next, l.transcript = hr, rc.Next, newTranscript(chal, hr.Challenge)
 	return nil
 }
@@ -333,7 +334,7 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	if err != nil {
 		jobs = failRefusedCorrs(res, segs, jobs)
 		p.back(jobs, ErrClassSpent, "module refused the submission") // nothing opened: they go back
-		return fmt.Errorf("module: %w", err)
+		return moduleErr(err)
 	}
 	l.next += uint64(count)
 	p.seq++
@@ -488,7 +489,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 		// it alike now instead of at a next session that a dead module
 		// may never allow.
 		l.send(&pb.PeerMsg{M: &pb.PeerMsg_Confirm{Confirm: &pb.Confirm{Seq: fl.seq, ErrorClass: ErrClassSpent}}})
-		return fmt.Errorf("module: %w", err)
+		return moduleErr(err)
 	}
 	// From here the jobs covered by an accepted frame are spent:
 	// they are delivered or failed, never batched again.

@@ -3,8 +3,10 @@ package service
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -52,16 +54,25 @@ func (p *Party) failBatch(jobs []*job, br *pb.BatchReply) {
 	p.back(back, peerClass(br.ErrorClass), fmt.Sprintf("the peer refused the batch: %s", br.Error))
 }
 
-func (p *Party) noteSync(next uint64, rolledBack bool) {
+// noteSync records a completed handshake: the session's start and the
+// counter both modules agreed on.
+func (p *Party) noteSync(next uint64) {
 	p.sessionAt.Store(time.Now().UnixNano())
 	p.sessions.Add(1)
 	p.resyncs.Add(1)
 	p.m.resyncs.Inc()
 	p.setNext(next, false)
 	p.m.floor.Set(float64(next))
-	if rolledBack {
+}
+
+// noteReconciled records what the module's reconciliation of the peer's
+// witness found, as soon as it returns: the module has moved forward for
+// good, so a handshake that fails after it must not lose the rollback it
+// found (the next reconciliation finds none).
+func (p *Party) noteReconciled(rc *module.Reconciled) {
+	if rc.RolledBack {
 		p.m.rollbacks.Inc()
-		p.log.Warn("this module's state was older than its peer knew (rollback); resynchronised forward", "next", next)
+		p.log.Warn("this module's state was older than its peer knew (rollback); resynchronised forward", "next", rc.Next)
 	}
 }
 
@@ -252,3 +263,12 @@ func (p *Party) unmatched(jobs []*job, missing []uint64) {
 // retryDelay is how long party 0 waits before batching an unmatched
 // request again.
 func (p *Party) retryDelay() time.Duration { return min(p.cfg.MatchTimeout/10, 50*time.Millisecond) }
+
+// moduleErr says that err came from this party's module, once: the
+// module's own errors already start with "module: ".
+func moduleErr(err error) error {
+	if strings.HasPrefix(err.Error(), "module: ") {
+		return err
+	}
+	return fmt.Errorf("module: %w", err)
+}

@@ -155,7 +155,7 @@ func (p *Party) recollect(j *job, r *recoverRec) ([]msg.CollectResponse, error) 
 			err = res[0].Err
 		}
 		if err != nil {
-			return nil, fmt.Errorf("module: %w", err)
+			return nil, moduleErr(err)
 		}
 		outs = res[0].Range
 	}
@@ -212,7 +212,7 @@ func (p *Party) recollectSlab(ctx context.Context, j *job, r *recoverRec) ([]msg
 		err = res[0].Err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("module: %w", err)
+		return nil, moduleErr(err)
 	}
 	sl := res[0].Collect.Slab
 	if sl == nil || sl.First != r.slabFirst || sl.N != r.slabN {
