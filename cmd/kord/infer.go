@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/inferdemo"
 	"github.com/kord-fss/kord/infer"
 	"github.com/kord-fss/kord/infer/train"
@@ -182,8 +183,8 @@ Links (each round trip split evenly between the directions):
   wan       40 Mbit/s, 20 ms round trip`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if rn.appLink != "unix" && rn.appLink != "tcp" {
-				return badInput("--app-link %q: want unix (a same-host application) or tcp (a remote one, over TLS)", rn.appLink)
+			if err := cluster.CheckAppLink(rn.appLink); err != nil {
+				return badInput("%v", err)
 			}
 			var out func(int, []int64) error
 			if outPath != "" {

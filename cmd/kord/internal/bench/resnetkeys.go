@@ -68,10 +68,8 @@ func (o ResNetKeysConfig) Check() error {
 		return errors.New("--batch and --in-flight must be positive")
 	case o.Verify < 0:
 		return errors.New("--verify must be ≥ 0")
-	case o.AppLink != "unix" && o.AppLink != "tcp":
-		return fmt.Errorf("--app-link %q: want unix (a same-host application) or tcp (a remote one, over TLS)", o.AppLink)
 	}
-	return nil
+	return cluster.CheckAppLink(o.AppLink)
 }
 
 // ResNetKeysRow is one key kind of the inventory.

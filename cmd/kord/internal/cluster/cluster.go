@@ -192,6 +192,15 @@ type Options struct {
 	AppUnix bool
 }
 
+// CheckAppLink checks an --app-link value of a command that takes unix
+// or tcp.
+func CheckAppLink(link string) error {
+	if link != "unix" && link != "tcp" {
+		return fmt.Errorf("--app-link %q: want unix (a same-host application) or tcp (a remote one, over TLS)", link)
+	}
+	return nil
+}
+
 // AppLinkName says what an --app-link value (unix or tcp; Options.AppUnix)
 // is, for reports.
 func AppLinkName(link string) string {
