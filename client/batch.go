@@ -255,7 +255,9 @@ func (m *batchMem) wipe() {
 	clear(m.bvecs)
 	m.bvecs = m.bvecs[:0]
 	if m.raw {
-		// RecvRaw's replies still refer to the message: not ours to wipe.
+		// RecvRaw's replies still refer to the message: not ours to wipe
+		// (their keys are copies where the message's were a mapping).
+		m.msg.ReleaseMapped()
 		m.msg = pb.PooledKeyReplies{}
 		m.raw = false
 		return
@@ -288,6 +290,11 @@ func (s *Stream) RecvBatch() (Batch, error) {
 	}
 	for {
 		if err := s.s.RecvMsg(&m.msg); err != nil {
+			m.msg.Recycle()
+			s.putBack(m)
+			return Batch{}, err
+		}
+		if err := s.mapKeys(&m.msg); err != nil {
 			m.msg.Recycle()
 			s.putBack(m)
 			return Batch{}, err

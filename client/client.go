@@ -43,13 +43,17 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kord-fss/kord/internal/fdpass"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -69,6 +73,10 @@ type Client struct {
 	api  pb.KeySourceClient
 	// packedReq: 0 unknown, 1 the party reads packed requests, 2 it does not.
 	packedReq atomic.Int32
+	// fds holds the memfds the party passed on this client's Unix
+	// connections (slab hand-off); nil when the party is not on a Unix
+	// socket or fds cannot be passed here.
+	fds *fdpass.Inbox
 }
 
 // Dial connects to a party's application address ("host:port" or
@@ -77,6 +85,28 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	if creds == nil {
 		creds = insecure.NewCredentials()
 	}
+	var opts []grpc.DialOption
+	var fds *fdpass.Inbox
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok && fdpass.Supported && socket.SlabFDSupported && path != "" {
+		// A same-host party may hand this client a message's keys as the
+		// sealed memfd its module wrote them into (slab_fds): the fds
+		// come beside the bytes on the connection, read with recvmsg.
+		fds = fdpass.NewInbox()
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			// gRPC hands a dialer of a unix:// target the target itself.
+			if p, ok := strings.CutPrefix(a, "unix://"); ok {
+				a = p
+			} else {
+				a = strings.TrimPrefix(a, "unix:")
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "unix", a)
+			if err != nil {
+				return nil, err
+			}
+			return fdpass.Client(c, fds), nil
+		}))
+	}
 	// Key replies stream in bulk: a 1 MiB flow-control window keeps the
 	// party from waiting for window updates. No read buffer: gRPC then
 	// reads each HTTP/2 frame straight from the socket into a frame buffer
@@ -84,7 +114,7 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 	// buffer of its own that it never wipes: one user-space copy of every
 	// key byte fewer, at no measurable CPU cost (BENCHMARKS.md, "Bulk
 	// transport").
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+	opts = append(opts, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.ForceCodecV2(pb.Codec())),
 		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20),
 		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(0),
@@ -96,14 +126,21 @@ func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) 
 		// can resend its unanswered requests at once.
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
 			Backoff: backoff.Config{BaseDelay: 25 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, api: pb.NewKeySourceClient(conn)}, nil
+	return &Client{conn: conn, api: pb.NewKeySourceClient(conn), fds: fds}, nil
 }
 
 // Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	if c.fds != nil {
+		c.fds.Close()
+	}
+	return err
+}
 
 // Bound builds a bound-mode request: this site's additive shares of α
 // (mod 2^ℓ) and β (mod 2^n). tier is msg.Keystream ("otp" on the wire),
@@ -333,6 +370,9 @@ type Stream struct {
 	// cur is the batch Recv and RecvRaw are reading, from reply cur.r0.
 	cur  Batch
 	free chan *batchMem // released batches' memory, for the next messages
+	// fds: the client's received memfds, when the stream asks the party
+	// for slab_fds (a Unix connection); nil otherwise.
+	fds *fdpass.Inbox
 }
 
 // Stream opens a request stream. It asks the party for packed replies
@@ -357,7 +397,7 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{s: s, packed: c.packedReq.Load() == 1, free: make(chan *batchMem, freeBatches)}, nil
+	return &Stream{s: s, packed: c.packedReq.Load() == 1, free: make(chan *batchMem, freeBatches), fds: c.fds}, nil
 }
 
 // noteRaw records the requests of rs whose keys come back as bytes.
@@ -398,7 +438,7 @@ func (s *Stream) takeRaw(id uint64) bool {
 // Send sends one request.
 func (s *Stream) Send(r *pb.KeyRequest) error {
 	s.noteRaw([]*pb.KeyRequest{r})
-	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true, StrideReplies: true})
+	return s.s.Send(&pb.KeyRequests{Requests: []*pb.KeyRequest{r}, PackedReplies: true, StrideReplies: true, SlabFds: s.fds != nil})
 }
 
 // SendBatch sends several requests in one message.
@@ -406,10 +446,10 @@ func (s *Stream) SendBatch(rs []*pb.KeyRequest) error {
 	s.noteRaw(rs)
 	if s.packed {
 		if pk, ok := packRequests(rs); ok {
-			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true, StrideReplies: true})
+			return s.s.Send(&pb.KeyRequests{Packed: pk, PackedReplies: true, StrideReplies: true, SlabFds: s.fds != nil})
 		}
 	}
-	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true, StrideReplies: true})
+	return s.s.Send(&pb.KeyRequests{Requests: rs, PackedReplies: true, StrideReplies: true, SlabFds: s.fds != nil})
 }
 
 // packRequests packs rs (PackedRequests); ok is false when one does not
@@ -529,6 +569,7 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 	}
 	m.raw = true
 	msg := m.msg.M
+	mapped := m.msg.Mapped() // the keys are a mapping that wipe gives back: copied out
 	var out *pb.KeyReply
 	if pk := msg.GetPacked(); pk != nil && len(pk.Ids) > 0 {
 		out = &pb.KeyReply{Id: rep.ID, Keys: make([]*pb.KeyShare, rep.N)}
@@ -542,6 +583,9 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 			}
 			if l := keyLen(pk, k); l > 0 {
 				sh.Key = pk.Keys[m.koff[k] : m.koff[k]+l : m.koff[k]+l]
+				if mapped {
+					sh.Key = bytes.Clone(sh.Key)
+				}
 			}
 			if k < len(m.evals) {
 				sh.Evals = m.evals[k]

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -48,5 +49,83 @@ func TestGetSlabFDs(t *testing.T) {
 	}
 	if socket.MappedSlabs() == before {
 		t.Fatal("no slab took the memfd path")
+	}
+}
+
+// TestStreamSlabHandOff: an application on a party's Unix socket asks for
+// slab_fds; the parties take their modules' slabs as sealed memfds and
+// hand each whole one on as the message's keys. Every pair read in place
+// from the mappings evaluates to f, some messages did take the memfd
+// path, and views kept past Release are refused, not read from the
+// memfd's pages.
+func TestStreamSlabHandOff(t *testing.T) {
+	if !socket.SlabFDSupported {
+		t.Skip("slab memfds need Linux")
+	}
+	ps := servicetest.StartWith(t, servicetest.Options{AppUnix: true, ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(pb.Codec())},
+		Tune: func(c *service.Config) { c.Module.(*socket.Client).UseSlabFDs(true) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var st [2]*client.Stream
+	for b := range st {
+		s, err := ps.Apps[b].Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st[b] = s
+	}
+	p := fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}
+	const reqs, per = 24, 200
+	before := client.MappedMessages()
+	for b := range st {
+		rs := make([]*pb.KeyRequest, reqs)
+		for i := range rs {
+			rs[i] = client.Derived(uint64(i+1), p, per, 0, true)
+		}
+		if err := st[b].SendBatch(rs); err != nil {
+			t.Fatal(err)
+		}
+		if err := st[b].CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type got struct {
+		keys         []*fss.Key
+		alpha, betas []uint64
+		stale        fss.KeyView // a view of the last batch, kept past its Release
+	}
+	var sites [2]got
+	for b := range st {
+		g := &sites[b]
+		for len(g.keys) < reqs*per {
+			bt, err := st[b].RecvBatch()
+			if err != nil {
+				t.Fatalf("party %d after %d keys: %v", b, len(g.keys), err)
+			}
+			for i := 0; i < bt.Len(); i++ {
+				k, err := bt.Key(i).Key()
+				if err != nil {
+					t.Fatalf("party %d key %d: %v", b, len(g.keys), err)
+				}
+				g.keys, g.alpha, g.betas = append(g.keys, k), append(g.alpha, bt.AlphaShare(i)), append(g.betas, bt.BetaShare(i))
+			}
+			g.stale = bt.Key(0)
+			bt.Release()
+		}
+	}
+	for i := range sites[0].keys {
+		alpha := (sites[0].alpha[i] + sites[1].alpha[i]) & prg.Mask(32)
+		beta := (sites[0].betas[i] + sites[1].betas[i]) & prg.Mask(32)
+		if err := fss.CheckPair(sites[0].keys[i], sites[1].keys[i], alpha, beta, alpha, (alpha+1)&prg.Mask(32), 0); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	if client.MappedMessages() == before {
+		t.Fatal("no message's keys came as a memfd")
+	}
+	for b := range sites {
+		if _, err := sites[b].stale.Eval(0); !errors.Is(err, fss.ErrStaleView) {
+			t.Fatalf("party %d: a view kept past Release: %v, want fss.ErrStaleView", b, err)
+		}
 	}
 }

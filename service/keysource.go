@@ -27,7 +27,10 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	held := newWindow(p.cfg.MaxStreamKeys)
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
-	var packed, stride atomic.Bool
+	var packed, stride, fds atomic.Bool
+	// conn passes fds to a same-host application (its Unix connection);
+	// nil elsewhere.
+	conn := appConn(ctx)
 	var seen idSet // the ids accepted on this stream
 	// notices: void notices for ids this stream got keys for (recover.go).
 	notices := make(chan *pb.KeyReply, 64)
@@ -43,6 +46,9 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			}
 			if rs.StrideReplies {
 				stride.Store(true)
+			}
+			if rs.SlabFds && conn != nil {
+				fds.Store(true)
 			}
 			js := p.requestsOf(app, rs, &seen, notices)
 			for k, j := range js {
@@ -87,7 +93,11 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if len(pk.Ids) > 0 {
 				rb.finish(stride.Load())
 				out.Packed = pk
-				if rb.aliased {
+				if fds.Load() && rb.handOn(conn) {
+					// The keys go as the sealed memfd they are in: never
+					// written here, and nothing to lend.
+					p.m.slabsHanded.Inc()
+				} else if rb.aliased {
 					// The keys are one stretch of a slab: the codec sends
 					// them as they are and wipes them once gRPC has
 					// written them (kordpb.LendKeys).
@@ -183,7 +193,10 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 				return
 			}
 		more:
-			for replies < 1024 && keys < 16384 {
+			// A message whose keys may go as the memfd of their slab
+			// (handOn) takes the slab's every key, however many: their
+			// bytes are never copied here.
+			for replies < 1024 && (keys < 16384 || fds.Load() && rb.aliased && rb.start == 0 && rb.end < len(rb.buf)) {
 				select {
 				case j2, ok := <-order:
 					if !ok {

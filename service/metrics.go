@@ -18,6 +18,9 @@ type metrics struct {
 	rounds     prometheus.Counter
 	batches    prometheus.Counter
 	recovered  prometheus.Counter
+	// slabsHanded: messages whose keys went to the application as the
+	// sealed memfd they are in (slabhand.go).
+	slabsHanded prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, party int) *metrics {
@@ -45,9 +48,11 @@ func newMetrics(reg prometheus.Registerer, party int) *metrics {
 		batches:    counter("kord_batches_total", "Batches delivered."),
 		recovered: counter("kord_keys_recovered_total",
 			"Key shares generated before a party restart and delivered after it (re-collected from the module, or held and settled)."),
+		slabsHanded: counter("kord_slabs_handed_total",
+			"Messages whose keys went to a same-host application as the sealed memfd the module wrote them into, instead of as bytes."),
 	}
 	if reg != nil {
-		reg.MustRegister(m.keys, m.rejects, m.inFlight, m.pending, m.next, m.floor, m.resyncs, m.rollbacks, m.frameBytes, m.rounds, m.batches, m.recovered)
+		reg.MustRegister(m.keys, m.rejects, m.inFlight, m.pending, m.next, m.floor, m.resyncs, m.rollbacks, m.frameBytes, m.rounds, m.batches, m.recovered, m.slabsHanded)
 	}
 	return m
 }

@@ -115,7 +115,7 @@ func (rb *replyBuf) reset() {
 	if rb.lens != nil {
 		pk.KeyLens, rb.lens = rb.lens, nil
 	}
-	pk.KeyStride = 0
+	pk.KeyStride, pk.KeysFd = 0, nil
 	if rb.aliased {
 		pk.Keys, rb.own, rb.aliased, rb.buf = rb.own, nil, false, nil
 	}

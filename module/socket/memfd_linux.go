@@ -47,36 +47,47 @@ func sealedMemfd(keys []byte) (int, error) {
 	return fd, nil
 }
 
-// mapSealed maps a slab's memfd read-only after checking that it carries
-// every seal of allSeals (else the module could still change the keys
-// after they were delivered) and holds exactly size bytes. fd stays the
-// caller's.
-func mapSealed(fd, size int) ([]byte, error) {
+// CheckSealed checks that fd is a memfd carrying every seal of allSeals
+// (else whoever made it could still change the keys after they were
+// delivered) and holding exactly size bytes.
+func CheckSealed(fd, size int) error {
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: slab fd: not a sealable memfd: %v", ErrTransport, err)
+		return fmt.Errorf("%w: slab fd: not a sealable memfd: %v", ErrTransport, err)
 	}
 	if seals&allSeals != allSeals {
-		return nil, fmt.Errorf("%w: slab fd: seals %#x, want all of %#x (write, grow, shrink, seal): refused", ErrTransport, seals, allSeals)
+		return fmt.Errorf("%w: slab fd: seals %#x, want all of %#x (write, grow, shrink, seal): refused", ErrTransport, seals, allSeals)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("%w: slab fd: %v", ErrTransport, err)
+		return fmt.Errorf("%w: slab fd: %v", ErrTransport, err)
 	}
 	if size <= 0 || st.Size != int64(size) {
-		return nil, fmt.Errorf("%w: slab fd: %d bytes, want %d", ErrTransport, st.Size, size)
+		return fmt.Errorf("%w: slab fd: %d bytes, want %d", ErrTransport, st.Size, size)
+	}
+	return nil
+}
+
+// mapSealed maps a slab's memfd read-only after CheckSealed. fd stays
+// the caller's.
+func mapSealed(fd, size int) ([]byte, error) {
+	if err := CheckSealed(fd, size); err != nil {
+		return nil, err
 	}
 	m, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("%w: slab fd: mmap: %v", ErrTransport, err)
 	}
-	addMapped(m)
+	addMapped(m, -1)
 	return m, nil
 }
 
-// unmapSlab undoes mapSealed.
+// unmapSlab undoes mapSealed, closing the slab's fd if it was kept
+// (keepFD) and not handed on (TakeSlabFD).
 func unmapSlab(m []byte) {
-	dropMapped(m)
+	if fd := dropMapped(m); fd >= 0 {
+		closeFD(fd)
+	}
 	_ = unix.Munmap(m)
 }
 

@@ -14,9 +14,13 @@ var errNoMemfd = errors.New("socket: slab memfds need Linux")
 
 func sealedMemfd([]byte) (int, error)    { return -1, errNoMemfd }
 func mapSealed(int, int) ([]byte, error) { return nil, errNoMemfd }
-func unmapSlab([]byte)                   {}
-func closeFD(int)                        {}
-func dupFD(int) (int, error)             { return -1, errNoMemfd }
+
+// CheckSealed refuses: no memfds here.
+func CheckSealed(int, int) error { return errNoMemfd }
+
+func unmapSlab([]byte)       {}
+func closeFD(int)            {}
+func dupFD(int) (int, error) { return -1, errNoMemfd }
 
 func writeWithFD(net.Conn, []byte, int) error { return errNoMemfd }
 

@@ -91,11 +91,12 @@ func closeFDs(fds []int) {
 
 // mapSlabFDs maps, read-only, the memfd of each slab of resp with
 // keys_fd (fds in order) as that slab's keys, checking its seals and
-// size (mapSealed); the mappings go with rb. Every fd is closed (a
-// mapping keeps the pages). An error leaves no mapping in resp's slabs.
+// size (mapSealed); the mappings go with rb. Each mapped slab keeps its
+// fd (closed with the mapping unless TakeSlabFD hands it on); every other
+// fd is closed. An error leaves no mapping in resp's slabs.
 func mapSlabFDs(resp *pb.ModuleResponse, fds []int, rb *RecvBuf) error {
-	defer closeFDs(fds)
 	next := 0
+	defer func() { closeFDs(fds[next:]) }()
 	for _, r := range resp.Results {
 		s := r.GetCollect().GetSlab()
 		if s == nil || !s.KeysFd {
@@ -112,10 +113,11 @@ func mapSlabFDs(resp *pb.ModuleResponse, fds []int, rb *RecvBuf) error {
 			return fmt.Errorf("%w: slab fd: %d keys of %d bytes", ErrTransport, s.GetN(), s.GetStride())
 		}
 		m, err := mapSealed(fds[next], int(size))
-		next++
 		if err != nil {
 			return err
 		}
+		keepFD(m, fds[next])
+		next++
 		rb.addMap(m)
 		s.Keys = m
 	}

@@ -180,6 +180,34 @@ type PooledKeyReplies struct {
 	// next Unmarshal into this value reuses (Recycle).
 	spare  *PackedReplies
 	spareM *KeyReplies
+	// unmap gives back the read-only mapping M.Packed.Keys is, when the
+	// keys came as a memfd (SetMappedKeys): such keys are never written.
+	unmap func()
+}
+
+// SetMappedKeys makes keys, a read-only mapping of the memfd the
+// message's keys came in (PackedReplies.keys_fd), the message's keys;
+// Release and Recycle call unmap (once) instead of wiping them.
+func (p *PooledKeyReplies) SetMappedKeys(keys []byte, unmap func()) {
+	p.M.Packed.Keys = keys
+	p.unmap = unmap
+}
+
+// Mapped reports whether the message's keys are a mapping (SetMappedKeys).
+func (p *PooledKeyReplies) Mapped() bool { return p.unmap != nil }
+
+// ReleaseMapped gives back the mapping of the message's keys, if any,
+// leaving the message without keys; the rest of it is untouched.
+func (p *PooledKeyReplies) ReleaseMapped() {
+	if p.unmap == nil {
+		return
+	}
+	if p.M != nil && p.M.Packed != nil {
+		p.M.Packed.Keys = nil
+	}
+	u := p.unmap
+	p.unmap = nil
+	u()
 }
 
 // Recycle is Release for a caller that holds no reference to M or to any
@@ -189,6 +217,7 @@ type PooledKeyReplies struct {
 // stream of messages read into one PooledKeyReplies allocates no lists
 // once their sizes have settled.
 func (p *PooledKeyReplies) Recycle() {
+	p.ReleaseMapped()
 	m := p.M
 	if m == nil {
 		p.Release()
@@ -223,6 +252,7 @@ func (p *PooledKeyReplies) Recycle() {
 // Release wipes and recycles the buffer M's keys are slices of; M must
 // not be used after it. It is safe to call more than once.
 func (p *PooledKeyReplies) Release() {
+	p.ReleaseMapped()
 	if p.buf != nil {
 		wipePool.Put(p.buf)
 		p.buf = nil
@@ -381,6 +411,24 @@ func decodeKeyRepliesInto(b []byte, m *KeyReplies, spare *PackedReplies) bool {
 	return true
 }
 
+// decodeSlabFD reads a SlabFD body.
+func decodeSlabFD(b []byte) (*SlabFD, bool) {
+	s := &SlabFD{}
+	ok := pbwire.Each(b, 3, func(f pbwire.Field) bool {
+		var ok bool
+		switch f.Num {
+		case 1:
+			s.Dev, ok = f.Uint64()
+		case 2:
+			s.Inode, ok = f.Uint64()
+		case 3:
+			s.Size, ok = f.Uint64()
+		}
+		return ok
+	})
+	return s, ok
+}
+
 // decodePacked reads a PackedReplies body; with spare (not nil) it reads
 // into spare, appending to its emptied lists, where absent fields are then
 // empty rather than nil (the same message to proto.Equal).
@@ -394,7 +442,7 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 		pk.Ids, pk.Counts, pk.Counters, pk.KeyLens = ids, counts, counters, keyLens
 		pk.AlphaShares, pk.BetaShares, pk.Evals, pk.EvalLens = as, bs, evals, evalLens
 	}
-	if !pbwire.Each(b, 10, func(f pbwire.Field) bool {
+	if !pbwire.Each(b, 11, func(f pbwire.Field) bool {
 		var ok bool
 		switch f.Num {
 		case 1:
@@ -417,6 +465,11 @@ func decodePacked(b []byte, spare *PackedReplies) *PackedReplies {
 			pk.EvalLens, ok = f.AppendPacked32(pk.EvalLens)
 		case 10:
 			pk.KeyStride, ok = f.Uint32()
+		case 11:
+			var v []byte
+			if v, ok = f.Bytes(); ok {
+				pk.KeysFd, ok = decodeSlabFD(v)
+			}
 		}
 		return ok
 	}) {

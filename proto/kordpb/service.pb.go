@@ -405,6 +405,12 @@ type KeyRequests struct {
 	// fixed stride, key_lens omitted). A party that does not know the field
 	// sends key_lens; one that does sends key_stride only to such a client.
 	StrideReplies bool `protobuf:"varint,4,opt,name=stride_replies,json=strideReplies,proto3" json:"stride_replies,omitempty"`
+	// slab_fds: this client, on a party's Unix-socket API, takes a message's
+	// keys as a sealed memfd passed with the message's bytes on its
+	// connection (PackedReplies.keys_fd). A party sends one only where it
+	// holds the whole of a slab's keys as such a memfd and the message
+	// carries exactly those keys; otherwise it sends keys as bytes.
+	SlabFds       bool `protobuf:"varint,5,opt,name=slab_fds,json=slabFds,proto3" json:"slab_fds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -463,6 +469,13 @@ func (x *KeyRequests) GetPacked() *PackedRequests {
 func (x *KeyRequests) GetStrideReplies() bool {
 	if x != nil {
 		return x.StrideReplies
+	}
+	return false
+}
+
+func (x *KeyRequests) GetSlabFds() bool {
+	if x != nil {
+		return x.SlabFds
 	}
 	return false
 }
@@ -649,7 +662,14 @@ type PackedReplies struct {
 	// key_stride: when set (only to a client that asked for stride_replies),
 	// every key of the message is key_stride bytes: key i is
 	// keys[i*key_stride:(i+1)*key_stride] and key_lens is empty.
-	KeyStride     uint32 `protobuf:"varint,10,opt,name=key_stride,json=keyStride,proto3" json:"key_stride,omitempty"`
+	KeyStride uint32 `protobuf:"varint,10,opt,name=key_stride,json=keyStride,proto3" json:"key_stride,omitempty"`
+	// keys_fd: when set (only to a client that asked for slab_fds), keys is
+	// empty and the message's keys are the whole contents of a sealed memfd
+	// (write, grow, shrink and seal sealed) of keys_fd.size bytes, passed
+	// (SCM_RIGHTS) with this message's bytes or earlier ones on the same
+	// connection; keys_fd.dev and keys_fd.inode name it among the fds
+	// received. The client maps it read-only and reads the keys in place.
+	KeysFd        *SlabFD `protobuf:"bytes,11,opt,name=keys_fd,json=keysFd,proto3" json:"keys_fd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -754,6 +774,75 @@ func (x *PackedReplies) GetKeyStride() uint32 {
 	return 0
 }
 
+func (x *PackedReplies) GetKeysFd() *SlabFD {
+	if x != nil {
+		return x.KeysFd
+	}
+	return nil
+}
+
+// SlabFD names a memfd passed over a Unix connection by its file's device
+// and inode numbers (fstat), and gives its size.
+type SlabFD struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dev           uint64                 `protobuf:"varint,1,opt,name=dev,proto3" json:"dev,omitempty"`
+	Inode         uint64                 `protobuf:"varint,2,opt,name=inode,proto3" json:"inode,omitempty"`
+	Size          uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlabFD) Reset() {
+	*x = SlabFD{}
+	mi := &file_kord_v1_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlabFD) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlabFD) ProtoMessage() {}
+
+func (x *SlabFD) ProtoReflect() protoreflect.Message {
+	mi := &file_kord_v1_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlabFD.ProtoReflect.Descriptor instead.
+func (*SlabFD) Descriptor() ([]byte, []int) {
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SlabFD) GetDev() uint64 {
+	if x != nil {
+		return x.Dev
+	}
+	return 0
+}
+
+func (x *SlabFD) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *SlabFD) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -762,7 +851,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +863,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[7]
+	mi := &file_kord_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +876,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 type StatusReply struct {
@@ -815,7 +904,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +916,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[8]
+	mi := &file_kord_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +929,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StatusReply) GetParty() uint32 {
@@ -949,7 +1038,7 @@ type PairRequest struct {
 
 func (x *PairRequest) Reset() {
 	*x = PairRequest{}
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1050,7 @@ func (x *PairRequest) String() string {
 func (*PairRequest) ProtoMessage() {}
 
 func (x *PairRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[9]
+	mi := &file_kord_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1063,7 @@ func (x *PairRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairRequest.ProtoReflect.Descriptor instead.
 func (*PairRequest) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 type PairReply struct {
@@ -986,7 +1075,7 @@ type PairReply struct {
 
 func (x *PairReply) Reset() {
 	*x = PairReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1087,7 @@ func (x *PairReply) String() string {
 func (*PairReply) ProtoMessage() {}
 
 func (x *PairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[10]
+	mi := &file_kord_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1100,7 @@ func (x *PairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairReply.ProtoReflect.Descriptor instead.
 func (*PairReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PairReply) GetPaired() bool {
@@ -1048,7 +1137,7 @@ type BatchItem struct {
 
 func (x *BatchItem) Reset() {
 	*x = BatchItem{}
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1149,7 @@ func (x *BatchItem) String() string {
 func (*BatchItem) ProtoMessage() {}
 
 func (x *BatchItem) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[11]
+	mi := &file_kord_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1162,7 @@ func (x *BatchItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchItem.ProtoReflect.Descriptor instead.
 func (*BatchItem) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BatchItem) GetId() uint64 {
@@ -1177,7 +1266,7 @@ type PackedItems struct {
 
 func (x *PackedItems) Reset() {
 	*x = PackedItems{}
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1278,7 @@ func (x *PackedItems) String() string {
 func (*PackedItems) ProtoMessage() {}
 
 func (x *PackedItems) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[12]
+	mi := &file_kord_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1291,7 @@ func (x *PackedItems) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedItems.ProtoReflect.Descriptor instead.
 func (*PackedItems) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PackedItems) GetIds() []uint64 {
@@ -1275,7 +1364,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1376,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[13]
+	mi := &file_kord_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1389,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Hello) GetRun() uint64 {
@@ -1367,7 +1456,7 @@ type SpentRequests struct {
 
 func (x *SpentRequests) Reset() {
 	*x = SpentRequests{}
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1468,7 @@ func (x *SpentRequests) String() string {
 func (*SpentRequests) ProtoMessage() {}
 
 func (x *SpentRequests) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[14]
+	mi := &file_kord_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1481,7 @@ func (x *SpentRequests) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpentRequests.ProtoReflect.Descriptor instead.
 func (*SpentRequests) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SpentRequests) GetSeqs() []uint64 {
@@ -1449,7 +1538,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1550,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[15]
+	mi := &file_kord_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1563,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HelloReply) GetChallenge() []byte {
@@ -1560,7 +1649,7 @@ type RecentItem struct {
 
 func (x *RecentItem) Reset() {
 	*x = RecentItem{}
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1661,7 @@ func (x *RecentItem) String() string {
 func (*RecentItem) ProtoMessage() {}
 
 func (x *RecentItem) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[16]
+	mi := &file_kord_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1674,7 @@ func (x *RecentItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecentItem.ProtoReflect.Descriptor instead.
 func (*RecentItem) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RecentItem) GetItem() *BatchItem {
@@ -1677,7 +1766,7 @@ type Witness struct {
 
 func (x *Witness) Reset() {
 	*x = Witness{}
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1778,7 @@ func (x *Witness) String() string {
 func (*Witness) ProtoMessage() {}
 
 func (x *Witness) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[17]
+	mi := &file_kord_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1791,7 @@ func (x *Witness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Witness.ProtoReflect.Descriptor instead.
 func (*Witness) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Witness) GetWitness() []byte {
@@ -1777,7 +1866,7 @@ type SyncDone struct {
 
 func (x *SyncDone) Reset() {
 	*x = SyncDone{}
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1878,7 @@ func (x *SyncDone) String() string {
 func (*SyncDone) ProtoMessage() {}
 
 func (x *SyncDone) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[18]
+	mi := &file_kord_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1891,7 @@ func (x *SyncDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDone.ProtoReflect.Descriptor instead.
 func (*SyncDone) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SyncDone) GetNextCounter() uint64 {
@@ -1853,7 +1942,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1954,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[19]
+	mi := &file_kord_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1967,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -2005,7 +2094,7 @@ type BatchReply struct {
 
 func (x *BatchReply) Reset() {
 	*x = BatchReply{}
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2106,7 @@ func (x *BatchReply) String() string {
 func (*BatchReply) ProtoMessage() {}
 
 func (x *BatchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[20]
+	mi := &file_kord_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2119,7 @@ func (x *BatchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReply.ProtoReflect.Descriptor instead.
 func (*BatchReply) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BatchReply) GetSeq() uint64 {
@@ -2140,7 +2229,7 @@ type Confirm struct {
 
 func (x *Confirm) Reset() {
 	*x = Confirm{}
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2241,7 @@ func (x *Confirm) String() string {
 func (*Confirm) ProtoMessage() {}
 
 func (x *Confirm) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[21]
+	mi := &file_kord_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2254,7 @@ func (x *Confirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Confirm.ProtoReflect.Descriptor instead.
 func (*Confirm) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Confirm) GetSeq() uint64 {
@@ -2215,7 +2304,7 @@ type PeerMsg struct {
 
 func (x *PeerMsg) Reset() {
 	*x = PeerMsg{}
-	mi := &file_kord_v1_service_proto_msgTypes[22]
+	mi := &file_kord_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2316,7 @@ func (x *PeerMsg) String() string {
 func (*PeerMsg) ProtoMessage() {}
 
 func (x *PeerMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[22]
+	mi := &file_kord_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2329,7 @@ func (x *PeerMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerMsg.ProtoReflect.Descriptor instead.
 func (*PeerMsg) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PeerMsg) GetM() isPeerMsg_M {
@@ -2391,7 +2480,7 @@ type VoidNotice struct {
 
 func (x *VoidNotice) Reset() {
 	*x = VoidNotice{}
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2492,7 @@ func (x *VoidNotice) String() string {
 func (*VoidNotice) ProtoMessage() {}
 
 func (x *VoidNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[23]
+	mi := &file_kord_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2505,7 @@ func (x *VoidNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidNotice.ProtoReflect.Descriptor instead.
 func (*VoidNotice) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VoidNotice) GetIds() []uint64 {
@@ -2443,7 +2532,7 @@ type PairMessage struct {
 
 func (x *PairMessage) Reset() {
 	*x = PairMessage{}
-	mi := &file_kord_v1_service_proto_msgTypes[24]
+	mi := &file_kord_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2544,7 @@ func (x *PairMessage) String() string {
 func (*PairMessage) ProtoMessage() {}
 
 func (x *PairMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kord_v1_service_proto_msgTypes[24]
+	mi := &file_kord_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2557,7 @@ func (x *PairMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PairMessage.ProtoReflect.Descriptor instead.
 func (*PairMessage) Descriptor() ([]byte, []int) {
-	return file_kord_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_kord_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PairMessage) GetMessage() []byte {
@@ -2531,12 +2620,13 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\v2\x11.kord.v1.KeyShareR\x04keys\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_class\x18\x04 \x01(\tR\n" +
-	"errorClass\"\xbd\x01\n" +
+	"errorClass\"\xd8\x01\n" +
 	"\vKeyRequests\x12/\n" +
 	"\brequests\x18\x01 \x03(\v2\x13.kord.v1.KeyRequestR\brequests\x12%\n" +
 	"\x0epacked_replies\x18\x02 \x01(\bR\rpackedReplies\x12/\n" +
 	"\x06packed\x18\x03 \x01(\v2\x17.kord.v1.PackedRequestsR\x06packed\x12%\n" +
-	"\x0estride_replies\x18\x04 \x01(\bR\rstrideReplies\"\xe3\x01\n" +
+	"\x0estride_replies\x18\x04 \x01(\bR\rstrideReplies\x12\x19\n" +
+	"\bslab_fds\x18\x05 \x01(\bR\aslabFds\"\xe3\x01\n" +
 	"\x0ePackedRequests\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06shapes\x18\x02 \x01(\fR\x06shapes\x12!\n" +
@@ -2551,7 +2641,7 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"KeyReplies\x12+\n" +
 	"\areplies\x18\x01 \x03(\v2\x11.kord.v1.KeyReplyR\areplies\x12.\n" +
-	"\x06packed\x18\x02 \x01(\v2\x16.kord.v1.PackedRepliesR\x06packed\"\x9a\x02\n" +
+	"\x06packed\x18\x02 \x01(\v2\x16.kord.v1.PackedRepliesR\x06packed\"\xc4\x02\n" +
 	"\rPackedReplies\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x16\n" +
 	"\x06counts\x18\x02 \x03(\rR\x06counts\x12\x1a\n" +
@@ -2565,7 +2655,12 @@ const file_kord_v1_service_proto_rawDesc = "" +
 	"\teval_lens\x18\t \x03(\rR\bevalLens\x12\x1d\n" +
 	"\n" +
 	"key_stride\x18\n" +
-	" \x01(\rR\tkeyStride\"\x0f\n" +
+	" \x01(\rR\tkeyStride\x12(\n" +
+	"\akeys_fd\x18\v \x01(\v2\x0f.kord.v1.SlabFDR\x06keysFd\"D\n" +
+	"\x06SlabFD\x12\x10\n" +
+	"\x03dev\x18\x01 \x01(\x04R\x03dev\x12\x14\n" +
+	"\x05inode\x18\x02 \x01(\x04R\x05inode\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\x0f\n" +
 	"\rStatusRequest\"\xc2\x03\n" +
 	"\vStatusReply\x12\x14\n" +
 	"\x05party\x18\x01 \x01(\rR\x05party\x12\x16\n" +
@@ -2741,7 +2836,7 @@ func file_kord_v1_service_proto_rawDescGZIP() []byte {
 	return file_kord_v1_service_proto_rawDescData
 }
 
-var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_kord_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_kord_v1_service_proto_goTypes = []any{
 	(*KeyRequest)(nil),            // 0: kord.v1.KeyRequest
 	(*KeyShare)(nil),              // 1: kord.v1.KeyShare
@@ -2750,72 +2845,74 @@ var file_kord_v1_service_proto_goTypes = []any{
 	(*PackedRequests)(nil),        // 4: kord.v1.PackedRequests
 	(*KeyReplies)(nil),            // 5: kord.v1.KeyReplies
 	(*PackedReplies)(nil),         // 6: kord.v1.PackedReplies
-	(*StatusRequest)(nil),         // 7: kord.v1.StatusRequest
-	(*StatusReply)(nil),           // 8: kord.v1.StatusReply
-	(*PairRequest)(nil),           // 9: kord.v1.PairRequest
-	(*PairReply)(nil),             // 10: kord.v1.PairReply
-	(*BatchItem)(nil),             // 11: kord.v1.BatchItem
-	(*PackedItems)(nil),           // 12: kord.v1.PackedItems
-	(*Hello)(nil),                 // 13: kord.v1.Hello
-	(*SpentRequests)(nil),         // 14: kord.v1.SpentRequests
-	(*HelloReply)(nil),            // 15: kord.v1.HelloReply
-	(*RecentItem)(nil),            // 16: kord.v1.RecentItem
-	(*Witness)(nil),               // 17: kord.v1.Witness
-	(*SyncDone)(nil),              // 18: kord.v1.SyncDone
-	(*Batch)(nil),                 // 19: kord.v1.Batch
-	(*BatchReply)(nil),            // 20: kord.v1.BatchReply
-	(*Confirm)(nil),               // 21: kord.v1.Confirm
-	(*PeerMsg)(nil),               // 22: kord.v1.PeerMsg
-	(*VoidNotice)(nil),            // 23: kord.v1.VoidNotice
-	(*PairMessage)(nil),           // 24: kord.v1.PairMessage
-	(*modulepb.Correlation)(nil),  // 25: kord.v1.Correlation
-	(*modulepb.CorrShares)(nil),   // 26: kord.v1.CorrShares
-	(*modulepb.PollResponse)(nil), // 27: kord.v1.PollResponse
+	(*SlabFD)(nil),                // 7: kord.v1.SlabFD
+	(*StatusRequest)(nil),         // 8: kord.v1.StatusRequest
+	(*StatusReply)(nil),           // 9: kord.v1.StatusReply
+	(*PairRequest)(nil),           // 10: kord.v1.PairRequest
+	(*PairReply)(nil),             // 11: kord.v1.PairReply
+	(*BatchItem)(nil),             // 12: kord.v1.BatchItem
+	(*PackedItems)(nil),           // 13: kord.v1.PackedItems
+	(*Hello)(nil),                 // 14: kord.v1.Hello
+	(*SpentRequests)(nil),         // 15: kord.v1.SpentRequests
+	(*HelloReply)(nil),            // 16: kord.v1.HelloReply
+	(*RecentItem)(nil),            // 17: kord.v1.RecentItem
+	(*Witness)(nil),               // 18: kord.v1.Witness
+	(*SyncDone)(nil),              // 19: kord.v1.SyncDone
+	(*Batch)(nil),                 // 20: kord.v1.Batch
+	(*BatchReply)(nil),            // 21: kord.v1.BatchReply
+	(*Confirm)(nil),               // 22: kord.v1.Confirm
+	(*PeerMsg)(nil),               // 23: kord.v1.PeerMsg
+	(*VoidNotice)(nil),            // 24: kord.v1.VoidNotice
+	(*PairMessage)(nil),           // 25: kord.v1.PairMessage
+	(*modulepb.Correlation)(nil),  // 26: kord.v1.Correlation
+	(*modulepb.CorrShares)(nil),   // 27: kord.v1.CorrShares
+	(*modulepb.PollResponse)(nil), // 28: kord.v1.PollResponse
 }
 var file_kord_v1_service_proto_depIdxs = []int32{
-	25, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
-	26, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
+	26, // 0: kord.v1.KeyRequest.corr:type_name -> kord.v1.Correlation
+	27, // 1: kord.v1.KeyShare.corr:type_name -> kord.v1.CorrShares
 	1,  // 2: kord.v1.KeyReply.keys:type_name -> kord.v1.KeyShare
 	0,  // 3: kord.v1.KeyRequests.requests:type_name -> kord.v1.KeyRequest
 	4,  // 4: kord.v1.KeyRequests.packed:type_name -> kord.v1.PackedRequests
 	2,  // 5: kord.v1.KeyReplies.replies:type_name -> kord.v1.KeyReply
 	6,  // 6: kord.v1.KeyReplies.packed:type_name -> kord.v1.PackedReplies
-	27, // 7: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
-	25, // 8: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
-	25, // 9: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
-	14, // 10: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
-	21, // 11: kord.v1.Hello.confirms:type_name -> kord.v1.Confirm
-	14, // 12: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
-	16, // 13: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
-	11, // 14: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
-	16, // 15: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
-	11, // 16: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
-	12, // 17: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
-	13, // 18: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
-	15, // 19: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
-	17, // 20: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
-	18, // 21: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
-	19, // 22: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
-	20, // 23: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
-	21, // 24: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
-	23, // 25: kord.v1.PeerMsg.void_notice:type_name -> kord.v1.VoidNotice
-	3,  // 26: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
-	0,  // 27: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
-	7,  // 28: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
-	9,  // 29: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
-	24, // 30: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
-	22, // 31: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
-	5,  // 32: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
-	2,  // 33: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
-	8,  // 34: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
-	10, // 35: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
-	24, // 36: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
-	22, // 37: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	7,  // 7: kord.v1.PackedReplies.keys_fd:type_name -> kord.v1.SlabFD
+	28, // 8: kord.v1.StatusReply.module:type_name -> kord.v1.PollResponse
+	26, // 9: kord.v1.BatchItem.corr:type_name -> kord.v1.Correlation
+	26, // 10: kord.v1.PackedItems.corrs:type_name -> kord.v1.Correlation
+	15, // 11: kord.v1.Hello.spent:type_name -> kord.v1.SpentRequests
+	22, // 12: kord.v1.Hello.confirms:type_name -> kord.v1.Confirm
+	15, // 13: kord.v1.HelloReply.spent:type_name -> kord.v1.SpentRequests
+	17, // 14: kord.v1.HelloReply.recent:type_name -> kord.v1.RecentItem
+	12, // 15: kord.v1.RecentItem.item:type_name -> kord.v1.BatchItem
+	17, // 16: kord.v1.Witness.recent:type_name -> kord.v1.RecentItem
+	12, // 17: kord.v1.Batch.items:type_name -> kord.v1.BatchItem
+	13, // 18: kord.v1.Batch.packed_items:type_name -> kord.v1.PackedItems
+	14, // 19: kord.v1.PeerMsg.hello:type_name -> kord.v1.Hello
+	16, // 20: kord.v1.PeerMsg.hello_reply:type_name -> kord.v1.HelloReply
+	18, // 21: kord.v1.PeerMsg.witness:type_name -> kord.v1.Witness
+	19, // 22: kord.v1.PeerMsg.sync_done:type_name -> kord.v1.SyncDone
+	20, // 23: kord.v1.PeerMsg.batch:type_name -> kord.v1.Batch
+	21, // 24: kord.v1.PeerMsg.batch_reply:type_name -> kord.v1.BatchReply
+	22, // 25: kord.v1.PeerMsg.confirm:type_name -> kord.v1.Confirm
+	24, // 26: kord.v1.PeerMsg.void_notice:type_name -> kord.v1.VoidNotice
+	3,  // 27: kord.v1.KeySource.Keys:input_type -> kord.v1.KeyRequests
+	0,  // 28: kord.v1.KeySource.Get:input_type -> kord.v1.KeyRequest
+	8,  // 29: kord.v1.KeySource.Status:input_type -> kord.v1.StatusRequest
+	10, // 30: kord.v1.KeySource.Pair:input_type -> kord.v1.PairRequest
+	25, // 31: kord.v1.PeerLink.Pair:input_type -> kord.v1.PairMessage
+	23, // 32: kord.v1.PeerLink.Session:input_type -> kord.v1.PeerMsg
+	5,  // 33: kord.v1.KeySource.Keys:output_type -> kord.v1.KeyReplies
+	2,  // 34: kord.v1.KeySource.Get:output_type -> kord.v1.KeyReply
+	9,  // 35: kord.v1.KeySource.Status:output_type -> kord.v1.StatusReply
+	11, // 36: kord.v1.KeySource.Pair:output_type -> kord.v1.PairReply
+	25, // 37: kord.v1.PeerLink.Pair:output_type -> kord.v1.PairMessage
+	23, // 38: kord.v1.PeerLink.Session:output_type -> kord.v1.PeerMsg
+	33, // [33:39] is the sub-list for method output_type
+	27, // [27:33] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_kord_v1_service_proto_init() }
@@ -2823,7 +2920,7 @@ func file_kord_v1_service_proto_init() {
 	if File_kord_v1_service_proto != nil {
 		return
 	}
-	file_kord_v1_service_proto_msgTypes[22].OneofWrappers = []any{
+	file_kord_v1_service_proto_msgTypes[23].OneofWrappers = []any{
 		(*PeerMsg_Hello)(nil),
 		(*PeerMsg_HelloReply)(nil),
 		(*PeerMsg_Witness)(nil),
@@ -2839,7 +2936,7 @@ func file_kord_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kord_v1_service_proto_rawDesc), len(file_kord_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kord-fss/kord/internal/fdpass"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -257,9 +259,15 @@ type uidInfo struct {
 	credentials.CommonAuthInfo
 	uid  int
 	name string
+	// conn passes fds to the application (fdpass): a slab's keys as
+	// the sealed memfd they are in, when the application asks.
+	conn *fdpass.Conn
 }
 
 func (uidInfo) AuthType() string { return "unix-peercred" }
+
+// FDConn is the caller's connection, which can pass it fds (fdpass.Of).
+func (u uidInfo) FDConn() *fdpass.Conn { return u.conn }
 
 // uidCreds admits a Unix socket connection whose peer's uid is in uids
 // (the kernel's word: SO_PEERCRED) and names it; it adds no encryption
@@ -275,7 +283,9 @@ func (c uidCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo
 	if !ok {
 		return nil, nil, fmt.Errorf("appauth: uid %d (pid %d) is not an application of this party: add NAME=%d to --app-uid", cred.UID, cred.PID, cred.UID)
 	}
-	return conn, uidInfo{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}, uid: cred.UID, name: name}, nil
+	conn = fdpass.Server(conn)
+	fc, _ := conn.(*fdpass.Conn)
+	return conn, uidInfo{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}, uid: cred.UID, name: name, conn: fc}, nil
 }
 
 func (uidCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {

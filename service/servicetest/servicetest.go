@@ -8,6 +8,7 @@ package servicetest
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/appauth"
 )
 
 // Parties are two running, paired parties.
@@ -46,6 +48,11 @@ type Options struct {
 	// ServerOptions are the parties' gRPC server options (e.g. kord's
 	// codec, grpc.ForceServerCodecV2(kordpb.Codec())).
 	ServerOptions []grpc.ServerOption
+	// AppUnix puts each party's application API on a Unix socket with
+	// its applications told apart by uid (appauth's unix-uid mode; this
+	// process's uid is the operator), as a same-host application meets
+	// it, instead of plaintext TCP on loopback.
+	AppUnix bool
 }
 
 // Start starts two parties whose modules sit behind module sockets, pairs
@@ -79,6 +86,21 @@ func StartWith(t testing.TB, o Options) *Parties {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// appL and appAddr: the application API's listener and address
+		// (l itself, unless AppUnix).
+		appL, appAddr, srvOpts := l, l.Addr().String(), o.ServerOptions
+		if o.AppUnix {
+			ap := filepath.Join(dir, []string{"a0", "a1"}[party])
+			if appL, err = socket.Listen(ap); err != nil {
+				t.Fatal(err)
+			}
+			appAddr = "unix://" + ap
+			auth, _, err := appauth.Config{Listen: appAddr, UIDs: map[int]string{os.Getuid(): appauth.DefaultOperator}}.ServerOptions(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srvOpts = append(append([]grpc.ServerOption(nil), srvOpts...), auth...)
+		}
 		dial := peer
 		if party == 0 && o.Via != nil {
 			if dial, err = o.Via(peer); err != nil {
@@ -93,17 +115,34 @@ func StartWith(t testing.TB, o Options) *Parties {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := grpc.NewServer(o.ServerOptions...)
-		p.Register(srv, srv)
+		srv, api := grpc.NewServer(o.ServerOptions...), (*grpc.Server)(nil)
+		if appL == l {
+			p.Register(srv, srv)
+		} else {
+			// The peer link stays on l; the API is on appL alone.
+			api = grpc.NewServer(srvOpts...)
+			p.Register(nil, srv)
+			p.Register(api, nil)
+			go api.Serve(appL)
+		}
 		go srv.Serve(l)
 		ctx, cancel := context.WithCancel(context.Background())
 		go p.Run(ctx)
-		c, err := client.Dial(l.Addr().String(), nil)
+		c, err := client.Dial(appAddr, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var once sync.Once
-		out.Stop[party] = func() { once.Do(func() { cancel(); srv.Stop(); p.Close() }) }
+		out.Stop[party] = func() {
+			once.Do(func() {
+				cancel()
+				srv.Stop()
+				if api != nil {
+					api.Stop()
+				}
+				p.Close()
+			})
+		}
 		t.Cleanup(func() {
 			out.Stop[party]()
 			c.Close()
@@ -111,7 +150,7 @@ func StartWith(t testing.TB, o Options) *Parties {
 			ml.Close()
 			st.Close()
 		})
-		out.Apps[party], out.Addrs[party] = c, l.Addr().String()
+		out.Apps[party], out.Addrs[party] = c, appAddr
 		if party == 1 {
 			peer = l.Addr().String()
 			out.PeerAddr = peer

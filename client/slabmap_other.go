@@ -1,0 +1,9 @@
+//go:build !linux
+
+package client
+
+import "errors"
+
+func mapSlab(int, int) ([]byte, func(), error) {
+	return nil, nil, errors.New("client: slab memfds need Linux")
+}
