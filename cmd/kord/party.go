@@ -9,6 +9,7 @@ import (
 
 	"github.com/kord-fss/kord/cmd/kord/internal/serve"
 	"github.com/kord-fss/kord/internal/daemon"
+	"github.com/kord-fss/kord/module/socket"
 	"github.com/kord-fss/kord/service"
 	"github.com/kord-fss/kord/service/appauth"
 )
@@ -142,7 +143,7 @@ module process stays the default.`,
 	f.DurationVar(&matchTimeout, "match-timeout", service.DefaultMatchTimeout, "how long one request waits for its partner at the other site before it fails unmatched (alone; other requests go on)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 0, "party 0: how long to wait for a batch reply (default match-timeout + 5s)")
 	f.DurationVar(&modTimeout, "module-timeout", 30*time.Second, "bound on one module request")
-	f.BoolVar(&slabFDs, "module-slab-fds", false, "take bulk slabs from the module socket as sealed memfds, mapped read-only and read in place (Linux only; off by default: on the measured 2-core VM a fresh memfd per slab cost more CPU than the bytes, BENCHMARKS.md issue 34)")
+	f.BoolVar(&slabFDs, "module-slab-fds", socket.SlabFDSupported, "take bulk slabs from the module socket as sealed memfds, mapped read-only and read in place, and hand a whole slab's memfd on to a same-host application that asks for it (slab_fds, Unix-socket API); on by default on Linux (BENCHMARKS.md, issue 34)")
 	f.StringVar(&tlsCert, "tls-cert", "", "peer link: this party's certificate (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "peer link: this party's private key (PEM)")
 	f.StringVar(&tlsCA, "tls-ca", "", "peer link: CA that signed the peer's certificate (PEM)")

@@ -43,9 +43,10 @@ type DeliverConfig struct {
 }
 
 // SlabNote says what the slab columns cover (DeliverReport.SlabNote).
-const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place (Linux; kord party --module-slab-fds, off by default); " +
-	"the application reaches the parties over gRPC on a Unix socket: the hand-off of slabs to a same-host application as memfds is not built. " +
-	"processes: --app-link's path with the module's slabs as bytes over its socket (--module-slab-fds=false), unless --app-link slab"
+const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place, and the party hands a message's keys on to the application " +
+	"as that memfd where they are a whole slab (Linux; kord party --module-slab-fds, the default), the application on a Unix socket, mapping it read-only " +
+	"(slab_handed_messages counts such messages). processes: --app-link's path with the module's slabs as bytes over its socket (--module-slab-fds=false), " +
+	"unless --app-link slab"
 
 // DeliverRow is one shape and tier: raw Gen and both delivered rates.
 type DeliverRow struct {
@@ -69,6 +70,10 @@ type DeliverRow struct {
 	// module's slabs as sealed memfds, the application on a Unix socket.
 	SlabKeysPerSec float64 `json:"slab_keys_per_sec"`
 	SlabRatio      float64 `json:"slab_ratio"`
+	// SlabHanded is how many messages of the slab path brought their keys
+	// as the memfd the module wrote them into (the party's hand-off to
+	// the application), rather than as bytes.
+	SlabHanded uint64 `json:"slab_handed_messages"`
 }
 
 // DeliverReport is what bench deliver --json prints.
@@ -192,6 +197,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		}
 		row.PairsVerified, row.PairsFailed = ok, bad
 		say("processes… ")
+		handed := client.MappedMessages()
 		prEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
 			return processesChunk(ctx, c.Apps(), k, n, o.Batch, &id, rng)
 		})
@@ -203,6 +209,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		say("slab… ")
 		slEl := prEl
 		if sc != c {
+			handed = client.MappedMessages()
 			if slEl, ok, bad, err = deliverPath(o, func(n int) (time.Duration, int, int, error) {
 				return processesChunk(ctx, sc.Apps(), k, n, o.Batch, &id, rng)
 			}); err != nil {
@@ -211,6 +218,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 			row.PairsVerified += ok
 			row.PairsFailed += bad
 		}
+		row.SlabHanded = client.MappedMessages() - handed
 		// Raw Gen again after both paths: load from elsewhere only slows
 		// a run down, so the row's raw rate is the faster of the two.
 		again, err := rawGenRate(k.Params(), o.RawTime/2)
