@@ -275,3 +275,44 @@ func TestSlabFDNoLeak(t *testing.T) {
 		t.Fatalf("%d mappings left", mapped.n.Load())
 	}
 }
+
+// TestTakeSlabFDOnce: a kept slab fd is handed on only for exactly its
+// whole mapping, and only once; the mapping then no longer closes it,
+// and a mapping whose fd was not taken closes it when unmapped.
+func TestTakeSlabFDOnce(t *testing.T) {
+	keys := bytes.Repeat([]byte{9}, 3*4096)
+	fd := memfdWithSeals(t, keys, allSeals)
+	m, err := mapSealed(fd, len(keys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepFD(m, fd)
+	if _, ok := TakeSlabFD(m[:len(m)-1]); ok {
+		t.Fatal("a part of a slab handed its fd on")
+	}
+	if _, ok := TakeSlabFD(m[1:]); ok {
+		t.Fatal("a part of a slab handed its fd on")
+	}
+	got, ok := TakeSlabFD(m)
+	if !ok || got != fd {
+		t.Fatalf("TakeSlabFD = %d, %v; want %d", got, ok, fd)
+	}
+	if _, ok := TakeSlabFD(m); ok {
+		t.Fatal("a slab's fd was handed on twice")
+	}
+	unmapSlab(m)
+	if _, err := unix.FcntlInt(uintptr(got), unix.F_GET_SEALS, 0); err != nil {
+		t.Fatalf("unmapping closed the fd handed on: %v", err)
+	}
+	unix.Close(got)
+
+	fd = memfdWithSeals(t, keys, allSeals)
+	if m, err = mapSealed(fd, len(keys)); err != nil {
+		t.Fatal(err)
+	}
+	keepFD(m, fd)
+	unmapSlab(m)
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err == nil {
+		t.Fatal("unmapping left the kept fd open")
+	}
+}
