@@ -143,6 +143,25 @@ func (b Batch) ReplyViews(r int) []fss.KeyView {
 	return m.views[rep.First : rep.First+rep.N : rep.First+rep.N]
 }
 
+// ReplyKeys returns reply r's key shares as the one slice of the batch's
+// memory they lie in, stride bytes each (fss.ParseKeys reads them so, with
+// no copy first), when the message packed them at one stride; nil
+// otherwise and once released. The slice must not be used after Release.
+func (b Batch) ReplyKeys(r int) (keys []byte, stride int) {
+	m := b.live()
+	if m == nil || r < 0 || r >= len(m.reps)-b.r0 {
+		return nil, 0
+	}
+	rep := m.reps[b.r0+r]
+	pk := m.msg.M.GetPacked()
+	if pk == nil || pk.KeyStride == 0 || rep.Err != nil || rep.N == 0 || rep.First >= len(m.koff) || rep.First < len(m.raws) && m.raws[rep.First] != nil {
+		return nil, 0
+	}
+	st := int(pk.KeyStride)
+	lo := m.koff[rep.First]
+	return pk.Keys[lo : lo+rep.N*st : lo+rep.N*st], st
+}
+
 // Raw returns key share i's bytes when its request asked for another
 // profile than kord-v1 (client.WithProfile; for msg.Llama, LLAMA's key
 // layout), nil otherwise, once released, or when i is out of range. The

@@ -125,3 +125,44 @@ func TestBatchBadKeyStride(t *testing.T) {
 		b.Release()
 	}
 }
+
+// TestReplyKeys: ReplyKeys gives a strided message's replies' keys as the
+// one slice of the batch they lie in, the same bytes as their views, and
+// nil for a message with key_lens and once the batch is released.
+func TestReplyKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	p := fss.Params{Type: fss.DPF, InBits: 20, OutBits: 8}
+	msgs, _ := packedMessages(t, r, p, [][]int{{3, 1, 5}}, 1)
+	for _, strided := range []bool{false, true} {
+		m := msgs[0]
+		if strided {
+			m = strideForm(t, m)
+		}
+		bt, err := newWireStream(m, false).RecvBatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rp := 0; rp < bt.Replies(); rp++ {
+			kb, st := bt.ReplyKeys(rp)
+			if !strided {
+				if kb != nil {
+					t.Fatalf("reply %d: keys at a stride from a message with key_lens", rp)
+				}
+				continue
+			}
+			rep := bt.Reply(rp)
+			if st != p.KeySize() || len(kb) != rep.N*st {
+				t.Fatalf("reply %d: %d bytes at stride %d for %d keys of %d", rp, len(kb), st, rep.N, p.KeySize())
+			}
+			for i := 0; i < rep.N; i++ {
+				if string(kb[i*st:(i+1)*st]) != string(bt.Key(rep.First+i).Bytes()) {
+					t.Fatalf("reply %d key %d: ReplyKeys differs from the key's view", rp, i)
+				}
+			}
+		}
+		bt.Release()
+		if kb, _ := bt.ReplyKeys(0); kb != nil {
+			t.Fatal("ReplyKeys of a released batch")
+		}
+	}
+}

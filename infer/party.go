@@ -234,18 +234,27 @@ func (s *partySource) take(bt client.Batch, reqs []*pb.KeyRequest, got int) (int
 			return got, fmt.Errorf("infer: request %d: %d keys for %d", rq.Id, rep.N, rq.Count)
 		}
 		stride := bt.Key(rep.First).Params().KeySize()
-		clear(buf)
-		buf = slices.Grow(buf[:0], rep.N*stride)
 		kr := keyReply{as: make([]uint64, rep.N), bs: make([]uint64, rep.N)}
 		for i := 0; i < rep.N; i++ {
-			v := bt.Key(rep.First + i)
-			if len(v.Bytes()) != stride {
-				return got, fmt.Errorf("infer: request %d: key %d is not of the request's shape", rq.Id, i)
-			}
-			buf = append(buf, v.Bytes()...)
 			kr.as[i], kr.bs[i] = bt.AlphaShare(rep.First+i), bt.BetaShare(rep.First+i)
 		}
-		keys, err := fss.ParseKeys(buf, stride, rep.N)
+		// The reply's keys are parsed where they lie in the batch when
+		// the message packed them at the request's stride; else they are
+		// gathered into buf first.
+		kb, st := bt.ReplyKeys(r)
+		if kb == nil || st != stride {
+			clear(buf)
+			buf = slices.Grow(buf[:0], rep.N*stride)
+			for i := 0; i < rep.N; i++ {
+				v := bt.Key(rep.First + i)
+				if len(v.Bytes()) != stride {
+					return got, fmt.Errorf("infer: request %d: key %d is not of the request's shape", rq.Id, i)
+				}
+				buf = append(buf, v.Bytes()...)
+			}
+			kb = buf
+		}
+		keys, err := fss.ParseKeys(kb, stride, rep.N)
 		if err != nil {
 			return got, fmt.Errorf("infer: request %d: %w", rq.Id, err)
 		}

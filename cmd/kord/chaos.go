@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/chaos"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 )
 
 func init() { rootCmd.AddCommand(chaosCmd()) }
@@ -21,6 +22,7 @@ func chaosCmd() *cobra.Command {
 		seed     uint64
 		asJSON   bool
 		kill     string
+		appLink  string
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos crash|rollback|network|soak",
@@ -63,6 +65,10 @@ Exit status 1 if any check fails.`,
 			if !asJSON {
 				progress = cmd.ErrOrStderr()
 			}
+			if err := cluster.CheckAppLink(appLink); err != nil {
+				return err
+			}
+			unix := appLink == "unix"
 			ctx := cmd.Context()
 			var rep *chaos.Report
 			var err error
@@ -74,13 +80,13 @@ Exit status 1 if any check fails.`,
 				if !slices.Contains([]string{"all", "modules", "parties", "site", "both-parties"}, kill) {
 					return badInput("--kill %q: want all, modules, parties, site or both-parties", kill)
 				}
-				rep, err = chaos.Crash(ctx, trials, kill, seed, progress)
+				rep, err = chaos.Crash(ctx, trials, kill, seed, unix, progress)
 			case "rollback":
-				rep, err = chaos.Rollback(ctx, seed)
+				rep, err = chaos.Rollback(ctx, seed, unix)
 			case "network":
-				rep, err = chaos.Network(ctx, duration, seed, progress)
+				rep, err = chaos.Network(ctx, duration, seed, unix, progress)
 			case "soak":
-				rep, err = chaos.Soak(ctx, duration, seed, progress)
+				rep, err = chaos.Soak(ctx, duration, seed, unix, progress)
 			default:
 				return badInput("unknown test %q (want crash, rollback, network or soak)", args[0])
 			}
@@ -101,6 +107,7 @@ Exit status 1 if any check fails.`,
 	f.DurationVar(&duration, "duration", 10*time.Second, "network, soak: how long")
 	f.Uint64Var(&seed, "seed", 0, "random seed (0 = from the clock)")
 	f.BoolVar(&asJSON, "json", false, "no progress on stderr")
+	f.StringVar(&appLink, "app-link", "unix", "how the load (an application on this host) reaches the parties: unix (their Unix sockets, keys of whole slabs handed on as memfds: the same-host path) or tcp (TLS 1.3 with a client certificate, as a remote application); the JSON's app_link says which, slabs_handed how many messages came as memfds")
 	f.StringVar(&kill, "kill", "all", "crash: what to kill: all, modules or parties (one daemon a trial), site (site 0 or 1's module and party together, at random) or both-parties")
 	return cmd
 }

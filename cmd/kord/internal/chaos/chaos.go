@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
@@ -26,7 +27,12 @@ import (
 
 // Report is the JSON result of a fault run.
 type Report struct {
-	Test            string `json:"test"`
+	Test string `json:"test"`
+	// AppLink is how the load reaches the parties (cluster.AppLinkName).
+	AppLink string `json:"app_link"`
+	// SlabsHanded counts the messages whose keys the load received as the
+	// memfd a module wrote them into (the same-host hand-off).
+	SlabsHanded     uint64 `json:"slabs_handed"`
 	Trials          int    `json:"trials,omitempty"`
 	PairsVerified   int    `json:"pairs_verified"`
 	PairsMismatched int    `json:"pairs_mismatched"`
@@ -132,6 +138,8 @@ func (r *Report) finish(l *load, c *cluster.Cluster, start time.Time) {
 		r.Resyncs += st.Resyncs // (crash: plus those of party 0's earlier runs)
 	}
 	r.Seconds = time.Since(start).Seconds()
+	r.AppLink = c.AppLink()
+	r.SlabsHanded = client.MappedMessages() - l.handed0
 	if r.PairsMismatched > 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d mismatched pairs delivered", r.PairsMismatched))
 	}

@@ -35,7 +35,7 @@ func moduleNext(ctx context.Context, c *cluster.Cluster, b int) (uint64, bool, e
 // it has no answer for. It reports orphaned shares, shares voided after
 // delivery and, per kind killed, the time from the restart to the first
 // new pair.
-func Crash(ctx context.Context, trials int, which string, seed uint64, progress io.Writer) (*Report, error) {
+func Crash(ctx context.Context, trials int, which string, seed uint64, appUnix bool, progress io.Writer) (*Report, error) {
 	var victims []string
 	switch which {
 	case "all":
@@ -52,14 +52,14 @@ func Crash(ctx context.Context, trials int, which string, seed uint64, progress 
 		return nil, fmt.Errorf("kill %q: want all, modules, parties, site or both-parties", which)
 	}
 	start := time.Now()
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 32, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 32, Journal: true, AppUnix: appUnix,
 		MatchTimeout: 2 * time.Second, PeerTimeout: 3 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
 	rng := mrand.New(mrand.NewPCG(seed, 1))
-	l := &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1}
+	l := newLoad(c, seed)
 	rep := &Report{Test: "crash", Trials: trials, Kills: map[string]int{}, RecoveryMs: map[string]Dist{}}
 	recovery := map[string][]float64{}
 	sctx, cancel := context.WithCancel(ctx)

@@ -7,25 +7,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"time"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 )
 
 // Network puts a fault proxy between the parties.
-func Network(ctx context.Context, d time.Duration, seed uint64, progress io.Writer) (*Report, error) {
+func Network(ctx context.Context, d time.Duration, seed uint64, appUnix bool, progress io.Writer) (*Report, error) {
 	start := time.Now()
 	fp := newFaultProxy(seed)
 	defer fp.close() // after the cluster's removal too, if it failed to start
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 3, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 3, Journal: true, AppUnix: appUnix,
 		MatchTimeout: time.Second, PeerTimeout: 2 * time.Second, PeerVia: fp.start})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
 	defer fp.close()
-	l := &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1}
+	l := newLoad(c, seed)
 	rep := &Report{Test: "network"}
 	fp.active.Store(true)
 	end := time.Now().Add(d)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -18,15 +17,15 @@ import (
 )
 
 // Rollback restores a module's state file from an older copy.
-func Rollback(ctx context.Context, seed uint64) (*Report, error) {
+func Rollback(ctx context.Context, seed uint64, appUnix bool) (*Report, error) {
 	start := time.Now()
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 8, Journal: true,
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: 16, InFlight: 2, Window: 8, Journal: true, AppUnix: appUnix,
 		MatchTimeout: 2 * time.Second, PeerTimeout: 3 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
-	l := &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1}
+	l := newLoad(c, seed)
 	rep := &Report{Test: "rollback", Trials: 1}
 	for i := 0; i < 3; i++ {
 		if err := l.round(ctx, 32); err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -16,14 +15,14 @@ import (
 )
 
 // Soak streams for d and reports keys/s and each process's RSS.
-func Soak(ctx context.Context, d time.Duration, seed uint64, progress io.Writer) (*Report, error) {
+func Soak(ctx context.Context, d time.Duration, seed uint64, appUnix bool, progress io.Writer) (*Report, error) {
 	start := time.Now()
-	c, err := cluster.Start(ctx, "", cluster.Options{})
+	c, err := cluster.Start(ctx, "", cluster.Options{AppUnix: appUnix})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
-	l := &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1}
+	l := newLoad(c, seed)
 	rep := &Report{Test: "soak", RSSMiB: map[string]float64{}}
 	end := time.Now().Add(d)
 	t0 := time.Now()

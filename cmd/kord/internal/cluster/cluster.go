@@ -210,6 +210,15 @@ func AppLinkName(link string) string {
 	return "unix: the parties' Unix socket, the application named by its uid (same host)"
 }
 
+// AppLink says how this cluster's applications reach the parties
+// (AppLinkName).
+func (c *Cluster) AppLink() string {
+	if c.opts.AppUnix {
+		return AppLinkName("unix")
+	}
+	return AppLinkName("tcp")
+}
+
 // appSock is party b's application socket (AppUnix).
 func (c *Cluster) appSock(b int) string { return filepath.Join(c.dir, fmt.Sprintf("app%d.sock", b)) }
 
