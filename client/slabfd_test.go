@@ -16,21 +16,41 @@ import (
 	"google.golang.org/grpc"
 )
 
-// TestGetSlabFDs: a unary Get of a bulk's worth of derived keys while the
-// parties take their modules' slabs as sealed memfds: the party copies
-// the keys out of its read-only mapping for the reply (the codec wipes a
-// reply's keys once encoded, which on the mapping would fault), and every
-// pair evaluates to f.
+// TestGetSlabFDs: a unary Get of a bulk's worth of derived keys from an
+// application that also has a stream taking slabs as memfds, so that the
+// parties take their modules' slabs for it as sealed memfds: the party
+// copies the keys out of its read-only mapping for the reply (the codec
+// wipes a reply's keys once encoded, which on the mapping would fault),
+// and every pair evaluates to f.
 func TestGetSlabFDs(t *testing.T) {
 	if !socket.SlabFDSupported {
 		t.Skip("slab memfds need Linux")
 	}
 	// kord's codec, as the daemon runs it: it wipes a KeyReply's keys.
-	p0 := servicetest.StartWith(t, servicetest.Options{ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(pb.Codec())},
+	p0 := servicetest.StartWith(t, servicetest.Options{AppUnix: true, ServerOptions: []grpc.ServerOption{grpc.ForceServerCodecV2(pb.Codec())},
 		Tune: func(c *service.Config) { c.Module.(*socket.Client).UseSlabFDs(true) }})
 	cl := p0.Apps
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// A stream at each site that asks for slab_fds, answered once and
+	// kept open: the application now takes memfds.
+	var sts [2]*client.Stream
+	for b := range cl {
+		st, err := cl[b].Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(client.Derived(1000, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 2, 0, true)); err != nil {
+			t.Fatal(err)
+		}
+		defer st.CloseSend()
+		sts[b] = st
+	}
+	for b, st := range sts {
+		if r, err := st.Recv(); err != nil || r.Err != nil {
+			t.Fatalf("party %d's stream: %v %v", b, err, r.Err)
+		}
+	}
 	p := fss.Params{Type: fss.DPF, InBits: 32, OutBits: 32}
 	before := socket.MappedSlabs()
 	for id := uint64(1); id <= 3; id++ {

@@ -640,7 +640,7 @@ func (f *follower) finish(ctx context.Context, pr *prepared, send func(*pb.Batch
 			return nil, err
 		}
 		var err error
-		res, err = p.doFinish(ctx, finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter))
+		res, err = p.doFinish(ctx, batchApp(js), finishCalls(nil, pr.frames, js, pr.segs, b.FirstCounter))
 		if pr.frames.Count() > 0 {
 			if err != nil {
 				markOpenedSegs(js, pr.segs, tier, -1) // whether it opened them is unknown

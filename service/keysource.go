@@ -31,6 +31,8 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	// conn passes fds to a same-host application (its Unix connection);
 	// nil elsewhere.
 	conn := appConn(ctx)
+	fdNote := &fdStream{p: p, app: app}
+	defer fdNote.end()
 	var seen idSet // the ids accepted on this stream
 	// notices: void notices for ids this stream got keys for (recover.go).
 	notices := make(chan *pb.KeyReply, 64)
@@ -47,8 +49,8 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.StrideReplies {
 				stride.Store(true)
 			}
-			if rs.SlabFds && conn != nil {
-				fds.Store(true)
+			if rs.SlabFds && conn != nil && !fds.Swap(true) {
+				fdNote.start()
 			}
 			js := p.requestsOf(app, rs, &seen, notices)
 			for k, j := range js {

@@ -480,7 +480,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 	p.m.rounds.Inc()
 	frames := socket.Frames{Data: br.FrameData, Lens: br.FrameLens}
 	calls := finishCalls(nil, frames, fl.jobs, fl.segs, fl.first)
-	res, err := p.doFinish(ctx, calls)
+	res, err := p.doFinish(ctx, batchApp(fl.jobs), calls)
 	if err != nil {
 		if frames.Count() > 0 {
 			markOpenedSegs(fl.jobs, fl.segs, fl.tier, -1) // whether it opened them is unknown

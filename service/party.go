@@ -127,6 +127,11 @@ type Party struct {
 	nextMu  sync.Mutex
 	nextVal uint64 // the last value of the kord_module_next_counter gauge
 
+	// fdStreams counts, per application, its streams that take slabs as
+	// memfds (slab_fds on a Unix connection: slabhand.go).
+	fdMu      sync.Mutex
+	fdStreams map[string]int
+
 	keysDelivered, batches, resyncs, frameBytes, rounds, sessions, inFlight atomic.Uint64
 	pairMismatches                                                          atomic.Uint64 // batches whose pair tags disagreed
 

@@ -33,15 +33,35 @@ type slabMapper interface {
 	DoMapped(ctx context.Context, calls []socket.Call, stopOnError bool) ([]socket.Result, error)
 }
 
-// doFinish runs a batch's finishing calls (finishCalls): when every
-// collect is of a slab, a module on a socket may hand the slabs' keys as
-// sealed memfds, read in place (their buffers' references then cover
-// every view: collected); else as bytes.
-func (p *Party) doFinish(ctx context.Context, calls []socket.Call) ([]socket.Result, error) {
-	if m, ok := p.mod.(slabMapper); ok && onlySlabCollects(calls) {
+// doFinish runs the finishing calls (finishCalls) of a batch of app's:
+// when every collect is of a slab and app takes slabs as memfds
+// (wantsFDs), a module on a socket may hand the slabs' keys as sealed
+// memfds, read in place or handed on (their buffers' references then
+// cover every view: collected); else they come as bytes.
+func (p *Party) doFinish(ctx context.Context, app string, calls []socket.Call) ([]socket.Result, error) {
+	if m, ok := p.mod.(slabMapper); ok && onlySlabCollects(calls) && p.wantsFDs(app) {
 		return m.DoMapped(ctx, calls, true)
 	}
+	if m, ok := p.mod.(byteCollector); ok {
+		return m.DoBytes(ctx, calls, true)
+	}
 	return p.mod.Do(ctx, calls, true)
+}
+
+// byteCollector is a module that can be asked for a batch's slabs as
+// bytes even where it may hand them as memfds (socket.Client.DoBytes): a
+// batch of an application that takes no memfds, whose keys the party
+// copies into its replies anyway.
+type byteCollector interface {
+	DoBytes(ctx context.Context, calls []socket.Call, stopOnError bool) ([]socket.Result, error)
+}
+
+// batchApp is the application a batch's jobs are of ("" for none).
+func batchApp(js []*job) string {
+	if len(js) == 0 {
+		return ""
+	}
+	return js[0].app
 }
 
 // onlySlabCollects reports whether every collect among calls is of a

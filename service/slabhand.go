@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync"
 
 	"google.golang.org/grpc/peer"
 
@@ -20,6 +21,58 @@ import (
 // received as bytes in the same message; each memfd goes at most once
 // (socket.TakeSlabFD), after the party has decided to deliver the
 // message, on the connection of the application whose message it is.
+
+// fdStream counts one stream among its application's that take slabs as
+// memfds, from start (the stream asked) to end (the stream is over),
+// whichever goroutine gets there first.
+type fdStream struct {
+	p              *Party
+	app            string
+	mu             sync.Mutex
+	started, ended bool
+}
+
+func (s *fdStream) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started && !s.ended {
+		s.started = true
+		s.p.noteFDStream(s.app, 1)
+	}
+}
+
+func (s *fdStream) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started && !s.ended {
+		s.p.noteFDStream(s.app, -1)
+	}
+	s.ended = true
+}
+
+// noteFDStream counts (d = 1) or uncounts (d = -1) one of app's streams
+// that takes slabs as memfds.
+func (p *Party) noteFDStream(app string, d int) {
+	p.fdMu.Lock()
+	defer p.fdMu.Unlock()
+	if p.fdStreams == nil {
+		p.fdStreams = map[string]int{}
+	}
+	if p.fdStreams[app] += d; p.fdStreams[app] <= 0 {
+		delete(p.fdStreams, app)
+	}
+}
+
+// wantsFDs reports whether app has a stream that takes slabs as memfds:
+// only then does the party ask its module for a batch's slabs as memfds.
+// For every other application the keys go out as bytes anyway, and
+// reading them from a fresh mapping cost more than from the socket
+// (BENCHMARKS.md, issue 34).
+func (p *Party) wantsFDs(app string) bool {
+	p.fdMu.Lock()
+	defer p.fdMu.Unlock()
+	return p.fdStreams[app] > 0
+}
 
 // appConn returns the fd-passing connection the stream's application is
 // on, or nil (TCP, or a platform without fd passing).

@@ -271,7 +271,15 @@ func remote(r *pb.Result) error {
 // error; per-call errors are in the results. With stopOnError the module
 // skips the calls after the first failure.
 func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
-	return c.do(ctx, calls, stopOnError, false)
+	return c.do(ctx, calls, stopOnError, false, c.SlabFDs())
+}
+
+// DoBytes is Do with every slab's keys asked for as bytes on the socket,
+// even where the client takes slabs as memfds (UseSlabFDs): for slabs
+// whose keys the caller will copy anyway, which costs less from the
+// socket than from a fresh mapping.
+func (c *Client) DoBytes(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
+	return c.do(ctx, calls, stopOnError, false, false)
 }
 
 // DoMapped is Do where a slab's keys may be a read-only mapping of the
@@ -279,12 +287,11 @@ func (c *Client) Do(ctx context.Context, calls []Call, stopOnError bool) ([]Resu
 // the results' Buf is released for the last time, and cannot be written
 // (wipe them with WipeKeys, which leaves a mapping alone).
 func (c *Client) DoMapped(ctx context.Context, calls []Call, stopOnError bool) ([]Result, error) {
-	return c.do(ctx, calls, stopOnError, true)
+	return c.do(ctx, calls, stopOnError, true, c.SlabFDs())
 }
 
-func (c *Client) do(ctx context.Context, calls []Call, stopOnError, mapped bool) ([]Result, error) {
+func (c *Client) do(ctx context.Context, calls []Call, stopOnError, mapped, fds bool) ([]Result, error) {
 	req := &pb.ModuleRequest{Calls: make([]*pb.Call, len(calls)), StopOnError: stopOnError}
-	fds := c.SlabFDs()
 	keep := false
 	for i, cl := range calls {
 		switch {

@@ -21,9 +21,11 @@ import (
 // independent of the machine's other load), for DPF-32 and DCF-32 derived
 // and otp rows. It needs a built kord: KORD_DELIVER_CPU=/path/to/kord
 // (KORD_DELIVER_KEYS: key pairs per row, default 400000;
-// KORD_DELIVER_SLAB_FDS=1: the parties take their modules' slabs as
-// sealed memfds, --module-slab-fds, for an A/B against the bytes). Not run
-// otherwise.
+// KORD_DELIVER_SLAB_FDS=1 or 0: --module-slab-fds or
+// --module-slab-fds=false, for an A/B of slabs as sealed memfds, handed on
+// to the application, against bytes; unset: the parties' default;
+// KORD_DELIVER_APP_LINK=tcp: the client over TLS instead of the parties'
+// Unix sockets). Not run otherwise.
 func TestDeliverCPU(t *testing.T) {
 	bin := os.Getenv("KORD_DELIVER_CPU")
 	if bin == "" {
@@ -36,9 +38,13 @@ func TestDeliverCPU(t *testing.T) {
 	ctx := context.Background()
 	// KORD_DELIVER_DIR: the cluster's directory (its logs), kept.
 	dir := os.Getenv("KORD_DELIVER_DIR")
-	opts := cluster.Options{Bin: bin, Batch: DeliverDefaultBatch, InFlight: DeliverDefaultInFlight}
-	if os.Getenv("KORD_DELIVER_SLAB_FDS") == "1" {
+	opts := cluster.Options{Bin: bin, Batch: DeliverDefaultBatch, InFlight: DeliverDefaultInFlight,
+		AppUnix: os.Getenv("KORD_DELIVER_APP_LINK") != "tcp"}
+	switch os.Getenv("KORD_DELIVER_SLAB_FDS") {
+	case "1":
 		opts.PartyArgs = [2][]string{{"--module-slab-fds"}, {"--module-slab-fds"}}
+	case "0":
+		opts.PartyArgs = [2][]string{{"--module-slab-fds=false"}, {"--module-slab-fds=false"}}
 	}
 	c, err := cluster.Start(ctx, dir, opts)
 	if err != nil {
@@ -85,8 +91,8 @@ func TestDeliverCPU(t *testing.T) {
 			id += uint64(len(rq[0]))
 			before := procs()
 			d, _, release, err := timedStream(ctx, c.Apps(), rq)
+			release() // the client's release of the batches (wipes, unmaps) is its CPU too
 			after := procs()
-			release()
 			if err != nil {
 				t.Fatal(err)
 			}
