@@ -241,11 +241,8 @@ func TestCampaignSlabFDs(t *testing.T) {
 func campaign(t *testing.T, honest int, seed uint64, steps int, slabFDs bool) {
 	r := rand.New(rand.NewPCG(seed, uint64(honest)))
 	o := newOracle(t, false)
-	w := newWorld(t, honest, o)
+	w := newWorldOpts(t, honest, o, worldOpts{slabFDs: slabFDs})
 	mapped := socket.MappedSlabs()
-	if slabFDs {
-		w.mods[honest].(*socket.Client).UseSlabFDs(true)
-	}
 	mx := &mutator{w: w, r: rand.New(rand.NewPCG(seed, uint64(honest)+2))}
 	w.px.setHook(mx.hook)
 	id := uint64(1)

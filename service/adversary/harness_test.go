@@ -2,7 +2,9 @@ package adversary
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,12 +13,14 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kord-fss/kord/client"
+	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module"
 	"github.com/kord-fss/kord/module/moduletest"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
+	"github.com/kord-fss/kord/service/appauth"
 )
 
 // The suite's timeouts: short, so a campaign step that costs a session
@@ -64,6 +68,7 @@ type site struct {
 	party  int
 	p      *service.Party
 	srv    *grpc.Server
+	api    *grpc.Server // the application API when on its own Unix socket (worldOpts.appUnix)
 	app    *client.Client
 	addr   string
 	cancel context.CancelFunc
@@ -74,6 +79,9 @@ func (s *site) stop() {
 	s.once.Do(func() {
 		s.cancel()
 		s.srv.Stop()
+		if s.api != nil {
+			s.api.Stop()
+		}
 		s.p.Close()
 		s.app.Close()
 	})
@@ -91,15 +99,33 @@ type world struct {
 	px     *proxy
 	o      *oracle
 	tune   func(*service.Config)
+	opts   worldOpts
+	dir    string
+	starts int // sites started, for fresh socket names
 	mu     sync.Mutex
+}
+
+// worldOpts shape a world.
+type worldOpts struct {
+	// slabFDs: the honest party takes its module's bulk slabs as sealed
+	// memfds, and both applications are on their party's Unix socket
+	// (the operator's uid), each with a stream that asks for slab_fds
+	// open, so that the honest party hands whole slabs on as memfds.
+	slabFDs bool
 }
 
 // newWorld starts two paired parties with durable modules behind real
 // module sockets; honest is the party the oracle watches.
 func newWorld(t testing.TB, honest int, o *oracle) *world {
 	t.Helper()
-	w := &world{t: t, honest: honest, o: o}
+	return newWorldOpts(t, honest, o, worldOpts{})
+}
+
+// newWorldOpts is newWorld shaped by opts.
+func newWorldOpts(t testing.TB, honest int, o *oracle, opts worldOpts) *world {
+	t.Helper()
 	dir := t.TempDir()
+	w := &world{t: t, honest: honest, o: o, opts: opts, dir: dir}
 	secret := []byte("provisioning secret for tests!!")
 	for b := range 2 {
 		d, st := moduletest.OpenDurable(t, b, filepath.Join(dir, []string{"m0.db", "m1.db"}[b]), 0, secret)
@@ -113,6 +139,9 @@ func newWorld(t testing.TB, honest int, o *oracle) *world {
 		c := socket.Dial(path, 0)
 		w.mods[b] = c
 		t.Cleanup(func() { c.Close(); ml.Close(); st.Close() })
+	}
+	if opts.slabFDs {
+		w.mods[honest].(*socket.Client).UseSlabFDs(true)
 	}
 	w.adv = &advModule{Module: w.mods[1-honest], outs: map[uint64]output{}}
 	w.mods[1-honest] = w.adv
@@ -171,15 +200,24 @@ func (w *world) start(b int) {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
-	p.Register(srv, srv)
+	appAddr, api := l.Addr().String(), (*grpc.Server)(nil)
+	if w.opts.slabFDs {
+		api, appAddr = w.unixAPI(b, p)
+		p.Register(nil, srv)
+	} else {
+		p.Register(srv, srv)
+	}
 	go srv.Serve(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	go p.Run(ctx)
-	app, err := client.Dial(l.Addr().String(), nil)
+	app, err := client.Dial(appAddr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{party: b, p: p, srv: srv, app: app, addr: l.Addr().String(), cancel: cancel}
+	if w.opts.slabFDs {
+		fdStream(ctx, t, b, app)
+	}
+	s := &site{party: b, p: p, srv: srv, api: api, app: app, addr: l.Addr().String(), cancel: cancel}
 	w.mu.Lock()
 	old := w.sites[b]
 	w.sites[b] = s
@@ -206,4 +244,49 @@ func (w *world) app(b int) *client.Client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sites[b].app
+}
+
+// unixAPI serves party p's application API on a fresh Unix socket, its
+// callers told apart by uid (this process's is the operator), and
+// returns the server and the address to dial.
+func (w *world) unixAPI(b int, p *service.Party) (*grpc.Server, string) {
+	t := w.t
+	w.mu.Lock()
+	w.starts++
+	path := filepath.Join(w.dir, fmt.Sprintf("a%d-%d", b, w.starts))
+	w.mu.Unlock()
+	l, err := socket.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "unix://" + path
+	auth, _, err := appauth.Config{Listen: addr, UIDs: map[int]string{os.Getuid(): appauth.DefaultOperator}}.ServerOptions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}, auth...)...)
+	p.Register(api, nil)
+	go api.Serve(l)
+	return api, addr
+}
+
+// fdStream opens a stream from app to party b that asks for slab_fds
+// (one request, under an id far from the oracle's), and leaves it open
+// until ctx ends, so that the party hands the application's whole slabs
+// on as memfds.
+func fdStream(ctx context.Context, t testing.TB, b int, app *client.Client) {
+	st, err := app.Stream(ctx)
+	if err != nil {
+		t.Fatalf("party %d: a slab_fds stream: %v", b, err)
+	}
+	if err := st.Send(client.Derived(1<<62, fss.Params{Type: fss.DPF, InBits: 8, OutBits: 8}, 1, 0, true)); err != nil {
+		t.Fatalf("party %d: a slab_fds stream: %v", b, err)
+	}
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				return
+			}
+		}
+	}()
 }
