@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,7 +19,7 @@ import (
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
 	"github.com/kord-fss/kord/service"
-	"github.com/kord-fss/kord/service/appauth"
+	"github.com/kord-fss/kord/service/servicetest"
 )
 
 // The suite's timeouts: short, so a campaign step that costs a session
@@ -202,7 +201,11 @@ func (w *world) start(b int) {
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
 	appAddr, api := l.Addr().String(), (*grpc.Server)(nil)
 	if w.opts.slabFDs {
-		api, appAddr = w.unixAPI(b, p)
+		w.mu.Lock()
+		w.starts++
+		path := filepath.Join(w.dir, fmt.Sprintf("a%d-%d", b, w.starts))
+		w.mu.Unlock()
+		api, appAddr = servicetest.UnixAPI(t, path, p, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
 		p.Register(nil, srv)
 	} else {
 		p.Register(srv, srv)
@@ -244,30 +247,6 @@ func (w *world) app(b int) *client.Client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sites[b].app
-}
-
-// unixAPI serves party p's application API on a fresh Unix socket, its
-// callers told apart by uid (this process's is the operator), and
-// returns the server and the address to dial.
-func (w *world) unixAPI(b int, p *service.Party) (*grpc.Server, string) {
-	t := w.t
-	w.mu.Lock()
-	w.starts++
-	path := filepath.Join(w.dir, fmt.Sprintf("a%d-%d", b, w.starts))
-	w.mu.Unlock()
-	l, err := socket.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "unix://" + path
-	auth, _, err := appauth.Config{Listen: addr, UIDs: map[int]string{os.Getuid(): appauth.DefaultOperator}}.ServerOptions(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20)}, auth...)...)
-	p.Register(api, nil)
-	go api.Serve(l)
-	return api, addr
 }
 
 // fdStream opens a stream from app to party b that asks for slab_fds

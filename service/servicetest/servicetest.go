@@ -86,21 +86,6 @@ func StartWith(t testing.TB, o Options) *Parties {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// appL and appAddr: the application API's listener and address
-		// (l itself, unless AppUnix).
-		appL, appAddr, srvOpts := l, l.Addr().String(), o.ServerOptions
-		if o.AppUnix {
-			ap := filepath.Join(dir, []string{"a0", "a1"}[party])
-			if appL, err = socket.Listen(ap); err != nil {
-				t.Fatal(err)
-			}
-			appAddr = "unix://" + ap
-			auth, _, err := appauth.Config{Listen: appAddr, UIDs: map[int]string{os.Getuid(): appauth.DefaultOperator}}.ServerOptions(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srvOpts = append(append([]grpc.ServerOption(nil), srvOpts...), auth...)
-		}
 		dial := peer
 		if party == 0 && o.Via != nil {
 			if dial, err = o.Via(peer); err != nil {
@@ -116,14 +101,13 @@ func StartWith(t testing.TB, o Options) *Parties {
 			t.Fatal(err)
 		}
 		srv, api := grpc.NewServer(o.ServerOptions...), (*grpc.Server)(nil)
-		if appL == l {
-			p.Register(srv, srv)
-		} else {
-			// The peer link stays on l; the API is on appL alone.
-			api = grpc.NewServer(srvOpts...)
+		appAddr := l.Addr().String()
+		if o.AppUnix {
+			// The peer link stays on l; the API is on a socket alone.
+			api, appAddr = UnixAPI(t, filepath.Join(dir, []string{"a0", "a1"}[party]), p, o.ServerOptions...)
 			p.Register(nil, srv)
-			p.Register(api, nil)
-			go api.Serve(appL)
+		} else {
+			p.Register(srv, srv)
 		}
 		go srv.Serve(l)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -160,4 +144,26 @@ func StartWith(t testing.TB, o Options) *Parties {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// UnixAPI serves p's application API on a Unix socket at path, its
+// callers told apart by uid (appauth's unix-uid mode; this process's uid
+// is the operator), with opts besides. It returns the server (stopped at
+// the test's end, if not before) and the address an application dials.
+func UnixAPI(t testing.TB, path string, p *service.Party, opts ...grpc.ServerOption) (*grpc.Server, string) {
+	t.Helper()
+	l, err := socket.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "unix://" + path
+	auth, _, err := appauth.Config{Listen: addr, UIDs: map[int]string{os.Getuid(): appauth.DefaultOperator}}.ServerOptions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := grpc.NewServer(append(append([]grpc.ServerOption(nil), opts...), auth...)...)
+	p.Register(api, nil)
+	go api.Serve(l)
+	t.Cleanup(api.Stop)
+	return api, addr
 }
