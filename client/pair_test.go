@@ -46,8 +46,10 @@ type siteKey struct {
 // — Eval(0,x)+Eval(1,x) = f(x) at α, α±1 and a random x — for bound keys
 // (α, β from the sites' shares) and derived keys (α, β from the shares the
 // batches carry). Released batches are refused. It runs with the
-// parties taking their modules' bulk slabs as sealed memfds read in place
-// (the default on Linux: the slabs must take that path) and as bytes.
+// parties taking their modules' bulk slabs as sealed memfds, read in place
+// or handed on to the application on their Unix sockets (the default on
+// Linux for such an application: the slabs must take that path), and as
+// bytes.
 func TestBatchesPairAcrossParties(t *testing.T) {
 	for _, fds := range []bool{true, false} {
 		t.Run(map[bool]string{true: "memfd", false: "bytes"}[fds], func(t *testing.T) {
@@ -63,7 +65,10 @@ func TestBatchesPairAcrossParties(t *testing.T) {
 }
 
 func batchesPair(t *testing.T, fds bool) {
-	cl, _ := startPartiesWith(t, func(c *service.Config) { c.Module.(*socket.Client).UseSlabFDs(fds) })
+	// Memfds go to an application that takes them: one on the parties'
+	// Unix sockets, whose streams ask for slab_fds.
+	cl := servicetest.StartWith(t, servicetest.Options{AppUnix: fds,
+		Tune: func(c *service.Config) { c.Module.(*socket.Client).UseSlabFDs(fds) }}).Apps
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := rand.New(rand.NewPCG(11, 12))
