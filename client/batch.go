@@ -275,8 +275,8 @@ func (m *batchMem) wipe() {
 	m.bvecs = m.bvecs[:0]
 	if m.raw {
 		// RecvRaw's replies still refer to the message: not ours to wipe
-		// (their keys are copies where the message's were a mapping).
-		m.msg.ReleaseMapped()
+		// (their keys are copies where the message's came as a memfd).
+		m.msg.ReleaseOwnKeys()
 		m.msg = pb.PooledKeyReplies{}
 		m.raw = false
 		return
@@ -313,7 +313,7 @@ func (s *Stream) RecvBatch() (Batch, error) {
 			s.putBack(m)
 			return Batch{}, err
 		}
-		if err := s.mapKeys(&m.msg); err != nil {
+		if err := s.readHandedKeys(&m.msg); err != nil {
 			m.msg.Recycle()
 			s.putBack(m)
 			return Batch{}, err

@@ -569,7 +569,7 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 	}
 	m.raw = true
 	msg := m.msg.M
-	mapped := m.msg.Mapped() // the keys are a mapping that wipe gives back: copied out
+	own := m.msg.OwnKeys() // keys read from a memfd, which wipe wipes even so: copied out
 	var out *pb.KeyReply
 	if pk := msg.GetPacked(); pk != nil && len(pk.Ids) > 0 {
 		out = &pb.KeyReply{Id: rep.ID, Keys: make([]*pb.KeyShare, rep.N)}
@@ -583,7 +583,7 @@ func (s *Stream) RecvRaw() (*pb.KeyReply, error) {
 			}
 			if l := keyLen(pk, k); l > 0 {
 				sh.Key = pk.Keys[m.koff[k] : m.koff[k]+l : m.koff[k]+l]
-				if mapped {
+				if own {
 					sh.Key = bytes.Clone(sh.Key)
 				}
 			}

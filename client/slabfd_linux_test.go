@@ -73,12 +73,12 @@ func passed(t *testing.T, fd int) (*fdpass.Inbox, fdpass.ID) {
 
 const allSeals = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
 
-// TestMapKeysRefusals: a message naming a memfd for its keys is read only
+// TestHandedKeysRefusals: a message naming a memfd for its keys is read only
 // when that memfd came on the connection, carries every seal and has the
 // message's size, and only on a stream that asked for slab_fds; else it
 // is refused with an error naming what is wrong. A good one reads in
 // place, and reads zero once the message is recycled.
-func TestMapKeysRefusals(t *testing.T) {
+func TestHandedKeysRefusals(t *testing.T) {
 	keys := bytes.Repeat([]byte{7, 1, 2, 3}, 1000)
 	msg := func(id fdpass.ID, size int, inline []byte) *pb.PooledKeyReplies {
 		return &pb.PooledKeyReplies{M: &pb.KeyReplies{Packed: &pb.PackedReplies{Ids: []uint64{1}, Keys: inline,
@@ -99,7 +99,7 @@ func TestMapKeysRefusals(t *testing.T) {
 		{name: "write not sealed", seals: unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL, size: len(keys), asked: true, want: "seals"},
 		{name: "short", seals: allSeals, size: len(keys) - 1, asked: true, want: "bytes, want"},
 		{name: "long", seals: allSeals, size: len(keys) + 1, asked: true, want: "bytes, want"},
-		{name: "too large", seals: allSeals, size: maxMappedKeys + 1, asked: true, want: "at most"},
+		{name: "too large", seals: allSeals, size: maxHandedKeys + 1, asked: true, want: "at most"},
 		{name: "inline too", seals: allSeals, size: len(keys), asked: true, keys: []byte{1}, want: "both as bytes"},
 		{name: "good", seals: allSeals, size: len(keys), asked: true},
 	} {
@@ -114,13 +114,13 @@ func TestMapKeysRefusals(t *testing.T) {
 				name.Inode++
 			}
 			pm := msg(name, c.size, c.keys)
-			err := s.mapKeys(pm)
+			err := s.readHandedKeys(pm)
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("got %v, want an error saying %q", err, c.want)
 				}
-				if pm.Mapped() {
-					t.Fatal("a refused message holds a mapping")
+				if pm.OwnKeys() {
+					t.Fatal("a refused message holds a buffer of keys")
 				}
 				return
 			}
@@ -129,14 +129,14 @@ func TestMapKeysRefusals(t *testing.T) {
 			}
 			got := pm.M.Packed.Keys
 			if !bytes.Equal(got, keys) {
-				t.Fatal("the mapped keys differ from the memfd's")
+				t.Fatal("the keys read differ from the memfd's")
 			}
 			if in.Len() != 0 {
 				t.Fatalf("%d fds left in the inbox", in.Len())
 			}
 			pm.Recycle()
 			if bytes.Count(got, []byte{0}) != len(got) {
-				t.Fatal("the mapping still reads the keys after Recycle")
+				t.Fatal("the keys read were not wiped by Recycle")
 			}
 		})
 	}

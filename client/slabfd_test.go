@@ -74,10 +74,9 @@ func TestGetSlabFDs(t *testing.T) {
 
 // TestStreamSlabHandOff: an application on a party's Unix socket asks for
 // slab_fds; the parties take their modules' slabs as sealed memfds and
-// hand each whole one on as the message's keys. Every pair read in place
-// from the mappings evaluates to f, some messages did take the memfd
-// path, and views kept past Release are refused, not read from the
-// memfd's pages.
+// hand each whole one on as the message's keys, which the client reads
+// from it. Every pair evaluates to f, some messages did take the memfd
+// path, and views kept past Release are refused (their bytes wiped).
 func TestStreamSlabHandOff(t *testing.T) {
 	if !socket.SlabFDSupported {
 		t.Skip("slab memfds need Linux")
@@ -96,7 +95,7 @@ func TestStreamSlabHandOff(t *testing.T) {
 	}
 	p := fss.Params{Type: fss.DCF, InBits: 32, OutBits: 32}
 	const reqs, per = 24, 200
-	before := client.MappedMessages()
+	before := client.HandedMessages()
 	for b := range st {
 		rs := make([]*pb.KeyRequest, reqs)
 		for i := range rs {
@@ -140,7 +139,7 @@ func TestStreamSlabHandOff(t *testing.T) {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
-	if client.MappedMessages() == before {
+	if client.HandedMessages() == before {
 		t.Fatal("no message's keys came as a memfd")
 	}
 	for b := range sites {

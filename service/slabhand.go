@@ -16,7 +16,7 @@ import (
 // as a sealed memfd (socket.Client.DoMapped), and the application asked
 // for slab_fds on its Unix connection, the party passes that memfd on
 // with the message (PackedReplies.keys_fd) instead of writing the keys:
-// the application maps it read-only and reads them in place. Only a
+// the application reads them from it, in one copy. Only a
 // whole slab goes, so the application receives no byte it would not have
 // received as bytes in the same message; each memfd goes at most once
 // (socket.TakeSlabFD), after the party has decided to deliver the

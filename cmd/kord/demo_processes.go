@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 	"github.com/kord-fss/kord/internal/daemon"
 	"github.com/kord-fss/kord/module"
@@ -19,7 +20,7 @@ func init() {
 		keys, batch, inFlight int
 		asJSON                bool
 		seed                  uint64
-		kem                   string
+		kem, appLink          string
 	)
 	cmd := &cobra.Command{
 		Use:    "demo-processes",
@@ -30,13 +31,17 @@ func init() {
 			if err := checkKEM(kem); err != nil {
 				return err
 			}
-			return processDemoMain(cmd, keys, batch, inFlight, kem, seed, asJSON)
+			if err := cluster.CheckAppLink(appLink); err != nil {
+				return badInput("%v", err)
+			}
+			return processDemoMain(cmd, keys, batch, inFlight, kem, appLink, seed, asJSON)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&keys, "keys", 1000, "number of keys")
 	f.IntVar(&batch, "batch", service.DefaultBatch, "keys per batch")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "batches outstanding between the parties")
+	f.StringVar(&appLink, "app-link", "unix", "how the application reaches the parties: unix or tcp (as kord demo)")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.Uint64Var(&seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")
@@ -45,7 +50,7 @@ func init() {
 }
 
 // processDemoMain runs and prints the multi-process demo.
-func processDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, seed uint64, asJSON bool) error {
+func processDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem, appLink string, seed uint64, asJSON bool) error {
 	if keys < 1 {
 		return badInput("--keys %d must be at least 1", keys)
 	}
@@ -61,7 +66,7 @@ func processDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, 
 		progress = cmd.ErrOrStderr()
 	}
 	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
-	rep, err := demo.Processes(cmd.Context(), keys, batch, inFlight, kem, seed, plaintext, progress)
+	rep, err := demo.Processes(cmd.Context(), keys, batch, inFlight, kem, seed, plaintext, appLink == "unix", progress)
 	if err != nil {
 		return err
 	}
@@ -78,5 +83,5 @@ func processDemoMain(cmd *cobra.Command, keys, batch, inFlight int, kem string, 
 // which has checked the flags): --batch keys per batch, --in-flight
 // batches outstanding, as kord party takes them.
 func demoProcesses(cmd *cobra.Command, o demoOpts) error {
-	return processDemoMain(cmd, o.keys, o.batch, o.inFlight, o.kem, o.seed, o.json)
+	return processDemoMain(cmd, o.keys, o.batch, o.inFlight, o.kem, o.appLink, o.seed, o.json)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/chaos"
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/demo"
 )
 
@@ -75,8 +76,8 @@ func TestDemoProcesses(t *testing.T) {
 	if rep.Processes < 4 || rep.PairsFailed != 0 || rep.PairsVerified < 1600 || rep.KeysPerSec <= 0 || rep.InProcessKeysPerSec <= 0 {
 		t.Fatalf("demo: %+v", rep)
 	}
-	if rep.PeerLink != "mutual TLS 1.3" || rep.AppLink != demo.AppLinkTLS {
-		t.Errorf("demo: peer link %q, application API %q, want mutual TLS 1.3 and %q by default", rep.PeerLink, rep.AppLink, demo.AppLinkTLS)
+	if rep.PeerLink != "mutual TLS 1.3" || rep.AppLink != cluster.AppLinkName("unix") {
+		t.Errorf("demo: peer link %q, application API %q, want mutual TLS 1.3 and %q by default", rep.PeerLink, rep.AppLink, cluster.AppLinkName("unix"))
 	}
 	if rep.CPUs != runtime.NumCPU() {
 		t.Errorf("demo reports %d CPUs, this machine has %d", rep.CPUs, runtime.NumCPU())

@@ -180,34 +180,38 @@ type PooledKeyReplies struct {
 	// next Unmarshal into this value reuses (Recycle).
 	spare  *PackedReplies
 	spareM *KeyReplies
-	// unmap gives back the read-only mapping M.Packed.Keys is, when the
-	// keys came as a memfd (SetMappedKeys): such keys are never written.
-	unmap func()
+	// release gives back the buffer M.Packed.Keys is, when the keys came
+	// as a memfd that the caller read into a buffer of its own
+	// (SetOwnKeys); release wipes it.
+	release func()
 }
 
-// SetMappedKeys makes keys, a read-only mapping of the memfd the
-// message's keys came in (PackedReplies.keys_fd), the message's keys;
-// Release and Recycle call unmap (once) instead of wiping them.
-func (p *PooledKeyReplies) SetMappedKeys(keys []byte, unmap func()) {
+// SetOwnKeys makes keys, a buffer of the caller's holding the message's
+// keys (read from the memfd they came in: PackedReplies.keys_fd), the
+// message's keys; Release and Recycle call release (once), which wipes
+// them, instead of wiping them here.
+func (p *PooledKeyReplies) SetOwnKeys(keys []byte, release func()) {
 	p.M.Packed.Keys = keys
-	p.unmap = unmap
+	p.release = release
 }
 
-// Mapped reports whether the message's keys are a mapping (SetMappedKeys).
-func (p *PooledKeyReplies) Mapped() bool { return p.unmap != nil }
+// OwnKeys reports whether the message's keys are the caller's buffer
+// (SetOwnKeys).
+func (p *PooledKeyReplies) OwnKeys() bool { return p.release != nil }
 
-// ReleaseMapped gives back the mapping of the message's keys, if any,
-// leaving the message without keys; the rest of it is untouched.
-func (p *PooledKeyReplies) ReleaseMapped() {
-	if p.unmap == nil {
+// ReleaseOwnKeys gives back the caller's buffer of the message's keys, if
+// any (SetOwnKeys), leaving the message without keys; the rest of it is
+// untouched.
+func (p *PooledKeyReplies) ReleaseOwnKeys() {
+	if p.release == nil {
 		return
 	}
 	if p.M != nil && p.M.Packed != nil {
 		p.M.Packed.Keys = nil
 	}
-	u := p.unmap
-	p.unmap = nil
-	u()
+	r := p.release
+	p.release = nil
+	r()
 }
 
 // Recycle is Release for a caller that holds no reference to M or to any
@@ -217,7 +221,7 @@ func (p *PooledKeyReplies) ReleaseMapped() {
 // stream of messages read into one PooledKeyReplies allocates no lists
 // once their sizes have settled.
 func (p *PooledKeyReplies) Recycle() {
-	p.ReleaseMapped()
+	p.ReleaseOwnKeys()
 	m := p.M
 	if m == nil {
 		p.Release()
@@ -252,7 +256,7 @@ func (p *PooledKeyReplies) Recycle() {
 // Release wipes and recycles the buffer M's keys are slices of; M must
 // not be used after it. It is safe to call more than once.
 func (p *PooledKeyReplies) Release() {
-	p.ReleaseMapped()
+	p.ReleaseOwnKeys()
 	if p.buf != nil {
 		wipePool.Put(p.buf)
 		p.buf = nil

@@ -668,7 +668,8 @@ type PackedReplies struct {
 	// (write, grow, shrink and seal sealed) of keys_fd.size bytes, passed
 	// (SCM_RIGHTS) with this message's bytes or earlier ones on the same
 	// connection; keys_fd.dev and keys_fd.inode name it among the fds
-	// received. The client maps it read-only and reads the keys in place.
+	// received. The client checks its seals and size and reads the keys
+	// from it.
 	KeysFd        *SlabFD `protobuf:"bytes,11,opt,name=keys_fd,json=keysFd,proto3" json:"keys_fd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -44,7 +44,7 @@ type DeliverConfig struct {
 
 // SlabNote says what the slab columns cover (DeliverReport.SlabNote).
 const SlabNote = "slab: each module hands its party a bulk's keys as a sealed memfd, read in place, and the party hands a message's keys on to the application " +
-	"as that memfd where they are a whole slab (Linux; kord party --module-slab-fds, the default), the application on a Unix socket, mapping it read-only " +
+	"as that memfd where they are a whole slab (Linux; kord party --module-slab-fds, the default), the application on a Unix socket, reading the keys from it " +
 	"(slab_handed_messages counts such messages). processes: --app-link's path with the module's slabs as bytes over its socket (--module-slab-fds=false), " +
 	"unless --app-link slab"
 
@@ -197,7 +197,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		}
 		row.PairsVerified, row.PairsFailed = ok, bad
 		say("processes… ")
-		handed := client.MappedMessages()
+		handed := client.HandedMessages()
 		prEl, ok, bad, err := deliverPath(o, func(n int) (time.Duration, int, int, error) {
 			return processesChunk(ctx, c.Apps(), k, n, o.Batch, &id, rng)
 		})
@@ -209,7 +209,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 		say("slab… ")
 		slEl := prEl
 		if sc != c {
-			handed = client.MappedMessages()
+			handed = client.HandedMessages()
 			if slEl, ok, bad, err = deliverPath(o, func(n int) (time.Duration, int, int, error) {
 				return processesChunk(ctx, sc.Apps(), k, n, o.Batch, &id, rng)
 			}); err != nil {
@@ -218,7 +218,7 @@ func Deliver(ctx context.Context, o DeliverConfig, stderr io.Writer) (*DeliverRe
 			row.PairsVerified += ok
 			row.PairsFailed += bad
 		}
-		row.SlabHanded = client.MappedMessages() - handed
+		row.SlabHanded = client.HandedMessages() - handed
 		// Raw Gen again after both paths: load from elsewhere only slows
 		// a run down, so the row's raw rate is the faster of the two.
 		again, err := rawGenRate(k.Params(), o.RawTime/2)

@@ -139,7 +139,7 @@ func (r *Report) finish(l *load, c *cluster.Cluster, start time.Time) {
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.AppLink = c.AppLink()
-	r.SlabsHanded = client.MappedMessages() - l.handed0
+	r.SlabsHanded = client.HandedMessages() - l.handed0
 	if r.PairsMismatched > 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("%d mismatched pairs delivered", r.PairsMismatched))
 	}

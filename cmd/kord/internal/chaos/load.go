@@ -31,12 +31,12 @@ type load struct {
 	voidedAfter                   int // keys an application got, then a void notice for
 	maxCounter                    uint64
 	pairsAt                       []time.Time // when each verified pair was complete at both sites
-	handed0                       uint64      // client.MappedMessages at the start
+	handed0                       uint64      // client.HandedMessages at the start
 }
 
 // newLoad is a load on c, its random choices from seed.
 func newLoad(c *cluster.Cluster, seed uint64) *load {
-	return &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1, handed0: client.MappedMessages()}
+	return &load{c: c, rng: mrand.New(mrand.NewPCG(seed, 2)), id: 1, handed0: client.HandedMessages()}
 }
 
 // round streams n keys of one class; it returns when every reply arrived.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
@@ -76,9 +77,14 @@ type ProcessReport struct {
 	// PeerLink is how the parties' peer link ran: "mutual TLS 1.3" (the
 	// default) or "plaintext" (--peer-plaintext).
 	PeerLink string `json:"peer_link"`
-	// AppLink is how the application API ran: "TLS 1.3, client
-	// certificate" (with the peer link's TLS) or "plaintext (loopback)".
+	// AppLink is how the application API ran: the parties' Unix sockets
+	// (cluster.AppLinkName, --app-link unix, the default), "TLS 1.3,
+	// client certificate" (--app-link tcp, with the peer link's TLS) or
+	// "plaintext (loopback)".
 	AppLink string `json:"app_link"`
+	// SlabsHanded counts the messages whose keys came to the application
+	// as the memfd its party's module wrote them into.
+	SlabsHanded uint64 `json:"slabs_handed"`
 }
 
 func processClasses() []loadgen.Class {
@@ -107,7 +113,7 @@ func pct(d []time.Duration, q float64) float64 {
 // parties as child processes of this binary on loopback, paired, streaming
 // keys of every mode and tier, every pair verified; the same workload runs
 // through the in-process path and the dealer for comparison.
-func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed uint64, plaintext bool, progress io.Writer) (*ProcessReport, error) {
+func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed uint64, plaintext, appUnix bool, progress io.Writer) (*ProcessReport, error) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x6b6f7264))
 	say := func(format string, a ...any) {
 		if progress != nil {
@@ -122,14 +128,19 @@ func Processes(ctx context.Context, keys, batch, inFlight int, kem string, seed 
 		KeysPerSecByClass: map[string]float64{}, DefaultTier: service.DefaultTier.String()}
 
 	say("starting 2 modules and 2 parties as child processes on loopback… ")
-	c, err := cluster.Start(ctx, "", cluster.Options{Batch: batch, InFlight: inFlight, KEM: kem, PeerPlaintext: plaintext})
+	c, err := cluster.Start(ctx, "", cluster.Options{Batch: batch, InFlight: inFlight, KEM: kem, PeerPlaintext: plaintext, AppUnix: appUnix})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Remove()
+	handed := client.HandedMessages()
+	defer func() { rep.SlabsHanded = client.HandedMessages() - handed }()
 	rep.PeerLink, rep.AppLink = "mutual TLS 1.3", AppLinkTLS
 	if plaintext {
 		rep.PeerLink, rep.AppLink = "plaintext", AppLinkPlain
+	}
+	if appUnix {
+		rep.AppLink = c.AppLink()
 	}
 	rep.KEM = kem
 	if kem == "" {

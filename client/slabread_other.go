@@ -4,6 +4,6 @@ package client
 
 import "errors"
 
-func mapSlab(int, int) ([]byte, func(), error) {
+func readSlab(int, int) ([]byte, func(), error) {
 	return nil, nil, errors.New("client: slab memfds need Linux")
 }
