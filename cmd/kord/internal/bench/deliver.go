@@ -636,7 +636,7 @@ func (rep *DeliverReport) Draw(file string) error {
 	}
 	series := []serie{{raw, "raw BatchGen, 1 worker"}, {ip, "in-process (host.LocalPair)"}, {pr, "five processes, module slabs as bytes"}}
 	if slab {
-		series = append(series, serie{sl, "five processes, module slabs as sealed memfds"})
+		series = append(series, serie{sl, "five processes, slabs as sealed memfds handed on to the application"})
 	}
 	if floor {
 		series = append(series, serie{fl, "transport floor (the key bytes over the same sockets)"})

@@ -206,7 +206,7 @@ func openPartyModule(c PartyConfig, log *slog.Logger) (mod socket.Module, close 
 		sc := socket.Dial(c.Module, c.ModuleTimeout)
 		sc.UseSlabFDs(!c.NoSlabFDs)
 		if sc.SlabFDs() {
-			log.Info("module slabs as sealed memfds, read in place (--module-slab-fds)")
+			log.Info("module slabs as sealed memfds for applications that take them, read in place or handed on (--module-slab-fds)")
 		}
 		return sc, func() { sc.Close() }, nil
 	}
