@@ -256,12 +256,15 @@ func TestRecycleReusesAndWipes(t *testing.T) {
 	}
 }
 
-// FuzzDecodePacked: the codec's packed-replies reader (key_stride
-// included) reads what proto.Unmarshal reads and refuses what it refuses.
+// FuzzDecodePacked: the codec's packed-replies reader (key_stride and
+// keys_fd included) reads what proto.Unmarshal reads and refuses what it
+// refuses.
 func FuzzDecodePacked(f *testing.F) {
 	for _, m := range []*PackedReplies{
 		{Ids: []uint64{1}, Counts: []uint32{2}, Counters: []uint64{3, 4}, Keys: make([]byte, 8), KeyStride: 4},
 		{Ids: []uint64{1}, Counts: []uint32{1}, Counters: []uint64{3}, Keys: make([]byte, 5), KeyLens: []uint32{5}},
+		{Ids: []uint64{1}, Counts: []uint32{2}, Counters: []uint64{3, 4}, KeyStride: 4, KeysFd: &SlabFD{Dev: 24, Inode: 1 << 40, Size: 8}},
+		{Ids: []uint64{1}, Counts: []uint32{1}, Counters: []uint64{3}, KeyStride: 4, KeysFd: &SlabFD{}},
 	} {
 		b, _ := proto.Marshal(m)
 		f.Add(b)
