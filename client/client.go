@@ -53,8 +53,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kord-fss/kord/internal/fdpass"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
@@ -62,6 +60,7 @@ import (
 	"google.golang.org/grpc/experimental"
 
 	"github.com/kord-fss/kord/fss"
+	"github.com/kord-fss/kord/internal/fdpass"
 	"github.com/kord-fss/kord/module/msg"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"

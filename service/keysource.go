@@ -27,12 +27,12 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 	held := newWindow(p.cfg.MaxStreamKeys)
 	errc := make(chan error, 1)
 	stashed := make(chan *job, 1) // the job the reply loop held when it ended
-	var packed, stride, fds atomic.Bool
+	var packed, stride atomic.Bool
 	// conn passes fds to a same-host application (its Unix connection);
-	// nil elsewhere.
+	// nil elsewhere. fds: the stream asked for slab_fds on it.
 	conn := appConn(ctx)
-	fdNote := &fdStream{p: p, app: app}
-	defer fdNote.end()
+	fds := &fdStream{p: p, app: app}
+	defer fds.end()
 	var seen idSet // the ids accepted on this stream
 	// notices: void notices for ids this stream got keys for (recover.go).
 	notices := make(chan *pb.KeyReply, 64)
@@ -49,8 +49,8 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if rs.StrideReplies {
 				stride.Store(true)
 			}
-			if rs.SlabFds && conn != nil && !fds.Swap(true) {
-				fdNote.start()
+			if rs.SlabFds && conn != nil {
+				fds.start()
 			}
 			js := p.requestsOf(app, rs, &seen, notices)
 			for k, j := range js {
@@ -95,7 +95,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			if len(pk.Ids) > 0 {
 				rb.finish(stride.Load())
 				out.Packed = pk
-				if fds.Load() && rb.handOn(conn) {
+				if fds.on.Load() && rb.handOn(conn) {
 					// The keys go as the sealed memfd they are in: never
 					// written here, and nothing to lend.
 					p.m.slabsHanded.Inc()
@@ -198,7 +198,7 @@ func (p *Party) Keys(stream pb.KeySource_KeysServer) error {
 			// A message whose keys may go as the memfd of their slab
 			// (handOn) takes the slab's every key, however many: their
 			// bytes are never copied here.
-			for replies < 1024 && (keys < 16384 || fds.Load() && rb.aliased && rb.start == 0 && rb.end < len(rb.buf)) {
+			for replies < 1024 && (keys < 16384 || fds.on.Load() && rb.aliased && rb.start == 0 && rb.end < len(rb.buf)) {
 				select {
 				case j2, ok := <-order:
 					if !ok {

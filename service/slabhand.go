@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/peer"
 
@@ -22,21 +23,22 @@ import (
 // (socket.TakeSlabFD), after the party has decided to deliver the
 // message, on the connection of the application whose message it is.
 
-// fdStream counts one stream among its application's that take slabs as
-// memfds, from start (the stream asked) to end (the stream is over),
-// whichever goroutine gets there first.
+// fdStream is whether one application stream takes slabs as memfds (on,
+// from its first slab_fds request), counted among its application's
+// (noteFDStream) until the stream is over, whichever of the stream's
+// goroutines gets there first.
 type fdStream struct {
-	p              *Party
-	app            string
-	mu             sync.Mutex
-	started, ended bool
+	p     *Party
+	app   string
+	on    atomic.Bool
+	mu    sync.Mutex
+	ended bool
 }
 
 func (s *fdStream) start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.started && !s.ended {
-		s.started = true
+	if !s.ended && !s.on.Swap(true) {
 		s.p.noteFDStream(s.app, 1)
 	}
 }
@@ -44,7 +46,7 @@ func (s *fdStream) start() {
 func (s *fdStream) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started && !s.ended {
+	if s.on.Load() && !s.ended {
 		s.p.noteFDStream(s.app, -1)
 	}
 	s.ended = true

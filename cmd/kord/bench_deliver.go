@@ -51,11 +51,14 @@ derived mode, measure in one run:
              floor_ratio to raw Gen);
   slab       the five processes again (a second cluster unless --app-link
              slab), each party taking its module's bulk slabs as sealed
-             memfds read in place, the application on a Unix socket
-             (JSON: slab_keys_per_sec, slab_ratio; slab_note says what it
-             covers). The processes column takes the slabs as bytes over
-             the module socket (kord party's default), unless
-             --app-link slab, which measures the memfd path there too.
+             memfds and handing each whole slab's memfd on to the
+             application on its Unix socket, which reads the keys from it
+             (kord party's default for such an application; JSON:
+             slab_keys_per_sec, slab_ratio, slab_handed_messages;
+             slab_note says what it covers). The processes column takes
+             the slabs as bytes over the module socket
+             (--module-slab-fds=false), unless --app-link slab, which
+             measures the memfd path there too.
 
 Both delivered paths first deliver one untimed chunk of every row (warm-up:
 heap growth, first page faults, connections), then hand out --chunk keys at
@@ -99,7 +102,7 @@ rate is printed as keys/s and as its ratio to raw Gen of the same shape.`,
 	f.IntVar(&o.Chunk, "chunk", bench.DeliverDefaultChunk, "keys delivered between two verification pauses (the clock stops while the pairs are verified)")
 	f.DurationVar(&o.RawTime, "raw-time", 300*time.Millisecond, "time of the raw BatchGen measurements per row (half before, half after the delivered paths)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.StringVar(&o.AppLink, "app-link", "unix", "how the application reaches the parties: unix (a Unix socket each, as on one host), tcp (loopback, TLS 1.3, as a remote application) or slab (unix, with each party taking its module's slabs as sealed memfds: the processes columns then measure that path)")
+	f.StringVar(&o.AppLink, "app-link", "unix", "how the application reaches the parties: unix (a Unix socket each, as on one host), tcp (loopback, TLS 1.3, as a remote application) or slab (unix, with each party taking its module's slabs as sealed memfds and handing them on: the processes columns then measure that path)")
 	f.StringVar(&pngFile, "png", "", "draw delivered keys/s per path beside raw Gen, per row, to this PNG")
 	benchCmd.AddCommand(cmd)
 }
