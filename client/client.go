@@ -79,7 +79,10 @@ type Client struct {
 }
 
 // Dial connects to a party's application address ("host:port" or
-// "unix:///path"); creds nil means plaintext.
+// "unix:///path"); creds nil means plaintext. On a Unix socket (Linux)
+// its streams ask for slab_fds: the party may then pass a message's keys
+// as the sealed memfd its module wrote them into, which the stream reads
+// in one copy (docs/api.md, "Slabs handed on as memfds").
 func Dial(addr string, creds credentials.TransportCredentials) (*Client, error) {
 	if creds == nil {
 		creds = insecure.NewCredentials()
