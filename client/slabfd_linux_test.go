@@ -3,8 +3,6 @@ package client
 import (
 	"bytes"
 	"io"
-	"net"
-	"os"
 	"strings"
 	"testing"
 
@@ -40,21 +38,12 @@ func passed(t *testing.T, fd int) (*fdpass.Inbox, fdpass.ID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	a, b, err := fdpass.SocketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "pair")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	srv, cl := fdpass.Server(conn(pair[0])).(*fdpass.Conn), conn(pair[1])
+	t.Cleanup(func() { a.Close(); b.Close() })
+	srv, cl := fdpass.Server(a).(*fdpass.Conn), b
 	in := fdpass.NewInbox()
 	t.Cleanup(in.Close)
 	rd := fdpass.Client(cl, in)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -235,4 +236,29 @@ func compact(order []ID, fds map[ID]int) []ID {
 		}
 	}
 	return out
+}
+
+// SocketPair returns two connected Unix stream connections, whose fds
+// the caller then wraps with Server and Client (tests of fd passing).
+func SocketPair() (net.Conn, net.Conn, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fdpass: socketpair: %w", err)
+	}
+	var out [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "fdpass-pair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			if i == 1 {
+				out[0].Close()
+			} else {
+				unix.Close(fds[1])
+			}
+			return nil, nil, fmt.Errorf("fdpass: socketpair: %w", err)
+		}
+		out[i] = c
+	}
+	return out[0], out[1], nil
 }

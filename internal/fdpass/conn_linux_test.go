@@ -3,7 +3,6 @@ package fdpass
 import (
 	"io"
 	"net"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -13,23 +12,14 @@ import (
 // Inbox, over a Unix socket pair.
 func pair(t *testing.T) (srv *Conn, cl net.Conn, in *Inbox) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	a, b, err := SocketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "pair")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	t.Cleanup(func() { a.Close(); b.Close() })
 	in = NewInbox()
 	t.Cleanup(in.Close)
-	return Server(conn(fds[0])).(*Conn), Client(conn(fds[1]), in), in
+	return Server(a).(*Conn), Client(b, in), in
 }
 
 // memfd returns a fresh memfd and its ID.
