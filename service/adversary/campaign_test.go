@@ -195,16 +195,23 @@ func gated(honest int, m *pb.PeerMsg) bool {
 	return false
 }
 
-// TestCampaign runs the seeded random campaign with each party honest in
-// turn: every step may cut the session or restart the honest party, arms
-// one mutation, has both applications ask for a few requests and checks
-// the honest site's replies.
-func TestCampaign(t *testing.T) {
+// campaignSeedOf is -campaign.seed, or one from the clock, logged so that
+// a failing run can be rerun.
+func campaignSeedOf(t *testing.T) uint64 {
 	seed := *campaignSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun: -campaign.seed=%d)", seed, seed)
+	return seed
+}
+
+// TestCampaign runs the seeded random campaign with each party honest in
+// turn: every step may cut the session or restart the honest party, arms
+// one mutation, has both applications ask for a few requests and checks
+// the honest site's replies.
+func TestCampaign(t *testing.T) {
+	seed := campaignSeedOf(t)
 	for honest := range 2 {
 		t.Run(fmt.Sprintf("honest%d", honest), func(t *testing.T) {
 			campaign(t, honest, seed, *campaignSteps, false)
@@ -220,11 +227,7 @@ func TestCampaignSlabFDs(t *testing.T) {
 	if !socket.SlabFDSupported {
 		t.Skip("slab memfds need Linux")
 	}
-	seed := *campaignSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun: -campaign.seed=%d)", seed, seed)
+	seed := campaignSeedOf(t)
 	for honest := range 2 {
 		t.Run(fmt.Sprintf("honest%d", honest), func(t *testing.T) {
 			before := socket.MappedSlabs()
