@@ -148,6 +148,41 @@ func (s *replyTrap) SendMsg(m any) error {
 	return s.ServerStream.SendMsg(m)
 }
 
+// voidCut is party 1's end of a peer session that ends the session
+// right after the first message carrying a void report (once). lose: the
+// message is lost, though its send reports success, as a write into a
+// connection that then breaks does; otherwise it is sent, and the session
+// ends before party 0's answer shows it read.
+type voidCut struct {
+	grpc.ServerStream
+	ctx  context.Context
+	cut  context.CancelFunc
+	on   *atomic.Bool
+	lose bool
+	// sessions counts the sessions party 0 opened; cutIn is the one cut.
+	sessions, cutIn *atomic.Int32
+	n               int32
+}
+
+func newVoidCut(ss grpc.ServerStream, on *atomic.Bool, lose bool, sessions, cutIn *atomic.Int32) *voidCut {
+	ctx, cut := context.WithCancel(ss.Context())
+	return &voidCut{ServerStream: ss, ctx: ctx, cut: cut, on: on, lose: lose, sessions: sessions, cutIn: cutIn, n: sessions.Add(1)}
+}
+
+func (s *voidCut) Context() context.Context { return s.ctx }
+
+func (s *voidCut) SendMsg(m any) error {
+	pm := m.(*pb.PeerMsg)
+	if (pm.GetVoidNotice() != nil || len(pm.GetBatchReply().GetVoidIds()) > 0) && s.on.CompareAndSwap(true, false) {
+		s.cutIn.Store(s.n)
+		defer s.cut()
+		if s.lose {
+			return nil
+		}
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
 // startParty1 runs party 1 on addr ("": any) behind wrap.
 func startParty1(t *testing.T, addr string, mod socket.Module, cfg Config, wrap func(grpc.ServerStream) grpc.ServerStream, opts ...grpc.ServerOption) *site {
 	t.Helper()
@@ -380,8 +415,20 @@ func testPartyCrash(t *testing.T, kill int, unseen, derived bool) (void int) {
 // resends, for an id whose keys party 0 had delivered, a request that
 // differs from the one delivered, so party 1 cannot complete the pair
 // from its module: site 1 gets void, and site 0's stream — which got keys
-// for that id — gets a second reply for it, class void.
+// for that id — gets a second reply for it, class void, and only one:
+// also when the session ends with the report lost (it goes again in the
+// next session), or with the report read but not known read (it goes
+// again, and is not a second notice).
 func TestVoidNoticeReachesOtherSite(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cut, lose bool
+	}{{"sent", false, false}, {"lost", true, true}, {"read-then-cut", true, false}} {
+		t.Run(c.name, func(t *testing.T) { testVoidNotice(t, c.cut, c.lose) })
+	}
+}
+
+func testVoidNotice(t *testing.T, cut, lose bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mods := killableModules(t)
@@ -437,7 +484,12 @@ func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	}
 	<-done1
 	mods[1] = &killable{Module: mods[1].Module}
-	s[1] = startParty1(t, s[1].addr, mods[1], withState(t, cfg, 1), wrap)
+	cutting := new(atomic.Bool)
+	cutting.Store(cut)
+	var sessions, cutIn atomic.Int32
+	s[1] = startParty1(t, s[1].addr, mods[1], withState(t, cfg, 1), func(ss grpc.ServerStream) grpc.ServerStream {
+		return newVoidCut(ss, cutting, lose, &sessions, &cutIn)
+	})
 	// An id with keys at site 0 and no answer at site 1.
 	var victim uint64
 	for victim == 0 && ctx.Err() == nil {
@@ -465,15 +517,33 @@ func TestVoidNoticeReachesOtherSite(t *testing.T) {
 	if c := replyClass(t, ans1.got[victim]); c != ErrClassVoid {
 		t.Fatalf("site 1: id %d answered %q, want void", victim, c)
 	}
-	// The report rides on the next batch reply: make a few batches.
+	// The report goes at once (a notice) or on the next batch reply. A
+	// session cut after it fails its batches spent: the batches below go
+	// once party 0 has opened the next (it opens one at a time).
+	for (cutting.Load() || sessions.Load() <= cutIn.Load()) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Make a few batches.
 	streamBound(t, s, 1000, 16, "", p)
 	for ctx.Err() == nil {
 		mu.Lock()
 		g := got0[victim]
 		mu.Unlock()
-		if len(g) == 2 {
+		if len(g) >= 2 {
 			if c := replyClass(t, g[1]); c != ErrClassVoid || pb.AlphaReusable(c) {
 				t.Fatalf("site 0: second reply for id %d: %q", victim, c)
+			}
+			if cutting.Load() {
+				t.Fatal("no session was cut after a void report")
+			}
+			// More batches (each reply could carry a report sent again),
+			// then no third reply.
+			streamBound(t, s, 2000, 16, "", p)
+			mu.Lock()
+			n := len(got0[victim])
+			mu.Unlock()
+			if n != 2 {
+				t.Fatalf("site 0 got %d replies for id %d, want the keys and one void", n, victim)
 			}
 			return
 		}

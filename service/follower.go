@@ -32,6 +32,10 @@ type follower struct {
 	lastSeq    uint64 // the last batch accepted
 	// sendMu: the finisher's replies and the void sender share the link.
 	sendMu sync.Mutex
+	// voidCover: each answered batch's reply cover (void.go), read when
+	// party 0 confirms the batch.
+	coverMu   sync.Mutex
+	voidCover map[uint64]uint64
 }
 
 // send sends m to party 0.
@@ -177,6 +181,29 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 	return nil
 }
 
+// coverReply notes the void cover of batch seq's reply (its last, when
+// party 1's frames go ahead of the digest).
+func (f *follower) coverReply(seq, cover uint64) {
+	f.coverMu.Lock()
+	defer f.coverMu.Unlock()
+	if f.voidCover == nil {
+		f.voidCover = make(map[uint64]uint64)
+	}
+	f.voidCover[seq] = cover
+}
+
+// confirmedReply notes that party 0 read batch seq's reply (it confirmed
+// or refused the batch), so the void reports sent before it.
+func (f *follower) confirmedReply(seq uint64) {
+	f.coverMu.Lock()
+	cover, ok := f.voidCover[seq]
+	delete(f.voidCover, seq)
+	f.coverMu.Unlock()
+	if ok {
+		f.p.voidsRead(cover)
+	}
+}
+
 // serve runs the session's batches until the link or a batch fails.
 // Batches go through two stages: this loop checks, claims and submits
 // batch k+1 (its frames ready in the module) while the finisher has the
@@ -184,6 +211,8 @@ func (f *follower) handshake(ctx context.Context) (err error) {
 // k+1 leave as soon as the digest of k has. The finisher sends every
 // batch reply, in order.
 func (f *follower) serve(ctx context.Context) error {
+	// Last, once the finisher and the void sender have stopped.
+	defer f.p.voidsUnread()
 	work := make(chan *prepared, 1)
 	fin := make(chan error, 1)
 	stop := make(chan struct{}) // closed when the finisher fails
@@ -293,6 +322,7 @@ func (f *follower) serve(ctx context.Context) error {
 // delivered, or failed (tampered or spent) and the session ends.
 func (f *follower) confirm(c *pb.Confirm) error {
 	p := f.p
+	f.confirmedReply(c.Seq)
 	p.heldMu.Lock()
 	var h *heldBatch
 	if len(p.held) > 0 && p.held[0].seq == c.Seq {
@@ -566,10 +596,11 @@ func (f *follower) finisher(ctx context.Context, work <-chan *prepared, stop cha
 			p.frameBytes.Add(n)
 			void := p.takeVoid()
 			r.VoidIds, r.VoidApps = splitRids(void)
+			// A failed send ends the session, which sends them again.
+			f.coverReply(r.Seq, p.voidsSent(void))
 			err := f.send(&pb.PeerMsg{M: &pb.PeerMsg_BatchReply{BatchReply: r}})
 			if err != nil {
 				p.frameBytes.Add(^(n - 1)) // not sent after all
-				p.restoreVoid(void)
 				return err
 			}
 			sent += n

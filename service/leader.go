@@ -41,6 +41,9 @@ type flight struct {
 	first uint64
 	tier  msg.Tier
 	sent  time.Time
+	// voidCover: the void reports sent before this batch and with it
+	// (void.go); its reply shows them read.
+	voidCover uint64
 }
 
 func frameBytes(f socket.Frames) uint64 { return uint64(len(f.Data)) }
@@ -223,6 +226,7 @@ func (l *leader) run(ctx context.Context) error {
 	l.cancel()
 	l.wg.Wait()
 	l.lost()
+	l.p.voidsUnread()
 	return err
 }
 
@@ -351,13 +355,15 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 	if pk != nil {
 		items = nil
 	}
+	void := p.takeVoid()
+	voidIDs, voidApps := splitRids(void)
+	// A failed send ends the session, which sends them again.
+	fl.voidCover = p.voidsSent(void)
 	l.mu.Lock()
 	l.flights = append(l.flights, fl)
 	l.mu.Unlock()
 	p.inFlight.Add(1)
 	p.m.inFlight.Inc()
-	void := p.takeVoid()
-	voidIDs, voidApps := splitRids(void)
 	// Counted before the send, as party 1 counts its reply's: the batch
 	// may be answered and finished before this goroutine runs again.
 	n := frameBytes(packed)
@@ -367,7 +373,6 @@ func (l *leader) sendBatch(ctx context.Context, jobs []*job, tier msg.Tier) erro
 		VoidIds: voidIDs, VoidApps: voidApps, Runs: runs, App: app}}})
 	if err != nil {
 		p.frameBytes.Add(^(n - 1)) // not sent after all
-		p.restoreVoid(void)
 		return fmt.Errorf("peer: %w", err)
 	}
 	if n > 0 {
@@ -446,6 +451,7 @@ func (l *leader) reply(ctx context.Context, br *pb.BatchReply) error {
 	if br == nil || fl == nil || br.Seq != fl.seq {
 		return fmt.Errorf("%w: unexpected message from the peer", errDesync)
 	}
+	p.voidsRead(fl.voidCover) // party 1 read this batch, so what went before
 	if br.Error != "" && br.SessionContinues && br.ErrorClass == ErrClassUnmatched && len(br.FrameData) == 0 {
 		// Refused for unmatched ids alone, before any frame was
 		// opened; party 1's module has moved past the batch.

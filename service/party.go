@@ -156,12 +156,8 @@ type Party struct {
 	recoveredN    atomic.Int64
 	recoveredKeys atomic.Uint64 // keys handed out again after a restart
 	// ids answered void after a restart whose keys the peer delivered, to
-	// tell the peer with the next batch (party 0) or batch reply (party 1)
-	voidMu  sync.Mutex
-	voidOut []rid
-	// voidKick wakes the session's void sender (sendVoids) when voidOut
-	// gets an id.
-	voidKick chan struct{}
+	// tell the peer (void.go)
+	voids voidReports
 }
 
 type heldBatch struct {
@@ -210,10 +206,11 @@ func New(c Config) (*Party, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Party{cfg: c, mod: c.Module, log: c.Logger.With("party", c.Party), m: newMetrics(c.Registry, c.Party),
-		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0), voidKick: make(chan struct{}, 1)}
+		q: newQueue(), pend: newPending(), adm: newAdmission(c.MaxPending, c.Party == 0)}
 	var b [8]byte
 	rand.Read(b[:])
 	p.run = binary.LittleEndian.Uint64(b[:])
+	p.voids.kick = make(chan struct{}, 1)
 	p.downAt.Store(time.Now().UnixNano())
 	if c.Party == 0 && !c.inProcess {
 		if c.PeerAddr == "" {

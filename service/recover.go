@@ -71,6 +71,7 @@ type recentRec struct {
 	first  uint64
 	n      int
 	notice chan<- *pb.KeyReply // the stream it was delivered on
+	voided bool                // the peer's void report for it was handled (peerVoid)
 	// slabFirst, slabN: the bulk its keys came from (0: per counter)
 	slabFirst uint64
 	slabN     int

@@ -1,10 +1,11 @@
 package service
 
 import (
-	pb "github.com/kord-fss/kord/proto/kordpb"
-
 	"context"
 	"fmt"
+	"sync"
+
+	pb "github.com/kord-fss/kord/proto/kordpb"
 )
 
 // Void and spent notices across a restart (recover.go): tombstones of
@@ -52,15 +53,45 @@ func (p *Party) settleDoubt(fresh bool) []rid {
 	return ids
 }
 
+// voidReports holds this party's void reports for the peer: those still
+// to send, and those sent and not yet known read.
+//
+// A report is known read once the peer answers a message sent after it:
+// each peer reads its link in order and handles a report before the next
+// message, so party 0's confirmation of batch s (party 1's reply to batch
+// s) comes after party 0 (party 1) read every report that went out before
+// that batch reply (that batch). A report that went out and is not known
+// read when its session ends goes out again in the next one: the session
+// may have broken with it unread (a peer drops what it reads while its
+// session ends). A report read twice changes nothing the second time
+// (Party.peerVoid).
+type voidReports struct {
+	mu  sync.Mutex
+	out []rid // to send
+	// sent: reports that went out, each with the mark of its send; a
+	// message's cover is the last mark when it was sent, so its answer
+	// shows every report with a mark up to the cover read.
+	sent []sentVoid
+	mark uint64
+	// kick wakes the session's void sender (sendVoids) when out gets an id.
+	kick chan struct{}
+}
+
+type sentVoid struct {
+	ids  []rid
+	mark uint64
+}
+
 // addVoid notes a request to report void to the peer.
 func (p *Party) addVoid(id rid) {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	if len(p.voidOut) < maxSpentLog {
-		p.voidOut = append(p.voidOut, id)
+	v := &p.voids
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.out) < maxSpentLog {
+		v.out = append(v.out, id)
 	}
 	select {
-	case p.voidKick <- struct{}{}:
+	case v.kick <- struct{}{}:
 	default:
 	}
 }
@@ -72,15 +103,19 @@ func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.voidKick:
+		case <-p.voids.kick:
 		}
 		v := p.takeVoid()
 		if len(v) == 0 {
 			continue
 		}
 		ids, apps := splitRids(v)
-		if err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids, Apps: apps}}}); err != nil {
-			p.restoreVoid(v)
+		err := send(&pb.PeerMsg{M: &pb.PeerMsg_VoidNotice{VoidNotice: &pb.VoidNotice{Ids: ids, Apps: apps}}})
+		// Marked only now that the send is done: a message whose cover
+		// includes this mark was sent after the notice. A failed send
+		// ends the session, which sends them again (voidsUnread).
+		p.voidsSent(v)
+		if err != nil {
 			return
 		}
 	}
@@ -88,21 +123,61 @@ func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
 
 // takeVoid returns and clears the requests to report void to the peer.
 func (p *Party) takeVoid() []rid {
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	v := p.voidOut
-	p.voidOut = nil
-	return v
+	v := &p.voids
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := v.out
+	v.out = nil
+	return out
 }
 
-// restoreVoid puts back requests whose report did not go out.
-func (p *Party) restoreVoid(ids []rid) {
-	if len(ids) == 0 {
+// voidsSent notes ids as sent to the peer, and returns the cover of a
+// message sent from now on: ids carried in a message (a batch, a batch
+// reply) are noted before it is sent, so that its answer shows them read.
+func (p *Party) voidsSent(ids []rid) (cover uint64) {
+	v := &p.voids
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(ids) > 0 {
+		v.mark++
+		v.sent = append(v.sent, sentVoid{ids, v.mark})
+	}
+	return v.mark
+}
+
+// voidsRead drops the sent reports the peer is known to have read: it
+// answered a message whose cover was cover.
+func (p *Party) voidsRead(cover uint64) {
+	v := &p.voids
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	i := 0
+	for i < len(v.sent) && v.sent[i].mark <= cover {
+		i++
+	}
+	v.sent = v.sent[i:]
+}
+
+// voidsUnread puts the reports sent in a session that has ended, and not
+// known read, back to be sent in the next one; called once the session's
+// senders have stopped.
+func (p *Party) voidsUnread() {
+	v := &p.voids
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var back []rid
+	for _, s := range v.sent {
+		back = append(back, s.ids...)
+	}
+	v.sent = nil
+	if len(back) == 0 {
 		return
 	}
-	p.voidMu.Lock()
-	defer p.voidMu.Unlock()
-	p.voidOut = append(ids, p.voidOut...)
+	v.out = append(back, v.out...)
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
 }
 
 // splitRids is ids as the peer link's parallel lists: the ids and, in
@@ -142,7 +217,8 @@ func joinRids(ids []uint64, apps []string) ([]rid, error) {
 // peerVoid handles the peer's report that it answered requests void
 // after its restart (ids with, in order, their applications apps): this
 // site delivered their keys, and the stream that got them (if it is still
-// open) gets a second reply for each, class void. A report goes only to
+// open) gets a second reply for each, class void, once however often the
+// report comes (it is sent again after a broken session). A report goes only to
 // the application it names: another application's request under the same
 // id is untouched. A malformed report is dropped whole.
 func (p *Party) peerVoid(ids []uint64, apps []string) {
@@ -163,8 +239,9 @@ func (p *Party) peerVoid(ids []uint64, apps []string) {
 	var found []rid
 	for i := range p.recent {
 		r := &p.recent[i]
-		if r.n > 0 && want[r.key()] {
+		if r.n > 0 && !r.voided && want[r.key()] {
 			want[r.key()] = false
+			r.voided = true // a report sent again is not a second notice
 			notes, found = append(notes, r.notice), append(found, r.key())
 		}
 	}
