@@ -51,8 +51,8 @@ func (o demoOpts) check(cmd *cobra.Command) error {
 	if err := cluster.CheckAppLink(o.appLink); err != nil {
 		return badInput("%v", err)
 	}
-	if cmd.Flags().Changed("app-link") && (o.inProcess || len(o.pairs.ks) > 0) {
-		return badInput("--app-link is for the demo's single pair of party processes: leave out --in-process and --pairs (a pool of pairs reaches its parties over TLS)")
+	if cmd.Flags().Changed("app-link") && o.inProcess {
+		return badInput("--app-link is for the demo's party processes: leave out --in-process (whose application calls the hosts in process)")
 	}
 	if !o.inProcess {
 		return nil
@@ -134,7 +134,7 @@ func demoCmd() *cobra.Command {
 	f.IntVar(&o.keys, "keys", 1000, "number of keys")
 	f.IntVar(&o.batch, "batch", service.DefaultBatch, fmt.Sprintf("keys per batch (1..%d), as kord party --batch", service.MaxCount))
 	f.IntVar(&o.inFlight, "in-flight", service.DefaultInFlight, "without --in-process: batches outstanding between the parties (1..1024), as kord party --in-flight")
-	f.StringVar(&o.appLink, "app-link", "unix", "without --in-process or --pairs: how the demo's application reaches the parties: unix (their Unix sockets, as on one host; whole slabs come as the modules' memfds) or tcp (TLS 1.3 with a client certificate, as a remote application)")
+	f.StringVar(&o.appLink, "app-link", "unix", "without --in-process: how the demo's application reaches the parties (each pair's, with --pairs): unix (their Unix sockets, as on one host; whole slabs come as the modules' memfds) or tcp (TLS 1.3 with a client certificate, as a remote application)")
 	f.StringVar(&o.kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the demo's random requests (0 = from the clock)")

@@ -81,7 +81,8 @@ func demoPairs(cmd *cobra.Command, o demoOpts) error {
 	}
 	plaintext, _ := cmd.Flags().GetBool("peer-plaintext")
 	sw, err := demo.PairsRuns(cmd.Context(), o.pairs.ks, demo.PairsOptions{Keys: o.keys, Batch: o.batch, InFlight: o.inFlight, KEM: o.kem,
-		Seed: seed, Plaintext: plaintext, Fault: o.pairs.fault, Stall: o.pairs.stall, LinkBytes: o.pairs.link}, progress)
+		Seed: seed, Plaintext: plaintext, Fault: o.pairs.fault, Stall: o.pairs.stall, LinkBytes: o.pairs.link,
+		AppUnix: o.appLink == "unix"}, progress)
 	if err != nil {
 		return err
 	}

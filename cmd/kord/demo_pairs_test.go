@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kord-fss/kord/cmd/kord/internal/cluster"
 	"github.com/kord-fss/kord/cmd/kord/internal/demo"
+	"github.com/kord-fss/kord/module/socket"
 )
 
 // TestDemoPairs runs `kord demo --pairs 1,2 --json`: each run delivers
 // every key pair asked for, verified, spread over all its pairs, nothing
-// lost or one-sided; the PNG is drawn.
+// lost or one-sided; on Linux the pools are on the parties' Unix sockets
+// and take whole slabs as memfds (the default --app-link unix); the PNG is
+// drawn.
 func TestDemoPairs(t *testing.T) {
 	png := filepath.Join(t.TempDir(), "pairs.png")
 	out, errOut, code := runKord(t, "demo", "--pairs", "1,2", "--keys", "3000", "--batch", "128", "--json", "--png", png)
@@ -39,6 +43,9 @@ func TestDemoPairs(t *testing.T) {
 		}
 		if sum != r.PairsVerified || !(r.KeysPerSec > 0) {
 			t.Fatalf("%d pairs: per-pair keys add to %d of %d, %v keys/s", r.Pairs, sum, r.PairsVerified, r.KeysPerSec)
+		}
+		if socket.SlabFDSupported && (r.AppLink != cluster.AppLinkName("unix") || r.SlabsHanded == 0) {
+			t.Fatalf("%d pairs: application link %q, %d messages handed on as memfds", r.Pairs, r.AppLink, r.SlabsHanded)
 		}
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {

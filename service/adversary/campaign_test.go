@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kord-fss/kord/client"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/socket"
 	pb "github.com/kord-fss/kord/proto/kordpb"
@@ -221,8 +222,10 @@ func TestCampaign(t *testing.T) {
 
 // TestCampaignSlabFDs is the campaign with the honest party taking its
 // module's bulk slabs as sealed memfds read in place (kord party
-// --module-slab-fds, the same-host slab path of issue 34): the adversary
-// meets the honest party on that path, and every check holds there too.
+// --module-slab-fds, the same-host slab path of issue 34), and its
+// application asking on the Unix socket for slab_fds, so that whole slabs
+// are handed on to it as memfds: the adversary meets the honest party on
+// that path, and every check holds there too.
 func TestCampaignSlabFDs(t *testing.T) {
 	if !socket.SlabFDSupported {
 		t.Skip("slab memfds need Linux")
@@ -230,11 +233,15 @@ func TestCampaignSlabFDs(t *testing.T) {
 	seed := campaignSeedOf(t)
 	for honest := range 2 {
 		t.Run(fmt.Sprintf("honest%d", honest), func(t *testing.T) {
-			before := socket.MappedSlabs()
+			before, handed := socket.MappedSlabs(), client.HandedMessages()
 			campaign(t, honest, seed, *campaignSteps, true)
 			if socket.MappedSlabs() == before {
 				t.Fatal("the honest party mapped no slab: the campaign never took the memfd path")
 			}
+			if client.HandedMessages() == handed {
+				t.Fatal("no slab was handed on to the honest application: the campaign never took the hand-off")
+			}
+			t.Logf("%d slabs mapped at the honest party, %d handed on to its application", socket.MappedSlabs()-before, client.HandedMessages()-handed)
 		})
 	}
 }
@@ -245,7 +252,7 @@ func campaign(t *testing.T, honest int, seed uint64, steps int, slabFDs bool) {
 	r := rand.New(rand.NewPCG(seed, uint64(honest)))
 	o := newOracle(t, false)
 	w := newWorldOpts(t, honest, o, worldOpts{slabFDs: slabFDs})
-	mapped := socket.MappedSlabs()
+	mapped, handed := socket.MappedSlabs(), client.HandedMessages()
 	mx := &mutator{w: w, r: rand.New(rand.NewPCG(seed, uint64(honest)+2))}
 	w.px.setHook(mx.hook)
 	id := uint64(1)
@@ -306,17 +313,18 @@ func campaign(t *testing.T, honest int, seed uint64, steps int, slabFDs bool) {
 			return
 		}
 	}
-	// If no batch of the campaign was of slabs only (the seed decides),
-	// a bulk alone in its batch takes the memfd path: mutated at the
-	// first try, plain after that (a mutation may end the batch before
-	// its collect).
-	for try := 0; slabFDs && !t.Failed() && try < 3 && socket.MappedSlabs() == mapped; try++ {
+	// Batches of slabs only are few in the campaign (the seed decides):
+	// two more steps ask for a bulk alone in its batch, which takes the
+	// memfd path and is handed on, under a mutation; if neither got that
+	// far (a mutation may end the batch before its collect), plain ones
+	// follow.
+	for try := 0; slabFDs && !t.Failed() && try < 4 && (try < 2 || socket.MappedSlabs() == mapped || client.HandedMessages() == handed); try++ {
 		var q *req
 		for q == nil || q.count < 8 {
 			q = derivedReq(r, id, fss.Params{Type: fss.DCF, InBits: 12, OutBits: 12})
 		}
 		id++
-		if try == 0 {
+		if try < 2 {
 			dir := r.IntN(2)
 			mx.arm(mutations[r.IntN(len(mutations))], dir, msgTypes[dir][r.IntN(len(msgTypes[dir]))], 0)
 		}

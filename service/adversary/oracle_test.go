@@ -239,7 +239,7 @@ func (o *oracle) askAt(qs []*req, at [2]bool) {
 				ctx, cancel := context.WithTimeout(context.Background(), o.endBound())
 				defer cancel()
 				start := time.Now()
-				rep, err := app.Get(ctx, q.r[b])
+				rep, err := o.get(ctx, app, q.r[b])
 				o.check(q, rep, err, time.Since(start))
 			}()
 		}
@@ -255,6 +255,26 @@ func (o *oracle) askAt(qs []*req, at [2]bool) {
 		acancel()
 		<-done
 	}
+}
+
+// get is the honest application's request r: a unary Get, or, in a world
+// with slabFDs, a stream of its own on the Unix socket that asks for
+// slab_fds, so that a reply whose keys are a whole slab of the honest
+// module's comes as that slab's memfd (the hand-off is under the checks).
+func (o *oracle) get(ctx context.Context, app *client.Client, r *pb.KeyRequest) (*client.Reply, error) {
+	if !o.w.opts.slabFDs {
+		return app.Get(ctx, r)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := app.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Send(r); err != nil {
+		return nil, err
+	}
+	return st.Recv()
 }
 
 // check runs checks (i)–(iv) on the honest site's reply to q.

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ type PairsOptions struct {
 	// process and report its bytes per key (the relay costs CPU: leave it
 	// out of rate comparisons).
 	LinkBytes bool
+	// AppUnix: each pair's parties serve the application on Unix sockets
+	// (a same-host application; whole slabs come as memfds), not TLS.
+	AppUnix bool
 }
 
 // Faults are the values of PairsOptions.Fault.
@@ -70,6 +74,9 @@ type PairsReport struct {
 	InFlight  int    `json:"in_flight"`
 	PeerLink  string `json:"peer_link"`
 	AppLink   string `json:"app_link"` // as ProcessReport.AppLink
+	// SlabsHanded counts the messages whose keys came to the application
+	// as a module's memfd (AppUnix).
+	SlabsHanded uint64 `json:"slabs_handed"`
 	// Keys is the key pairs asked for; PairsVerified those delivered at
 	// both sites and checked (Eval(0,k0,x)+Eval(1,k1,x) = f(x) at α, α±1
 	// and a random x); PairsFailed delivered pairs that did not check.
@@ -165,6 +172,11 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	if o.Plaintext {
 		rep.PeerLink, rep.AppLink = "plaintext", AppLinkPlain
 	}
+	if o.AppUnix {
+		rep.AppLink = cluster.AppLinkName("unix")
+	}
+	handed := client.HandedMessages()
+	defer func() { rep.SlabsHanded = client.HandedMessages() - handed }()
 	say("starting %d pairs (%d modules, %d parties) as child processes on loopback… ", o.Pairs, 2*o.Pairs, 2*o.Pairs)
 	cs := make([]*cluster.Cluster, o.Pairs)
 	errs := make([]error, o.Pairs)
@@ -179,7 +191,7 @@ func Pairs(ctx context.Context, o PairsOptions, progress io.Writer) (*PairsRepor
 	var wg sync.WaitGroup
 	for i := range cs {
 		wg.Go(func() {
-			co := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, KEM: o.KEM, PeerPlaintext: o.Plaintext}
+			co := cluster.Options{Batch: o.Batch, InFlight: o.InFlight, KEM: o.KEM, PeerPlaintext: o.Plaintext, AppUnix: o.AppUnix}
 			if o.LinkBytes {
 				co.PeerVia = func(peer string) (string, error) {
 					lc, err := newLinkCounter(peer)
@@ -567,6 +579,14 @@ func PrintPairs(w io.Writer, sw *PairsSweep, asJSON bool) error {
 				fmt.Fprintf(w, "  pair %d: %s\n", p.Pair, p.Down)
 			}
 		}
+	}
+	if len(sw.Runs) > 0 {
+		r := sw.Runs[0]
+		var handed []string
+		for _, r := range sw.Runs {
+			handed = append(handed, fmt.Sprint(r.SlabsHanded))
+		}
+		fmt.Fprintf(w, "\npeer links: %s; application link: %s; messages handed on as memfds per run: %s\n", r.PeerLink, r.AppLink, strings.Join(handed, ", "))
 	}
 	if sw.CPUs < 4 {
 		fmt.Fprintf(w, "(both sites, every pair and this client share these %d CPUs: the aggregate can hold as K grows, not rise)\n", sw.CPUs)
