@@ -43,6 +43,7 @@ correlations (correlation_seconds); the fully connected layer's Z = A·R is
 checked from both parties' shares.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			batchDefault(cmd, &o.Batch, o.AppLink == "unix")
 			if err := o.Check(); err != nil {
 				return badInput("%v", err)
 			}
@@ -68,7 +69,7 @@ checked from both parties' shares.`,
 	f.Float64Var(&o.Fraction, "fraction", 1, "share of every key kind to run, in (0, 1]")
 	f.IntVar(&o.Chunk, "chunk", 65536, "keys streamed between two verification pauses")
 	f.IntVar(&o.PerReq, "per-request", 1024, "keys per derived request")
-	f.IntVar(&o.Batch, "batch", bench.DeliverDefaultBatch, fmt.Sprintf("the parties' keys per batch (1..%d)", service.MaxCount))
+	f.IntVar(&o.Batch, "batch", 0, fmt.Sprintf("the parties' keys per batch (1..%d; default as kord party's: %d on --app-link unix, %d on tcp)", service.MaxCount, service.DefaultBatchSameHost, service.DefaultBatch))
 	f.IntVar(&o.InFlight, "in-flight", bench.DeliverDefaultInFlight, "the parties' batches outstanding (1..1024)")
 	f.IntVar(&o.Verify, "verify", 64, "key pairs verified per chunk, outside the clock")
 	f.BoolVar(&o.NoDealer, "no-dealer", false, "skip the trusted dealer's generation")

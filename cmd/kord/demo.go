@@ -83,6 +83,7 @@ func demoCmd() *cobra.Command {
 		Short: "Pair two modules, generate keys of every mode, tier, type and width through two hosts, verify every pair",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			batchDefault(cmd, &o.batch, !o.inProcess && o.appLink == "unix")
 			if err := o.check(cmd); err != nil {
 				return err
 			}
@@ -132,7 +133,7 @@ func demoCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.inProcess, "in-process", false, "run both modules and both hosts in this process")
 	f.IntVar(&o.keys, "keys", 1000, "number of keys")
-	f.IntVar(&o.batch, "batch", service.DefaultBatch, fmt.Sprintf("keys per batch (1..%d), as kord party --batch", service.MaxCount))
+	f.IntVar(&o.batch, "batch", 0, fmt.Sprintf("keys per batch (1..%d), as kord party --batch (default as its: %d on --app-link unix, %d otherwise)", service.MaxCount, service.DefaultBatchSameHost, service.DefaultBatch))
 	f.IntVar(&o.inFlight, "in-flight", service.DefaultInFlight, "without --in-process: batches outstanding between the parties (1..1024), as kord party --in-flight")
 	f.StringVar(&o.appLink, "app-link", "unix", "without --in-process: how the demo's application reaches the parties (each pair's, with --pairs): unix (their Unix sockets, as on one host; whole slabs come as the modules' memfds) or tcp (TLS 1.3 with a client certificate, as a remote application)")
 	f.StringVar(&o.kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kord-fss/kord/cmd/kord/internal/demo"
+	"github.com/kord-fss/kord/service"
 )
 
 // TestDemoFlagsValidated: every flag of `kord demo` is checked on both
@@ -72,5 +73,43 @@ func TestDemoBatchAndInFlight(t *testing.T) {
 	}
 	if ip.Batch != 16 || ip.PairsFailed != 0 || ip.PairsVerified != 200 {
 		t.Fatalf("demo --in-process: batch %d, %d verified, %d failed", ip.Batch, ip.PairsVerified, ip.PairsFailed)
+	}
+}
+
+// TestDemoBatchFollowsLink: without --batch the demo batches as kord party
+// does by its link: up to service.DefaultBatchSameHost keys on the Unix
+// sockets, service.DefaultBatch over TCP and in process; a --batch given
+// is kept.
+func TestDemoBatchFollowsLink(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--app-link", "unix"}, service.DefaultBatchSameHost},
+		{[]string{"--app-link", "tcp"}, service.DefaultBatch},
+		{[]string{"--app-link", "unix", "--batch", "64"}, 64},
+	} {
+		out, errOut, code := runKord(t, append([]string{"demo", "--keys", "200", "--json"}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("kord demo %v: exit %d\n%s", c.args, code, errOut)
+		}
+		var rep demo.ProcessReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Batch != c.want || rep.PairsFailed != 0 {
+			t.Errorf("kord demo %v: batch %d, want %d; %d failed", c.args, rep.Batch, c.want, rep.PairsFailed)
+		}
+	}
+	out, errOut, code := runKord(t, "demo", "--in-process", "--keys", "50", "--json")
+	if code != 0 {
+		t.Fatalf("kord demo --in-process: exit %d\n%s", code, errOut)
+	}
+	var ip demo.InProcessReport
+	if err := json.Unmarshal([]byte(out), &ip); err != nil {
+		t.Fatal(err)
+	}
+	if ip.Batch != service.DefaultBatch {
+		t.Errorf("kord demo --in-process: batch %d, want %d", ip.Batch, service.DefaultBatch)
 	}
 }

@@ -34,12 +34,13 @@ func init() {
 			if err := cluster.CheckAppLink(appLink); err != nil {
 				return badInput("%v", err)
 			}
+			batchDefault(cmd, &batch, appLink == "unix")
 			return processDemoMain(cmd, keys, batch, inFlight, kem, appLink, seed, asJSON)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&keys, "keys", 1000, "number of keys")
-	f.IntVar(&batch, "batch", service.DefaultBatch, "keys per batch")
+	f.IntVar(&batch, "batch", 0, "keys per batch (default as kord demo's)")
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "batches outstanding between the parties")
 	f.StringVar(&appLink, "app-link", "unix", "how the application reaches the parties: unix or tcp (as kord demo)")
 	f.StringVar(&kem, "kem", "", "pairing KEM: "+strings.Join(module.KEMs(), ", ")+" (default mlkem768)")

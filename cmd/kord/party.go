@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,6 +104,7 @@ module process stays the default.`,
 			if party == 1 && peerListen == "" {
 				return badInput("party 1 needs --peer-listen")
 			}
+			batchDefault(cmd, &batch, strings.HasPrefix(listen, "unix://"))
 			if batch < 1 || batch > service.MaxCount || inFlight < 1 || inFlight > 1024 {
 				return badInput("--batch must be 1..%d and --in-flight 1..1024", service.MaxCount)
 			}
@@ -136,7 +138,7 @@ module process stays the default.`,
 	f.StringVar(&peer, "peer", "", "party 0: party 1's peer address")
 	f.StringVar(&partyState, "party-state", "", "the party's own state file (bbolt, created mode 0600): what it served for each recent request id, which alone decides what it hands out again after a restart (docs/operations.md, Recovery); without it a restarted party completes nothing generated before")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and the /healthz, /readyz probes on (empty = off)")
-	f.IntVar(&batch, "batch", service.DefaultBatch, "most keys per batch")
+	f.IntVar(&batch, "batch", 0, fmt.Sprintf("most keys per batch (default %d with --listen unix://…, whose applications take whole slabs as memfds; %d otherwise)", service.DefaultBatchSameHost, service.DefaultBatch))
 	f.IntVar(&inFlight, "in-flight", service.DefaultInFlight, "most batches outstanding with the peer")
 	f.IntVar(&maxStreamKeys, "max-stream-keys", service.DefaultMaxStreamKeys, "most keys one application stream holds read and not yet sent back; past it the party stops reading the stream until the application reads its replies")
 	f.IntVar(&maxPending, "max-pending", service.DefaultMaxPending, "most keys queued and not yet answered, over all application streams; requests beyond it are refused (resource_exhausted)")
@@ -216,4 +218,15 @@ certificate (kord certs --apps operator: --app-tls-cert app-operator.crt
 	cmd.Flags().BoolVar(&skipPaired, "skip-paired", false, "exit 0 without pairing when party 0's module is already paired (a pairing job that may run again)")
 	daemon.CommonFlags(cmd.Flags())
 	return cmd
+}
+
+// batchDefault sets *batch, unless --batch was given (for kord party also
+// by environment or config file), to kord party's default for its
+// application link:
+// sameHost is the Unix socket, where whole slabs go on as memfds
+// (service.DefaultBatchFor).
+func batchDefault(cmd *cobra.Command, batch *int, sameHost bool) {
+	if !cmd.Flags().Changed("batch") {
+		*batch = service.DefaultBatchFor(sameHost)
+	}
 }
