@@ -4,6 +4,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/kord-fss/kord/cmd/kord/internal/loadgen"
 	"github.com/kord-fss/kord/fss"
 	"github.com/kord-fss/kord/module/msg"
+	"github.com/kord-fss/kord/service"
 )
 
 // TestPartyModuleInProcess starts a party pair whose modules run inside
@@ -76,5 +78,21 @@ func TestPartyModuleFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "m.db")); err == nil {
 		t.Errorf("a refused start left a state file")
+	}
+}
+
+// TestPartyBatchDefault: kord party without --batch batches up to
+// service.DefaultBatchSameHost keys when its application API is a Unix
+// socket and service.DefaultBatch otherwise; its readiness record says
+// which.
+func TestPartyBatchDefault(t *testing.T) {
+	for _, unix := range []bool{true, false} {
+		_, c := startCluster(t, t.TempDir(), cluster.Options{InProcessModules: true, AppUnix: unix})
+		want := strconv.Itoa(service.DefaultBatchFor(unix))
+		for b := range 2 {
+			if got := c.Party(b).Ready["batch"]; got != want {
+				t.Errorf("application API on a Unix socket %v: party %d is ready with batch %q, want %s", unix, b, got, want)
+			}
+		}
 	}
 }

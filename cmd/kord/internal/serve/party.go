@@ -189,6 +189,8 @@ func Party(ctx context.Context, c PartyConfig) error {
 		ready = append(ready, "metrics", ml.Addr().String())
 	}
 	started = true
+	// With the batch it runs at: kord party's default depends on --listen.
+	ready = append(ready, "batch", c.Batch)
 	log.Info("party serving", ready...)
 	daemon.Ready(stdout(c.Out), ready...)
 	err = p.Run(ctx)
