@@ -222,9 +222,8 @@ certificate (kord certs --apps operator: --app-tls-cert app-operator.crt
 
 // batchDefault sets *batch, unless --batch was given (for kord party also
 // by environment or config file), to kord party's default for its
-// application link:
-// sameHost is the Unix socket, where whole slabs go on as memfds
-// (service.DefaultBatchFor).
+// application link: sameHost is the Unix socket, where whole slabs go on
+// as memfds (service.DefaultBatchFor).
 func batchDefault(cmd *cobra.Command, batch *int, sameHost bool) {
 	if !cmd.Flags().Changed("batch") {
 		*batch = service.DefaultBatchFor(sameHost)
