@@ -90,6 +90,11 @@ func (p *Party) addVoid(id rid) {
 	if len(v.out) < maxSpentLog {
 		v.out = append(v.out, id)
 	}
+	v.wake()
+}
+
+// wake wakes the session's void sender, if it is not already woken.
+func (v *voidReports) wake() {
 	select {
 	case v.kick <- struct{}{}:
 	default:
@@ -121,13 +126,21 @@ func (p *Party) sendVoids(ctx context.Context, send func(*pb.PeerMsg) error) {
 	}
 }
 
-// takeVoid returns and clears the requests to report void to the peer.
+// takeVoid returns and clears the requests to report void to the peer, at
+// most maxSpentLog of them (the most a peer takes in one report, peerVoid):
+// the rest stay for the next report, and the void sender is woken for it.
 func (p *Party) takeVoid() []rid {
 	v := &p.voids
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := v.out
-	v.out = nil
+	n := min(len(v.out), maxSpentLog)
+	out := v.out[:n:n]
+	v.out = v.out[n:]
+	if len(v.out) == 0 {
+		v.out = nil
+	} else {
+		v.wake()
+	}
 	return out
 }
 
@@ -174,10 +187,7 @@ func (p *Party) voidsUnread() {
 		return
 	}
 	v.out = append(back, v.out...)
-	select {
-	case v.kick <- struct{}{}:
-	default:
-	}
+	v.wake()
 }
 
 // splitRids is ids as the peer link's parallel lists: the ids and, in
